@@ -1,0 +1,110 @@
+//! Activity accounting behind `settled()`.
+//!
+//! Every piece of runtime work in progress holds one unit of activity: a state
+//! request awaiting its answer, a change message on its way to a controller, a
+//! coalesced backlog, a pending or running reconcile, a retry waiting out its
+//! backoff. Each hand-off takes the next unit before it releases the current
+//! one, so the count reaches zero only when the whole system is quiescent, never
+//! in the middle of a causal chain. `settled()` waits for zero.
+//!
+//! Delayed work that was *asked for* (`requeue_after`, a queue item with a
+//! future due time) holds no unit: the system is settled until it comes due.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::Notify;
+
+#[derive(Default)]
+struct Inner {
+    busy: AtomicUsize,
+    idle: Notify,
+}
+
+/// A shared counter of in-progress work with a "became idle" notification.
+#[derive(Clone, Default)]
+pub(crate) struct Activity(Arc<Inner>);
+
+impl std::fmt::Debug for Activity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Activity({})", self.busy())
+    }
+}
+
+impl Activity {
+    pub(crate) fn new() -> Self {
+        Activity::default()
+    }
+
+    /// Takes one unit.
+    pub(crate) fn enter(&self) {
+        self.0.busy.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Releases one unit (wakes `settled()` waiters when it was the last).
+    pub(crate) fn exit(&self) {
+        let before = self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(before > 0, "activity released more often than taken");
+        if before == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+
+    /// Takes one unit, released when the guard drops.
+    pub(crate) fn guard(&self) -> ActivityGuard {
+        self.enter();
+        ActivityGuard(self.clone())
+    }
+
+    /// Units currently held.
+    pub(crate) fn busy(&self) -> usize {
+        self.0.busy.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no unit is held.
+    #[cfg_attr(not(test), allow(dead_code))] // the runtime's `settled()` arrives with controllers
+    pub(crate) async fn settled(&self) {
+        loop {
+            let idle = self.0.idle.notified();
+            if self.busy() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+/// One unit of activity, released on drop.
+#[derive(Debug)]
+pub(crate) struct ActivityGuard(Activity);
+
+impl Drop for ActivityGuard {
+    fn drop(&mut self) {
+        self.0.exit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn settled_waits_for_the_last_guard() {
+        let a = Activity::new();
+        a.settled().await;
+        let g1 = a.guard();
+        let g2 = a.guard();
+        let waiter = {
+            let a = a.clone();
+            tokio::spawn(async move { a.settled().await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        drop(g1);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        drop(g2);
+        waiter.await.unwrap();
+        assert_eq!(a.busy(), 0);
+    }
+}

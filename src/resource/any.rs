@@ -1,0 +1,351 @@
+//! [`AnyResource`]: the type-erased resource that the state stores and watches carry.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{DynamicResource, Metadata, Phase, Pointer, Resource, Spec, Version};
+use crate::Error;
+
+/// Object-safe view of a spec of any type.
+pub(crate) trait ErasedSpec: Any + Send + Sync {
+    /// `S::TYPE`, or `None` for a dynamic spec.
+    fn spec_type(&self) -> Option<&'static str>;
+    fn eq_erased(&self, other: &dyn ErasedSpec) -> bool;
+    fn to_value(&self) -> Result<serde_json::Value, serde_json::Error>;
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    fn as_any(&self) -> &dyn Any;
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl<S: Spec> ErasedSpec for S {
+    fn spec_type(&self) -> Option<&'static str> {
+        Some(S::TYPE)
+    }
+
+    fn eq_erased(&self, other: &dyn ErasedSpec) -> bool {
+        match other.as_any().downcast_ref::<S>() {
+            Some(o) => self == o,
+            None => match (self.to_value(), other.to_value()) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            },
+        }
+    }
+
+    fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+/// A spec kept as a serde value (from a manifest or a generic tool).
+pub(crate) struct DynamicSpec(pub(crate) serde_json::Value);
+
+impl ErasedSpec for DynamicSpec {
+    fn spec_type(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn eq_erased(&self, other: &dyn ErasedSpec) -> bool {
+        match other.as_any().downcast_ref::<DynamicSpec>() {
+            Some(o) => self.0 == o.0,
+            None => other.to_value().is_ok_and(|v| v == self.0),
+        }
+    }
+
+    fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        Ok(self.0.clone())
+    }
+
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct AnyInner {
+    pub(crate) metadata: Metadata,
+    /// `None` for a tombstone.
+    pub(crate) spec: Option<Arc<dyn ErasedSpec>>,
+}
+
+/// A resource of any type: what the state stores and what watches deliver.
+///
+/// Cloning is one reference-count increment. Read it back as a typed
+/// [`Resource<S>`] with [`typed`](AnyResource::typed): a wrong type is an
+/// [`Error::TypeMismatch`], never a panic. A resource created from a
+/// [`DynamicResource`] (spec as a serde value) is converted on that read.
+///
+/// A *tombstone* is an `AnyResource` with metadata but no spec: a watch on a
+/// missing resource starts with `Destroyed(tombstone)`.
+///
+/// ```
+/// # use cosi_runtime::resource::{AnyResource, Resource, Spec};
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Mtu(u32);
+/// # impl Spec for Mtu { const TYPE: &'static str = "Mtus.net.cosi.dev"; }
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Hostname(String);
+/// # impl Spec for Hostname { const TYPE: &'static str = "Hostnames.net.cosi.dev"; }
+/// let any: AnyResource = Resource::new("network", "eth0", Mtu(1500)).into();
+/// assert_eq!(any.typed::<Mtu>().unwrap().spec(), &Mtu(1500));
+/// assert!(any.typed::<Hostname>().unwrap_err().is_type_mismatch());
+/// ```
+#[derive(Clone)]
+pub struct AnyResource(pub(crate) Arc<AnyInner>);
+
+impl AnyResource {
+    pub(crate) fn from_typed<S: Spec>(metadata: Metadata, spec: Arc<S>) -> Self {
+        AnyResource(Arc::new(AnyInner {
+            metadata,
+            spec: Some(spec),
+        }))
+    }
+
+    pub(crate) fn from_dynamic(metadata: Metadata, value: serde_json::Value) -> Self {
+        AnyResource(Arc::new(AnyInner {
+            metadata,
+            spec: Some(Arc::new(DynamicSpec(value))),
+        }))
+    }
+
+    /// A tombstone: the metadata of `pointer` and no spec.
+    pub fn tombstone(pointer: Pointer) -> Self {
+        AnyResource(Arc::new(AnyInner {
+            metadata: Metadata::new(pointer),
+            spec: None,
+        }))
+    }
+
+    /// Whether this is a tombstone (no spec).
+    pub fn is_tombstone(&self) -> bool {
+        self.0.spec.is_none()
+    }
+
+    /// Whether the spec is dynamic (a serde value, not yet read as a typed spec).
+    pub fn is_dynamic(&self) -> bool {
+        self.0
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.spec_type().is_none())
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.0.metadata
+    }
+
+    /// The address.
+    pub fn pointer(&self) -> &Pointer {
+        self.0.metadata.pointer()
+    }
+
+    /// The id.
+    pub fn id(&self) -> &str {
+        self.0.metadata.id()
+    }
+
+    /// The version.
+    pub fn version(&self) -> Version {
+        self.0.metadata.version()
+    }
+
+    /// The phase.
+    pub fn phase(&self) -> Phase {
+        self.0.metadata.phase()
+    }
+
+    /// The owner.
+    pub fn owner(&self) -> Option<&str> {
+        self.0.metadata.owner()
+    }
+
+    /// The typed resource, if the resource type is `S::TYPE`.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the type differs (or a dynamic spec does not
+    /// decode as `S`); [`Error::NotFound`] for a tombstone.
+    pub fn typed<S: Spec>(&self) -> Result<Resource<S>, Error> {
+        let md = &self.0.metadata;
+        let mismatch = |actual: String| Error::TypeMismatch {
+            resource: md.pointer().clone(),
+            expected: S::TYPE.to_owned(),
+            actual,
+        };
+        let Some(spec) = &self.0.spec else {
+            return Err(Error::NotFound {
+                resource: md.pointer().clone(),
+            });
+        };
+        if md.resource_type() != S::TYPE {
+            return Err(mismatch(md.resource_type().to_owned()));
+        }
+        match spec.clone().into_any_arc().downcast::<S>() {
+            Ok(spec) => Resource::from_shared(md.clone(), spec),
+            Err(other) => match other.downcast_ref::<DynamicSpec>() {
+                Some(dynamic) => {
+                    let spec: S = serde_json::from_value(dynamic.0.clone()).map_err(|e| {
+                        mismatch(format!(
+                            "{} (its spec does not decode: {e})",
+                            md.resource_type()
+                        ))
+                    })?;
+                    Resource::from_parts(md.clone(), spec)
+                }
+                None => Err(mismatch(format!(
+                    "{} (a spec of another Rust type with the same TYPE)",
+                    md.resource_type()
+                ))),
+            },
+        }
+    }
+
+    /// A reference to the spec if it is stored as `S` (dynamic specs are not converted).
+    pub fn spec_ref<S: Spec>(&self) -> Option<&S> {
+        self.0.spec.as_ref()?.as_any().downcast_ref::<S>()
+    }
+
+    /// The dynamic form: metadata plus the spec as a serde value.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for a tombstone; [`Error::InvalidInput`] if the spec
+    /// does not serialize.
+    pub fn to_dynamic(&self) -> Result<DynamicResource, Error> {
+        let md = &self.0.metadata;
+        let spec = self.0.spec.as_ref().ok_or_else(|| Error::NotFound {
+            resource: md.pointer().clone(),
+        })?;
+        let value = spec.to_value().map_err(|e| Error::InvalidInput {
+            resource: md.pointer().to_string(),
+            reason: format!("the spec does not serialize: {e}"),
+        })?;
+        Ok(DynamicResource::new(md.clone(), value))
+    }
+
+    /// Whether both carry equal specs (tombstones are equal to each other).
+    pub fn spec_eq(&self, other: &AnyResource) -> bool {
+        match (&self.0.spec, &other.0.spec) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b)) || a.eq_erased(b.as_ref())
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether both handles point at the same stored value.
+    pub fn ptr_eq(&self, other: &AnyResource) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Mutable metadata, copying the (cheap) envelope if it is shared.
+    pub(crate) fn metadata_mut(&mut self) -> &mut Metadata {
+        &mut Arc::make_mut(&mut self.0).metadata
+    }
+
+    /// The same spec with other metadata.
+    pub(crate) fn with_metadata(&self, metadata: Metadata) -> AnyResource {
+        AnyResource(Arc::new(AnyInner {
+            metadata,
+            spec: self.0.spec.clone(),
+        }))
+    }
+}
+
+impl PartialEq for AnyResource {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || (self.0.metadata == other.0.metadata && self.spec_eq(other))
+    }
+}
+
+impl fmt::Debug for AnyResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct SpecDebug<'a>(&'a Option<Arc<dyn ErasedSpec>>);
+        impl fmt::Debug for SpecDebug<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.0 {
+                    Some(s) => s.debug(f),
+                    None => f.write_str("<tombstone>"),
+                }
+            }
+        }
+        f.debug_struct("AnyResource")
+            .field("metadata", &self.0.metadata)
+            .field("spec", &SpecDebug(&self.0.spec))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::tests::{Num, Text};
+    use super::*;
+
+    #[test]
+    fn typed_round_trip_shares_the_spec() {
+        let r = Resource::new("ns", "a", Num(5));
+        let any = r.clone().into_any();
+        let back = any.typed::<Num>().unwrap();
+        assert!(Arc::ptr_eq(back.spec_arc(), r.spec_arc()));
+        assert_eq!(any.spec_ref::<Num>(), Some(&Num(5)));
+        assert_eq!(any.spec_ref::<Text>(), None);
+    }
+
+    #[test]
+    fn wrong_type_is_an_error_naming_the_resource() {
+        let any = Resource::new("ns", "a", Num(5)).into_any();
+        let err = any.typed::<Text>().unwrap_err();
+        assert!(err.is_type_mismatch());
+        assert!(err.to_string().contains("ns/Nums.test.cosi.dev/a"), "{err}");
+    }
+
+    #[test]
+    fn tombstones_have_no_spec() {
+        let t = AnyResource::tombstone(Pointer::new("ns", "T", "gone"));
+        assert!(t.is_tombstone());
+        assert!(t.typed::<Num>().unwrap_err().is_not_found());
+        assert!(t.to_dynamic().unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn dynamic_specs_convert_on_typed_reads_and_compare_by_value() {
+        let md = Metadata::new(Pointer::of::<Num>("ns", "a"));
+        let dynamic = AnyResource::from_dynamic(md.clone(), serde_json::json!(5));
+        assert!(dynamic.is_dynamic());
+        assert_eq!(dynamic.typed::<Num>().unwrap().spec(), &Num(5));
+        let typed = Resource::new("ns", "a", Num(5)).into_any();
+        assert_eq!(dynamic, typed);
+        let bad = AnyResource::from_dynamic(md, serde_json::json!("five"));
+        assert!(bad.typed::<Num>().unwrap_err().is_type_mismatch());
+    }
+
+    #[test]
+    fn equality_ignores_timestamps_but_not_specs() {
+        let a = Resource::new("ns", "a", Num(1)).into_any();
+        let mut b = Resource::new("ns", "a", Num(1)).into_any();
+        b.metadata_mut().set_updated(super::super::Timestamp::now());
+        assert_eq!(a, b);
+        let c = Resource::new("ns", "a", Num(2)).into_any();
+        assert_ne!(a, c);
+    }
+}

@@ -1,0 +1,36 @@
+//! The resource model: pure data, no actors and no IO.
+//!
+//! A **resource** is strictly defined [`Metadata`] plus an opaque **spec**.
+//!
+//! - [`Pointer`] addresses one resource (namespace, type, id); [`Kind`] a collection
+//!   (namespace, type).
+//! - [`Spec`] is implemented by your payload types; [`Resource<S>`] pairs metadata
+//!   with a typed spec.
+//! - [`AnyResource`] is the type-erased, cheaply cloned form the state stores and
+//!   watches deliver; [`AnyResource::typed`] reads it back (a wrong type is an
+//!   error, never a panic).
+//! - [`DynamicResource`] holds the spec as a serde value, for manifests and tools.
+//! - [`LabelQuery`] filters lists and watches by labels.
+//! - [`validate`] lists the input rules the state enforces.
+
+mod any;
+mod dynamic;
+mod labels;
+mod metadata;
+mod pointer;
+mod query;
+mod spec;
+pub mod validate;
+mod version;
+
+pub use any::AnyResource;
+pub use dynamic::DynamicResource;
+pub use labels::{Annotations, Finalizers, Labels, StringMap};
+pub use metadata::Metadata;
+pub use pointer::{Id, Kind, Pointer};
+pub use query::{LabelQuery, LabelTerm};
+pub use spec::{Resource, Spec};
+pub use version::{Phase, Timestamp, Version};
+
+#[cfg(test)]
+pub(crate) use spec::tests as test_specs;

@@ -1,0 +1,230 @@
+//! The [`Spec`] trait and the typed [`Resource<S>`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{AnyResource, Metadata, Phase, Pointer, Version};
+use crate::Error;
+
+/// The opaque payload of a resource of one type.
+///
+/// The runtime never looks inside a spec: it stores, compares (to skip writes
+/// that change nothing) and, for generic tools, serializes it. `TYPE` names the
+/// resource type; by convention `PluralName.suffix.domain`.
+///
+/// ```
+/// use cosi_runtime::resource::{Resource, Spec};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// struct HostnameSpec {
+///     hostname: String,
+/// }
+///
+/// impl Spec for HostnameSpec {
+///     const TYPE: &'static str = "Hostnames.net.cosi.dev";
+/// }
+///
+/// let r = Resource::new("network", "hostname", HostnameSpec { hostname: "node-1".into() });
+/// assert_eq!(r.metadata().resource_type(), "Hostnames.net.cosi.dev");
+/// ```
+pub trait Spec:
+    Clone + PartialEq + fmt::Debug + Send + Sync + Serialize + DeserializeOwned + 'static
+{
+    /// The resource type of every resource with this spec.
+    const TYPE: &'static str;
+}
+
+/// A resource with a spec of known type `S`: metadata plus a shared spec.
+///
+/// The spec sits behind an [`Arc`], so reading a resource out of the state
+/// never copies it; [`spec_mut`](Resource::spec_mut) copies it on first write
+/// if it is shared.
+#[derive(Clone)]
+pub struct Resource<S> {
+    metadata: Metadata,
+    spec: Arc<S>,
+}
+
+impl<S: Spec> Resource<S> {
+    /// A new resource of type `S::TYPE` in `namespace` with `id`.
+    pub fn new(namespace: impl Into<String>, id: impl Into<String>, spec: S) -> Self {
+        Resource {
+            metadata: Metadata::new(Pointer::of::<S>(namespace, id)),
+            spec: Arc::new(spec),
+        }
+    }
+
+    /// A resource from existing metadata; its type must be `S::TYPE`.
+    pub fn from_parts(metadata: Metadata, spec: S) -> Result<Self, Error> {
+        Self::from_shared(metadata, Arc::new(spec))
+    }
+
+    pub(crate) fn from_shared(metadata: Metadata, spec: Arc<S>) -> Result<Self, Error> {
+        if metadata.resource_type() != S::TYPE {
+            return Err(Error::TypeMismatch {
+                resource: metadata.pointer().clone(),
+                expected: S::TYPE.to_owned(),
+                actual: metadata.resource_type().to_owned(),
+            });
+        }
+        Ok(Resource { metadata, spec })
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The metadata, for changing labels, annotations, finalizers or phase.
+    pub fn metadata_mut(&mut self) -> &mut Metadata {
+        &mut self.metadata
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &S {
+        &self.spec
+    }
+
+    /// The spec, for changing (copied first if it is shared with the state).
+    pub fn spec_mut(&mut self) -> &mut S {
+        Arc::make_mut(&mut self.spec)
+    }
+
+    /// Replaces the spec.
+    pub fn set_spec(&mut self, spec: S) {
+        self.spec = Arc::new(spec);
+    }
+
+    /// The spec, by value.
+    pub fn into_spec(self) -> S {
+        Arc::unwrap_or_clone(self.spec)
+    }
+
+    /// The address.
+    pub fn pointer(&self) -> &Pointer {
+        self.metadata.pointer()
+    }
+
+    /// The id.
+    pub fn id(&self) -> &str {
+        self.metadata.id()
+    }
+
+    /// The version.
+    pub fn version(&self) -> Version {
+        self.metadata.version()
+    }
+
+    /// The phase.
+    pub fn phase(&self) -> Phase {
+        self.metadata.phase()
+    }
+
+    /// The type-erased form the state stores.
+    pub fn into_any(self) -> AnyResource {
+        AnyResource::from_typed(self.metadata, self.spec)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn spec_arc(&self) -> &Arc<S> {
+        &self.spec
+    }
+}
+
+impl<S: Spec> From<Resource<S>> for AnyResource {
+    fn from(r: Resource<S>) -> Self {
+        r.into_any()
+    }
+}
+
+impl<S: Spec> PartialEq for Resource<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.metadata == other.metadata
+            && (Arc::ptr_eq(&self.spec, &other.spec) || self.spec == other.spec)
+    }
+}
+
+impl<S: Spec> fmt::Debug for Resource<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resource")
+            .field("metadata", &self.metadata)
+            .field("spec", &self.spec)
+            .finish()
+    }
+}
+
+#[derive(Serialize)]
+struct WireRef<'a, S> {
+    metadata: &'a Metadata,
+    spec: &'a S,
+}
+
+#[derive(Deserialize)]
+struct WireOwned<S> {
+    metadata: Metadata,
+    spec: S,
+}
+
+impl<S: Spec> Serialize for Resource<S> {
+    fn serialize<Ser: Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
+        WireRef {
+            metadata: &self.metadata,
+            spec: &*self.spec,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de, S: Spec> Deserialize<'de> for Resource<S> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = WireOwned::<S>::deserialize(d)?;
+        Resource::from_parts(w.metadata, w.spec).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    pub(crate) struct Num(pub i64);
+    impl Spec for Num {
+        const TYPE: &'static str = "Nums.test.cosi.dev";
+    }
+
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    pub(crate) struct Text(pub String);
+    impl Spec for Text {
+        const TYPE: &'static str = "Texts.test.cosi.dev";
+    }
+
+    #[test]
+    fn spec_mut_copies_only_shared_specs() {
+        let mut a = Resource::new("ns", "a", Num(1));
+        let b = a.clone();
+        a.spec_mut().0 = 2;
+        assert_eq!(b.spec().0, 1);
+        assert_eq!(a.spec().0, 2);
+    }
+
+    #[test]
+    fn from_parts_rejects_a_foreign_type() {
+        let md = Metadata::new(Pointer::new("ns", "Other", "a"));
+        let err = Resource::from_parts(md, Num(1)).unwrap_err();
+        assert!(err.is_type_mismatch(), "{err}");
+    }
+
+    #[test]
+    fn typed_resources_round_trip_through_json() {
+        let mut r = Resource::new("ns", "a", Num(7));
+        r.metadata_mut().labels_mut().insert("x", "y");
+        let json = serde_json::to_string(&r).unwrap();
+        let back: Resource<Num> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        assert!(serde_json::from_str::<Resource<Text>>(&json).is_err());
+    }
+}

@@ -1,0 +1,637 @@
+//! [`State`]: the cloneable handle users (and the runtime) talk to the state through.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use actix::prelude::*;
+use futures::Stream;
+use futures::channel::mpsc::{UnboundedReceiver, unbounded};
+
+use super::actor::{StateActor, StateReply, StateRequest, WatchSink, WatchStats};
+use super::backend::{Backend, MemoryBackend};
+use super::delivery::Sink;
+use super::event::{Event, WatchEvent, WatchId};
+use super::store::{ExpectedPhase, ModifyFn};
+use super::watch::WatchTarget;
+use crate::Error;
+use crate::activity::Activity;
+use crate::finalizer::{FinalizerCoordinator, TeardownAndDestroy};
+use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+
+/// How many events a watch keeps in flight before it coalesces (see [`WatchEvent`]).
+pub const DEFAULT_WATCH_WINDOW: usize = 1024;
+
+/// Options of a kind watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchOptions {
+    /// Deliver every existing match first (sorted by id), then
+    /// [`Event::Bootstrapped`].
+    pub bootstrap: bool,
+    /// Flow-control window: events in flight before the backlog coalesces.
+    pub window: usize,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            bootstrap: false,
+            window: DEFAULT_WATCH_WINDOW,
+        }
+    }
+}
+
+impl WatchOptions {
+    /// Options with bootstrap on.
+    pub fn bootstrap() -> Self {
+        WatchOptions {
+            bootstrap: true,
+            ..WatchOptions::default()
+        }
+    }
+
+    /// These options with another window.
+    #[must_use]
+    pub fn with_window(mut self, window: usize) -> Self {
+        self.window = window.max(1);
+        self
+    }
+}
+
+/// A cloneable handle to the state.
+///
+/// All operations go to one [`StateActor`] that applies them one at a time;
+/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`]. Owners are
+/// controller names; users act as `None`.
+///
+/// ```
+/// use cosi_runtime::State;
+/// use cosi_runtime::resource::{Pointer, Resource, Spec};
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Mtu(u32);
+/// # impl Spec for Mtu { const TYPE: &'static str = "Mtus.net.cosi.dev"; }
+///
+/// # actix::System::new().block_on(async {
+/// let state = State::start();
+/// state.create(Resource::new("net", "eth0", Mtu(1500)), None).await?;
+/// let updated = state
+///     .modify(&Pointer::of::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000, None)
+///     .await?;
+/// assert_eq!(updated.version().get(), 2);
+/// state.teardown_and_destroy(updated.pointer(), None).await?;
+/// assert!(state.get(updated.pointer()).await.unwrap_err().is_not_found());
+/// # Ok::<(), cosi_runtime::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct State {
+    requests: Recipient<StateRequest>,
+    coordinator: Option<Recipient<TeardownAndDestroy>>,
+    activity: Activity,
+}
+
+impl fmt::Debug for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("State")
+            .field("coordinator", &self.coordinator.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn unexpected(reply: StateReply, op: &str) -> Error {
+    Error::Unavailable {
+        resource: format!("{op} (answered with {reply:?})"),
+        service: "the state actor (it answered with an unexpected reply)",
+    }
+}
+
+fn owner_arc(owner: Option<&str>) -> Option<Arc<str>> {
+    owner.map(Arc::from)
+}
+
+/// The modify function for spec type `S`: read current (or `empty()`), apply `f`.
+pub(crate) fn typed_modify<S, E, F>(empty: E, f: F) -> ModifyFn
+where
+    S: Spec,
+    E: FnOnce() -> Resource<S> + Send + 'static,
+    F: FnOnce(&mut Resource<S>) + Send + 'static,
+{
+    Box::new(move |current| {
+        let mut r = match current {
+            Some(c) => c.typed::<S>()?,
+            None => empty(),
+        };
+        f(&mut r);
+        Ok(r.into_any())
+    })
+}
+
+pub(crate) fn check_type<S: Spec>(ptr: &Pointer) -> Result<(), Error> {
+    if ptr.resource_type() == S::TYPE {
+        Ok(())
+    } else {
+        Err(Error::TypeMismatch {
+            resource: ptr.clone(),
+            expected: S::TYPE.to_owned(),
+            actual: ptr.resource_type().to_owned(),
+        })
+    }
+}
+
+impl State {
+    /// Starts an in-memory state (a [`StateActor`] and a [`FinalizerCoordinator`])
+    /// on the current arbiter. Must be called inside a running actix `System`.
+    pub fn start() -> State {
+        State::start_with_backend(MemoryBackend::new())
+    }
+
+    /// Starts a state over `backend` on the current arbiter.
+    pub fn start_with_backend<B: Backend>(backend: B) -> State {
+        State::start_tracked(backend, Activity::new())
+    }
+
+    pub(crate) fn start_tracked<B: Backend>(backend: B, activity: Activity) -> State {
+        let actor = StateActor::with_backend(backend).start();
+        let bare = State {
+            requests: actor.recipient(),
+            coordinator: None,
+            activity,
+        };
+        let coordinator = FinalizerCoordinator::new(bare.clone()).start();
+        State {
+            coordinator: Some(coordinator.recipient()),
+            ..bare
+        }
+    }
+
+    /// A handle that sends every request to `requests` (a probe in tests, or a
+    /// state actor started elsewhere). It has no finalizer coordinator:
+    /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
+    /// [`Error::Unavailable`].
+    pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
+        State {
+            requests,
+            coordinator: None,
+            activity: Activity::new(),
+        }
+    }
+
+    pub(crate) fn activity(&self) -> &Activity {
+        &self.activity
+    }
+
+    /// Sends a raw request (the typed methods are built on this).
+    ///
+    /// # Errors
+    /// Whatever the state answers; [`Error::Unavailable`] if it is not running.
+    pub async fn request(&self, req: StateRequest) -> Result<StateReply, Error> {
+        let _busy = self.activity.guard();
+        let about = req.subject();
+        match self.requests.send(req).await {
+            Ok(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
+            Ok(reply) => reply,
+            Err(_) => Err(Error::Unavailable {
+                resource: about,
+                service: "the state actor",
+            }),
+        }
+    }
+
+    async fn resource(&self, req: StateRequest) -> Result<AnyResource, Error> {
+        let op = req.operation();
+        match self.request(req).await? {
+            StateReply::Resource(r) => Ok(r),
+            other => Err(unexpected(other, op)),
+        }
+    }
+
+    async fn done(&self, req: StateRequest) -> Result<(), Error> {
+        let op = req.operation();
+        match self.request(req).await? {
+            StateReply::Done => Ok(()),
+            other => Err(unexpected(other, op)),
+        }
+    }
+
+    /// The resource at `ptr`.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`].
+    pub async fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
+        self.resource(StateRequest::Get {
+            pointer: ptr.clone(),
+        })
+        .await
+    }
+
+    /// The resource at `ptr` as spec type `S`.
+    ///
+    /// # Errors
+    /// As [`get`](State::get), and [`Error::TypeMismatch`].
+    pub async fn get_typed<S: Spec>(&self, ptr: &Pointer) -> Result<Resource<S>, Error> {
+        self.get(ptr).await?.typed()
+    }
+
+    /// The resources of `kind` matching `query`, sorted by id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        let req = StateRequest::List {
+            kind: kind.clone(),
+            query: query.clone(),
+        };
+        match self.request(req).await? {
+            StateReply::Resources(r) => Ok(r),
+            other => Err(unexpected(other, "list")),
+        }
+    }
+
+    /// The resources of spec type `S` in `namespace` matching `query`, sorted by id.
+    ///
+    /// # Errors
+    /// As [`list`](State::list), and [`Error::TypeMismatch`].
+    pub async fn list_typed<S: Spec>(
+        &self,
+        namespace: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<Resource<S>>, Error> {
+        self.list(&Kind::of::<S>(namespace), query)
+            .await?
+            .iter()
+            .map(AnyResource::typed)
+            .collect()
+    }
+
+    /// Creates `resource` owned by `owner`. The state sets version 1, the owner
+    /// and the timestamps; returns the stored resource.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`]; [`Error::InvalidInput`].
+    pub async fn create(
+        &self,
+        resource: impl Into<AnyResource>,
+        owner: Option<&str>,
+    ) -> Result<AnyResource, Error> {
+        self.resource(StateRequest::Create {
+            resource: resource.into(),
+            owner: owner_arc(owner),
+        })
+        .await
+    }
+
+    /// Updates `resource`, which must carry the version it was read at, with
+    /// `owner` and expecting the stored resource to be running.
+    ///
+    /// # Errors
+    /// In this order: [`Error::NotFound`], [`Error::OwnerConflict`],
+    /// [`Error::VersionConflict`], [`Error::PhaseConflict`]; and [`Error::InvalidInput`].
+    pub async fn update(
+        &self,
+        resource: impl Into<AnyResource>,
+        owner: Option<&str>,
+    ) -> Result<AnyResource, Error> {
+        self.update_with_phase(resource, owner, ExpectedPhase::Running)
+            .await
+    }
+
+    /// [`update`](State::update) with another expected phase.
+    ///
+    /// # Errors
+    /// As [`update`](State::update).
+    pub async fn update_with_phase(
+        &self,
+        resource: impl Into<AnyResource>,
+        owner: Option<&str>,
+        expected_phase: ExpectedPhase,
+    ) -> Result<AnyResource, Error> {
+        self.resource(StateRequest::Update {
+            resource: resource.into(),
+            owner: owner_arc(owner),
+            expected_phase,
+        })
+        .await
+    }
+
+    /// Creates or updates the resource at `ptr` by applying `f` to its current
+    /// state (or to a new resource with `S::default()` if it is missing).
+    ///
+    /// `f` runs inside the state actor, atomically with the write, so there is
+    /// never a version conflict to retry; keep it short and non-blocking. If the
+    /// result equals the stored resource, nothing is written and no event is
+    /// sent. If `f` panics, the panic resumes in the caller.
+    ///
+    /// # Errors
+    /// [`Error::OwnerConflict`]; [`Error::PhaseConflict`] if the resource is
+    /// tearing down; [`Error::TypeMismatch`]; [`Error::InvalidInput`].
+    pub async fn modify<S, F>(
+        &self,
+        ptr: &Pointer,
+        f: F,
+        owner: Option<&str>,
+    ) -> Result<Resource<S>, Error>
+    where
+        S: Spec + Default,
+        F: FnOnce(&mut Resource<S>) + Send + 'static,
+    {
+        let (ns, id) = (ptr.namespace().to_owned(), ptr.id().to_owned());
+        self.modify_with(
+            ptr,
+            move || Resource::new(ns, id, S::default()),
+            f,
+            owner,
+            ExpectedPhase::Running,
+        )
+        .await
+    }
+
+    /// [`modify`](State::modify) with an explicit starting resource for the
+    /// missing case (for specs without `Default`) and an expected phase.
+    ///
+    /// # Errors
+    /// As [`modify`](State::modify).
+    pub async fn modify_with<S, E, F>(
+        &self,
+        ptr: &Pointer,
+        empty: E,
+        f: F,
+        owner: Option<&str>,
+        expected_phase: ExpectedPhase,
+    ) -> Result<Resource<S>, Error>
+    where
+        S: Spec,
+        E: FnOnce() -> Resource<S> + Send + 'static,
+        F: FnOnce(&mut Resource<S>) + Send + 'static,
+    {
+        check_type::<S>(ptr)?;
+        self.resource(StateRequest::Modify {
+            pointer: ptr.clone(),
+            owner: owner_arc(owner),
+            expected_phase,
+            modify: typed_modify(empty, f),
+        })
+        .await?
+        .typed()
+    }
+
+    /// Destroys the resource at `ptr`. It need not be tearing down, but it must
+    /// have no finalizers.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::OwnerConflict`]; [`Error::PendingFinalizers`].
+    pub async fn destroy(&self, ptr: &Pointer, owner: Option<&str>) -> Result<(), Error> {
+        self.done(StateRequest::Destroy {
+            pointer: ptr.clone(),
+            owner: owner_arc(owner),
+        })
+        .await
+    }
+
+    /// Moves the resource at `ptr` to `TearingDown` (idempotent) and returns
+    /// whether it is ready to destroy (no finalizers).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::OwnerConflict`].
+    pub async fn teardown(&self, ptr: &Pointer, owner: Option<&str>) -> Result<bool, Error> {
+        let req = StateRequest::Teardown {
+            pointer: ptr.clone(),
+            owner: owner_arc(owner),
+        };
+        match self.request(req).await? {
+            StateReply::Ready(ready) => Ok(ready),
+            other => Err(unexpected(other, "teardown")),
+        }
+    }
+
+    /// Adds `finalizer` to the resource at `ptr`, whatever its owner and phase.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`].
+    pub async fn add_finalizer(&self, ptr: &Pointer, finalizer: &str) -> Result<(), Error> {
+        self.done(StateRequest::AddFinalizer {
+            pointer: ptr.clone(),
+            finalizer: finalizer.to_owned(),
+        })
+        .await
+    }
+
+    /// Removes `finalizer` from the resource at `ptr`, whatever its owner and phase.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`].
+    pub async fn remove_finalizer(&self, ptr: &Pointer, finalizer: &str) -> Result<(), Error> {
+        self.done(StateRequest::RemoveFinalizer {
+            pointer: ptr.clone(),
+            finalizer: finalizer.to_owned(),
+        })
+        .await
+    }
+
+    /// Tears the resource down, waits until its finalizers are gone, and destroys it.
+    ///
+    /// Served by the [`FinalizerCoordinator`]; see its documentation for the
+    /// lifecycle. A resource that is destroyed by someone else while this waits
+    /// counts as success, so many concurrent calls for one resource all finish
+    /// without error (or with `NotFound` if it was already gone when they started).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if it does not exist; [`Error::OwnerConflict`];
+    /// [`Error::Unavailable`] if this handle has no coordinator.
+    pub async fn teardown_and_destroy(
+        &self,
+        ptr: &Pointer,
+        owner: Option<&str>,
+    ) -> Result<(), Error> {
+        let Some(coordinator) = &self.coordinator else {
+            return Err(Error::Unavailable {
+                resource: ptr.to_string(),
+                service: "the finalizer coordinator",
+            });
+        };
+        let msg = TeardownAndDestroy {
+            pointer: ptr.clone(),
+            owner: owner_arc(owner),
+        };
+        coordinator.send(msg).await.unwrap_or_else(|_| {
+            Err(Error::Unavailable {
+                resource: ptr.to_string(),
+                service: "the finalizer coordinator",
+            })
+        })
+    }
+
+    pub(crate) async fn watch_sink(
+        &self,
+        target: WatchTarget,
+        options: &WatchOptions,
+        sink: WatchSink,
+    ) -> Result<WatchId, Error> {
+        let req = StateRequest::Watch {
+            target,
+            bootstrap: options.bootstrap,
+            sink,
+            window: options.window,
+        };
+        match self.request(req).await? {
+            StateReply::Watching(id) => Ok(id),
+            other => Err(unexpected(other, "watch")),
+        }
+    }
+
+    /// Watches one resource: first its current state (`Created`, or `Destroyed`
+    /// with a tombstone if it is missing), then every change, delivered to `recipient`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn watch(
+        &self,
+        ptr: &Pointer,
+        recipient: Recipient<WatchEvent>,
+    ) -> Result<WatchId, Error> {
+        self.watch_sink(
+            WatchTarget::Resource(ptr.clone()),
+            &WatchOptions::default(),
+            WatchSink::recipient(recipient),
+        )
+        .await
+    }
+
+    /// Watches every resource of `kind` matching `query`, delivered to
+    /// `recipient`. With `bootstrap`, existing matches come first as `Created`
+    /// (sorted by id), then one `Bootstrapped`. With a non-empty query, an
+    /// update that starts matching arrives as `Created` and one that stops
+    /// matching as `Destroyed`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn watch_kind(
+        &self,
+        kind: &Kind,
+        query: LabelQuery,
+        bootstrap: bool,
+        recipient: Recipient<WatchEvent>,
+    ) -> Result<WatchId, Error> {
+        let options = WatchOptions {
+            bootstrap,
+            ..WatchOptions::default()
+        };
+        self.watch_kind_with(kind, query, &options, recipient).await
+    }
+
+    /// [`watch_kind`](State::watch_kind) with explicit [`WatchOptions`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn watch_kind_with(
+        &self,
+        kind: &Kind,
+        query: LabelQuery,
+        options: &WatchOptions,
+        recipient: Recipient<WatchEvent>,
+    ) -> Result<WatchId, Error> {
+        self.watch_sink(
+            WatchTarget::Kind {
+                kind: kind.clone(),
+                query,
+            },
+            options,
+            WatchSink::recipient(recipient),
+        )
+        .await
+    }
+
+    async fn stream(
+        &self,
+        target: WatchTarget,
+        options: &WatchOptions,
+    ) -> Result<WatchStream, Error> {
+        let (tx, rx) = unbounded();
+        let sink = WatchSink {
+            sink: Sink::Channel(tx),
+            activity: None,
+        };
+        let id = self.watch_sink(target, options, sink).await?;
+        Ok(WatchStream { id, rx })
+    }
+
+    /// [`watch`](State::watch) as a [`Stream`] of [`Event`]s, for code that is not an actor.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn watch_stream(&self, ptr: &Pointer) -> Result<WatchStream, Error> {
+        self.stream(WatchTarget::Resource(ptr.clone()), &WatchOptions::default())
+            .await
+    }
+
+    /// [`watch_kind`](State::watch_kind) as a [`Stream`] of [`Event`]s.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn watch_kind_stream(
+        &self,
+        kind: &Kind,
+        query: LabelQuery,
+        options: &WatchOptions,
+    ) -> Result<WatchStream, Error> {
+        self.stream(
+            WatchTarget::Kind {
+                kind: kind.clone(),
+                query,
+            },
+            options,
+        )
+        .await
+    }
+
+    /// Ends a watch (a watch also ends by itself once its subscriber is gone).
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`].
+    pub async fn unwatch(&self, id: WatchId) -> Result<(), Error> {
+        self.done(StateRequest::Unwatch { id }).await
+    }
+
+    /// Flow-control figures of a watch: events in flight and backlog entries.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if the watch has ended.
+    pub async fn watch_stats(&self, id: WatchId) -> Result<WatchStats, Error> {
+        match self.request(StateRequest::WatchStats { id }).await? {
+            StateReply::Stats(s) => Ok(s),
+            other => Err(unexpected(other, "watch_stats")),
+        }
+    }
+}
+
+/// A watch as a [`Stream`] of [`Event`]s.
+///
+/// Taking an item from the stream returns its flow-control slot. Dropping the
+/// stream ends the watch.
+pub struct WatchStream {
+    id: WatchId,
+    rx: UnboundedReceiver<WatchEvent>,
+}
+
+impl WatchStream {
+    /// The watch id (for [`State::watch_stats`] or [`State::unwatch`]).
+    pub fn id(&self) -> WatchId {
+        self.id
+    }
+}
+
+impl fmt::Debug for WatchStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatchStream").field("id", &self.id).finish()
+    }
+}
+
+impl Stream for WatchStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        Pin::new(&mut self.rx)
+            .poll_next(cx)
+            .map(|m| m.map(WatchEvent::into_event))
+    }
+}

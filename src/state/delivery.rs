@@ -1,0 +1,426 @@
+//! Flow-controlled delivery of watch events to one subscriber.
+//!
+//! Each watch has a *window* of events that may be in flight (sent, not yet
+//! dropped by the subscriber). While the window has room, events go straight
+//! out with `do_send` (one send discipline per subscriber, so order is kept).
+//! When it is full, events go to a [`Backlog`] that coalesces them to the
+//! latest state per resource. Dropping a delivered message returns its slot;
+//! when the in-flight count falls to half the window and a backlog exists, the
+//! subscriber's side asks the state actor to flush.
+//!
+//! The result: a stalled subscriber costs at most `window` queued messages plus
+//! one backlog entry per distinct resource, whatever the number of updates, and
+//! it receives every resource's latest state once it catches up.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use actix::{Message, Recipient, WeakRecipient};
+use futures::channel::mpsc::UnboundedSender;
+
+use super::event::{Event, WatchEvent, WatchId};
+use crate::activity::Activity;
+use crate::resource::{AnyResource, Id, Kind};
+
+/// Asks the state actor to flush a watch's backlog.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Flush(pub(crate) WatchId);
+
+/// Flow-control state shared between the state actor and delivered messages.
+pub(crate) struct Credit {
+    watch: WatchId,
+    in_flight: AtomicUsize,
+    backlogged: AtomicBool,
+    flush_requested: AtomicBool,
+    low_water: usize,
+    flush: Option<WeakRecipient<Flush>>,
+    activity: Option<Activity>,
+}
+
+/// Rides inside each delivered [`WatchEvent`]; returns its slot on drop.
+pub(crate) struct DeliveryToken(Arc<Credit>);
+
+impl Drop for DeliveryToken {
+    fn drop(&mut self) {
+        let c = &self.0;
+        let now = c.in_flight.fetch_sub(1, Ordering::SeqCst) - 1;
+        if now <= c.low_water
+            && c.backlogged.load(Ordering::SeqCst)
+            && !c.flush_requested.swap(true, Ordering::SeqCst)
+        {
+            match c.flush.as_ref().and_then(WeakRecipient::upgrade) {
+                Some(state) => state.do_send(Flush(c.watch)),
+                None => c.flush_requested.store(false, Ordering::SeqCst),
+            }
+        }
+        if let Some(a) = &c.activity {
+            a.exit();
+        }
+    }
+}
+
+/// Where a watch's events go.
+pub(crate) enum Sink {
+    /// An actor.
+    Actor(Recipient<WatchEvent>),
+    /// A [`WatchStream`](super::WatchStream).
+    Channel(UnboundedSender<WatchEvent>),
+}
+
+impl Sink {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sink::Actor(r) => !r.connected(),
+            Sink::Channel(c) => c.is_closed(),
+        }
+    }
+
+    fn deliver(&self, msg: WatchEvent) {
+        match self {
+            Sink::Actor(r) => r.do_send(msg),
+            Sink::Channel(c) => {
+                // A closed stream drops the message (and so its token); the
+                // subscription is pruned on the next publish.
+                let _ = c.unbounded_send(msg);
+            }
+        }
+    }
+}
+
+/// Pending changes of one resource while its subscriber is behind.
+#[derive(Debug)]
+struct Entry {
+    /// What the subscriber last saw: `Some` if it believes the resource exists.
+    seen: Option<AnyResource>,
+    /// The latest state, `None` if the resource is gone now.
+    latest: Option<AnyResource>,
+    /// The state at the last destroy inside the backlog.
+    destroyed: Option<AnyResource>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Resource(Id),
+    Bootstrapped(Kind),
+}
+
+/// Events coalesced to the latest state per resource, in first-arrival order.
+///
+/// Per resource, whatever happened while the subscriber was behind reduces to:
+///
+/// | it saw | it is now | delivered |
+/// |---|---|---|
+/// | absent | present | `Created(latest)` |
+/// | absent | absent | nothing |
+/// | present | absent | `Destroyed(last state)` |
+/// | present | present, never destroyed in between | `Updated { old: what it saw, new: latest }` |
+/// | present | present, destroyed and re-created | `Destroyed(last state)`, `Created(latest)` |
+///
+/// `Bootstrapped` markers keep their place in the order.
+#[derive(Debug, Default)]
+pub(crate) struct Backlog {
+    order: VecDeque<Slot>,
+    entries: HashMap<Id, Entry>,
+}
+
+impl Backlog {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Slots pending (distinct resources plus markers).
+    pub(crate) fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub(crate) fn push(&mut self, event: Event) {
+        let (id, resource) = match &event {
+            Event::Bootstrapped(kind) => {
+                self.order.push_back(Slot::Bootstrapped(kind.clone()));
+                return;
+            }
+            Event::Created(r) | Event::Destroyed(r) | Event::Updated { new: r, .. } => {
+                (r.pointer().id_shared().clone(), r.clone())
+            }
+        };
+        let entry = self.entries.entry(id.clone()).or_insert_with(|| {
+            self.order.push_back(Slot::Resource(id));
+            Entry {
+                seen: match &event {
+                    Event::Updated { old, .. } => Some(old.clone()),
+                    Event::Destroyed(r) => Some(r.clone()),
+                    _ => None,
+                },
+                latest: None,
+                destroyed: None,
+            }
+        });
+        match event {
+            Event::Destroyed(_) => {
+                entry.latest = None;
+                entry.destroyed = Some(resource);
+            }
+            _ => entry.latest = Some(resource),
+        }
+    }
+
+    /// The events of the oldest slot (zero, one or two).
+    pub(crate) fn pop(&mut self) -> Option<Vec<Event>> {
+        let id = match self.order.pop_front()? {
+            Slot::Bootstrapped(kind) => return Some(vec![Event::Bootstrapped(kind)]),
+            Slot::Resource(id) => id,
+        };
+        let e = self.entries.remove(&id)?;
+        Some(match (e.seen, e.latest, e.destroyed) {
+            (None, Some(new), _) => vec![Event::Created(new)],
+            (None, None, _) => vec![],
+            (Some(seen), None, destroyed) => vec![Event::Destroyed(destroyed.unwrap_or(seen))],
+            (Some(old), Some(new), None) => vec![Event::Updated { old, new }],
+            (Some(_), Some(new), Some(gone)) => vec![Event::Destroyed(gone), Event::Created(new)],
+        })
+    }
+}
+
+/// Delivery state of one watch, owned by the state actor.
+pub(crate) struct Outbox {
+    sink: Sink,
+    credit: Arc<Credit>,
+    window: usize,
+    backlog: Backlog,
+}
+
+impl Outbox {
+    pub(crate) fn new(
+        watch: WatchId,
+        sink: Sink,
+        window: usize,
+        flush: Option<WeakRecipient<Flush>>,
+        activity: Option<Activity>,
+    ) -> Self {
+        let window = window.max(1);
+        Outbox {
+            sink,
+            credit: Arc::new(Credit {
+                watch,
+                in_flight: AtomicUsize::new(0),
+                backlogged: AtomicBool::new(false),
+                flush_requested: AtomicBool::new(false),
+                low_water: window / 2,
+                flush,
+                activity,
+            }),
+            window,
+            backlog: Backlog::default(),
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.sink.is_closed()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.credit.in_flight.load(Ordering::SeqCst)
+    }
+
+    fn send_now(&self, event: Event) {
+        self.credit.in_flight.fetch_add(1, Ordering::SeqCst);
+        if let Some(a) = &self.credit.activity {
+            a.enter();
+        }
+        self.sink.deliver(WatchEvent {
+            watch: self.credit.watch,
+            event,
+            _token: Some(DeliveryToken(self.credit.clone())),
+        });
+    }
+
+    /// Sends `event` now if the window has room and nothing is backlogged;
+    /// otherwise coalesces it into the backlog.
+    pub(crate) fn publish(&mut self, event: Event) {
+        if self.backlog.is_empty() {
+            if self.in_flight() < self.window {
+                self.send_now(event);
+                return;
+            }
+            self.credit.backlogged.store(true, Ordering::SeqCst);
+            if let Some(a) = &self.credit.activity {
+                a.enter();
+            }
+            self.backlog.push(event);
+            // The subscriber may have drained between the check and the flag.
+            if self.in_flight() <= self.credit.low_water {
+                self.flush();
+            }
+        } else {
+            self.backlog.push(event);
+        }
+    }
+
+    /// Sends backlogged events while the window has room.
+    pub(crate) fn flush(&mut self) {
+        self.credit.flush_requested.store(false, Ordering::SeqCst);
+        while self.in_flight() < self.window {
+            let Some(events) = self.backlog.pop() else {
+                break;
+            };
+            for e in events {
+                self.send_now(e);
+            }
+        }
+        if self.backlog.is_empty() {
+            self.settle_backlog();
+        }
+    }
+
+    /// Clears the backlogged flag and releases the backlog's activity unit.
+    fn settle_backlog(&self) {
+        if self.credit.backlogged.swap(false, Ordering::SeqCst)
+            && let Some(a) = &self.credit.activity
+        {
+            a.exit();
+        }
+    }
+
+    /// (in flight, backlog slots): for tests and diagnostics.
+    pub(crate) fn stats(&self) -> (usize, usize) {
+        (self.in_flight(), self.backlog.len())
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.settle_backlog();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::test_specs::Num;
+    use crate::resource::{Resource, Version};
+
+    fn r(id: &str, v: u64) -> AnyResource {
+        let mut r = Resource::new("ns", id, Num(v as i64)).into_any();
+        r.metadata_mut().set_version(Version::new(v));
+        r
+    }
+
+    fn drain(b: &mut Backlog) -> Vec<String> {
+        let mut out = vec![];
+        while let Some(events) = b.pop() {
+            for e in events {
+                out.push(match e {
+                    Event::Created(r) => format!("C {}@{}", r.id(), r.version()),
+                    Event::Updated { old, new } => {
+                        format!("U {}@{}->{}", new.id(), old.version(), new.version())
+                    }
+                    Event::Destroyed(r) => format!("D {}@{}", r.id(), r.version()),
+                    Event::Bootstrapped(_) => "B".into(),
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn updates_coalesce_to_one_updated_from_the_seen_state() {
+        let mut b = Backlog::default();
+        for v in 2..=100 {
+            b.push(Event::Updated {
+                old: r("a", v - 1),
+                new: r("a", v),
+            });
+        }
+        assert_eq!(b.len(), 1);
+        assert_eq!(drain(&mut b), ["U a@1->100"]);
+    }
+
+    #[test]
+    fn created_then_updated_is_created_with_the_latest_state() {
+        let mut b = Backlog::default();
+        b.push(Event::Created(r("a", 1)));
+        b.push(Event::Updated {
+            old: r("a", 1),
+            new: r("a", 2),
+        });
+        assert_eq!(drain(&mut b), ["C a@2"]);
+    }
+
+    #[test]
+    fn created_then_destroyed_is_nothing() {
+        let mut b = Backlog::default();
+        b.push(Event::Created(r("a", 1)));
+        b.push(Event::Destroyed(r("a", 1)));
+        assert!(drain(&mut b).is_empty());
+    }
+
+    #[test]
+    fn updated_then_destroyed_is_destroyed_with_the_last_state() {
+        let mut b = Backlog::default();
+        b.push(Event::Updated {
+            old: r("a", 1),
+            new: r("a", 2),
+        });
+        b.push(Event::Destroyed(r("a", 2)));
+        assert_eq!(drain(&mut b), ["D a@2"]);
+    }
+
+    #[test]
+    fn destroyed_and_recreated_is_both_events() {
+        let mut b = Backlog::default();
+        b.push(Event::Updated {
+            old: r("a", 1),
+            new: r("a", 2),
+        });
+        b.push(Event::Destroyed(r("a", 2)));
+        b.push(Event::Created(r("a", 1)));
+        b.push(Event::Updated {
+            old: r("a", 1),
+            new: r("a", 2),
+        });
+        assert_eq!(drain(&mut b), ["D a@2", "C a@2"]);
+    }
+
+    #[test]
+    fn order_is_first_arrival_and_markers_keep_their_place() {
+        let mut b = Backlog::default();
+        b.push(Event::Created(r("b", 1)));
+        b.push(Event::Created(r("a", 1)));
+        b.push(Event::Bootstrapped(Kind::new("ns", "T")));
+        b.push(Event::Updated {
+            old: r("b", 1),
+            new: r("b", 2),
+        });
+        b.push(Event::Created(r("c", 1)));
+        assert_eq!(drain(&mut b), ["C b@2", "C a@1", "B", "C c@1"]);
+    }
+
+    #[test]
+    fn a_full_window_backlogs_and_dropping_tokens_frees_room() {
+        let (tx, mut rx) = futures::channel::mpsc::unbounded();
+        let mut out = Outbox::new(WatchId(1), Sink::Channel(tx), 2, None, None);
+        for v in 1..=10 {
+            out.publish(Event::Updated {
+                old: r("a", v),
+                new: r("a", v + 1),
+            });
+        }
+        assert_eq!(out.stats(), (2, 1));
+        let first = rx.try_recv().unwrap();
+        let second = rx.try_recv().unwrap();
+        assert!(rx.try_recv().is_err(), "nothing beyond the window was sent");
+        drop((first, second));
+        assert_eq!(out.stats(), (0, 1));
+        out.flush();
+        let last = rx.try_recv().unwrap();
+        match last.event() {
+            Event::Updated { old, new } => {
+                assert_eq!((old.version().get(), new.version().get()), (3, 11));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(out.stats(), (1, 0));
+    }
+}

@@ -1,0 +1,66 @@
+//! The state: where resources live, and the only way to change them.
+//!
+//! - [`Store`] is the pure engine: it applies every rule of the state contract
+//!   over a [`Backend`] and reports each [`Change`]. No actors; unit-tested directly.
+//! - [`StateActor`] owns one `Store` and serializes every request to it
+//!   ([`StateRequest`]); it publishes each change to the watches that see it.
+//! - [`State`] is the cloneable handle with async `get`, `list`, `create`,
+//!   `update`, `modify`, `destroy`, `teardown`, `add_finalizer`,
+//!   `remove_finalizer`, `teardown_and_destroy`, `watch` and `watch_kind`.
+//!
+//! # The contract
+//! - `get`: the resource or `NotFound`. `list`: a kind filtered by a
+//!   [`LabelQuery`](crate::resource::LabelQuery), sorted by id.
+//! - `create`: `AlreadyExists` if the id exists; version 1; phase, finalizers
+//!   and labels as given; the caller becomes the owner.
+//! - `update`: checks in this order: `NotFound`, `OwnerConflict` (owners match
+//!   exactly; none matches only none), `VersionConflict` (the caller sends the
+//!   version it read), `PhaseConflict` (expected `Running` unless told
+//!   otherwise). Then version + 1, `created` kept.
+//! - `modify`: create if missing, update otherwise; if the result equals the
+//!   stored resource nothing is written and no event is sent.
+//! - `destroy`: `NotFound`, `OwnerConflict`, `PendingFinalizers`; the resource
+//!   need not be tearing down.
+//! - `teardown`: phase `TearingDown` (idempotent, never back to `Running`);
+//!   returns whether no finalizers remain.
+//! - `add_finalizer`/`remove_finalizer`: ignore owner and phase; concurrent
+//!   calls converge.
+//! - `teardown_and_destroy`: served by the
+//!   [`FinalizerCoordinator`](crate::finalizer::FinalizerCoordinator).
+//! - Watches: see below.
+//!
+//! # Watches and slow subscribers
+//! `watch(ptr)` first yields the current state (`Created`, or `Destroyed` with a
+//! tombstone), then every change. `watch_kind(kind, query, bootstrap)` with
+//! bootstrap yields `Created` for each match sorted by id, then `Bootstrapped`,
+//! then live events; `Updated` carries the old resource; with a label query an
+//! update that starts matching arrives as `Created`, one that stops as `Destroyed`.
+//!
+//! The Go original keeps a fixed ring buffer per type and kills the whole
+//! runtime when a watcher falls behind it. Here a subscriber that falls behind
+//! is **coalesced**: each watch has a window of events in flight
+//! ([`WatchOptions::window`], default [`DEFAULT_WATCH_WINDOW`]); past it,
+//! changes collect in a backlog that keeps only the latest state per resource.
+//! So a stalled subscriber costs at most the window plus one entry per distinct
+//! resource, no matter how many updates happen; nothing else slows down; and
+//! once it catches up it sees the latest state of every resource it watches.
+//! What it does not see are the intermediate versions (an `Updated` then spans
+//! several versions, and a resource created and destroyed while it was behind
+//! never shows up). Per-resource order is always kept.
+
+mod actor;
+mod backend;
+mod client;
+mod delivery;
+mod event;
+mod store;
+mod watch;
+
+pub use actor::{StateActor, StateReply, StateRequest, WatchSink, WatchStats};
+pub use backend::{Backend, MemoryBackend};
+pub use client::{DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
+pub use event::{Event, WatchEvent, WatchId};
+pub use store::{Change, ExpectedPhase, ModifyFn, Store};
+pub use watch::WatchTarget;
+
+pub(crate) use delivery::Sink;

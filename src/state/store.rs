@@ -1,0 +1,789 @@
+//! [`Store`]: the pure engine that applies the state contract.
+//!
+//! No actors, no IO beyond the [`Backend`]: every method takes the current time
+//! as an argument and returns the [`Change`] to publish, so the rules are unit
+//! tested directly. The [`StateActor`](super::StateActor) owns one `Store` and
+//! serializes every call to it.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use super::backend::{Backend, MemoryBackend};
+use crate::Error;
+use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
+
+/// Which phase an update or modify requires the stored resource to be in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ExpectedPhase {
+    /// Only running resources (the default: a torn-down resource's desired
+    /// state must not change while it is being destroyed).
+    #[default]
+    Running,
+    /// Only resources that are tearing down.
+    TearingDown,
+    /// Any phase.
+    Any,
+}
+
+impl ExpectedPhase {
+    fn check(self, ptr: &Pointer, actual: Phase) -> Result<(), Error> {
+        let expected = match self {
+            ExpectedPhase::Running => Phase::Running,
+            ExpectedPhase::TearingDown => Phase::TearingDown,
+            ExpectedPhase::Any => return Ok(()),
+        };
+        if expected == actual {
+            Ok(())
+        } else {
+            Err(Error::PhaseConflict {
+                resource: ptr.clone(),
+                expected,
+                actual,
+            })
+        }
+    }
+}
+
+/// One change to the stored state, as the store reports it to watchers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// A resource was created.
+    Created(AnyResource),
+    /// A resource was written; `old` is what was stored before.
+    Updated {
+        /// The previous stored state.
+        old: AnyResource,
+        /// The new stored state.
+        new: AnyResource,
+    },
+    /// A resource was destroyed; this is its last stored state.
+    Destroyed(AnyResource),
+}
+
+impl Change {
+    /// The resource as it is now (or was last, for `Destroyed`).
+    pub fn resource(&self) -> &AnyResource {
+        match self {
+            Change::Created(r) | Change::Destroyed(r) => r,
+            Change::Updated { new, .. } => new,
+        }
+    }
+}
+
+/// The function a [`modify`](Store::modify) applies: given the current
+/// resource (`None` if missing), the desired one.
+pub type ModifyFn =
+    Box<dyn FnOnce(Option<&AnyResource>) -> Result<AnyResource, Error> + Send + 'static>;
+
+/// The state contract over a [`Backend`].
+///
+/// ```
+/// use cosi_runtime::resource::{Resource, Spec, Timestamp, Version};
+/// use cosi_runtime::state::Store;
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Mtu(u32);
+/// # impl Spec for Mtu { const TYPE: &'static str = "Mtus.net.cosi.dev"; }
+///
+/// let mut store = Store::new();
+/// let (created, _change) = store
+///     .create(Resource::new("net", "eth0", Mtu(1500)).into(), None, Timestamp::now())
+///     .unwrap();
+/// assert_eq!(created.version(), Version::INITIAL);
+/// assert!(store.create(created.clone(), None, Timestamp::now()).unwrap_err().is_already_exists());
+/// ```
+pub struct Store<B = MemoryBackend> {
+    backend: B,
+    owners: HashSet<Arc<str>>,
+}
+
+impl Store<MemoryBackend> {
+    /// An empty in-memory store.
+    pub fn new() -> Self {
+        Store::with_backend(MemoryBackend::new())
+    }
+}
+
+impl Default for Store<MemoryBackend> {
+    fn default() -> Self {
+        Store::new()
+    }
+}
+
+impl<B> fmt::Debug for Store<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+fn owner_conflict(ptr: &Pointer, stored: Option<&str>, caller: Option<&str>) -> Error {
+    Error::OwnerConflict {
+        resource: ptr.clone(),
+        owner: stored.map(str::to_owned),
+        caller: caller.map(str::to_owned),
+    }
+}
+
+fn check_owner(res: &AnyResource, caller: Option<&str>) -> Result<(), Error> {
+    if res.owner() == caller {
+        Ok(())
+    } else {
+        Err(owner_conflict(res.pointer(), res.owner(), caller))
+    }
+}
+
+impl<B: Backend> Store<B> {
+    /// A store over `backend`.
+    pub fn with_backend(backend: B) -> Self {
+        Store {
+            backend,
+            owners: HashSet::new(),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// How many resources are stored.
+    pub fn len(&self) -> usize {
+        self.backend.len()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.backend.is_empty()
+    }
+
+    fn found(&self, ptr: &Pointer) -> Result<&AnyResource, Error> {
+        self.backend.get(ptr).ok_or_else(|| Error::NotFound {
+            resource: ptr.clone(),
+        })
+    }
+
+    fn intern_owner(&mut self, owner: Option<&str>) -> Option<Arc<str>> {
+        let owner = owner?;
+        if let Some(o) = self.owners.get(owner) {
+            return Some(o.clone());
+        }
+        let o: Arc<str> = Arc::from(owner);
+        self.owners.insert(o.clone());
+        Some(o)
+    }
+
+    /// The resource at `ptr`.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`] for a bad pointer.
+    pub fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
+        validate::pointer(ptr)?;
+        self.found(ptr).cloned()
+    }
+
+    /// The resources of `kind` matching `query`, sorted by id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad kind.
+    pub fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        validate::kind(kind)?;
+        Ok(self
+            .backend
+            .list(kind)
+            .filter(|r| query.matches(r.metadata().labels()))
+            .cloned()
+            .collect())
+    }
+
+    /// Visits every resource of `kind` matching `query`, in id order, without copying.
+    pub(crate) fn for_each_match(
+        &self,
+        kind: &Kind,
+        query: &LabelQuery,
+        mut f: impl FnMut(&AnyResource),
+    ) {
+        for r in self.backend.list(kind) {
+            if query.matches(r.metadata().labels()) {
+                f(r);
+            }
+        }
+    }
+
+    /// Stores `res` under the owner and timestamps the contract prescribes.
+    fn write(&mut self, mut res: AnyResource) -> Result<AnyResource, Error> {
+        let kind = self.backend.intern(res.pointer().kind());
+        res.metadata_mut().intern_kind(&kind);
+        self.backend.put(res.clone())?;
+        Ok(res)
+    }
+
+    /// Creates `res` owned by `owner`: version 1, `created` = `updated` = `now`;
+    /// phase, finalizers, labels and annotations as given.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`]; [`Error::InvalidInput`].
+    pub fn create(
+        &mut self,
+        mut res: AnyResource,
+        owner: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Change), Error> {
+        validate::metadata(res.metadata())?;
+        if self.backend.get(res.pointer()).is_some() {
+            return Err(Error::AlreadyExists {
+                resource: res.pointer().clone(),
+            });
+        }
+        let owner = self.intern_owner(owner);
+        let md = res.metadata_mut();
+        md.set_version(crate::resource::Version::INITIAL);
+        md.set_owner(owner);
+        md.set_created(now);
+        md.set_updated(now);
+        let stored = self.write(res)?;
+        Ok((stored.clone(), Change::Created(stored)))
+    }
+
+    /// Writes `new` over `current` (checks already done): version + 1, owner and
+    /// `created` kept from the stored copy, `updated` = `now`.
+    fn replace(
+        &mut self,
+        current: AnyResource,
+        mut new: AnyResource,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Change), Error> {
+        if current.phase() == Phase::TearingDown && new.phase() == Phase::Running {
+            return Err(Error::InvalidInput {
+                resource: current.pointer().to_string(),
+                reason: "a resource that is tearing down can never return to running".into(),
+            });
+        }
+        let cur = current.metadata();
+        let owner = cur.owner_shared().cloned();
+        let (version, created) = (cur.version().next(), cur.created());
+        let md = new.metadata_mut();
+        md.set_version(version);
+        md.set_owner(owner);
+        md.set_created(created);
+        md.set_updated(now);
+        let stored = self.write(new)?;
+        Ok((
+            stored.clone(),
+            Change::Updated {
+                old: current,
+                new: stored,
+            },
+        ))
+    }
+
+    /// Updates the stored resource with `res`.
+    ///
+    /// Checks, in this order: missing → [`Error::NotFound`]; stored owner ≠
+    /// `owner` → [`Error::OwnerConflict`]; `res.version()` ≠ stored version →
+    /// [`Error::VersionConflict`]; stored phase not `expected` →
+    /// [`Error::PhaseConflict`]. A write that would move a tearing-down resource
+    /// back to running is [`Error::InvalidInput`].
+    ///
+    /// # Errors
+    /// As above, and [`Error::InvalidInput`] for bad metadata.
+    pub fn update(
+        &mut self,
+        res: AnyResource,
+        owner: Option<&str>,
+        expected: ExpectedPhase,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Change), Error> {
+        validate::metadata(res.metadata())?;
+        let current = self.found(res.pointer())?.clone();
+        check_owner(&current, owner)?;
+        if current.version() != res.version() {
+            return Err(Error::VersionConflict {
+                resource: res.pointer().clone(),
+                sent: res.version(),
+                stored: current.version(),
+            });
+        }
+        expected.check(current.pointer(), current.phase())?;
+        self.replace(current, res, now)
+    }
+
+    /// Applies `f` to the resource at `ptr` (or to `None` if it is missing) and
+    /// stores the result: a create if it was missing, an update otherwise.
+    ///
+    /// When the result equals the stored resource (metadata, ignoring
+    /// timestamps, and spec), **nothing is written and no change is reported**:
+    /// this is what keeps reconcile loops from feeding themselves. The owner and
+    /// the expected phase are checked before `f` runs, even when nothing changes.
+    ///
+    /// # Errors
+    /// [`Error::OwnerConflict`], [`Error::PhaseConflict`], [`Error::InvalidInput`]
+    /// (including `f` returning a resource at another address), and whatever `f` returns.
+    pub fn modify(
+        &mut self,
+        ptr: &Pointer,
+        f: ModifyFn,
+        owner: Option<&str>,
+        expected: ExpectedPhase,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Option<Change>), Error> {
+        validate::pointer(ptr)?;
+        let current = self.backend.get(ptr).cloned();
+        if let Some(cur) = &current {
+            check_owner(cur, owner)?;
+            expected.check(ptr, cur.phase())?;
+        }
+        let mut desired = f(current.as_ref())?;
+        if desired.pointer() != ptr {
+            return Err(Error::InvalidInput {
+                resource: ptr.to_string(),
+                reason: format!(
+                    "the modify function returned a resource at another address ({})",
+                    desired.pointer()
+                ),
+            });
+        }
+        validate::metadata(desired.metadata())?;
+        match current {
+            None => {
+                let (stored, change) = self.create(desired, owner, now)?;
+                Ok((stored, Some(change)))
+            }
+            Some(cur) => {
+                // The function starts from the stored copy, so only its own
+                // edits can differ; version and owner are the state's.
+                if desired.version() != cur.version() || desired.owner() != cur.owner() {
+                    let md = desired.metadata_mut();
+                    md.set_version(cur.version());
+                    md.set_owner(cur.metadata().owner_shared().cloned());
+                }
+                if desired == cur {
+                    return Ok((cur, None));
+                }
+                let (stored, change) = self.replace(cur, desired, now)?;
+                Ok((stored, Some(change)))
+            }
+        }
+    }
+
+    /// Destroys the resource at `ptr`.
+    ///
+    /// Checks: missing → [`Error::NotFound`]; owner → [`Error::OwnerConflict`];
+    /// finalizers → [`Error::PendingFinalizers`]. The resource need not be tearing down.
+    ///
+    /// # Errors
+    /// As above; [`Error::InvalidInput`] for a bad pointer.
+    pub fn destroy(&mut self, ptr: &Pointer, owner: Option<&str>) -> Result<Change, Error> {
+        validate::pointer(ptr)?;
+        let current = self.found(ptr)?;
+        check_owner(current, owner)?;
+        if !current.metadata().finalizers().is_empty() {
+            return Err(Error::PendingFinalizers {
+                resource: ptr.clone(),
+                finalizers: current.metadata().finalizers().to_vec(),
+            });
+        }
+        let removed = self.backend.remove(ptr)?.ok_or_else(|| Error::NotFound {
+            resource: ptr.clone(),
+        })?;
+        Ok(Change::Destroyed(removed))
+    }
+
+    /// Moves the resource at `ptr` to `TearingDown` (a no-op if it already is)
+    /// and returns whether it is ready to destroy (no finalizers).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::OwnerConflict`]; [`Error::InvalidInput`].
+    pub fn teardown(
+        &mut self,
+        ptr: &Pointer,
+        owner: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(bool, Option<Change>), Error> {
+        validate::pointer(ptr)?;
+        let current = self.found(ptr)?.clone();
+        check_owner(&current, owner)?;
+        let ready = current.metadata().finalizers().is_empty();
+        if current.phase() == Phase::TearingDown {
+            return Ok((ready, None));
+        }
+        let mut md = current.metadata().clone();
+        md.set_phase(Phase::TearingDown);
+        let new = current.with_metadata(md);
+        let (_, change) = self.replace(current, new, now)?;
+        Ok((ready, Some(change)))
+    }
+
+    fn edit_finalizers(
+        &mut self,
+        ptr: &Pointer,
+        finalizer: &str,
+        now: Timestamp,
+        add: bool,
+    ) -> Result<Option<Change>, Error> {
+        validate::pointer(ptr)?;
+        validate::finalizer(ptr, finalizer)?;
+        let current = self.found(ptr)?.clone();
+        let mut md = current.metadata().clone();
+        let changed = if add {
+            md.finalizers_mut().add(finalizer)
+        } else {
+            md.finalizers_mut().remove(finalizer)
+        };
+        if !changed {
+            return Ok(None);
+        }
+        let new = current.with_metadata(md);
+        let (_, change) = self.replace(current, new, now)?;
+        Ok(Some(change))
+    }
+
+    /// Adds `finalizer` to the resource at `ptr`, whatever its owner and phase.
+    /// Adding a finalizer that is already there writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`].
+    pub fn add_finalizer(
+        &mut self,
+        ptr: &Pointer,
+        finalizer: &str,
+        now: Timestamp,
+    ) -> Result<Option<Change>, Error> {
+        self.edit_finalizers(ptr, finalizer, now, true)
+    }
+
+    /// Removes `finalizer` from the resource at `ptr`, whatever its owner and
+    /// phase. Removing a finalizer that is not there writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`].
+    pub fn remove_finalizer(
+        &mut self,
+        ptr: &Pointer,
+        finalizer: &str,
+        now: Timestamp,
+    ) -> Result<Option<Change>, Error> {
+        self.edit_finalizers(ptr, finalizer, now, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::test_specs::{Num, Text};
+    use crate::resource::{Resource, Version};
+
+    fn t(n: u64) -> Timestamp {
+        Timestamp::from_unix_nanos(n)
+    }
+
+    fn num(id: &str, n: i64) -> AnyResource {
+        Resource::new("ns", id, Num(n)).into_any()
+    }
+
+    fn ptr(id: &str) -> Pointer {
+        Pointer::of::<Num>("ns", id)
+    }
+
+    fn set_num(n: i64) -> ModifyFn {
+        Box::new(move |cur| {
+            let mut r = match cur {
+                Some(c) => c.typed::<Num>()?,
+                None => Resource::new("ns", "m", Num(0)),
+            };
+            r.spec_mut().0 = n;
+            Ok(r.into_any())
+        })
+    }
+
+    #[test]
+    fn create_sets_version_owner_and_timestamps() {
+        let mut s = Store::new();
+        let mut r = num("a", 1);
+        r.metadata_mut().set_version(Version::new(99));
+        let (stored, change) = s.create(r, Some("c"), t(5)).unwrap();
+        assert_eq!(stored.version(), Version::INITIAL);
+        assert_eq!(stored.owner(), Some("c"));
+        assert_eq!(stored.metadata().created(), t(5));
+        assert_eq!(stored.metadata().updated(), t(5));
+        assert_eq!(change, Change::Created(stored.clone()));
+        assert_eq!(s.get(&ptr("a")).unwrap(), stored);
+    }
+
+    #[test]
+    fn create_of_an_existing_id_is_already_exists() {
+        let mut s = Store::new();
+        s.create(num("a", 1), None, t(1)).unwrap();
+        let e = s.create(num("a", 2), None, t(2)).unwrap_err();
+        assert!(e.is_already_exists());
+        assert_eq!(
+            s.get(&ptr("a")).unwrap().typed::<Num>().unwrap().spec().0,
+            1
+        );
+    }
+
+    #[test]
+    fn update_checks_not_found_owner_version_phase_in_that_order() {
+        let mut s = Store::new();
+        let e = s
+            .update(num("a", 1), None, ExpectedPhase::Running, t(1))
+            .unwrap_err();
+        assert!(e.is_not_found());
+
+        let (stored, _) = s.create(num("a", 1), Some("c"), t(1)).unwrap();
+        s.teardown(&ptr("a"), Some("c"), t(2)).unwrap();
+        // Wrong owner, wrong version and wrong phase at once: owner wins.
+        let stale = stored.clone();
+        let e = s
+            .update(stale.clone(), Some("x"), ExpectedPhase::Running, t(3))
+            .unwrap_err();
+        assert!(e.is_owner_conflict(), "{e}");
+        // Right owner, wrong version, wrong phase: version wins.
+        let e = s
+            .update(stale, Some("c"), ExpectedPhase::Running, t(3))
+            .unwrap_err();
+        assert!(e.is_version_conflict(), "{e}");
+        // Right owner and version, wrong phase.
+        let fresh = s.get(&ptr("a")).unwrap();
+        let e = s
+            .update(fresh.clone(), Some("c"), ExpectedPhase::Running, t(3))
+            .unwrap_err();
+        assert!(e.is_phase_conflict(), "{e}");
+        // Expecting the phase it is in succeeds.
+        let (updated, _) = s
+            .update(fresh, Some("c"), ExpectedPhase::TearingDown, t(4))
+            .unwrap();
+        assert_eq!(updated.version(), Version::new(3));
+    }
+
+    #[test]
+    fn update_bumps_version_and_keeps_created() {
+        let mut s = Store::new();
+        let (stored, _) = s.create(num("a", 1), None, t(1)).unwrap();
+        let mut next = stored.typed::<Num>().unwrap();
+        next.spec_mut().0 = 2;
+        next.metadata_mut().set_version(Version::new(1));
+        let (updated, change) = s
+            .update(next.into_any(), None, ExpectedPhase::Running, t(9))
+            .unwrap();
+        assert_eq!(updated.version(), Version::new(2));
+        assert_eq!(updated.metadata().created(), t(1));
+        assert_eq!(updated.metadata().updated(), t(9));
+        assert_eq!(
+            change,
+            Change::Updated {
+                old: stored,
+                new: updated
+            }
+        );
+    }
+
+    #[test]
+    fn update_with_a_bumped_version_is_a_conflict() {
+        let mut s = Store::new();
+        let (stored, _) = s.create(num("a", 1), None, t(1)).unwrap();
+        let mut r = stored.clone();
+        r.metadata_mut().set_version(stored.version().next());
+        let e = s.update(r, None, ExpectedPhase::Running, t(2)).unwrap_err();
+        assert!(e.is_version_conflict());
+    }
+
+    #[test]
+    fn no_op_modify_writes_nothing() {
+        let mut s = Store::new();
+        let (a, change) = s
+            .modify(
+                &Pointer::of::<Num>("ns", "m"),
+                set_num(1),
+                None,
+                ExpectedPhase::Running,
+                t(1),
+            )
+            .unwrap();
+        assert!(matches!(change, Some(Change::Created(_))));
+        let (b, change) = s
+            .modify(
+                &Pointer::of::<Num>("ns", "m"),
+                set_num(1),
+                None,
+                ExpectedPhase::Running,
+                t(2),
+            )
+            .unwrap();
+        assert_eq!(change, None);
+        assert_eq!(b.version(), a.version());
+        assert_eq!(b.metadata().updated(), t(1));
+        let (c, change) = s
+            .modify(
+                &Pointer::of::<Num>("ns", "m"),
+                set_num(2),
+                None,
+                ExpectedPhase::Running,
+                t(3),
+            )
+            .unwrap();
+        assert!(matches!(change, Some(Change::Updated { .. })));
+        assert_eq!(c.version(), Version::new(2));
+    }
+
+    #[test]
+    fn modify_checks_owner_and_phase_even_for_no_op_changes() {
+        let mut s = Store::new();
+        let p = Pointer::of::<Num>("ns", "m");
+        s.modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(1))
+            .unwrap();
+        let e = s
+            .modify(&p, set_num(1), None, ExpectedPhase::Running, t(2))
+            .unwrap_err();
+        assert!(e.is_owner_conflict());
+        s.teardown(&p, Some("c"), t(3)).unwrap();
+        let e = s
+            .modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(4))
+            .unwrap_err();
+        assert!(e.is_phase_conflict());
+    }
+
+    #[test]
+    fn modify_returning_another_address_is_invalid_input() {
+        let mut s = Store::new();
+        let f: ModifyFn = Box::new(|_| Ok(Resource::new("ns", "elsewhere", Num(1)).into_any()));
+        let e = s
+            .modify(&ptr("m"), f, None, ExpectedPhase::Running, t(1))
+            .unwrap_err();
+        assert!(e.is_invalid_input());
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn destroy_requires_owner_and_no_finalizers_but_not_teardown() {
+        let mut s = Store::new();
+        let mut r = num("a", 1);
+        r.metadata_mut().finalizers_mut().add("f");
+        s.create(r, Some("c"), t(1)).unwrap();
+        assert!(s.destroy(&ptr("a"), None).unwrap_err().is_owner_conflict());
+        assert!(
+            s.destroy(&ptr("a"), Some("c"))
+                .unwrap_err()
+                .is_pending_finalizers()
+        );
+        s.remove_finalizer(&ptr("a"), "f", t(2)).unwrap();
+        let change = s.destroy(&ptr("a"), Some("c")).unwrap();
+        assert!(matches!(change, Change::Destroyed(r) if r.version() == Version::new(2)));
+        assert!(s.destroy(&ptr("a"), Some("c")).unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn teardown_is_idempotent_and_reports_readiness() {
+        let mut s = Store::new();
+        let mut r = num("a", 1);
+        r.metadata_mut().finalizers_mut().add("f");
+        s.create(r, None, t(1)).unwrap();
+        let (ready, change) = s.teardown(&ptr("a"), None, t(2)).unwrap();
+        assert!(!ready);
+        assert!(change.is_some());
+        let (ready, change) = s.teardown(&ptr("a"), None, t(3)).unwrap();
+        assert!(!ready);
+        assert!(change.is_none());
+        s.remove_finalizer(&ptr("a"), "f", t(4)).unwrap();
+        let (ready, change) = s.teardown(&ptr("a"), None, t(5)).unwrap();
+        assert!(ready && change.is_none());
+        assert_eq!(s.get(&ptr("a")).unwrap().version(), Version::new(3));
+    }
+
+    #[test]
+    fn a_torn_down_resource_cannot_return_to_running() {
+        let mut s = Store::new();
+        s.create(num("a", 1), None, t(1)).unwrap();
+        s.teardown(&ptr("a"), None, t(2)).unwrap();
+        let mut r = s.get(&ptr("a")).unwrap();
+        r.metadata_mut().set_phase(Phase::Running);
+        let e = s.update(r, None, ExpectedPhase::Any, t(3)).unwrap_err();
+        assert!(e.is_invalid_input(), "{e}");
+    }
+
+    #[test]
+    fn finalizer_edits_ignore_owner_and_phase_and_skip_no_ops() {
+        let mut s = Store::new();
+        s.create(num("a", 1), Some("c"), t(1)).unwrap();
+        s.teardown(&ptr("a"), Some("c"), t(2)).unwrap();
+        assert!(s.add_finalizer(&ptr("a"), "f", t(3)).unwrap().is_some());
+        assert!(s.add_finalizer(&ptr("a"), "f", t(4)).unwrap().is_none());
+        assert!(s.remove_finalizer(&ptr("a"), "g", t(5)).unwrap().is_none());
+        assert!(s.remove_finalizer(&ptr("a"), "f", t(6)).unwrap().is_some());
+        assert_eq!(s.get(&ptr("a")).unwrap().version(), Version::new(4));
+        assert!(
+            s.add_finalizer(&ptr("zz"), "f", t(7))
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
+
+    #[test]
+    fn list_is_sorted_by_id_and_filtered_by_labels() {
+        let mut s = Store::new();
+        for id in ["c", "a", "b"] {
+            let mut r = num(id, 1);
+            if id != "b" {
+                r.metadata_mut().labels_mut().insert("keep", "yes");
+            }
+            s.create(r, None, t(1)).unwrap();
+        }
+        s.create(
+            Resource::new("ns", "z", Text("x".into())).into_any(),
+            None,
+            t(1),
+        )
+        .unwrap();
+        let kind = Kind::of::<Num>("ns");
+        let ids: Vec<String> = s
+            .list(&kind, &LabelQuery::all())
+            .unwrap()
+            .iter()
+            .map(|r| r.id().to_owned())
+            .collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        let kept = s.list(&kind, &LabelQuery::all().exists("keep")).unwrap();
+        assert_eq!(kept.len(), 2);
+        assert!(
+            s.list(&Kind::of::<Num>("other"), &LabelQuery::all())
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn invalid_input_stores_nothing() {
+        let mut s = Store::new();
+        let bad_id = Resource::new("ns", "", Num(1)).into_any();
+        assert!(s.create(bad_id, None, t(1)).unwrap_err().is_invalid_input());
+        let mut bad_label = num("a", 1);
+        bad_label
+            .metadata_mut()
+            .labels_mut()
+            .insert("no spaces allowed", "x");
+        assert!(
+            s.create(bad_label, None, t(1))
+                .unwrap_err()
+                .is_invalid_input()
+        );
+        let long_ns = Resource::new("n".repeat(300), "a", Num(1)).into_any();
+        assert!(
+            s.create(long_ns, None, t(1))
+                .unwrap_err()
+                .is_invalid_input()
+        );
+        assert!(s.is_empty());
+        assert!(
+            s.get(&Pointer::new("ns", "T\u{7}", "a"))
+                .unwrap_err()
+                .is_invalid_input()
+        );
+    }
+
+    #[test]
+    fn stored_resources_share_one_kind_allocation() {
+        let mut s = Store::new();
+        let (a, _) = s.create(num("a", 1), None, t(1)).unwrap();
+        let (b, _) = s.create(num("b", 1), None, t(1)).unwrap();
+        assert!(a.pointer().kind().same_allocation(b.pointer().kind()));
+    }
+}
