@@ -62,12 +62,19 @@ impl Activity {
     }
 
     /// Resolves once no unit is held.
-    #[cfg_attr(not(test), allow(dead_code))] // the runtime's `settled()` arrives with controllers
+    ///
+    /// Tasks that are ready to run but have not run yet (typically woken by a
+    /// timer that just fired, e.g. after `tokio::time::advance`) hold no unit
+    /// until they run, so an idle count is confirmed after yielding to them.
     pub(crate) async fn settled(&self) {
         loop {
             let idle = self.0.idle.notified();
             if self.busy() == 0 {
-                return;
+                tokio::task::yield_now().await;
+                if self.busy() == 0 {
+                    return;
+                }
+                continue;
             }
             idle.await;
         }

@@ -6,11 +6,23 @@
 //! in a [`State`] whose single actor serializes every change and tells
 //! watchers about it.
 //!
+//! Controllers are actors that declare what they read and write; a supervisor
+//! validates those claims and restarts controllers that fail.
+//!
 //! ## Where to start
+//! - [`Runtime`]: start one inside your actix `System`, register controllers,
+//!   wait for [`settled`](Runtime::settled).
+//! - [`controller`]: the [`Controller`](controller::Controller) trait and its
+//!   lifecycle (expected flow, guarantees, assumptions, caveats, errors).
 //! - [`resource`]: the data model ([`Resource`](resource::Resource),
 //!   [`Spec`](resource::Spec), [`Pointer`](resource::Pointer), ...).
 //! - [`State`]: create, read, update, tear down and watch resources.
 //! - [`finalizer`]: how a teardown waits for the controllers that hold a resource.
+//! - [`supervisor`]: registration rules, restart policy, the dependency graph.
+//!
+//! Each layer is usable on its own: the [`Store`](state::Store) is plain data
+//! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
+//! [`State`] works without controllers.
 //!
 //! ```
 //! use cosi_runtime::prelude::*;
@@ -33,17 +45,29 @@
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![deny(unsafe_code)]
 
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod activity;
+pub mod controller;
 mod error;
 pub mod finalizer;
 pub mod resource;
+mod runtime;
 pub mod state;
+pub mod supervisor;
 
 pub use error::{Error, Result};
+pub use runtime::{Runtime, RuntimeBuilder};
 pub use state::State;
 
 /// The names most programs need, in one import.
 pub mod prelude {
+    pub use crate::Runtime;
+    pub use crate::controller::{
+        Controller, Input, InputKind, Output, OutputKind, ReconcileContext, ReconcileResult,
+    };
     pub use crate::error::Error;
     pub use crate::resource::{
         AnyResource, Kind, LabelQuery, Metadata, Phase, Pointer, Resource, Spec, Version,

@@ -198,7 +198,7 @@ impl State {
         }
     }
 
-    async fn resource(&self, req: StateRequest) -> Result<AnyResource, Error> {
+    pub(crate) async fn resource(&self, req: StateRequest) -> Result<AnyResource, Error> {
         let op = req.operation();
         match self.request(req).await? {
             StateReply::Resource(r) => Ok(r),
@@ -206,7 +206,7 @@ impl State {
         }
     }
 
-    async fn done(&self, req: StateRequest) -> Result<(), Error> {
+    pub(crate) async fn done(&self, req: StateRequest) -> Result<(), Error> {
         let op = req.operation();
         match self.request(req).await? {
             StateReply::Done => Ok(()),
@@ -394,9 +394,17 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`].
     pub async fn teardown(&self, ptr: &Pointer, owner: Option<&str>) -> Result<bool, Error> {
+        self.teardown_owned(ptr, owner_arc(owner)).await
+    }
+
+    pub(crate) async fn teardown_owned(
+        &self,
+        ptr: &Pointer,
+        owner: Option<Arc<str>>,
+    ) -> Result<bool, Error> {
         let req = StateRequest::Teardown {
             pointer: ptr.clone(),
-            owner: owner_arc(owner),
+            owner,
         };
         match self.request(req).await? {
             StateReply::Ready(ready) => Ok(ready),

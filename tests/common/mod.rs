@@ -29,3 +29,5 @@ impl Spec for SentenceSpec {
 }
 
 pub const NS: &str = "default";
+
+pub mod controllers;

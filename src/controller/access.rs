@@ -1,0 +1,231 @@
+//! The access rules a controller's context enforces (pure; unit-tested here).
+//!
+//! | operation | allowed when |
+//! |---|---|
+//! | `get` | the type is an output type, or an input covers the resource |
+//! | `list` | the type is an output type, or an input without an id covers the kind |
+//! | `create`, `update`, `modify`, `teardown`, `destroy` | the type is an output type |
+//! | `add_finalizer`, `remove_finalizer` | a **strong** input (for queue controllers: a primary or mapped input) covers the resource |
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::{Input, Output};
+use crate::Error;
+use crate::resource::{Kind, Pointer};
+
+/// The inputs and outputs one controller declared, as access rules.
+#[derive(Clone, Debug)]
+pub(crate) struct AccessRules {
+    controller: Arc<str>,
+    inputs: Vec<Input>,
+    output_types: BTreeSet<String>,
+}
+
+impl AccessRules {
+    pub(crate) fn new(controller: Arc<str>, inputs: Vec<Input>, outputs: &[Output]) -> Self {
+        AccessRules {
+            controller,
+            inputs,
+            output_types: outputs.iter().map(|o| o.resource_type.clone()).collect(),
+        }
+    }
+
+    pub(crate) fn controller(&self) -> &Arc<str> {
+        &self.controller
+    }
+
+    pub(crate) fn inputs(&self) -> &[Input] {
+        &self.inputs
+    }
+
+    pub(crate) fn with_inputs(&self, inputs: Vec<Input>) -> Self {
+        AccessRules {
+            inputs,
+            ..self.clone()
+        }
+    }
+
+    fn denied(&self, operation: &'static str, resource: String, reason: String) -> Error {
+        Error::AccessDenied {
+            controller: self.controller.to_string(),
+            operation,
+            resource,
+            reason,
+        }
+    }
+
+    fn is_output(&self, resource_type: &str) -> bool {
+        self.output_types.contains(resource_type)
+    }
+
+    pub(crate) fn check_get(&self, ptr: &Pointer) -> Result<(), Error> {
+        let covered = self
+            .inputs
+            .iter()
+            .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()));
+        if covered || self.is_output(ptr.resource_type()) {
+            Ok(())
+        } else {
+            Err(self.denied(
+                "get",
+                ptr.to_string(),
+                "it is neither an input nor an output of the controller".into(),
+            ))
+        }
+    }
+
+    pub(crate) fn check_list(&self, kind: &Kind) -> Result<(), Error> {
+        let covered = self.inputs.iter().any(|i| {
+            i.id.is_none()
+                && i.namespace == kind.namespace()
+                && i.resource_type == kind.resource_type()
+        });
+        if covered || self.is_output(kind.resource_type()) {
+            return Ok(());
+        }
+        let id_only = self
+            .inputs
+            .iter()
+            .any(|i| i.namespace == kind.namespace() && i.resource_type == kind.resource_type());
+        let reason = if id_only {
+            "the controller's input on this kind is for one id only, which allows get, not list"
+        } else {
+            "it is neither an input nor an output of the controller"
+        };
+        Err(self.denied("list", kind.to_string(), reason.into()))
+    }
+
+    pub(crate) fn check_write(&self, operation: &'static str, ptr: &Pointer) -> Result<(), Error> {
+        if self.is_output(ptr.resource_type()) {
+            Ok(())
+        } else {
+            Err(self.denied(
+                operation,
+                ptr.to_string(),
+                format!(
+                    "type {:?} is not an output of the controller",
+                    ptr.resource_type()
+                ),
+            ))
+        }
+    }
+
+    pub(crate) fn check_finalizer(
+        &self,
+        operation: &'static str,
+        ptr: &Pointer,
+    ) -> Result<(), Error> {
+        let strong = self.inputs.iter().any(|i| {
+            i.allows_finalizers() && i.covers(ptr.namespace(), ptr.resource_type(), ptr.id())
+        });
+        if strong {
+            Ok(())
+        } else {
+            Err(self.denied(
+                operation,
+                ptr.to_string(),
+                "finalizers may only be changed on strong (or primary and mapped) inputs".into(),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::{InputKind, OutputKind};
+
+    fn rules() -> AccessRules {
+        AccessRules::new(
+            Arc::from("C"),
+            vec![
+                Input {
+                    namespace: "ns".into(),
+                    resource_type: "In".into(),
+                    id: None,
+                    kind: InputKind::Weak,
+                },
+                Input {
+                    namespace: "ns".into(),
+                    resource_type: "Strong".into(),
+                    id: None,
+                    kind: InputKind::Strong,
+                },
+                Input {
+                    namespace: "ns".into(),
+                    resource_type: "One".into(),
+                    id: Some("only".into()),
+                    kind: InputKind::Strong,
+                },
+            ],
+            &[Output::new("Out", OutputKind::Exclusive)],
+        )
+    }
+
+    #[test]
+    fn reads_need_an_input_or_an_output() {
+        let r = rules();
+        assert!(r.check_get(&Pointer::new("ns", "In", "x")).is_ok());
+        assert!(r.check_get(&Pointer::new("any-ns", "Out", "x")).is_ok());
+        assert!(r.check_get(&Pointer::new("other", "In", "x")).is_err());
+        let e = r.check_get(&Pointer::new("ns", "Secret", "x")).unwrap_err();
+        assert!(e.is_access_denied());
+        assert!(e.to_string().contains("ns/Secret/x"), "{e}");
+    }
+
+    #[test]
+    fn an_id_input_allows_get_of_that_id_but_not_list() {
+        let r = rules();
+        assert!(r.check_get(&Pointer::new("ns", "One", "only")).is_ok());
+        assert!(r.check_get(&Pointer::new("ns", "One", "other")).is_err());
+        let e = r.check_list(&Kind::new("ns", "One")).unwrap_err();
+        assert!(e.to_string().contains("one id only"), "{e}");
+        assert!(r.check_list(&Kind::new("ns", "In")).is_ok());
+        assert!(r.check_list(&Kind::new("elsewhere", "Out")).is_ok());
+    }
+
+    #[test]
+    fn writes_need_an_output_type() {
+        let r = rules();
+        assert!(
+            r.check_write("create", &Pointer::new("any", "Out", "x"))
+                .is_ok()
+        );
+        let e = r
+            .check_write("update", &Pointer::new("ns", "In", "x"))
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::AccessDenied {
+                operation: "update",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn finalizers_need_a_strong_input() {
+        let r = rules();
+        assert!(
+            r.check_finalizer("add_finalizer", &Pointer::new("ns", "Strong", "x"))
+                .is_ok()
+        );
+        assert!(
+            r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "only"))
+                .is_ok()
+        );
+        assert!(
+            r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "x"))
+                .is_err()
+        );
+        assert!(
+            r.check_finalizer("remove_finalizer", &Pointer::new("ns", "In", "x"))
+                .is_err()
+        );
+        assert!(
+            r.check_finalizer("add_finalizer", &Pointer::new("ns", "Out", "x"))
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! [`ReconcileContext`]: a controller's only way to the state, access-checked.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Input;
+use super::access::AccessRules;
+use super::metrics::Counters;
+use crate::Error;
+use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::state::{ExpectedPhase, State, StateRequest, check_type, typed_modify};
+use crate::supervisor::{RegistrationError, check_inputs};
+
+/// What a reconcile can do: read its inputs, write its outputs, manage its
+/// finalizers on strong inputs, ask to run again.
+///
+/// Every call is checked against the controller's declared inputs and outputs
+/// (see [`controller`](super) for the rules) and fails with
+/// [`Error::AccessDenied`] otherwise. Writes are stamped with the controller's
+/// name as owner. Methods take `&self`, so several calls can be awaited
+/// concurrently (for example with `futures::future::join_all`).
+pub struct ReconcileContext {
+    state: State,
+    rules: Arc<AccessRules>,
+    counters: Arc<Counters>,
+    requeue_after: Option<Duration>,
+    new_inputs: Option<Vec<Input>>,
+    queue: bool,
+}
+
+impl fmt::Debug for ReconcileContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileContext")
+            .field("controller", &self.name())
+            .field("requeue_after", &self.requeue_after)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReconcileContext {
+    pub(crate) fn new(
+        state: State,
+        rules: Arc<AccessRules>,
+        counters: Arc<Counters>,
+        queue: bool,
+    ) -> Self {
+        ReconcileContext {
+            state,
+            rules,
+            counters,
+            requeue_after: None,
+            new_inputs: None,
+            queue,
+        }
+    }
+
+    /// The controller's name (also its owner name and finalizer).
+    pub fn name(&self) -> &str {
+        self.rules.controller()
+    }
+
+    /// The controller's current inputs.
+    pub fn inputs(&self) -> &[Input] {
+        self.rules.inputs()
+    }
+
+    fn owner(&self) -> Option<Arc<str>> {
+        Some(self.rules.controller().clone())
+    }
+
+    fn read(&self) {
+        Counters::bump(&self.counters.reads);
+    }
+
+    fn wrote(&self) {
+        Counters::bump(&self.counters.writes);
+    }
+
+    /// Reads a resource of an input or output type.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::InvalidInput`].
+    pub async fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
+        self.rules.check_get(ptr)?;
+        self.read();
+        self.state.get(ptr).await
+    }
+
+    /// Reads a resource as spec type `S`.
+    ///
+    /// # Errors
+    /// As [`get`](ReconcileContext::get), and [`Error::TypeMismatch`].
+    pub async fn get_typed<S: Spec>(&self, ptr: &Pointer) -> Result<Resource<S>, Error> {
+        self.get(ptr).await?.typed()
+    }
+
+    /// Lists a kind that is an input (without an id) or an output type, sorted by id.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::InvalidInput`].
+    pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        self.rules.check_list(kind)?;
+        self.read();
+        self.state.list(kind, query).await
+    }
+
+    /// Lists spec type `S` in `namespace`, sorted by id.
+    ///
+    /// # Errors
+    /// As [`list`](ReconcileContext::list), and [`Error::TypeMismatch`].
+    pub async fn list_typed<S: Spec>(
+        &self,
+        namespace: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<Resource<S>>, Error> {
+        self.list(&Kind::of::<S>(namespace), query)
+            .await?
+            .iter()
+            .map(AnyResource::typed)
+            .collect()
+    }
+
+    /// Creates an output resource, owned by this controller.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::AlreadyExists`], [`Error::InvalidInput`].
+    pub async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
+        let resource = resource.into();
+        self.rules.check_write("create", resource.pointer())?;
+        self.wrote();
+        self.state
+            .resource(StateRequest::Create {
+                resource,
+                owner: self.owner(),
+            })
+            .await
+    }
+
+    /// Updates an output resource (carrying the version it was read at).
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], then as [`State::update`].
+    pub async fn update(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
+        self.update_with_phase(resource, ExpectedPhase::Running)
+            .await
+    }
+
+    /// [`update`](ReconcileContext::update) with another expected phase.
+    ///
+    /// # Errors
+    /// As [`update`](ReconcileContext::update).
+    pub async fn update_with_phase(
+        &self,
+        resource: impl Into<AnyResource>,
+        expected_phase: ExpectedPhase,
+    ) -> Result<AnyResource, Error> {
+        let resource = resource.into();
+        self.rules.check_write("update", resource.pointer())?;
+        self.wrote();
+        self.state
+            .resource(StateRequest::Update {
+                resource,
+                owner: self.owner(),
+                expected_phase,
+            })
+            .await
+    }
+
+    /// Creates or updates an output resource through `f` (see [`State::modify`]);
+    /// writes nothing when nothing changes.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], then as [`State::modify`].
+    pub async fn modify<S, F>(&self, ptr: &Pointer, f: F) -> Result<Resource<S>, Error>
+    where
+        S: Spec + Default,
+        F: FnOnce(&mut Resource<S>) + Send + 'static,
+    {
+        let (ns, id) = (ptr.namespace().to_owned(), ptr.id().to_owned());
+        self.modify_with(
+            ptr,
+            move || Resource::new(ns, id, S::default()),
+            f,
+            ExpectedPhase::Running,
+        )
+        .await
+    }
+
+    /// [`modify`](ReconcileContext::modify) with an explicit starting resource
+    /// and expected phase.
+    ///
+    /// # Errors
+    /// As [`modify`](ReconcileContext::modify).
+    pub async fn modify_with<S, E, F>(
+        &self,
+        ptr: &Pointer,
+        empty: E,
+        f: F,
+        expected_phase: ExpectedPhase,
+    ) -> Result<Resource<S>, Error>
+    where
+        S: Spec,
+        E: FnOnce() -> Resource<S> + Send + 'static,
+        F: FnOnce(&mut Resource<S>) + Send + 'static,
+    {
+        self.rules.check_write("modify", ptr)?;
+        check_type::<S>(ptr)?;
+        self.wrote();
+        self.state
+            .resource(StateRequest::Modify {
+                pointer: ptr.clone(),
+                owner: self.owner(),
+                expected_phase,
+                modify: typed_modify(empty, f),
+            })
+            .await?
+            .typed()
+    }
+
+    /// Tears down an output resource; returns whether it is ready to destroy.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::OwnerConflict`].
+    pub async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
+        self.rules.check_write("teardown", ptr)?;
+        self.wrote();
+        self.state.teardown_owned(ptr, self.owner()).await
+    }
+
+    /// Destroys an output resource.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::OwnerConflict`],
+    /// [`Error::PendingFinalizers`].
+    pub async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
+        self.rules.check_write("destroy", ptr)?;
+        self.wrote();
+        self.state
+            .done(StateRequest::Destroy {
+                pointer: ptr.clone(),
+                owner: self.owner(),
+            })
+            .await
+    }
+
+    /// Puts this controller's finalizer (its name) on a strong input.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::NotFound`].
+    pub async fn add_finalizer(&self, ptr: &Pointer) -> Result<(), Error> {
+        self.rules.check_finalizer("add_finalizer", ptr)?;
+        self.wrote();
+        self.state.add_finalizer(ptr, self.name()).await
+    }
+
+    /// Removes this controller's finalizer from a strong input. A resource that
+    /// is already gone counts as success.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`].
+    pub async fn remove_finalizer(&self, ptr: &Pointer) -> Result<(), Error> {
+        self.rules.check_finalizer("remove_finalizer", ptr)?;
+        self.wrote();
+        match self.state.remove_finalizer(ptr, self.name()).await {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Asks for another reconcile after `delay` (once this one succeeded). The
+    /// shortest request of a reconcile wins; a reconcile triggered earlier by a
+    /// change cancels it.
+    pub fn requeue_after(&mut self, delay: Duration) {
+        self.requeue_after = Some(self.requeue_after.map_or(delay, |d| d.min(delay)));
+    }
+
+    /// Replaces the controller's inputs. Reads and finalizer rights follow at
+    /// once; subscriptions follow when this reconcile ends, and one more
+    /// reconcile then runs so nothing that changed meanwhile is missed.
+    ///
+    /// # Errors
+    /// [`RegistrationError::DuplicateInput`] and the other input rules; the
+    /// inputs stay as they were.
+    pub fn update_inputs(&mut self, inputs: Vec<Input>) -> Result<(), RegistrationError> {
+        check_inputs(self.name(), &inputs, self.queue)?;
+        self.rules = Arc::new(self.rules.with_inputs(inputs.clone()));
+        self.new_inputs = Some(inputs);
+        Ok(())
+    }
+
+    pub(crate) fn take_requeue(&mut self) -> Option<Duration> {
+        self.requeue_after.take()
+    }
+
+    pub(crate) fn take_new_inputs(&mut self) -> Option<(Vec<Input>, Arc<AccessRules>)> {
+        self.new_inputs.take().map(|i| (i, self.rules.clone()))
+    }
+}

@@ -1,0 +1,460 @@
+//! [`ControllerHost`]: the actor that runs one [`Controller`].
+//!
+//! It subscribes to the controller's input kinds, collapses any number of
+//! change messages into at most one pending reconcile, runs reconciles one at
+//! a time with panics caught, applies the restart policy on failure (a fresh
+//! instance from the factory after a panic), and keeps its mailbox and
+//! subscriptions across all of that.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::FutureExt;
+use futures::channel::oneshot;
+
+use super::access::AccessRules;
+use super::metrics::{ControllerStatus, Counters};
+use super::{Controller, Input, InputKind, ReconcileContext};
+use crate::activity::ActivityGuard;
+use crate::resource::{AnyResource, Kind, Phase};
+use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+use crate::supervisor::{Decision, HostReport, RestartPolicy, RestartTracker};
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}
+
+/// What a host needs from the runtime.
+#[derive(Clone)]
+pub(crate) struct HostEnv {
+    /// The state, counting activity for `settled()`.
+    pub(crate) state: State,
+    /// Where to report a controller that gave up or changed its inputs.
+    pub(crate) supervisor: Recipient<HostReport>,
+    /// How failures are retried.
+    pub(crate) policy: RestartPolicy,
+}
+
+impl HostEnv {
+    /// A tracked watch on `kind` delivering to `recipient`.
+    pub(crate) async fn watch_kind(
+        &self,
+        kind: Kind,
+        recipient: Recipient<WatchEvent>,
+    ) -> Result<WatchId, crate::Error> {
+        let sink = WatchSink {
+            sink: Sink::Actor(recipient),
+            activity: Some(self.state.activity().clone()),
+        };
+        let target = WatchTarget::Kind {
+            kind,
+            query: crate::resource::LabelQuery::all(),
+        };
+        self.state
+            .watch_sink(target, &WatchOptions::default(), sink)
+            .await
+    }
+}
+
+/// Subscribes `recipient` to every kind in `wanted` missing from `current`,
+/// and unsubscribes those no longer wanted. Returns the new subscription map.
+pub(crate) async fn resubscribe(
+    env: HostEnv,
+    mut current: HashMap<Kind, WatchId>,
+    wanted: Vec<Kind>,
+    recipient: Recipient<WatchEvent>,
+    owner: Arc<str>,
+) -> HashMap<Kind, WatchId> {
+    let stale: Vec<Kind> = current
+        .keys()
+        .filter(|k| !wanted.contains(k))
+        .cloned()
+        .collect();
+    for kind in stale {
+        if let Some(id) = current.remove(&kind) {
+            let _ = env.state.unwatch(id).await;
+        }
+    }
+    for kind in wanted {
+        if current.contains_key(&kind) {
+            continue;
+        }
+        match env.watch_kind(kind.clone(), recipient.clone()).await {
+            Ok(id) => {
+                current.insert(kind, id);
+            }
+            Err(e) => log::error!("controller {owner}: cannot watch {kind}: {e}"),
+        }
+    }
+    current
+}
+
+/// The distinct kinds a list of inputs watches.
+pub(crate) fn watched_kinds(inputs: &[Input]) -> Vec<Kind> {
+    let mut kinds: Vec<Kind> = Vec::new();
+    for input in inputs {
+        let k = input.watched_kind();
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    kinds
+}
+
+/// Whether a resource is tearing down with no finalizers.
+pub(crate) fn destroy_ready(r: &AnyResource) -> bool {
+    r.phase() == Phase::TearingDown && r.metadata().finalizers().is_empty()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Idle,
+    Pending,
+    Running,
+    BackingOff,
+    Failed,
+    Stopped,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct RunReconcile;
+
+/// Stop the controller once any running reconcile ends; answers when stopped.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct StopHost;
+
+/// The actor that runs one controller.
+pub(crate) struct ControllerHost<C, F> {
+    name: Arc<str>,
+    // Boxed: actors must be `Unpin`, user types need not be.
+    factory: Box<F>,
+    instance: Option<Box<C>>,
+    rules: Arc<AccessRules>,
+    env: HostEnv,
+    counters: Arc<Counters>,
+    tracker: RestartTracker,
+    subscriptions: HashMap<Kind, WatchId>,
+    stage: Stage,
+    /// A change arrived while a reconcile was running or backing off.
+    dirty: bool,
+    /// Held while pending, running or backing off: `settled()` waits for it.
+    busy: Option<ActivityGuard>,
+    requeue: Option<SpawnHandle>,
+    stop_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl<C, F> ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    /// A host whose first reconcile is already pending (`busy` is held from
+    /// the moment of registration, so `settled()` cannot slip past it).
+    pub(crate) fn new(
+        instance: C,
+        factory: F,
+        rules: AccessRules,
+        env: HostEnv,
+        counters: Arc<Counters>,
+        busy: ActivityGuard,
+    ) -> Self {
+        ControllerHost {
+            name: rules.controller().clone(),
+            factory: Box::new(factory),
+            instance: Some(Box::new(instance)),
+            rules: Arc::new(rules),
+            env,
+            counters,
+            tracker: RestartTracker::default(),
+            subscriptions: HashMap::new(),
+            stage: Stage::Pending,
+            dirty: false,
+            busy: Some(busy),
+            requeue: None,
+            stop_waiters: Vec::new(),
+        }
+    }
+
+    fn wants(&self, event: &Event) -> bool {
+        let Some(r) = event.resource() else {
+            return false;
+        };
+        let p = r.pointer();
+        self.rules
+            .inputs()
+            .iter()
+            .filter(|i| i.covers(p.namespace(), p.resource_type(), p.id()))
+            .any(|i| i.kind != InputKind::DestroyReady || destroy_ready(r))
+    }
+
+    /// Something asked for a reconcile.
+    fn trigger(&mut self, ctx: &mut Context<Self>) {
+        Counters::bump(&self.counters.wakeups);
+        match self.stage {
+            Stage::Idle => {
+                self.stage = Stage::Pending;
+                self.busy = Some(self.env.state.activity().guard());
+                ctx.notify(RunReconcile);
+            }
+            Stage::Running | Stage::BackingOff => self.dirty = true,
+            Stage::Pending | Stage::Failed | Stage::Stopped => {}
+        }
+    }
+
+    fn run(&mut self, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Pending {
+            return;
+        }
+        self.stage = Stage::Running;
+        self.dirty = false;
+        if let Some(timer) = self.requeue.take() {
+            ctx.cancel_future(timer);
+        }
+        let instance = match self.instance.take() {
+            Some(i) => Some(i),
+            None => match std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
+                Ok(i) => Some(Box::new(i)),
+                Err(panic) => {
+                    let msg = format!("the factory panicked: {}", panic_message(&*panic));
+                    self.failed(msg, true, ctx);
+                    return;
+                }
+            },
+        };
+        let Some(mut instance) = instance else {
+            return;
+        };
+        let mut cx = ReconcileContext::new(
+            self.env.state.clone(),
+            self.rules.clone(),
+            self.counters.clone(),
+            false,
+        );
+        let work = async move {
+            let outcome = AssertUnwindSafe(instance.reconcile(&mut cx))
+                .catch_unwind()
+                .await;
+            match outcome {
+                Ok(result) => (Some(instance), cx, Ok(result)),
+                // A panicked instance may be half-updated: it is dropped and
+                // replaced from the factory on the retry.
+                Err(panic) => (None, cx, Err(panic_message(&*panic))),
+            }
+        };
+        ctx.spawn(
+            work.into_actor(self)
+                .map(|(instance, cx, outcome), act, ctx| act.finished(instance, cx, outcome, ctx)),
+        );
+    }
+
+    fn finished(
+        &mut self,
+        instance: Option<Box<C>>,
+        mut cx: ReconcileContext,
+        outcome: Result<super::ReconcileResult, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.instance = instance;
+        if let Some((inputs, rules)) = cx.take_new_inputs() {
+            self.rules = rules;
+            self.dirty = true;
+            self.follow_inputs(inputs, ctx);
+        }
+        match outcome {
+            Ok(Ok(())) => {
+                Counters::bump(&self.counters.reconciles);
+                self.tracker.on_success();
+                self.counters.set_status(ControllerStatus::Running);
+                if let Some(delay) = cx.take_requeue() {
+                    self.schedule_requeue(delay, ctx);
+                }
+                if !self.stop_waiters.is_empty() {
+                    self.finish_stop(ctx);
+                } else if self.dirty {
+                    self.dirty = false;
+                    self.stage = Stage::Pending;
+                    ctx.notify(RunReconcile);
+                } else {
+                    self.stage = Stage::Idle;
+                    self.busy = None;
+                }
+            }
+            Ok(Err(error)) => {
+                Counters::bump(&self.counters.errors);
+                self.failed(error.to_string(), false, ctx);
+            }
+            Err(panic) => {
+                Counters::bump(&self.counters.panics);
+                self.failed(format!("panicked: {panic}"), true, ctx);
+            }
+        }
+    }
+
+    fn failed(&mut self, error: String, panicked: bool, ctx: &mut Context<Self>) {
+        if !self.stop_waiters.is_empty() {
+            self.finish_stop(ctx);
+            return;
+        }
+        let what = if panicked { "panicked" } else { "failed" };
+        match self.tracker.on_failure(
+            &self.env.policy,
+            tokio::time::Instant::now(),
+            fastrand::f64(),
+        ) {
+            Decision::Retry(delay) => {
+                log::warn!(
+                    "controller {}: reconcile {what}: {error}; retrying in {delay:?}",
+                    self.name
+                );
+                self.stage = Stage::BackingOff;
+                self.counters.set_status(ControllerStatus::BackingOff);
+                ctx.run_later(delay, |act, ctx| {
+                    if act.stage == Stage::BackingOff {
+                        Counters::bump(&act.counters.restarts);
+                        act.stage = Stage::Pending;
+                        act.run(ctx);
+                    }
+                });
+            }
+            Decision::GiveUp => {
+                log::error!(
+                    "controller {}: reconcile {what}: {error}; restart intensity exceeded, giving up",
+                    self.name
+                );
+                self.stage = Stage::Failed;
+                self.counters.set_status(ControllerStatus::Failed);
+                self.busy = None;
+                self.env.supervisor.do_send(HostReport::GaveUp {
+                    controller: self.name.to_string(),
+                    error,
+                });
+            }
+        }
+    }
+
+    fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {
+        let handle = ctx.run_later(delay, |act, ctx| {
+            act.requeue = None;
+            act.trigger(ctx);
+        });
+        self.requeue = Some(handle);
+    }
+
+    fn follow_inputs(&mut self, inputs: Vec<Input>, ctx: &mut Context<Self>) {
+        self.env.supervisor.do_send(HostReport::InputsChanged {
+            controller: self.name.to_string(),
+            inputs: inputs.clone(),
+        });
+        let busy = self.env.state.activity().guard();
+        let fut = resubscribe(
+            self.env.clone(),
+            std::mem::take(&mut self.subscriptions),
+            watched_kinds(&inputs),
+            ctx.address().recipient(),
+            self.name.clone(),
+        );
+        ctx.wait(fut.into_actor(self).map(move |subs, act, _| {
+            let _busy = busy;
+            act.subscriptions = subs;
+        }));
+    }
+
+    fn finish_stop(&mut self, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Failed {
+            self.counters.set_status(ControllerStatus::Stopped);
+        }
+        self.stage = Stage::Stopped;
+        self.busy = None;
+        for (_, id) in self.subscriptions.drain() {
+            let state = self.env.state.clone();
+            actix::spawn(async move {
+                let _ = state.unwatch(id).await;
+            });
+        }
+        for waiter in self.stop_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+        ctx.stop();
+    }
+}
+
+impl<C, F> Actor for ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Subscribe first, then run the initial reconcile: a change that lands
+        // in between is seen by that reconcile or arrives as an event.
+        let fut = resubscribe(
+            self.env.clone(),
+            HashMap::new(),
+            watched_kinds(self.rules.inputs()),
+            ctx.address().recipient(),
+            self.name.clone(),
+        );
+        ctx.wait(fut.into_actor(self).map(|subs, act, ctx| {
+            act.subscriptions = subs;
+            act.run(ctx);
+        }));
+    }
+}
+
+impl<C, F> Handler<WatchEvent> for ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    type Result = ();
+
+    fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
+        if self.wants(msg.event()) {
+            self.trigger(ctx);
+        }
+    }
+}
+
+impl<C, F> Handler<RunReconcile> for ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    type Result = ();
+
+    fn handle(&mut self, _: RunReconcile, ctx: &mut Context<Self>) {
+        self.run(ctx);
+    }
+}
+
+impl<C, F> Handler<StopHost> for ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: StopHost, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.stop_waiters.push(tx);
+        if self.stage != Stage::Running {
+            self.finish_stop(ctx);
+        }
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}

@@ -1,0 +1,83 @@
+//! Controllers: small actors that turn inputs into outputs.
+//!
+//! A [`Controller`] declares what it reads ([`Input`]: weak, strong or
+//! destroy-ready) and what it writes ([`Output`]: exclusive or shared), and
+//! implements one async `reconcile` that reads its inputs and writes its
+//! outputs through a [`ReconcileContext`]. The runtime runs each controller in
+//! its own actor.
+//!
+//! # The controller lifecycle
+//!
+//! ## Expected flow
+//! 1. [`Runtime::register`](crate::Runtime::register) takes a factory, builds a
+//!    first instance, and the supervisor checks its claims (unique name, no
+//!    conflicting outputs, no duplicate inputs). Nothing is left behind if that fails.
+//! 2. The controller's actor subscribes to every input kind, then runs the
+//!    first reconcile.
+//! 3. A change to an input (for destroy-ready inputs: a resource becoming
+//!    tearing-down with no finalizers) queues a reconcile. Any number of changes
+//!    that arrive while a reconcile is pending or running collapse into **one**
+//!    further reconcile, which reads the current state.
+//! 4. `cx.requeue_after(d)` asks for another reconcile after `d`.
+//! 5. A reconcile that returns an error, or panics, is retried after an
+//!    exponential backoff with jitter (reset by a success). After a panic the
+//!    instance is dropped and a fresh one is built from the factory; the actor,
+//!    its mailbox and its subscriptions stay.
+//! 6. With a restart-intensity limit, a controller that fails more than N times
+//!    in T is marked failed (or stops the runtime, by policy).
+//! 7. [`Runtime::stop`](crate::Runtime::stop) lets a running reconcile finish,
+//!    then stops the controller.
+//!
+//! The teardown flow a strong input enables: the controller puts its finalizer
+//! on input `I` while `I` is running; when `I` is torn down it tears down its
+//! outputs, destroys them once they are destroy-ready (a destroy-ready input on
+//! its own output type wakes it then), and removes its finalizer from `I`;
+//! [`State::teardown_and_destroy(I)`](crate::State::teardown_and_destroy)
+//! completes only then. This cascades through any depth.
+//!
+//! ## Guarantees
+//! - One reconcile at a time per controller; never two concurrently.
+//! - A change that lands after a reconcile started is never lost: it causes
+//!   one more reconcile.
+//! - A controller reaches the state only through its context, and every call
+//!   is checked against its declarations (below).
+//! - A failing or panicking controller never affects another one.
+//! - `Runtime::settled()` resolves only when no change message is in flight, no
+//!   reconcile is pending, running or waiting out a backoff.
+//!
+//! ## Assumptions
+//! - Reconciles are level-based and idempotent: they read the current state
+//!   and converge, whatever the sequence of changes that led there.
+//! - A reconcile does not block its thread (it runs on the actix arbiter).
+//!
+//! ## Caveats
+//! - `settled()` waits through backoffs, so a controller that fails forever
+//!   (with no intensity limit) keeps the runtime unsettled.
+//! - A `requeue_after` timer does not count as pending work: the runtime is
+//!   settled until it fires.
+//! - The instance is rebuilt only after a panic; after an error it is kept.
+//!
+//! ## Errors
+//! - Registration: [`RegistrationError`](crate::supervisor::RegistrationError).
+//! - Inside a reconcile, every context call returns [`Error`](crate::Error):
+//!   [`AccessDenied`](crate::Error::AccessDenied) when the declarations do not
+//!   allow it, otherwise whatever the state answers.
+//!
+//! # Access rules
+//! | operation | allowed when |
+//! |---|---|
+//! | `get` | the type is an output type, or an input covers the resource |
+//! | `list` | the type is an output type, or an input without an id covers the kind |
+//! | `create`, `update`, `modify`, `teardown`, `destroy` | the type is an output type; the controller is stamped as owner |
+//! | `add_finalizer`, `remove_finalizer` | a strong input covers the resource; only the controller's own finalizer |
+
+mod access;
+mod context;
+pub(crate) mod host;
+pub(crate) mod metrics;
+mod spec;
+
+pub(crate) use access::AccessRules;
+pub use context::ReconcileContext;
+pub use metrics::{ControllerMetrics, ControllerStatus};
+pub use spec::{Controller, Input, InputKind, Output, OutputKind, ReconcileError, ReconcileResult};

@@ -1,0 +1,220 @@
+//! [`Runtime`] and [`RuntimeBuilder`]: start the actors, register controllers,
+//! settle, stop.
+
+use std::fmt;
+
+use actix::prelude::*;
+use tokio::sync::watch;
+
+use crate::activity::Activity;
+use crate::controller::{Controller, ControllerMetrics};
+use crate::state::{Backend, MemoryBackend, State};
+use crate::supervisor::{
+    Backoff, ControllerRegistration, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded,
+    Register, RegistrationError, RestartPolicy, StopAll, StopReason, Supervisor,
+};
+
+/// Configures and starts a [`Runtime`].
+///
+/// ```
+/// use std::time::Duration;
+/// use cosi_runtime::Runtime;
+/// use cosi_runtime::supervisor::{Backoff, Intensity, OnExceeded};
+///
+/// # actix::System::new().block_on(async {
+/// let runtime = Runtime::builder()
+///     .backoff(Backoff { initial: Duration::from_millis(10), ..Backoff::default() })
+///     .restart_intensity(Intensity { max_restarts: 5, within: Duration::from_secs(10) }, OnExceeded::MarkFailed)
+///     .start();
+/// runtime.settled().await;
+/// # });
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeBuilder {
+    policy: RestartPolicy,
+}
+
+impl RuntimeBuilder {
+    /// The whole restart policy.
+    #[must_use]
+    pub fn restart_policy(mut self, policy: RestartPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The backoff between retries of a failed reconcile.
+    #[must_use]
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.policy.backoff = backoff;
+        self
+    }
+
+    /// A restart-intensity limit, and what happens past it.
+    #[must_use]
+    pub fn restart_intensity(mut self, intensity: Intensity, on_exceeded: OnExceeded) -> Self {
+        self.policy.intensity = Some(intensity);
+        self.policy.on_exceeded = on_exceeded;
+        self
+    }
+
+    /// Starts the runtime over an in-memory state, on the current arbiter.
+    /// Must be called inside a running actix `System`.
+    pub fn start(self) -> Runtime {
+        self.start_with_backend(MemoryBackend::new())
+    }
+
+    /// Starts the runtime over `backend`, on the current arbiter.
+    pub fn start_with_backend<B: Backend>(self, backend: B) -> Runtime {
+        let activity = Activity::new();
+        let state = State::start_tracked(backend, activity.clone());
+        let (stopped_tx, stopped) = watch::channel(None);
+        let supervisor = Supervisor::new(state.clone(), self.policy, stopped_tx).start();
+        Runtime {
+            state,
+            supervisor,
+            activity,
+            stopped,
+        }
+    }
+}
+
+/// A running set of actors: the state, the finalizer coordinator, the
+/// supervisor and one actor per registered controller.
+///
+/// Cheap to clone; every clone drives the same runtime.
+///
+/// ```
+/// use cosi_runtime::Runtime;
+/// use cosi_runtime::controller::{Controller, Input, Output, ReconcileContext, ReconcileResult};
+/// use cosi_runtime::prelude::*;
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Int(i64);
+/// # impl Spec for Int { const TYPE: &'static str = "Ints.test.cosi.dev"; }
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Double(i64);
+/// # impl Spec for Double { const TYPE: &'static str = "Doubles.test.cosi.dev"; }
+///
+/// struct Doubler;
+/// impl Controller for Doubler {
+///     fn name(&self) -> &str { "Doubler" }
+///     fn inputs(&self) -> Vec<Input> { vec![Input::weak::<Int>("default")] }
+///     fn outputs(&self) -> Vec<Output> { vec![Output::exclusive::<Double>()] }
+///     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+///         for int in cx.list_typed::<Int>("default", &LabelQuery::all()).await? {
+///             let n = int.spec().0;
+///             cx.modify(&Pointer::of::<Double>("default", int.id()), move |d: &mut Resource<Double>| d.spec_mut().0 = 2 * n).await?;
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// # actix::System::new().block_on(async {
+/// let runtime = Runtime::start();
+/// runtime.register(|| Doubler).await?;
+/// runtime.state().create(Resource::new("default", "x", Int(21)), None).await?;
+/// runtime.settled().await;
+/// let double = runtime.state().get_typed::<Double>(&Pointer::of::<Double>("default", "x")).await?;
+/// assert_eq!(double.spec().0, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    state: State,
+    supervisor: Addr<Supervisor>,
+    activity: Activity,
+    stopped: watch::Receiver<Option<StopReason>>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("busy", &self.activity.busy())
+            .field("stopped", &*self.stopped.borrow())
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A builder, to configure the restart policy.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// Starts a runtime with the default policy over an in-memory state.
+    pub fn start() -> Runtime {
+        RuntimeBuilder::default().start()
+    }
+
+    /// The state, for user reads and writes (act as owner `None`).
+    pub fn state(&self) -> State {
+        self.state.clone()
+    }
+
+    /// Registers a controller built by `factory` (called again for a fresh
+    /// instance after a panic). Works before and after other controllers run.
+    ///
+    /// # Errors
+    /// [`RegistrationError`] if the claims conflict with registered
+    /// controllers, the declarations are invalid, or the runtime is stopped.
+    /// Nothing is left behind on error.
+    pub async fn register<C, F>(&self, factory: F) -> Result<(), RegistrationError>
+    where
+        C: Controller,
+        F: Fn() -> C + Send + 'static,
+    {
+        self.register_boxed(Box::new(ControllerRegistration::new(factory)))
+            .await
+    }
+
+    pub(crate) async fn register_boxed(
+        &self,
+        registration: Box<dyn crate::supervisor::Registration>,
+    ) -> Result<(), RegistrationError> {
+        self.supervisor
+            .send(Register(registration))
+            .await
+            .unwrap_or_else(|_| {
+                Err(RegistrationError::Stopped {
+                    controller: "<unknown>".into(),
+                })
+            })
+    }
+
+    /// Resolves when nothing is in flight: no state request awaiting an
+    /// answer, no change message undelivered, no reconcile pending, running or
+    /// backing off. Tests and tools wait on this instead of sleeping.
+    pub async fn settled(&self) {
+        self.activity.settled().await;
+    }
+
+    /// Stops every controller (each finishes its running reconcile first).
+    /// The state stays readable through existing handles.
+    pub async fn stop(&self) {
+        let _ = self.supervisor.send(StopAll(StopReason::Requested)).await;
+    }
+
+    /// Resolves when the runtime stops, with the reason.
+    pub async fn stopped(&self) -> StopReason {
+        let mut rx = self.stopped.clone();
+        match rx.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or(StopReason::Requested),
+            Err(_) => StopReason::Requested,
+        }
+    }
+
+    /// Whether the runtime has stopped, and why.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        self.stopped.borrow().clone()
+    }
+
+    /// Every controller's counters, in registration order.
+    pub async fn metrics(&self) -> Vec<ControllerMetrics> {
+        self.supervisor.send(GetMetrics).await.unwrap_or_default()
+    }
+
+    /// The dependency graph of the registered controllers.
+    pub async fn graph(&self) -> DependencyGraph {
+        self.supervisor.send(GetGraph).await.unwrap_or_default()
+    }
+}

@@ -1,0 +1,311 @@
+//! The [`Supervisor`] actor: registration, claims, restart policy, graph, metrics.
+
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use futures::future::join_all;
+use indexmap::IndexMap;
+use tokio::sync::watch;
+
+use super::dependency::{DependencyDb, RegistrationError};
+use super::graph::DependencyGraph;
+use super::restart::{OnExceeded, RestartPolicy};
+use crate::controller::host::{ControllerHost, HostEnv, StopHost, panic_message};
+use crate::controller::metrics::{ControllerMetrics, Counters};
+use crate::controller::{AccessRules, Controller, Input, Output};
+use crate::state::State;
+
+/// Why a runtime stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// [`Runtime::stop`](crate::Runtime::stop) was called.
+    Requested,
+    /// A controller exceeded its restart intensity under
+    /// [`OnExceeded::StopRuntime`].
+    ControllerFailed {
+        /// The controller.
+        controller: String,
+        /// Its last error.
+        error: String,
+    },
+}
+
+/// Reports from controller hosts (fire and forget).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(crate) enum HostReport {
+    /// The controller exceeded its restart intensity.
+    GaveUp {
+        /// The controller.
+        controller: String,
+        /// Its last error.
+        error: String,
+    },
+    /// The controller replaced its inputs.
+    InputsChanged {
+        /// The controller.
+        controller: String,
+        /// The new inputs.
+        inputs: Vec<Input>,
+    },
+}
+
+/// Starts a controller of some type inside the supervisor (type-erased).
+pub(crate) trait Registration: Send {
+    fn start(
+        self: Box<Self>,
+        sup: &mut Supervisor,
+        ctx: &mut Context<Supervisor>,
+    ) -> Result<(), RegistrationError>;
+}
+
+/// Register a controller.
+#[derive(Message)]
+#[rtype(result = "Result<(), RegistrationError>")]
+pub(crate) struct Register(pub(crate) Box<dyn Registration>);
+
+/// Snapshot every controller's counters.
+#[derive(Message)]
+#[rtype(result = "Vec<ControllerMetrics>")]
+pub(crate) struct GetMetrics;
+
+/// The dependency graph.
+#[derive(Message)]
+#[rtype(result = "DependencyGraph")]
+pub(crate) struct GetGraph;
+
+/// Stop every controller (waiting for running reconciles to end).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct StopAll(pub(crate) StopReason);
+
+struct Entry {
+    counters: Arc<Counters>,
+    stop: Recipient<StopHost>,
+}
+
+/// The actor that owns registration, the dependency database and the restart
+/// policy.
+///
+/// Each controller runs in its own host actor; the supervisor validates its
+/// claims before starting it, hands it the restart policy, hears when it gives
+/// up, and stops it with the runtime.
+pub struct Supervisor {
+    db: DependencyDb,
+    controllers: IndexMap<String, Entry>,
+    state: State,
+    policy: RestartPolicy,
+    stopped: watch::Sender<Option<StopReason>>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("controllers", &self.controllers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    pub(crate) fn new(
+        state: State,
+        policy: RestartPolicy,
+        stopped: watch::Sender<Option<StopReason>>,
+    ) -> Self {
+        Supervisor {
+            db: DependencyDb::default(),
+            controllers: IndexMap::new(),
+            state,
+            policy,
+            stopped,
+        }
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.borrow().is_some()
+    }
+
+    /// Validates and records the claims of a new controller.
+    pub(crate) fn claim(
+        &mut self,
+        name: &str,
+        inputs: &[Input],
+        outputs: &[Output],
+        queue: bool,
+    ) -> Result<(), RegistrationError> {
+        if self.is_stopped() {
+            return Err(RegistrationError::Stopped {
+                controller: name.to_owned(),
+            });
+        }
+        self.db.register(name, inputs, outputs, queue)
+    }
+
+    /// What a host started by this supervisor gets.
+    pub(crate) fn host_env(&self, ctx: &Context<Self>) -> HostEnv {
+        HostEnv {
+            state: self.state.clone(),
+            supervisor: ctx.address().recipient(),
+            policy: self.policy,
+        }
+    }
+
+    /// Records a started host.
+    pub(crate) fn adopt(
+        &mut self,
+        name: String,
+        counters: Arc<Counters>,
+        stop: Recipient<StopHost>,
+    ) {
+        self.controllers.insert(name, Entry { counters, stop });
+    }
+
+    fn stop_all(
+        &mut self,
+        reason: StopReason,
+        ctx: &mut Context<Self>,
+    ) -> impl Future<Output = ()> + 'static {
+        if !self.is_stopped() {
+            log::info!("runtime stopping: {reason:?}");
+            self.stopped.send_replace(Some(reason));
+        }
+        let stops: Vec<_> = self
+            .controllers
+            .values()
+            .map(|e| e.stop.send(StopHost))
+            .collect();
+        let _ = ctx;
+        async move {
+            let _ = join_all(stops).await;
+        }
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+}
+
+impl Handler<Register> for Supervisor {
+    type Result = Result<(), RegistrationError>;
+
+    fn handle(
+        &mut self,
+        Register(registration): Register,
+        ctx: &mut Context<Self>,
+    ) -> Self::Result {
+        registration.start(self, ctx)
+    }
+}
+
+impl Handler<HostReport> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, report: HostReport, ctx: &mut Context<Self>) {
+        match report {
+            HostReport::GaveUp { controller, error } => match self.policy.on_exceeded {
+                OnExceeded::MarkFailed => {
+                    log::error!("controller {controller} is marked failed: {error}");
+                }
+                OnExceeded::StopRuntime => {
+                    let stopping =
+                        self.stop_all(StopReason::ControllerFailed { controller, error }, ctx);
+                    actix::spawn(stopping);
+                }
+            },
+            HostReport::InputsChanged { controller, inputs } => {
+                if let Err(e) = self.db.update_inputs(&controller, inputs) {
+                    log::error!("controller {controller}: inputs not recorded: {e}");
+                }
+            }
+        }
+    }
+}
+
+impl Handler<GetMetrics> for Supervisor {
+    type Result = MessageResult<GetMetrics>;
+
+    fn handle(&mut self, _: GetMetrics, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(
+            self.controllers
+                .iter()
+                .map(|(name, e)| e.counters.snapshot(name))
+                .collect(),
+        )
+    }
+}
+
+impl Handler<GetGraph> for Supervisor {
+    type Result = MessageResult<GetGraph>;
+
+    fn handle(&mut self, _: GetGraph, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.db.graph())
+    }
+}
+
+impl Handler<StopAll> for Supervisor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, StopAll(reason): StopAll, ctx: &mut Context<Self>) -> Self::Result {
+        Box::pin(self.stop_all(reason, ctx))
+    }
+}
+
+/// The registration of a [`Controller`] built by factory `F`.
+pub(crate) struct ControllerRegistration<C, F> {
+    factory: F,
+    _controller: PhantomData<fn() -> C>,
+}
+
+impl<C, F> ControllerRegistration<C, F> {
+    pub(crate) fn new(factory: F) -> Self {
+        ControllerRegistration {
+            factory,
+            _controller: PhantomData,
+        }
+    }
+}
+
+/// Builds the first instance and reads its declarations, panics caught.
+pub(crate) fn describe<T, F: Fn() -> T>(
+    factory: &F,
+    declare: impl FnOnce(&T) -> (String, Vec<Input>, Vec<Output>),
+) -> Result<(T, String, Vec<Input>, Vec<Output>), RegistrationError> {
+    let panicked =
+        |controller: &str, p: Box<dyn std::any::Any + Send>| RegistrationError::Panicked {
+            controller: controller.to_owned(),
+            message: panic_message(&*p),
+        };
+    let instance = std::panic::catch_unwind(AssertUnwindSafe(factory))
+        .map_err(|p| panicked("<factory>", p))?;
+    let (name, inputs, outputs) = std::panic::catch_unwind(AssertUnwindSafe(|| declare(&instance)))
+        .map_err(|p| panicked("<declarations>", p))?;
+    Ok((instance, name, inputs, outputs))
+}
+
+impl<C, F> Registration for ControllerRegistration<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + Send + 'static,
+{
+    fn start(
+        self: Box<Self>,
+        sup: &mut Supervisor,
+        ctx: &mut Context<Supervisor>,
+    ) -> Result<(), RegistrationError> {
+        let (instance, name, inputs, outputs) = describe(&self.factory, |c: &C| {
+            (c.name().to_owned(), c.inputs(), c.outputs())
+        })?;
+        sup.claim(&name, &inputs, &outputs, false)?;
+        let env = sup.host_env(ctx);
+        let counters = Arc::new(Counters::default());
+        let rules = AccessRules::new(Arc::from(name.as_str()), inputs, &outputs);
+        let busy = env.state.activity().guard();
+        let host =
+            ControllerHost::new(instance, self.factory, rules, env, counters.clone(), busy).start();
+        log::debug!("controller {name} registered");
+        sup.adopt(name, counters, host.recipient());
+        Ok(())
+    }
+}

@@ -1,0 +1,224 @@
+//! The restart policy (pure): exponential backoff with jitter, and an optional
+//! restart-intensity limit.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Exponential backoff with jitter: the delay before retry `n` (counting from
+/// 0) is `initial × multiplier^n`, capped at `max`, then spread by ±`jitter`/2.
+///
+/// ```
+/// use std::time::Duration;
+/// use cosi_runtime::supervisor::Backoff;
+///
+/// let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1), multiplier: 2.0, jitter: 0.0 };
+/// assert_eq!(b.delay(0, 0.5), Duration::from_millis(100));
+/// assert_eq!(b.delay(3, 0.5), Duration::from_millis(800));
+/// assert_eq!(b.delay(10, 0.5), Duration::from_secs(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Backoff {
+    /// The first delay.
+    pub initial: Duration,
+    /// The longest delay.
+    pub max: Duration,
+    /// Growth per consecutive failure (at least 1).
+    pub multiplier: f64,
+    /// Spread, as a fraction of the delay: 0.2 draws from ±10%.
+    pub jitter: f64,
+}
+
+impl Default for Backoff {
+    /// 100 ms, doubling, capped at 30 s, ±10% jitter.
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(30),
+            multiplier: 2.0,
+            jitter: 0.2,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before retry `attempt` (0-based), with `unit` a uniform random
+    /// number in [0, 1) for the jitter.
+    pub fn delay(&self, attempt: u32, unit: f64) -> Duration {
+        let max = self.max.as_secs_f64();
+        let base = self.initial.as_secs_f64()
+            * self
+                .multiplier
+                .max(1.0)
+                .powi(i32::try_from(attempt).unwrap_or(i32::MAX));
+        let base = if base.is_finite() { base.min(max) } else { max };
+        let jitter = self.jitter.clamp(0.0, 1.0);
+        let spread = base * (1.0 - jitter / 2.0 + jitter * unit.clamp(0.0, 1.0));
+        Duration::from_secs_f64(spread.clamp(0.0, max))
+    }
+}
+
+/// At most `max_restarts` restarts within any window of `within`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Intensity {
+    /// Restarts allowed in the window.
+    pub max_restarts: u32,
+    /// The window.
+    pub within: Duration,
+}
+
+/// What happens when a controller exceeds its restart intensity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnExceeded {
+    /// Mark the controller failed, log it, and stop retrying it; the rest of
+    /// the runtime goes on.
+    #[default]
+    MarkFailed,
+    /// Stop the whole runtime (every controller), so that the process can exit
+    /// and be restarted by its own supervisor (systemd, Kubernetes, ...).
+    StopRuntime,
+}
+
+/// How failed reconciles are retried.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RestartPolicy {
+    /// The delay before each retry.
+    pub backoff: Backoff,
+    /// An optional limit on restarts in a time window (none by default: retry forever).
+    pub intensity: Option<Intensity>,
+    /// What to do past the limit.
+    pub on_exceeded: OnExceeded,
+}
+
+/// The verdict on one failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Retry after this delay.
+    Retry(Duration),
+    /// The intensity limit is exceeded.
+    GiveUp,
+}
+
+/// Failure bookkeeping of one controller.
+#[derive(Debug, Default)]
+pub(crate) struct RestartTracker {
+    consecutive: u32,
+    recent: VecDeque<Instant>,
+}
+
+impl RestartTracker {
+    /// Records a failure at `now` and decides what happens next.
+    pub(crate) fn on_failure(
+        &mut self,
+        policy: &RestartPolicy,
+        now: Instant,
+        unit: f64,
+    ) -> Decision {
+        if let Some(limit) = policy.intensity {
+            while self
+                .recent
+                .front()
+                .is_some_and(|t| now.duration_since(*t) >= limit.within)
+            {
+                self.recent.pop_front();
+            }
+            if self.recent.len() >= limit.max_restarts as usize {
+                return Decision::GiveUp;
+            }
+            self.recent.push_back(now);
+        }
+        let delay = policy.backoff.delay(self.consecutive, unit);
+        self.consecutive = self.consecutive.saturating_add(1);
+        Decision::Retry(delay)
+    }
+
+    /// A reconcile succeeded: the next failure starts from the initial delay.
+    pub(crate) fn on_success(&mut self) {
+        self.consecutive = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_jitter() -> Backoff {
+        Backoff {
+            initial: Duration::from_millis(10),
+            max: Duration::from_millis(100),
+            multiplier: 2.0,
+            jitter: 0.0,
+        }
+    }
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let b = no_jitter();
+        let delays: Vec<u128> = (0..6).map(|n| b.delay(n, 0.0).as_millis()).collect();
+        assert_eq!(delays, [10, 20, 40, 80, 100, 100]);
+        assert_eq!(b.delay(u32::MAX, 0.3), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn jitter_stays_within_its_band() {
+        let b = Backoff {
+            jitter: 0.5,
+            ..no_jitter()
+        };
+        assert_eq!(b.delay(1, 0.0), Duration::from_millis(15));
+        assert_eq!(b.delay(1, 0.5), Duration::from_millis(20));
+        assert!(b.delay(1, 0.999) <= Duration::from_millis(25));
+    }
+
+    #[test]
+    fn success_resets_the_backoff() {
+        let policy = RestartPolicy {
+            backoff: no_jitter(),
+            ..RestartPolicy::default()
+        };
+        let mut t = RestartTracker::default();
+        let now = Instant::now();
+        assert_eq!(
+            t.on_failure(&policy, now, 0.0),
+            Decision::Retry(Duration::from_millis(10))
+        );
+        assert_eq!(
+            t.on_failure(&policy, now, 0.0),
+            Decision::Retry(Duration::from_millis(20))
+        );
+        t.on_success();
+        assert_eq!(
+            t.on_failure(&policy, now, 0.0),
+            Decision::Retry(Duration::from_millis(10))
+        );
+    }
+
+    #[test]
+    fn intensity_gives_up_past_n_restarts_in_the_window() {
+        let policy = RestartPolicy {
+            backoff: no_jitter(),
+            intensity: Some(Intensity {
+                max_restarts: 2,
+                within: Duration::from_secs(10),
+            }),
+            on_exceeded: OnExceeded::MarkFailed,
+        };
+        let mut t = RestartTracker::default();
+        let t0 = Instant::now();
+        assert!(matches!(t.on_failure(&policy, t0, 0.0), Decision::Retry(_)));
+        assert!(matches!(
+            t.on_failure(&policy, t0 + Duration::from_secs(1), 0.0),
+            Decision::Retry(_)
+        ));
+        assert_eq!(
+            t.on_failure(&policy, t0 + Duration::from_secs(2), 0.0),
+            Decision::GiveUp
+        );
+        // Once the window has moved past the old restarts, retries are allowed again.
+        assert!(matches!(
+            t.on_failure(&policy, t0 + Duration::from_secs(12), 0.0),
+            Decision::Retry(_)
+        ));
+    }
+}

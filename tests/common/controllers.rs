@@ -1,0 +1,192 @@
+//! Controllers used by several runtime tests.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cosi_runtime::prelude::*;
+
+use super::{IntSpec, NS, SentenceSpec, StrSpec};
+
+/// Turns every input `I` into an output `O` with the same id, holding a
+/// finalizer on each input while its output exists: the canonical teardown
+/// flow (strong input, destroy-ready input on the own output type).
+pub struct Transform<I, O> {
+    name: &'static str,
+    namespace: String,
+    map: fn(&I) -> O,
+    pub reconciles: Arc<AtomicUsize>,
+    _types: PhantomData<fn() -> (I, O)>,
+}
+
+impl<I: Spec, O: Spec + Default> Transform<I, O> {
+    pub fn new(name: &'static str, namespace: &str, map: fn(&I) -> O) -> Self {
+        Transform {
+            name,
+            namespace: namespace.to_owned(),
+            map,
+            reconciles: Arc::default(),
+            _types: PhantomData,
+        }
+    }
+
+    pub fn counting(mut self, reconciles: Arc<AtomicUsize>) -> Self {
+        self.reconciles = reconciles;
+        self
+    }
+}
+
+impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn inputs(&self) -> Vec<Input> {
+        vec![
+            Input::strong::<I>(&self.namespace),
+            Input::destroy_ready::<O>(&self.namespace),
+        ]
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        vec![Output::exclusive::<O>()]
+    }
+
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        self.reconciles.fetch_add(1, Ordering::SeqCst);
+        let inputs = cx
+            .list_typed::<I>(&self.namespace, &LabelQuery::all())
+            .await?;
+        for input in &inputs {
+            let out = Pointer::of::<O>(&self.namespace, input.id());
+            if input.phase() == Phase::Running {
+                if !input.metadata().finalizers().contains(self.name) {
+                    cx.add_finalizer(input.pointer()).await?;
+                }
+                let value = (self.map)(input.spec());
+                cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value)
+                    .await?;
+            } else if release(cx, &out).await? {
+                cx.remove_finalizer(input.pointer()).await?;
+            }
+        }
+        // Outputs whose input is gone are torn down too.
+        for output in cx
+            .list(&Kind::of::<O>(&self.namespace), &LabelQuery::all())
+            .await?
+        {
+            if !inputs.iter().any(|i| i.id() == output.id()) {
+                release(cx, output.pointer()).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tears `out` down and destroys it once nothing holds it; true when it is gone.
+pub async fn release(cx: &ReconcileContext, out: &Pointer) -> Result<bool, Error> {
+    match cx.teardown(out).await {
+        Ok(true) => match cx.destroy(out).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(true),
+            Err(e) if e.is_pending_finalizers() => Ok(false),
+            Err(e) => Err(e),
+        },
+        Ok(false) => Ok(false),
+        Err(e) if e.is_not_found() => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Integer → its decimal string.
+pub fn int_to_str() -> Transform<IntSpec, StrSpec> {
+    Transform::new("IntToStr", NS, |i: &IntSpec| StrSpec(i.0.to_string()))
+}
+
+/// String → "<string> sentence".
+pub fn str_to_sentence() -> Transform<StrSpec, SentenceSpec> {
+    Transform::new("StrToSentence", NS, |s: &StrSpec| {
+        SentenceSpec(format!("{} sentence", s.0))
+    })
+}
+
+/// Sums every integer in `source` into the integer `target` (a shared output).
+pub struct Sum {
+    pub name: String,
+    pub source: String,
+    pub target: Pointer,
+}
+
+impl Controller for Sum {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn inputs(&self) -> Vec<Input> {
+        vec![Input::weak::<IntSpec>(&self.source)]
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        vec![Output::shared::<IntSpec>()]
+    }
+
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        let total: i64 = cx
+            .list_typed::<IntSpec>(&self.source, &LabelQuery::all())
+            .await?
+            .iter()
+            .map(|r| r.spec().0)
+            .sum();
+        cx.modify(&self.target, move |r: &mut Resource<IntSpec>| {
+            r.spec_mut().0 = total
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+/// A controller that only declares: for registration tests.
+#[derive(Clone)]
+pub struct Declared {
+    pub name: &'static str,
+    pub inputs: Vec<Input>,
+    pub outputs: Vec<Output>,
+}
+
+impl Declared {
+    pub fn new(name: &'static str) -> Self {
+        Declared {
+            name,
+            inputs: vec![],
+            outputs: vec![],
+        }
+    }
+
+    pub fn input(mut self, input: Input) -> Self {
+        self.inputs.push(input);
+        self
+    }
+
+    pub fn output(mut self, output: Output) -> Self {
+        self.outputs.push(output);
+        self
+    }
+}
+
+impl Controller for Declared {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn inputs(&self) -> Vec<Input> {
+        self.inputs.clone()
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        self.outputs.clone()
+    }
+
+    async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult {
+        Ok(())
+    }
+}
