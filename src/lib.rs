@@ -13,7 +13,9 @@
 //! - [`Runtime`]: start one inside your actix `System`, register controllers,
 //!   wait for [`settled`](Runtime::settled).
 //! - [`controller`]: the [`Controller`](controller::Controller) trait and its
-//!   lifecycle (expected flow, guarantees, assumptions, caveats, errors).
+//!   lifecycle (expected flow, guarantees, assumptions, caveats, errors), and
+//!   the per-object [`QController`](controller::QController).
+//! - [`queue`]: the work queue behind queue controllers, usable on its own.
 //! - [`resource`]: the data model ([`Resource`](resource::Resource),
 //!   [`Spec`](resource::Spec), [`Pointer`](resource::Pointer), ...).
 //! - [`State`]: create, read, update, tear down and watch resources.
@@ -53,6 +55,7 @@ mod activity;
 pub mod controller;
 mod error;
 pub mod finalizer;
+pub mod queue;
 pub mod resource;
 mod runtime;
 pub mod state;

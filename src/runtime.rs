@@ -7,11 +7,14 @@ use actix::prelude::*;
 use tokio::sync::watch;
 
 use crate::activity::Activity;
-use crate::controller::{Controller, ControllerMetrics};
+use crate::controller::{
+    Controller, ControllerMetrics, QController, QueueHandle, default_pool_size,
+};
 use crate::state::{Backend, MemoryBackend, State};
 use crate::supervisor::{
     Backoff, ControllerRegistration, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded,
-    Register, RegistrationError, RestartPolicy, StopAll, StopReason, Supervisor,
+    QueueRegistration, Register, Registered, RegistrationError, RestartPolicy, StopAll, StopReason,
+    Supervisor,
 };
 
 /// Configures and starts a [`Runtime`].
@@ -29,9 +32,19 @@ use crate::supervisor::{
 /// runtime.settled().await;
 /// # });
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RuntimeBuilder {
     policy: RestartPolicy,
+    pool_size: usize,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        RuntimeBuilder {
+            policy: RestartPolicy::default(),
+            pool_size: default_pool_size(),
+        }
+    }
 }
 
 impl RuntimeBuilder {
@@ -57,6 +70,16 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How many queue-controller reconciles may run at once across all queue
+    /// controllers (default: [`default_pool_size`]). Each queue controller's
+    /// own concurrency applies too. The restart policy's backoff is also the
+    /// queue controllers' per-key backoff.
+    #[must_use]
+    pub fn worker_pool(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
     /// Starts the runtime over an in-memory state, on the current arbiter.
     /// Must be called inside a running actix `System`.
     pub fn start(self) -> Runtime {
@@ -68,7 +91,8 @@ impl RuntimeBuilder {
         let activity = Activity::new();
         let state = State::start_tracked(backend, activity.clone());
         let (stopped_tx, stopped) = watch::channel(None);
-        let supervisor = Supervisor::new(state.clone(), self.policy, stopped_tx).start();
+        let supervisor =
+            Supervisor::new(state.clone(), self.policy, self.pool_size, stopped_tx).start();
         Runtime {
             state,
             supervisor,
@@ -165,12 +189,36 @@ impl Runtime {
     {
         self.register_boxed(Box::new(ControllerRegistration::new(factory)))
             .await
+            .map(drop)
     }
 
-    pub(crate) async fn register_boxed(
+    /// Registers a queue controller built by `factory`, and returns a handle
+    /// to push keys into its queue from other event sources.
+    ///
+    /// # Errors
+    /// As [`register`](Runtime::register); also a concurrency of 0 or no
+    /// primary input.
+    pub async fn register_queue<Q, F>(&self, factory: F) -> Result<QueueHandle, RegistrationError>
+    where
+        Q: QController,
+        F: Fn() -> Q + Send + 'static,
+    {
+        match self
+            .register_boxed(Box::new(QueueRegistration::new(factory)))
+            .await?
+        {
+            Registered::Queue(handle) => Ok(handle),
+            Registered::Controller => Err(RegistrationError::Invalid {
+                controller: "<unknown>".into(),
+                reason: "registered as a plain controller".into(),
+            }),
+        }
+    }
+
+    async fn register_boxed(
         &self,
         registration: Box<dyn crate::supervisor::Registration>,
-    ) -> Result<(), RegistrationError> {
+    ) -> Result<Registered, RegistrationError> {
         self.supervisor
             .send(Register(registration))
             .await

@@ -74,9 +74,14 @@ impl Counters {
         ControllerStatus::from_u8(self.status.load(Ordering::Relaxed))
     }
 
-    pub(crate) fn snapshot(&self, controller: &str) -> ControllerMetrics {
+    pub(crate) fn snapshot(
+        &self,
+        controller: &str,
+        queue: Option<&QueueCounters>,
+    ) -> ControllerMetrics {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         ControllerMetrics {
+            queue: queue.map(QueueCounters::snapshot),
             controller: controller.to_owned(),
             status: self.status(),
             wakeups: get(&self.wakeups),
@@ -92,12 +97,12 @@ impl Counters {
 
 impl fmt::Debug for Counters {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.snapshot("?").fmt(f)
+        self.snapshot("?", None).fmt(f)
     }
 }
 
 /// A snapshot of one controller's counters.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ControllerMetrics {
     /// The controller.
     pub controller: String,
@@ -117,4 +122,107 @@ pub struct ControllerMetrics {
     pub reads: u64,
     /// State writes through its context.
     pub writes: u64,
+    /// Queue figures, for queue controllers.
+    pub queue: Option<QueueMetrics>,
+}
+
+/// Upper bounds of the latency histogram buckets, in seconds.
+pub const LATENCY_BUCKETS: [f64; 7] = [0.000_1, 0.001, 0.01, 0.1, 1.0, 10.0, 60.0];
+
+/// A latency histogram with fixed buckets ([`LATENCY_BUCKETS`]).
+#[derive(Default)]
+pub(crate) struct Histogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+    max_nanos: AtomicU64,
+}
+
+impl Histogram {
+    pub(crate) fn observe(&self, d: std::time::Duration) {
+        let secs = d.as_secs_f64();
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
+            if secs <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> HistogramSnapshot {
+        HistogramSnapshot {
+            count: self.count.load(Ordering::Relaxed),
+            sum: std::time::Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed)),
+            max: std::time::Duration::from_nanos(self.max_nanos.load(Ordering::Relaxed)),
+            cumulative: LATENCY_BUCKETS
+                .iter()
+                .zip(&self.buckets)
+                .map(|(b, c)| (*b, c.load(Ordering::Relaxed)))
+                .collect(),
+        }
+    }
+}
+
+/// A snapshot of a latency histogram.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HistogramSnapshot {
+    /// Observations.
+    pub count: u64,
+    /// Their sum.
+    pub sum: std::time::Duration,
+    /// The largest.
+    pub max: std::time::Duration,
+    /// (upper bound in seconds, observations ≤ bound), cumulative as in Prometheus.
+    pub cumulative: Vec<(f64, u64)>,
+}
+
+impl HistogramSnapshot {
+    /// The mean, or zero with no observation.
+    pub fn mean(&self) -> std::time::Duration {
+        if self.count == 0 {
+            std::time::Duration::ZERO
+        } else {
+            std::time::Duration::from_secs_f64(self.sum.as_secs_f64() / self.count as f64)
+        }
+    }
+}
+
+/// Live queue figures of one queue controller.
+#[derive(Default)]
+pub(crate) struct QueueCounters {
+    pub(crate) depth: AtomicU64,
+    pub(crate) processing: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) time_in_queue: Histogram,
+    pub(crate) latency: Histogram,
+}
+
+impl QueueCounters {
+    pub(crate) fn snapshot(&self) -> QueueMetrics {
+        QueueMetrics {
+            depth: self.depth.load(Ordering::Relaxed),
+            processing: self.processing.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            time_in_queue: self.time_in_queue.snapshot(),
+            reconcile_latency: self.latency.snapshot(),
+        }
+    }
+}
+
+/// Queue figures of a queue controller.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueMetrics {
+    /// Keys waiting: ready, delayed or backing off.
+    pub depth: u64,
+    /// Keys being reconciled now.
+    pub processing: u64,
+    /// Retries scheduled after failures.
+    pub retries: u64,
+    /// How long keys waited between becoming ready and being handed out.
+    pub time_in_queue: HistogramSnapshot,
+    /// How long reconciles took.
+    pub reconcile_latency: HistogramSnapshot,
 }

@@ -75,9 +75,16 @@ mod access;
 mod context;
 pub(crate) mod host;
 pub(crate) mod metrics;
+pub(crate) mod pool;
+mod queue;
+pub(crate) mod queue_host;
 mod spec;
 
 pub(crate) use access::AccessRules;
 pub use context::ReconcileContext;
-pub use metrics::{ControllerMetrics, ControllerStatus};
+pub use metrics::{
+    ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,
+};
+pub use pool::default_pool_size;
+pub use queue::{Outcome, QController, QSettings, QueueHandle, TerminalError};
 pub use spec::{Controller, Input, InputKind, Output, OutputKind, ReconcileError, ReconcileResult};

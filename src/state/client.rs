@@ -181,6 +181,14 @@ impl State {
         &self.activity
     }
 
+    /// Marks work in progress on behalf of the runtime until the guard drops:
+    /// [`Runtime::settled`](crate::Runtime::settled) waits for it. For feeders
+    /// and tools that drive controllers from outside (a poller in the middle of
+    /// a poll, say), so that tests can settle instead of sleeping.
+    pub fn busy(&self) -> BusyGuard {
+        BusyGuard(self.activity.guard())
+    }
+
     /// Sends a raw request (the typed methods are built on this).
     ///
     /// # Errors
@@ -611,6 +619,11 @@ impl State {
         }
     }
 }
+
+/// Work in progress that [`Runtime::settled`](crate::Runtime::settled) waits
+/// for; see [`State::busy`].
+#[derive(Debug)]
+pub struct BusyGuard(#[allow(dead_code)] crate::activity::ActivityGuard);
 
 /// A watch as a [`Stream`] of [`Event`]s.
 ///

@@ -58,7 +58,7 @@ mod watch;
 
 pub use actor::{StateActor, StateReply, StateRequest, WatchSink, WatchStats};
 pub use backend::{Backend, MemoryBackend};
-pub use client::{DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
+pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
 pub use event::{Event, WatchEvent, WatchId};
 pub use store::{Change, ExpectedPhase, ModifyFn, Store};
 pub use watch::WatchTarget;

@@ -13,8 +13,12 @@ use super::dependency::{DependencyDb, RegistrationError};
 use super::graph::DependencyGraph;
 use super::restart::{OnExceeded, RestartPolicy};
 use crate::controller::host::{ControllerHost, HostEnv, StopHost, panic_message};
-use crate::controller::metrics::{ControllerMetrics, Counters};
-use crate::controller::{AccessRules, Controller, Input, Output};
+use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
+use crate::controller::pool::WorkerPool;
+use crate::controller::queue_host::QueueHost;
+use crate::controller::{
+    AccessRules, Controller, Input, InputKind, Output, QController, QueueHandle,
+};
 use crate::state::State;
 
 /// Why a runtime stopped.
@@ -52,18 +56,26 @@ pub(crate) enum HostReport {
     },
 }
 
+/// What a registration produced.
+pub(crate) enum Registered {
+    /// A controller.
+    Controller,
+    /// A queue controller, with its handle.
+    Queue(QueueHandle),
+}
+
 /// Starts a controller of some type inside the supervisor (type-erased).
 pub(crate) trait Registration: Send {
     fn start(
         self: Box<Self>,
         sup: &mut Supervisor,
         ctx: &mut Context<Supervisor>,
-    ) -> Result<(), RegistrationError>;
+    ) -> Result<Registered, RegistrationError>;
 }
 
 /// Register a controller.
 #[derive(Message)]
-#[rtype(result = "Result<(), RegistrationError>")]
+#[rtype(result = "Result<Registered, RegistrationError>")]
 pub(crate) struct Register(pub(crate) Box<dyn Registration>);
 
 /// Snapshot every controller's counters.
@@ -83,6 +95,7 @@ pub(crate) struct StopAll(pub(crate) StopReason);
 
 struct Entry {
     counters: Arc<Counters>,
+    queue: Option<Arc<QueueCounters>>,
     stop: Recipient<StopHost>,
 }
 
@@ -97,6 +110,7 @@ pub struct Supervisor {
     controllers: IndexMap<String, Entry>,
     state: State,
     policy: RestartPolicy,
+    pool: WorkerPool,
     stopped: watch::Sender<Option<StopReason>>,
 }
 
@@ -112,6 +126,7 @@ impl Supervisor {
     pub(crate) fn new(
         state: State,
         policy: RestartPolicy,
+        pool_size: usize,
         stopped: watch::Sender<Option<StopReason>>,
     ) -> Self {
         Supervisor {
@@ -119,6 +134,7 @@ impl Supervisor {
             controllers: IndexMap::new(),
             state,
             policy,
+            pool: WorkerPool::new(pool_size),
             stopped,
         }
     }
@@ -157,9 +173,17 @@ impl Supervisor {
         &mut self,
         name: String,
         counters: Arc<Counters>,
+        queue: Option<Arc<QueueCounters>>,
         stop: Recipient<StopHost>,
     ) {
-        self.controllers.insert(name, Entry { counters, stop });
+        self.controllers.insert(
+            name,
+            Entry {
+                counters,
+                queue,
+                stop,
+            },
+        );
     }
 
     fn stop_all(
@@ -188,7 +212,7 @@ impl Actor for Supervisor {
 }
 
 impl Handler<Register> for Supervisor {
-    type Result = Result<(), RegistrationError>;
+    type Result = Result<Registered, RegistrationError>;
 
     fn handle(
         &mut self,
@@ -230,7 +254,7 @@ impl Handler<GetMetrics> for Supervisor {
         MessageResult(
             self.controllers
                 .iter()
-                .map(|(name, e)| e.counters.snapshot(name))
+                .map(|(name, e)| e.counters.snapshot(name, e.queue.as_deref()))
                 .collect(),
         )
     }
@@ -268,10 +292,10 @@ impl<C, F> ControllerRegistration<C, F> {
 }
 
 /// Builds the first instance and reads its declarations, panics caught.
-pub(crate) fn describe<T, F: Fn() -> T>(
+pub(crate) fn describe<T, D, F: Fn() -> T>(
     factory: &F,
-    declare: impl FnOnce(&T) -> (String, Vec<Input>, Vec<Output>),
-) -> Result<(T, String, Vec<Input>, Vec<Output>), RegistrationError> {
+    declare: impl FnOnce(&T) -> D,
+) -> Result<(T, D), RegistrationError> {
     let panicked =
         |controller: &str, p: Box<dyn std::any::Any + Send>| RegistrationError::Panicked {
             controller: controller.to_owned(),
@@ -279,9 +303,9 @@ pub(crate) fn describe<T, F: Fn() -> T>(
         };
     let instance = std::panic::catch_unwind(AssertUnwindSafe(factory))
         .map_err(|p| panicked("<factory>", p))?;
-    let (name, inputs, outputs) = std::panic::catch_unwind(AssertUnwindSafe(|| declare(&instance)))
+    let declared = std::panic::catch_unwind(AssertUnwindSafe(|| declare(&instance)))
         .map_err(|p| panicked("<declarations>", p))?;
-    Ok((instance, name, inputs, outputs))
+    Ok((instance, declared))
 }
 
 impl<C, F> Registration for ControllerRegistration<C, F>
@@ -293,8 +317,8 @@ where
         self: Box<Self>,
         sup: &mut Supervisor,
         ctx: &mut Context<Supervisor>,
-    ) -> Result<(), RegistrationError> {
-        let (instance, name, inputs, outputs) = describe(&self.factory, |c: &C| {
+    ) -> Result<Registered, RegistrationError> {
+        let (instance, (name, inputs, outputs)) = describe(&self.factory, |c: &C| {
             (c.name().to_owned(), c.inputs(), c.outputs())
         })?;
         sup.claim(&name, &inputs, &outputs, false)?;
@@ -305,7 +329,72 @@ where
         let host =
             ControllerHost::new(instance, self.factory, rules, env, counters.clone(), busy).start();
         log::debug!("controller {name} registered");
-        sup.adopt(name, counters, host.recipient());
-        Ok(())
+        sup.adopt(name, counters, None, host.recipient());
+        Ok(Registered::Controller)
+    }
+}
+
+/// The registration of a [`QController`] built by factory `F`.
+pub(crate) struct QueueRegistration<Q, F> {
+    factory: F,
+    _controller: PhantomData<fn() -> Q>,
+}
+
+impl<Q, F> QueueRegistration<Q, F> {
+    pub(crate) fn new(factory: F) -> Self {
+        QueueRegistration {
+            factory,
+            _controller: PhantomData,
+        }
+    }
+}
+
+impl<Q, F> Registration for QueueRegistration<Q, F>
+where
+    Q: QController,
+    F: Fn() -> Q + Send + 'static,
+{
+    fn start(
+        self: Box<Self>,
+        sup: &mut Supervisor,
+        ctx: &mut Context<Supervisor>,
+    ) -> Result<Registered, RegistrationError> {
+        let (instance, (name, settings)) =
+            describe(&self.factory, |q: &Q| (q.name().to_owned(), q.settings()))?;
+        let invalid = |reason: &str| RegistrationError::Invalid {
+            controller: name.clone(),
+            reason: reason.to_owned(),
+        };
+        if settings.concurrency == 0 {
+            return Err(invalid(
+                "a queue controller's concurrency must be at least 1",
+            ));
+        }
+        if !settings.inputs.iter().any(|i| i.kind == InputKind::Primary) {
+            return Err(invalid(
+                "a queue controller needs at least one primary input",
+            ));
+        }
+        sup.claim(&name, &settings.inputs, &settings.outputs, true)?;
+        let env = sup.host_env(ctx);
+        let counters = Arc::new(Counters::default());
+        let queue_counters = Arc::new(QueueCounters::default());
+        let rules = AccessRules::new(Arc::from(name.as_str()), settings.inputs, &settings.outputs);
+        let busy = env.state.activity().guard();
+        let host = QueueHost::new(
+            instance,
+            rules,
+            settings.concurrency,
+            env,
+            sup.pool.clone(),
+            counters.clone(),
+            queue_counters.clone(),
+            busy,
+        )
+        .start();
+        log::debug!("queue controller {name} registered");
+        let handle = QueueHandle::new(Arc::from(name.as_str()), host.clone().recipient());
+        sup.adopt(name, counters, Some(queue_counters), host.recipient());
+        Ok(Registered::Queue(handle))
     }
 }

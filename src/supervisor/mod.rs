@@ -29,7 +29,8 @@ pub use graph::{DependencyGraph, Edge, EdgeKind};
 pub use restart::{Backoff, Intensity, OnExceeded, RestartPolicy};
 
 pub(crate) use actor::{
-    ControllerRegistration, GetGraph, GetMetrics, HostReport, Register, Registration, StopAll,
+    ControllerRegistration, GetGraph, GetMetrics, HostReport, QueueRegistration, Register,
+    Registered, Registration, StopAll,
 };
 pub(crate) use dependency::check_inputs;
 pub(crate) use restart::{Decision, RestartTracker};

@@ -1,0 +1,421 @@
+//! [`QueueHost`]: the actor that runs one [`QController`].
+//!
+//! It feeds a [`WorkQueue`] from change messages (primary inputs directly,
+//! mapped inputs through `map_input`) and from [`QueueHandle`]s, hands ready
+//! keys to reconciles up to the controller's concurrency and the shared
+//! worker pool's, catches panics, and feeds outcomes back into the queue
+//! (success, requeue, per-key backoff, terminal).
+//!
+//! [`QueueHandle`]: super::QueueHandle
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::FutureExt;
+use futures::channel::oneshot;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+use super::access::AccessRules;
+use super::host::{HostEnv, StopHost, panic_message, watched_kinds};
+use super::metrics::{ControllerStatus, Counters, QueueCounters};
+use super::pool::WorkerPool;
+use super::queue::{Enqueue, Outcome, QController, TerminalError};
+use super::{Input, InputKind, ReconcileContext, ReconcileError};
+use crate::Error;
+use crate::activity::ActivityGuard;
+use crate::queue::{Completion, WorkQueue};
+use crate::resource::{Kind, LabelQuery, Pointer};
+use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+
+/// What one reconcile came back with.
+type Finished = (
+    Pointer,
+    Result<Result<Outcome, ReconcileError>, String>,
+    Duration,
+);
+
+/// The actor that runs one queue controller.
+pub(crate) struct QueueHost<Q> {
+    name: Arc<str>,
+    controller: Rc<Q>,
+    rules: Arc<AccessRules>,
+    env: HostEnv,
+    pool: WorkerPool,
+    queue: WorkQueue<Pointer>,
+    concurrency: usize,
+    running: usize,
+    counters: Arc<Counters>,
+    queue_counters: Arc<QueueCounters>,
+    subscriptions: HashMap<Kind, WatchId>,
+    /// Held while any key is ready, running, backing off or waiting for a permit.
+    busy: Option<ActivityGuard>,
+    timer: Option<(Instant, SpawnHandle)>,
+    waiting_for_permit: bool,
+    stop_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl<Q: QController> QueueHost<Q> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        controller: Q,
+        rules: AccessRules,
+        concurrency: usize,
+        env: HostEnv,
+        pool: WorkerPool,
+        counters: Arc<Counters>,
+        queue_counters: Arc<QueueCounters>,
+        busy: ActivityGuard,
+    ) -> Self {
+        QueueHost {
+            name: rules.controller().clone(),
+            controller: Rc::new(controller),
+            rules: Arc::new(rules),
+            queue: WorkQueue::new(env.policy.backoff),
+            env,
+            pool,
+            concurrency: concurrency.max(1),
+            running: 0,
+            counters,
+            queue_counters,
+            subscriptions: HashMap::new(),
+            busy: Some(busy),
+            timer: None,
+            waiting_for_permit: false,
+            stop_waiters: Vec::new(),
+        }
+    }
+
+    fn inputs_of(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
+        self.rules.inputs().iter().filter(move |i| i.kind == kind)
+    }
+
+    fn is_primary(&self, ptr: &Pointer) -> bool {
+        self.inputs_of(InputKind::Primary)
+            .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()))
+    }
+
+    fn is_mapped(&self, ptr: &Pointer) -> bool {
+        self.inputs_of(InputKind::Mapped)
+            .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()))
+    }
+
+    /// Queues the primary resources a change asks for.
+    fn on_change(&mut self, ptr: &Pointer) {
+        let now = Instant::now();
+        if self.is_primary(ptr) {
+            Counters::bump(&self.counters.wakeups);
+            self.queue.add(ptr.clone(), now);
+        }
+        if self.is_mapped(ptr) {
+            Counters::bump(&self.counters.wakeups);
+            let controller = self.controller.clone();
+            match std::panic::catch_unwind(AssertUnwindSafe(|| controller.map_input(ptr))) {
+                Ok(targets) => {
+                    for target in targets {
+                        if self.is_primary(&target) {
+                            self.queue.add(target, now);
+                        } else {
+                            log::error!(
+                                "queue controller {}: map_input({ptr}) returned {target}, which is not a primary input",
+                                self.name
+                            );
+                        }
+                    }
+                }
+                Err(panic) => log::error!(
+                    "queue controller {}: map_input({ptr}) panicked: {}",
+                    self.name,
+                    panic_message(&*panic)
+                ),
+            }
+        }
+    }
+
+    /// Starts reconciles while there is ready work, room under the
+    /// concurrency, and a pool permit.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        while self.running < self.concurrency && self.queue.has_ready(now) {
+            let Some(permit) = self.pool.try_acquire() else {
+                self.wait_for_permit(ctx);
+                break;
+            };
+            self.start_one(permit, now, ctx);
+        }
+        self.arm_timer(ctx);
+        self.refresh(ctx);
+    }
+
+    fn wait_for_permit(&mut self, ctx: &mut Context<Self>) {
+        if self.waiting_for_permit {
+            return;
+        }
+        self.waiting_for_permit = true;
+        ctx.spawn(
+            self.pool
+                .clone()
+                .acquire()
+                .into_actor(self)
+                .map(|permit, act, ctx| {
+                    act.waiting_for_permit = false;
+                    if let Some(permit) = permit
+                        && act.running < act.concurrency
+                        && act.queue.has_ready(Instant::now())
+                    {
+                        act.start_one(permit, Instant::now(), ctx);
+                    }
+                    act.pump(ctx);
+                }),
+        );
+    }
+
+    fn start_one(&mut self, permit: OwnedSemaphorePermit, now: Instant, ctx: &mut Context<Self>) {
+        let Some((ptr, waited)) = self.queue.get(now) else {
+            return;
+        };
+        self.queue_counters.time_in_queue.observe(waited);
+        self.running += 1;
+        let controller = self.controller.clone();
+        let cx = ReconcileContext::new(
+            self.env.state.clone(),
+            self.rules.clone(),
+            self.counters.clone(),
+            true,
+        );
+        let work = async move {
+            let _permit = permit;
+            let started = Instant::now();
+            let outcome = AssertUnwindSafe(controller.reconcile(&cx, &ptr))
+                .catch_unwind()
+                .await
+                .map_err(|panic| panic_message(&*panic));
+            (ptr, outcome, started.elapsed())
+        };
+        ctx.spawn(
+            work.into_actor(self)
+                .map(|finished, act, ctx| act.finished(finished, ctx)),
+        );
+    }
+
+    fn finished(&mut self, (ptr, outcome, took): Finished, ctx: &mut Context<Self>) {
+        self.running -= 1;
+        self.queue_counters.latency.observe(took);
+        let completion = match outcome {
+            Ok(Ok(Outcome::Done)) => {
+                Counters::bump(&self.counters.reconciles);
+                Completion::Success
+            }
+            Ok(Ok(Outcome::RequeueAfter(d))) => {
+                Counters::bump(&self.counters.reconciles);
+                Completion::RequeueAfter(d)
+            }
+            Ok(Err(e)) if TerminalError::is_terminal(&e) => {
+                Counters::bump(&self.counters.errors);
+                log::error!("queue controller {}: {ptr}: {e}; not retried", self.name);
+                Completion::Terminal
+            }
+            Ok(Err(e)) => {
+                Counters::bump(&self.counters.errors);
+                log::warn!(
+                    "queue controller {}: {ptr}: reconcile failed: {e}",
+                    self.name
+                );
+                Completion::Failure
+            }
+            Err(panic) => {
+                Counters::bump(&self.counters.panics);
+                log::warn!(
+                    "queue controller {}: {ptr}: reconcile panicked: {panic}",
+                    self.name
+                );
+                Completion::Failure
+            }
+        };
+        if let Some(delay) = self.queue.done(&ptr, completion, Instant::now()) {
+            Counters::bump(&self.counters.restarts);
+            self.queue_counters
+                .retries
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            log::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
+        }
+        if self.queue.is_drained() {
+            self.finish_stop(ctx);
+            return;
+        }
+        self.pump(ctx);
+    }
+
+    /// Keeps one timer armed for the earliest waiting key.
+    fn arm_timer(&mut self, ctx: &mut Context<Self>) {
+        let Some(due) = self.queue.next_due() else {
+            if let Some((_, handle)) = self.timer.take() {
+                ctx.cancel_future(handle);
+            }
+            return;
+        };
+        if self.timer.as_ref().is_some_and(|(at, _)| *at == due) {
+            return;
+        }
+        if let Some((_, handle)) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        let delay = due.saturating_duration_since(Instant::now());
+        let handle = ctx.run_later(delay, |act, ctx| {
+            act.timer = None;
+            act.pump(ctx);
+        });
+        self.timer = Some((due, handle));
+    }
+
+    /// Publishes queue figures and holds activity while work is pending.
+    fn refresh(&mut self, _ctx: &mut Context<Self>) {
+        let stats = self.queue.stats();
+        let depth = stats.ready + stats.delayed + stats.backing_off;
+        self.queue_counters
+            .depth
+            .store(depth as u64, std::sync::atomic::Ordering::Relaxed);
+        self.queue_counters
+            .processing
+            .store(self.running as u64, std::sync::atomic::Ordering::Relaxed);
+        self.counters.set_status(if stats.backing_off > 0 {
+            ControllerStatus::BackingOff
+        } else {
+            ControllerStatus::Running
+        });
+        let pending =
+            stats.ready > 0 || stats.backing_off > 0 || self.running > 0 || self.waiting_for_permit;
+        if pending && self.busy.is_none() {
+            self.busy = Some(self.env.state.activity().guard());
+        } else if !pending {
+            self.busy = None;
+        }
+    }
+
+    fn finish_stop(&mut self, ctx: &mut Context<Self>) {
+        self.counters.set_status(ControllerStatus::Stopped);
+        self.busy = None;
+        for (_, id) in self.subscriptions.drain() {
+            let state = self.env.state.clone();
+            actix::spawn(async move {
+                let _ = state.unwatch(id).await;
+            });
+        }
+        for waiter in self.stop_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+        ctx.stop();
+    }
+}
+
+impl<Q: QController> Actor for QueueHost<Q> {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Primary kinds bootstrap (every existing primary resource is queued);
+        // mapped kinds only deliver changes.
+        let env = self.env.clone();
+        let recipient: Recipient<WatchEvent> = ctx.address().recipient();
+        let primary: Vec<Kind> = watched_kinds(
+            &self
+                .inputs_of(InputKind::Primary)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let mapped: Vec<Kind> = watched_kinds(
+            &self
+                .inputs_of(InputKind::Mapped)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let name = self.name.clone();
+        let subscribe = async move {
+            let mut subs = HashMap::new();
+            for (kind, bootstrap) in primary
+                .into_iter()
+                .map(|k| (k, true))
+                .chain(mapped.into_iter().map(|k| (k, false)))
+            {
+                if subs.contains_key(&kind) {
+                    continue;
+                }
+                let sink = WatchSink {
+                    sink: Sink::Actor(recipient.clone()),
+                    activity: Some(env.state.activity().clone()),
+                };
+                let options = WatchOptions {
+                    bootstrap,
+                    ..WatchOptions::default()
+                };
+                let target = WatchTarget::Kind {
+                    kind: kind.clone(),
+                    query: LabelQuery::all(),
+                };
+                match env.state.watch_sink(target, &options, sink).await {
+                    Ok(id) => {
+                        subs.insert(kind, id);
+                    }
+                    Err(e) => log::error!("queue controller {name}: cannot watch {kind}: {e}"),
+                }
+            }
+            subs
+        };
+        ctx.wait(subscribe.into_actor(self).map(|subs, act, ctx| {
+            act.subscriptions = subs;
+            act.pump(ctx);
+        }));
+    }
+}
+
+impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
+    type Result = ();
+
+    fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
+        if let Event::Bootstrapped(_) = msg.event() {
+            return;
+        }
+        if let Some(ptr) = msg.event().pointer() {
+            let ptr = ptr.clone();
+            self.on_change(&ptr);
+            self.pump(ctx);
+        }
+    }
+}
+
+impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
+    type Result = Result<(), Error>;
+
+    fn handle(&mut self, msg: Enqueue, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.is_primary(&msg.pointer) {
+            return Err(Error::InvalidInput {
+                resource: msg.pointer.to_string(),
+                reason: format!("not a primary input of queue controller {:?}", self.name),
+            });
+        }
+        self.queue.add_after(msg.pointer, msg.after, Instant::now());
+        self.pump(ctx);
+        Ok(())
+    }
+}
+
+impl<Q: QController> Handler<StopHost> for QueueHost<Q> {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: StopHost, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.stop_waiters.push(tx);
+        self.queue.shutdown();
+        if self.queue.is_drained() {
+            self.finish_stop(ctx);
+        } else {
+            self.refresh(ctx);
+        }
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}

@@ -1,0 +1,618 @@
+//! [`WorkQueue`]: dedup, per-key exclusion, delays, backoff (see the
+//! [module docs](super) for the contract).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::hash::Hash;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::supervisor::Backoff;
+
+/// How the processing of a key ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Done; the failure count resets.
+    Success,
+    /// Done; process it again after this delay (the failure count resets).
+    RequeueAfter(Duration),
+    /// Failed; retry after the key's backoff.
+    Failure,
+    /// Failed for good: never retried (until the key is added again).
+    Terminal,
+}
+
+/// A re-add that arrived while the key was processing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Again {
+    No,
+    Now,
+    At(Instant),
+}
+
+impl Again {
+    fn merge(self, other: Again) -> Again {
+        match (self, other) {
+            (Again::Now, _) | (_, Again::Now) => Again::Now,
+            (Again::At(a), Again::At(b)) => Again::At(a.min(b)),
+            (Again::At(a), Again::No) | (Again::No, Again::At(a)) => Again::At(a),
+            (Again::No, Again::No) => Again::No,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    Ready {
+        since: Instant,
+    },
+    Delayed {
+        due: Instant,
+        seq: u64,
+        backoff: bool,
+    },
+    Processing {
+        again: Again,
+    },
+}
+
+#[derive(Debug)]
+struct Entry {
+    slot: Slot,
+    failures: u32,
+}
+
+/// Counts of keys by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Ready to hand out.
+    pub ready: usize,
+    /// Waiting for a requested time.
+    pub delayed: usize,
+    /// Waiting out a failure backoff.
+    pub backing_off: usize,
+    /// Handed out, not done.
+    pub processing: usize,
+}
+
+/// A deduplicating work queue of keys with delays and per-key backoff.
+///
+/// ```
+/// use std::time::Duration;
+/// use cosi_runtime::queue::{Completion, WorkQueue};
+/// use cosi_runtime::supervisor::Backoff;
+/// use tokio::time::Instant;
+///
+/// let mut q = WorkQueue::new(Backoff::default());
+/// let now = Instant::now();
+/// q.add("eth0", now);
+/// q.add("eth0", now); // deduplicated
+/// let (key, _waited) = q.get(now).unwrap();
+/// assert_eq!(key, "eth0");
+/// q.add("eth0", now); // re-added while processing: runs once more after done
+/// assert!(q.get(now).is_none(), "never handed out twice at once");
+/// q.done(&key, Completion::Success, now);
+/// assert_eq!(q.get(now).unwrap().0, "eth0");
+/// ```
+pub struct WorkQueue<K> {
+    entries: HashMap<K, Entry>,
+    ready: VecDeque<K>,
+    delayed: BTreeMap<(Instant, u64), K>,
+    seq: u64,
+    backoff: Backoff,
+    rng: fastrand::Rng,
+    backing_off: usize,
+    processing: usize,
+    retries: u64,
+    shutdown: bool,
+}
+
+impl<K> fmt::Debug for WorkQueue<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkQueue")
+            .field("keys", &self.entries.len())
+            .field("ready", &self.ready.len())
+            .field("delayed", &self.delayed.len())
+            .field("processing", &self.processing)
+            .finish()
+    }
+}
+
+impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
+    /// An empty queue retrying failures with `backoff`.
+    pub fn new(backoff: Backoff) -> Self {
+        WorkQueue::with_seed(backoff, fastrand::u64(..))
+    }
+
+    /// An empty queue whose backoff jitter is drawn from a seeded generator.
+    pub fn with_seed(backoff: Backoff, seed: u64) -> Self {
+        WorkQueue {
+            entries: HashMap::new(),
+            ready: VecDeque::new(),
+            delayed: BTreeMap::new(),
+            seq: 0,
+            backoff,
+            rng: fastrand::Rng::with_seed(seed),
+            backing_off: 0,
+            processing: 0,
+            retries: 0,
+            shutdown: false,
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn make_ready(&mut self, key: K, since: Instant) {
+        self.ready.push_back(key.clone());
+        self.entries.insert(
+            key,
+            Entry {
+                slot: Slot::Ready { since },
+                failures: 0,
+            },
+        );
+    }
+
+    fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Slot {
+        let seq = self.next_seq();
+        self.delayed.insert((due, seq), key.clone());
+        if backoff {
+            self.backing_off += 1;
+        }
+        Slot::Delayed { due, seq, backoff }
+    }
+
+    /// Queues `key` now.
+    ///
+    /// Already ready: nothing. Waiting for a requested time: ready now.
+    /// Waiting out a backoff: absorbed into the retry. Processing: one more run
+    /// after it is done.
+    pub fn add(&mut self, key: K, now: Instant) {
+        if self.shutdown {
+            return;
+        }
+        let Some(entry) = self.entries.get_mut(&key) else {
+            self.make_ready(key, now);
+            return;
+        };
+        match entry.slot {
+            Slot::Ready { .. } | Slot::Delayed { backoff: true, .. } => {}
+            Slot::Delayed {
+                due,
+                seq,
+                backoff: false,
+            } => {
+                self.delayed.remove(&(due, seq));
+                entry.slot = Slot::Ready { since: now };
+                self.ready.push_back(key);
+            }
+            Slot::Processing { again } => {
+                entry.slot = Slot::Processing {
+                    again: again.merge(Again::Now),
+                };
+            }
+        }
+    }
+
+    /// Queues `key` to be ready at `now + delay`; several delayed adds collapse
+    /// to the earliest time. A zero delay is an immediate [`add`](WorkQueue::add).
+    pub fn add_after(&mut self, key: K, delay: Duration, now: Instant) {
+        if delay.is_zero() {
+            self.add(key, now);
+            return;
+        }
+        if self.shutdown {
+            return;
+        }
+        let due = now + delay;
+        let slot = match self.entries.get(&key).map(|e| e.slot) {
+            None => {
+                let slot = self.schedule(&key, due, false);
+                self.entries.insert(key, Entry { slot, failures: 0 });
+                return;
+            }
+            Some(slot) => slot,
+        };
+        let new_slot = match slot {
+            Slot::Ready { .. } | Slot::Delayed { backoff: true, .. } => return,
+            Slot::Delayed {
+                due: old,
+                seq,
+                backoff: false,
+            } => {
+                if due >= old {
+                    return;
+                }
+                self.delayed.remove(&(old, seq));
+                self.schedule(&key, due, false)
+            }
+            Slot::Processing { again } => Slot::Processing {
+                again: again.merge(Again::At(due)),
+            },
+        };
+        if let Some(e) = self.entries.get_mut(&key) {
+            e.slot = new_slot;
+        }
+    }
+
+    /// Moves every delayed key that is due by `now` to the ready list.
+    fn promote(&mut self, now: Instant) {
+        while let Some(entry) = self.delayed.first_entry() {
+            let (due, _) = *entry.key();
+            if due > now {
+                break;
+            }
+            let key = entry.remove();
+            if let Some(e) = self.entries.get_mut(&key) {
+                if let Slot::Delayed { backoff: true, .. } = e.slot {
+                    self.backing_off -= 1;
+                }
+                e.slot = Slot::Ready { since: due };
+                self.ready.push_back(key);
+            }
+        }
+    }
+
+    /// Hands out the next ready key and how long it waited since it became
+    /// ready. It is not handed out again until [`done`](WorkQueue::done).
+    pub fn get(&mut self, now: Instant) -> Option<(K, Duration)> {
+        if self.shutdown {
+            return None;
+        }
+        self.promote(now);
+        let key = self.ready.pop_front()?;
+        let entry = self.entries.get_mut(&key)?;
+        let Slot::Ready { since } = entry.slot else {
+            return None;
+        };
+        entry.slot = Slot::Processing { again: Again::No };
+        self.processing += 1;
+        Some((key, now.saturating_duration_since(since)))
+    }
+
+    /// Whether a key is ready (or due) at `now`.
+    pub fn has_ready(&mut self, now: Instant) -> bool {
+        self.promote(now);
+        !self.shutdown && !self.ready.is_empty()
+    }
+
+    /// The earliest time a waiting key becomes due.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.delayed.keys().next().map(|(due, _)| *due)
+    }
+
+    /// Marks `key` done with `completion`. Returns the backoff delay when the
+    /// key will be retried after a failure.
+    pub fn done(&mut self, key: &K, completion: Completion, now: Instant) -> Option<Duration> {
+        let entry = self.entries.get_mut(key)?;
+        let Slot::Processing { again } = entry.slot else {
+            return None;
+        };
+        self.processing -= 1;
+        let failures = entry.failures;
+        let mut retry = None;
+        let next = match completion {
+            Completion::Success | Completion::Terminal => again,
+            Completion::RequeueAfter(d) => again.merge(Again::At(now + d)),
+            Completion::Failure => {
+                let delay = self.backoff.delay(failures, self.rng.f64());
+                retry = Some(delay);
+                Again::At(now + delay)
+            }
+        };
+        if self.shutdown {
+            self.entries.remove(key);
+            return retry;
+        }
+        match next {
+            Again::No => {
+                self.entries.remove(key);
+            }
+            Again::Now => {
+                self.make_ready(key.clone(), now);
+            }
+            Again::At(due) => {
+                let backoff = retry.is_some();
+                let slot = self.schedule(key, due, backoff);
+                self.entries.insert(
+                    key.clone(),
+                    Entry {
+                        slot,
+                        failures: if backoff {
+                            failures.saturating_add(1)
+                        } else {
+                            0
+                        },
+                    },
+                );
+                if backoff {
+                    self.retries += 1;
+                }
+            }
+        }
+        retry
+    }
+
+    /// Stops handing out keys and drops every key that is not processing.
+    /// Keys in flight may still be marked done.
+    pub fn shutdown(&mut self) {
+        self.shutdown = true;
+        self.ready.clear();
+        self.delayed.clear();
+        self.backing_off = 0;
+        self.entries
+            .retain(|_, e| matches!(e.slot, Slot::Processing { .. }));
+    }
+
+    /// Whether the queue is shut down and nothing is in flight.
+    pub fn is_drained(&self) -> bool {
+        self.shutdown && self.processing == 0
+    }
+
+    /// Whether the queue was shut down.
+    pub fn is_shutdown(&self) -> bool {
+        self.shutdown
+    }
+
+    /// Keys known to the queue in any state.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the queue holds no key at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Counts of keys by state.
+    pub fn stats(&self) -> QueueStats {
+        QueueStats {
+            ready: self.ready.len(),
+            delayed: self.delayed.len() - self.backing_off,
+            backing_off: self.backing_off,
+            processing: self.processing,
+        }
+    }
+
+    /// Failed keys scheduled for a retry so far.
+    pub fn retries(&self) -> u64 {
+        self.retries
+    }
+
+    /// The number of consecutive failures of `key` (0 if unknown).
+    pub fn failures(&self, key: &K) -> u32 {
+        self.entries.get(key).map_or(0, |e| e.failures)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backoff() -> Backoff {
+        Backoff {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(100),
+            multiplier: 2.0,
+            jitter: 0.0,
+        }
+    }
+
+    fn queue() -> WorkQueue<&'static str> {
+        WorkQueue::with_seed(backoff(), 7)
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    fn take(q: &mut WorkQueue<&'static str>, now: Instant) -> Vec<&'static str> {
+        let mut out = vec![];
+        while let Some((k, _)) = q.get(now) {
+            out.push(k);
+        }
+        out
+    }
+
+    #[test]
+    fn a_key_queued_twice_is_handed_out_once() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.add("b", t);
+        q.add("a", t);
+        assert_eq!(take(&mut q, t), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_processing_key_is_never_handed_out_again_and_does_not_block_others() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        assert_eq!(q.get(t).unwrap().0, "a");
+        q.add("a", t);
+        q.add("b", t);
+        assert_eq!(take(&mut q, t), ["b"]);
+    }
+
+    #[test]
+    fn re_adds_while_processing_run_exactly_once_more() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        for _ in 0..5 {
+            q.add("a", t);
+        }
+        q.add_after("a", secs(5), t);
+        assert!(q.get(t).is_none());
+        q.done(&"a", Completion::Success, t);
+        assert_eq!(take(&mut q, t), ["a"]);
+        q.done(&"a", Completion::Success, t);
+        assert!(
+            q.is_empty(),
+            "the delayed re-add merged into the immediate one"
+        );
+    }
+
+    #[test]
+    fn a_delayed_re_add_while_processing_waits_for_its_time() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        q.add_after("a", secs(5), t);
+        q.add_after("a", secs(3), t);
+        q.done(&"a", Completion::Success, t);
+        assert!(q.get(t + secs(2)).is_none());
+        assert_eq!(q.get(t + secs(3)).unwrap().0, "a");
+    }
+
+    #[test]
+    fn delayed_adds_collapse_to_the_earliest_time() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add_after("a", secs(10), t);
+        q.add_after("a", secs(5), t);
+        q.add_after("a", secs(20), t);
+        assert_eq!(q.next_due(), Some(t + secs(5)));
+        assert!(q.get(t + secs(4)).is_none());
+        assert_eq!(take(&mut q, t + secs(5)), ["a"]);
+        q.done(&"a", Completion::Success, t + secs(5));
+        assert!(q.get(t + secs(30)).is_none(), "collapsed: it runs once");
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn an_immediate_add_makes_a_delayed_key_ready_now() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add_after("a", secs(10), t);
+        q.add("a", t + secs(1));
+        assert_eq!(take(&mut q, t + secs(1)), ["a"]);
+        assert_eq!(q.next_due(), None, "no leftover timer");
+    }
+
+    #[test]
+    fn failures_back_off_exponentially_and_success_resets() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        assert_eq!(q.done(&"a", Completion::Failure, t), Some(secs(1)));
+        assert!(q.get(t).is_none());
+        let t1 = t + secs(1);
+        q.get(t1).unwrap();
+        assert_eq!(q.done(&"a", Completion::Failure, t1), Some(secs(2)));
+        let t2 = t1 + secs(2);
+        q.get(t2).unwrap();
+        assert_eq!(q.done(&"a", Completion::Failure, t2), Some(secs(4)));
+        let t3 = t2 + secs(4);
+        q.get(t3).unwrap();
+        assert_eq!(q.failures(&"a"), 3);
+        assert_eq!(q.done(&"a", Completion::Success, t3), None);
+        assert!(q.is_empty(), "success left no per-key state");
+        q.add("a", t3);
+        q.get(t3).unwrap();
+        assert_eq!(
+            q.done(&"a", Completion::Failure, t3),
+            Some(secs(1)),
+            "reset"
+        );
+        assert_eq!(q.retries(), 4);
+    }
+
+    #[test]
+    fn triggers_during_a_backoff_neither_cut_it_short_nor_inflate_it() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        q.done(&"a", Completion::Failure, t);
+        // A storm of triggers while backing off.
+        for i in 0..100 {
+            q.add("a", t + Duration::from_millis(i));
+            q.add_after("a", Duration::from_millis(1), t);
+        }
+        assert!(
+            q.get(t + Duration::from_millis(999)).is_none(),
+            "not cut short"
+        );
+        assert_eq!(q.stats().backing_off, 1);
+        let t1 = t + secs(1);
+        q.get(t1).unwrap();
+        assert_eq!(
+            q.done(&"a", Completion::Failure, t1),
+            Some(secs(2)),
+            "not inflated"
+        );
+    }
+
+    #[test]
+    fn a_terminal_failure_is_never_retried() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        assert_eq!(q.done(&"a", Completion::Terminal, t), None);
+        assert!(q.get(t + secs(1000)).is_none());
+        assert!(q.is_empty());
+        q.add("a", t);
+        assert_eq!(take(&mut q, t), ["a"], "a new add processes it again");
+    }
+
+    #[test]
+    fn requeue_after_schedules_and_resets_failures() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        q.done(&"a", Completion::Failure, t);
+        q.get(t + secs(1)).unwrap();
+        q.done(&"a", Completion::RequeueAfter(secs(30)), t + secs(1));
+        assert_eq!(q.failures(&"a"), 0);
+        assert!(q.get(t + secs(30)).is_none());
+        assert_eq!(take(&mut q, t + secs(31)), ["a"]);
+    }
+
+    #[test]
+    fn ready_keys_come_out_in_the_order_they_became_ready() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add_after("late", secs(2), t);
+        q.add_after("early", secs(1), t);
+        q.add("now", t);
+        assert_eq!(take(&mut q, t + secs(3)), ["now", "early", "late"]);
+    }
+
+    #[test]
+    fn time_in_queue_counts_from_becoming_ready() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.add_after("b", secs(5), t);
+        assert_eq!(q.get(t + secs(2)).unwrap(), ("a", secs(2)));
+        assert_eq!(q.get(t + secs(6)).unwrap(), ("b", secs(1)));
+    }
+
+    #[test]
+    fn shutdown_drains_in_flight_work_and_drops_the_rest() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.add("b", t);
+        q.add_after("c", secs(1), t);
+        q.get(t).unwrap();
+        q.shutdown();
+        assert!(!q.is_drained(), "a is in flight");
+        assert!(q.get(t + secs(5)).is_none());
+        q.add("d", t);
+        q.done(&"a", Completion::Failure, t);
+        assert!(q.is_drained());
+        assert!(q.is_empty());
+    }
+}
