@@ -65,10 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .register(|| Node {
             name: "AddressConfigController",
             inputs: || {
-                vec![
-                    Input::strong::<AddressConfig>("config"),
-                    Input::weak::<LinkSpec>("network"),
-                ]
+                vec![Input::strong::<AddressConfig>("config"), Input::weak::<LinkSpec>("network")]
             },
             outputs: || vec![Output::shared::<AddressSpec>()],
         })
@@ -77,10 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .register(|| Node {
             name: "LinkStatusController",
             inputs: || {
-                vec![
-                    Input::weak::<LinkSpec>("network"),
-                    Input::weak::<AddressSpec>("network"),
-                ]
+                vec![Input::weak::<LinkSpec>("network"), Input::weak::<AddressSpec>("network")]
             },
             outputs: || vec![Output::exclusive::<LinkStatus>()],
         })

@@ -49,9 +49,8 @@ async fn main() -> Result<(), Error> {
     let links = Kind::of::<LinkSpec>("network");
 
     // A watcher, printing every change it is told about.
-    let mut events = state
-        .watch_kind_stream(&links, LabelQuery::all(), &WatchOptions::bootstrap())
-        .await?;
+    let mut events =
+        state.watch_kind_stream(&links, LabelQuery::all(), &WatchOptions::bootstrap()).await?;
     let printer = actix::spawn(async move {
         while let Some(event) = events.next().await {
             println!("  watch: {}", describe(&event));
@@ -59,57 +58,21 @@ async fn main() -> Result<(), Error> {
     });
 
     println!("create eth0 and eth1");
-    state
-        .create(
-            Resource::new(
-                "network",
-                "eth0",
-                LinkSpec {
-                    mtu: 1500,
-                    up: false,
-                },
-            ),
-            None,
-        )
-        .await?;
-    state
-        .create(
-            Resource::new(
-                "network",
-                "eth1",
-                LinkSpec {
-                    mtu: 1500,
-                    up: true,
-                },
-            ),
-            None,
-        )
-        .await?;
+    state.create(Resource::new("network", "eth0", LinkSpec { mtu: 1500, up: false }), None).await?;
+    state.create(Resource::new("network", "eth1", LinkSpec { mtu: 1500, up: true }), None).await?;
 
     println!("bring eth0 up with modify (atomic read-modify-write)");
     let eth0 = Pointer::of::<LinkSpec>("network", "eth0");
-    state
-        .modify(
-            &eth0,
-            |l: &mut Resource<LinkSpec>| l.spec_mut().up = true,
-            None,
-        )
-        .await?;
+    state.modify(&eth0, |l: &mut Resource<LinkSpec>| l.spec_mut().up = true, None).await?;
 
     println!("modify again with the same value: nothing is written, no event");
-    let same = state
-        .modify(
-            &eth0,
-            |l: &mut Resource<LinkSpec>| l.spec_mut().up = true,
-            None,
-        )
-        .await?;
+    let same =
+        state.modify(&eth0, |l: &mut Resource<LinkSpec>| l.spec_mut().up = true, None).await?;
     println!("  eth0 is still at version {}", same.version());
 
     println!("update eth1 with a stale version: refused");
-    let mut stale = state
-        .get_typed::<LinkSpec>(&Pointer::of::<LinkSpec>("network", "eth1"))
-        .await?;
+    let mut stale =
+        state.get_typed::<LinkSpec>(&Pointer::of::<LinkSpec>("network", "eth1")).await?;
     stale.metadata_mut().set_version(Version::new(7));
     match state.update(stale, None).await {
         Err(e) => println!("  {e}"),
@@ -126,26 +89,17 @@ async fn main() -> Result<(), Error> {
     // Let the teardown land (the watcher shows it), then release the finalizer.
     let mut probe = state.watch_stream(&eth0).await?;
     while let Some(event) = probe.next().await {
-        if event
-            .resource()
-            .is_some_and(|r| r.phase() == Phase::TearingDown)
-        {
+        if event.resource().is_some_and(|r| r.phase() == Phase::TearingDown) {
             break;
         }
     }
     println!("the dependent releases eth0");
     state.remove_finalizer(&eth0, "address-controller").await?;
     waiting.await.expect("the teardown task ran")?;
-    println!(
-        "eth0 destroyed: get says {}",
-        state.get(&eth0).await.unwrap_err()
-    );
+    println!("eth0 destroyed: get says {}", state.get(&eth0).await.unwrap_err());
 
     println!("final contents:");
-    for link in state
-        .list_typed::<LinkSpec>("network", &LabelQuery::all())
-        .await?
-    {
+    for link in state.list_typed::<LinkSpec>("network", &LabelQuery::all()).await? {
         println!("  {} v{} {:?}", link.id(), link.version(), link.spec());
     }
     drop(state);

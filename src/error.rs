@@ -45,11 +45,7 @@ pub enum Error {
     },
 
     /// The caller is not the owner of the resource.
-    #[error(
-        "resource {resource} is owned by {}, not by {}",
-        OwnerName(owner),
-        OwnerName(caller)
-    )]
+    #[error("resource {resource} is owned by {}, not by {}", OwnerName(owner), OwnerName(caller))]
     OwnerConflict {
         /// The resource.
         resource: Pointer,

@@ -21,6 +21,7 @@
 //! - [`State`]: create, read, update, tear down and watch resources.
 //! - [`finalizer`]: how a teardown waits for the controllers that hold a resource.
 //! - [`supervisor`]: registration rules, restart policy, the dependency graph.
+//! - [`testing`]: test one controller in isolation, deterministically.
 //!
 //! Each layer is usable on its own: the [`Store`](state::Store) is plain data
 //! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
@@ -60,6 +61,7 @@ pub mod resource;
 mod runtime;
 pub mod state;
 pub mod supervisor;
+pub mod testing;
 
 pub use error::{Error, Result};
 pub use runtime::{Runtime, RuntimeBuilder};

@@ -2,6 +2,7 @@
 //! settle, stop.
 
 use std::fmt;
+use std::sync::Arc;
 
 use actix::prelude::*;
 use tokio::sync::watch;
@@ -32,10 +33,21 @@ use crate::supervisor::{
 /// runtime.settled().await;
 /// # });
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RuntimeBuilder {
     policy: RestartPolicy,
     pool_size: usize,
+    /// Wraps the state handle controllers get (the test kit records through it).
+    intercept: Option<Arc<dyn Fn(State) -> State + Send + Sync>>,
+}
+
+impl fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("policy", &self.policy)
+            .field("pool_size", &self.pool_size)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for RuntimeBuilder {
@@ -43,6 +55,7 @@ impl Default for RuntimeBuilder {
         RuntimeBuilder {
             policy: RestartPolicy::default(),
             pool_size: default_pool_size(),
+            intercept: None,
         }
     }
 }
@@ -80,6 +93,14 @@ impl RuntimeBuilder {
         self
     }
 
+    pub(crate) fn intercept_controllers(
+        mut self,
+        intercept: Arc<dyn Fn(State) -> State + Send + Sync>,
+    ) -> Self {
+        self.intercept = Some(intercept);
+        self
+    }
+
     /// Starts the runtime over an in-memory state, on the current arbiter.
     /// Must be called inside a running actix `System`.
     pub fn start(self) -> Runtime {
@@ -91,14 +112,13 @@ impl RuntimeBuilder {
         let activity = Activity::new();
         let state = State::start_tracked(backend, activity.clone());
         let (stopped_tx, stopped) = watch::channel(None);
+        let controller_state = match &self.intercept {
+            Some(intercept) => intercept(state.clone()),
+            None => state.clone(),
+        };
         let supervisor =
-            Supervisor::new(state.clone(), self.policy, self.pool_size, stopped_tx).start();
-        Runtime {
-            state,
-            supervisor,
-            activity,
-            stopped,
-        }
+            Supervisor::new(controller_state, self.policy, self.pool_size, stopped_tx).start();
+        Runtime { state, supervisor, activity, stopped }
     }
 }
 
@@ -187,9 +207,7 @@ impl Runtime {
         C: Controller,
         F: Fn() -> C + Send + 'static,
     {
-        self.register_boxed(Box::new(ControllerRegistration::new(factory)))
-            .await
-            .map(drop)
+        self.register_boxed(Box::new(ControllerRegistration::new(factory))).await.map(drop)
     }
 
     /// Registers a queue controller built by `factory`, and returns a handle
@@ -203,10 +221,7 @@ impl Runtime {
         Q: QController,
         F: Fn() -> Q + Send + 'static,
     {
-        match self
-            .register_boxed(Box::new(QueueRegistration::new(factory)))
-            .await?
-        {
+        match self.register_boxed(Box::new(QueueRegistration::new(factory))).await? {
             Registered::Queue(handle) => Ok(handle),
             Registered::Controller => Err(RegistrationError::Invalid {
                 controller: "<unknown>".into(),
@@ -222,11 +237,7 @@ impl Runtime {
         self.supervisor
             .send(Register(registration))
             .await
-            .unwrap_or_else(|_| {
-                Err(RegistrationError::Stopped {
-                    controller: "<unknown>".into(),
-                })
-            })
+            .unwrap_or_else(|_| Err(RegistrationError::Stopped { controller: "<unknown>".into() }))
     }
 
     /// Resolves when nothing is in flight: no state request awaiting an

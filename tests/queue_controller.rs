@@ -113,8 +113,7 @@ impl Mirror {
         match cx.get_typed::<IntSpec>(ptr).await {
             Ok(int) => {
                 let text = int.spec().0.to_string();
-                cx.modify(&out, move |s: &mut Resource<StrSpec>| s.spec_mut().0 = text)
-                    .await?;
+                cx.modify(&out, move |s: &mut Resource<StrSpec>| s.spec_mut().0 = text).await?;
             }
             Err(e) if e.is_not_found() => match cx.destroy(&out).await {
                 Err(e) if !e.is_not_found() => return Err(e.into()),
@@ -137,22 +136,12 @@ fn mirror(
     gate: &watch::Receiver<bool>,
 ) -> impl Fn() -> Mirror + Send + 'static {
     let (probe, gate) = (probe.clone(), gate.clone());
-    move || Mirror {
-        name,
-        namespace,
-        concurrency,
-        probe: probe.clone(),
-        gate: gate.clone(),
-    }
+    move || Mirror { name, namespace, concurrency, probe: probe.clone(), gate: gate.clone() }
 }
 
 fn runtime() -> Runtime {
     Runtime::builder()
-        .backoff(Backoff {
-            initial: Duration::from_secs(1),
-            jitter: 0.0,
-            ..Backoff::default()
-        })
+        .backoff(Backoff { initial: Duration::from_secs(1), jitter: 0.0, ..Backoff::default() })
         .start()
 }
 
@@ -176,21 +165,11 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
         .chain(["fail-a", "fail-b", "panic-a", "requeue-a", "terminal-a"].map(String::from))
         .collect();
     for (n, id) in ids.iter().enumerate() {
-        state
-            .create(Resource::new(NS, id.as_str(), IntSpec(n as i64)), None)
-            .await
-            .unwrap();
+        state.create(Resource::new(NS, id.as_str(), IntSpec(n as i64)), None).await.unwrap();
     }
-    runtime
-        .register_queue(mirror("Mirror", NS, 4, &probe, &gate))
-        .await
-        .unwrap();
+    runtime.register_queue(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        probe.attempts("Mirror/requeue-a"),
-        1,
-        "a requested delay is not pending work"
-    );
+    assert_eq!(probe.attempts("Mirror/requeue-a"), 1, "a requested delay is not pending work");
     tokio::time::advance(Duration::from_secs(11)).await;
     runtime.settled().await;
 
@@ -198,11 +177,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
         let expected = (!id.starts_with("terminal")).then(|| n.to_string());
         assert_eq!(mirrored(&state, NS, id).await, expected, "{id}");
     }
-    assert_eq!(
-        probe.attempts("Mirror/fail-a"),
-        3,
-        "two failures, then success"
-    );
+    assert_eq!(probe.attempts("Mirror/fail-a"), 3, "two failures, then success");
     assert_eq!(probe.attempts("Mirror/panic-a"), 2, "a panic is retried");
     assert_eq!(probe.attempts("Mirror/requeue-a"), 2, "requeued once");
     assert_eq!(probe.attempts("Mirror/terminal-a"), 1, "never retried");
@@ -230,10 +205,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
         )
         .await
         .unwrap();
-    state
-        .destroy(&Pointer::of::<IntSpec>(NS, "plain1"), None)
-        .await
-        .unwrap();
+    state.destroy(&Pointer::of::<IntSpec>(NS, "plain1"), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(mirrored(&state, NS, "plain0").await.as_deref(), Some("100"));
     assert_eq!(mirrored(&state, NS, "plain1").await, None);
@@ -245,27 +217,14 @@ async fn a_slow_key_does_not_block_the_others() {
     let state = runtime.state();
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
-    runtime
-        .register_queue(mirror("Mirror", NS, 4, &probe, &gate))
-        .await
-        .unwrap();
+    runtime.register_queue(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
     let mut outputs = state
-        .watch_kind_stream(
-            &Kind::of::<StrSpec>(NS),
-            LabelQuery::all(),
-            &Default::default(),
-        )
+        .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &Default::default())
         .await
         .unwrap();
-    state
-        .create(Resource::new(NS, "slow", IntSpec(0)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "slow", IntSpec(0)), None).await.unwrap();
     for i in 0..10 {
-        state
-            .create(Resource::new(NS, format!("k{i}"), IntSpec(i)), None)
-            .await
-            .unwrap();
+        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i)), None).await.unwrap();
     }
     let mut done = HashSet::new();
     while done.len() < 10 {
@@ -274,11 +233,7 @@ async fn a_slow_key_does_not_block_the_others() {
         }
     }
     assert!(!done.contains("slow"));
-    assert_eq!(
-        probe.current.load(Ordering::SeqCst),
-        1,
-        "only the slow key is still running"
-    );
+    assert_eq!(probe.current.load(Ordering::SeqCst), 1, "only the slow key is still running");
     open.send_replace(true);
     runtime.settled().await;
     assert_eq!(mirrored(&state, NS, "slow").await.as_deref(), Some("0"));
@@ -291,21 +246,12 @@ async fn per_controller_concurrency_is_respected() {
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
     for i in 0..10 {
-        state
-            .create(Resource::new(NS, format!("gated{i}"), IntSpec(i)), None)
-            .await
-            .unwrap();
+        state.create(Resource::new(NS, format!("gated{i}"), IntSpec(i)), None).await.unwrap();
     }
-    runtime
-        .register_queue(mirror("Mirror", NS, 2, &probe, &gate))
-        .await
-        .unwrap();
+    runtime.register_queue(mirror("Mirror", NS, 2, &probe, &gate)).await.unwrap();
     // Let the host hand out everything it may.
     for _ in 0..5 {
-        state
-            .list(&Kind::of::<IntSpec>(NS), &LabelQuery::all())
-            .await
-            .unwrap();
+        state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap();
     }
     assert_eq!(probe.current.load(Ordering::SeqCst), 2);
     open.send_replace(true);
@@ -321,43 +267,21 @@ async fn the_shared_pool_cap_holds_across_two_controllers() {
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
     for i in 0..8 {
-        state
-            .create(Resource::new("a", format!("gated{i}"), IntSpec(i)), None)
-            .await
-            .unwrap();
-        state
-            .create(Resource::new("b", format!("gated{i}"), IntSpec(i)), None)
-            .await
-            .unwrap();
+        state.create(Resource::new("a", format!("gated{i}"), IntSpec(i)), None).await.unwrap();
+        state.create(Resource::new("b", format!("gated{i}"), IntSpec(i)), None).await.unwrap();
     }
-    runtime
-        .register_queue(mirror("A", "a", 4, &probe, &gate))
-        .await
-        .unwrap();
-    runtime
-        .register_queue(mirror("B", "b", 4, &probe, &gate))
-        .await
-        .unwrap();
+    runtime.register_queue(mirror("A", "a", 4, &probe, &gate)).await.unwrap();
+    runtime.register_queue(mirror("B", "b", 4, &probe, &gate)).await.unwrap();
     for _ in 0..5 {
-        state
-            .list(&Kind::of::<IntSpec>("a"), &LabelQuery::all())
-            .await
-            .unwrap();
+        state.list(&Kind::of::<IntSpec>("a"), &LabelQuery::all()).await.unwrap();
     }
-    assert_eq!(
-        probe.current.load(Ordering::SeqCst),
-        3,
-        "the pool allows three in all"
-    );
+    assert_eq!(probe.current.load(Ordering::SeqCst), 3, "the pool allows three in all");
     open.send_replace(true);
     runtime.settled().await;
     assert_eq!(probe.max.load(Ordering::SeqCst), 3);
     for ns in ["a", "b"] {
         for i in 0..8 {
-            assert_eq!(
-                mirrored(&state, ns, &format!("gated{i}")).await,
-                Some(i.to_string())
-            );
+            assert_eq!(mirrored(&state, ns, &format!("gated{i}")).await, Some(i.to_string()));
         }
     }
 }
@@ -412,31 +336,17 @@ async fn joined(state: &State, id: &str) -> String {
 async fn a_mapped_input_change_reconciles_the_primaries_it_maps_to() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state
-        .create(Resource::new(NS, "x", StrSpec("answer".into())), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "x", StrSpec("answer".into())), None).await.unwrap();
     runtime.register_queue(|| Joiner).await.unwrap();
     runtime.settled().await;
     assert_eq!(joined(&state, "x").await, "answer=?");
-    state
-        .create(Resource::new(NS, "x", IntSpec(42)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(42)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(joined(&state, "x").await, "answer=42");
     // A mapped change with no matching primary reconciles a missing key: harmless.
-    state
-        .create(Resource::new(NS, "y", IntSpec(1)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "y", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
-    assert!(
-        state
-            .get(&Pointer::of::<SentenceSpec>(NS, "y"))
-            .await
-            .is_err()
-    );
+    assert!(state.get(&Pointer::of::<SentenceSpec>(NS, "y")).await.is_err());
 }
 
 #[actix::test]
@@ -445,32 +355,16 @@ async fn a_queue_handle_pushes_keys_from_any_source() {
     let state = runtime.state();
     let probe = Arc::new(Probe::default());
     let (_open, gate) = watch::channel(true);
-    let handle = runtime
-        .register_queue(mirror("Mirror", NS, 1, &probe, &gate))
-        .await
-        .unwrap();
+    let handle = runtime.register_queue(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
     assert_eq!(handle.name(), "Mirror");
     runtime.settled().await;
-    state
-        .create(Resource::new(NS, "a", IntSpec(1)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(probe.attempts("Mirror/a"), 1);
-    handle
-        .enqueue(&Pointer::of::<IntSpec>(NS, "a"))
-        .await
-        .unwrap();
+    handle.enqueue(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        probe.attempts("Mirror/a"),
-        2,
-        "an external trigger reconciles again"
-    );
-    let e = handle
-        .enqueue(&Pointer::of::<StrSpec>(NS, "a"))
-        .await
-        .unwrap_err();
+    assert_eq!(probe.attempts("Mirror/a"), 2, "an external trigger reconciles again");
+    let e = handle.enqueue(&Pointer::of::<StrSpec>(NS, "a")).await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
 }
 
@@ -480,18 +374,9 @@ async fn stop_lets_in_flight_reconciles_finish() {
     let state = runtime.state();
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
-    state
-        .create(Resource::new(NS, "slow", IntSpec(5)), None)
-        .await
-        .unwrap();
-    runtime
-        .register_queue(mirror("Mirror", NS, 1, &probe, &gate))
-        .await
-        .unwrap();
-    state
-        .list(&Kind::of::<IntSpec>(NS), &LabelQuery::all())
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "slow", IntSpec(5)), None).await.unwrap();
+    runtime.register_queue(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
+    state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap();
     let stopping = {
         let runtime = runtime.clone();
         actix::spawn(async move { runtime.stop().await })
@@ -525,38 +410,17 @@ async fn queue_registration_rules() {
         }
     }
     let runtime = Runtime::start();
-    let settings = |inputs: Vec<Input>, concurrency| QSettings {
-        inputs,
-        outputs: vec![],
-        concurrency,
-    };
+    let settings =
+        |inputs: Vec<Input>, concurrency| QSettings { inputs, outputs: vec![], concurrency };
     let zero = settings(vec![Input::primary::<IntSpec>(NS)], 0);
-    let e = runtime
-        .register_queue(move || Bad(zero.clone()))
-        .await
-        .unwrap_err();
+    let e = runtime.register_queue(move || Bad(zero.clone())).await.unwrap_err();
     assert!(matches!(e, RegistrationError::Invalid { .. }), "{e}");
     let no_primary = settings(vec![Input::mapped::<IntSpec>(NS)], 1);
-    let e = runtime
-        .register_queue(move || Bad(no_primary.clone()))
-        .await
-        .unwrap_err();
+    let e = runtime.register_queue(move || Bad(no_primary.clone())).await.unwrap_err();
     assert!(matches!(e, RegistrationError::Invalid { .. }), "{e}");
-    let weak = settings(
-        vec![Input::primary::<IntSpec>(NS), Input::weak::<StrSpec>(NS)],
-        1,
-    );
-    let e = runtime
-        .register_queue(move || Bad(weak.clone()))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(e, RegistrationError::InvalidInputKind { .. }),
-        "{e}"
-    );
+    let weak = settings(vec![Input::primary::<IntSpec>(NS), Input::weak::<StrSpec>(NS)], 1);
+    let e = runtime.register_queue(move || Bad(weak.clone())).await.unwrap_err();
+    assert!(matches!(e, RegistrationError::InvalidInputKind { .. }), "{e}");
     let ok = settings(vec![Input::primary::<IntSpec>(NS)], 1);
-    runtime
-        .register_queue(move || Bad(ok.clone()))
-        .await
-        .unwrap();
+    runtime.register_queue(move || Bad(ok.clone())).await.unwrap();
 }

@@ -66,12 +66,7 @@ struct Sim {
 
 impl Sim {
     fn new() -> Self {
-        let backoff = Backoff {
-            initial: ms(5),
-            max: ms(80),
-            multiplier: 2.0,
-            jitter: 0.5,
-        };
+        let backoff = Backoff { initial: ms(5), max: ms(80), multiplier: 2.0, jitter: 0.5 };
         Sim {
             q: WorkQueue::with_seed(backoff, 42),
             now: Instant::now(),

@@ -41,22 +41,13 @@ impl Controller for Probe {
 async fn run(script: Script) -> (Runtime, Result<(), Error>) {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state
-        .create(Resource::new(NS, "i", IntSpec(1)), None)
-        .await
-        .unwrap();
-    state
-        .create(Resource::new(NS, "only", StrSpec("s".into())), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "i", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new(NS, "only", StrSpec("s".into())), None).await.unwrap();
     let results = Arc::new(Mutex::new(vec![]));
     let r = results.clone();
     runtime
         .register(move || Probe {
-            inputs: vec![
-                Input::weak::<IntSpec>(NS),
-                Input::strong::<StrSpec>(NS).with_id("only"),
-            ],
+            inputs: vec![Input::weak::<IntSpec>(NS), Input::strong::<StrSpec>(NS).with_id("only")],
             outputs: vec![Output::exclusive::<SentenceSpec>()],
             script,
             results: r.clone(),
@@ -70,11 +61,7 @@ async fn run(script: Script) -> (Runtime, Result<(), Error>) {
 
 fn assert_denied(result: Result<(), Error>, op: &str) {
     match result {
-        Err(Error::AccessDenied {
-            operation,
-            controller,
-            ..
-        }) => {
+        Err(Error::AccessDenied { operation, controller, .. }) => {
             assert_eq!(operation, op);
             assert_eq!(controller, "Probe");
         }
@@ -89,11 +76,9 @@ fn int() -> Pointer {
 #[actix::test]
 async fn getting_a_type_that_is_neither_input_nor_output_is_denied() {
     let (_, r) = run(|cx| {
-        Box::pin(async move {
-            cx.get(&Pointer::new(NS, "Secrets.test.cosi.dev", "x"))
-                .await
-                .map(drop)
-        })
+        Box::pin(
+            async move { cx.get(&Pointer::new(NS, "Secrets.test.cosi.dev", "x")).await.map(drop) },
+        )
     })
     .await;
     assert_denied(r, "get");
@@ -106,14 +91,9 @@ async fn getting_inputs_and_outputs_is_allowed() {
             cx.get(&int()).await?;
             cx.get(&Pointer::of::<StrSpec>(NS, "only")).await?;
             // Outputs are readable in any namespace; this one just does not exist.
-            let missing = cx
-                .get(&Pointer::of::<SentenceSpec>("elsewhere", "x"))
-                .await
-                .unwrap_err();
+            let missing = cx.get(&Pointer::of::<SentenceSpec>("elsewhere", "x")).await.unwrap_err();
             assert!(missing.is_not_found());
-            cx.list(&Kind::of::<SentenceSpec>("elsewhere"), &LabelQuery::all())
-                .await
-                .map(drop)
+            cx.list(&Kind::of::<SentenceSpec>("elsewhere"), &LabelQuery::all()).await.map(drop)
         })
     })
     .await;
@@ -123,11 +103,9 @@ async fn getting_inputs_and_outputs_is_allowed() {
 #[actix::test]
 async fn an_id_specific_input_allows_get_of_that_id_but_not_list() {
     let (_, r) = run(|cx| {
-        Box::pin(async move {
-            cx.list(&Kind::of::<StrSpec>(NS), &LabelQuery::all())
-                .await
-                .map(drop)
-        })
+        Box::pin(
+            async move { cx.list(&Kind::of::<StrSpec>(NS), &LabelQuery::all()).await.map(drop) },
+        )
     })
     .await;
     assert_denied(r, "list");
@@ -141,19 +119,11 @@ async fn an_id_specific_input_allows_get_of_that_id_but_not_list() {
 #[actix::test]
 async fn creating_a_type_that_is_not_an_output_is_denied() {
     let (runtime, r) = run(|cx| {
-        Box::pin(async move {
-            cx.create(Resource::new(NS, "new", IntSpec(5)))
-                .await
-                .map(drop)
-        })
+        Box::pin(async move { cx.create(Resource::new(NS, "new", IntSpec(5))).await.map(drop) })
     })
     .await;
     assert_denied(r, "create");
-    let e = runtime
-        .state()
-        .get(&Pointer::of::<IntSpec>(NS, "new"))
-        .await
-        .unwrap_err();
+    let e = runtime.state().get(&Pointer::of::<IntSpec>(NS, "new")).await.unwrap_err();
     assert!(e.is_not_found(), "nothing was written");
 }
 
@@ -174,9 +144,7 @@ async fn updating_an_input_is_denied() {
 async fn modifying_an_input_is_denied() {
     let (runtime, r) = run(|cx| {
         Box::pin(async move {
-            cx.modify(&int(), |i: &mut Resource<IntSpec>| i.spec_mut().0 = 99)
-                .await
-                .map(drop)
+            cx.modify(&int(), |i: &mut Resource<IntSpec>| i.spec_mut().0 = 99).await.map(drop)
         })
     })
     .await;
@@ -206,10 +174,7 @@ async fn adding_a_finalizer_to_a_weak_input_is_denied() {
 #[actix::test]
 async fn removing_a_finalizer_from_an_output_is_denied() {
     let (_, r) = run(|cx| {
-        Box::pin(async move {
-            cx.remove_finalizer(&Pointer::of::<SentenceSpec>(NS, "x"))
-                .await
-        })
+        Box::pin(async move { cx.remove_finalizer(&Pointer::of::<SentenceSpec>(NS, "x")).await })
     })
     .await;
     assert_denied(r, "remove_finalizer");
@@ -222,11 +187,7 @@ async fn finalizers_on_a_strong_input_are_the_controllers_own() {
     })
     .await;
     r.unwrap();
-    let s = runtime
-        .state()
-        .get(&Pointer::of::<StrSpec>(NS, "only"))
-        .await
-        .unwrap();
+    let s = runtime.state().get(&Pointer::of::<StrSpec>(NS, "only")).await.unwrap();
     assert_eq!(s.metadata().finalizers().to_vec(), ["Probe"]);
 }
 
@@ -234,18 +195,12 @@ async fn finalizers_on_a_strong_input_are_the_controllers_own() {
 async fn writes_are_stamped_with_the_controller_as_owner() {
     let (runtime, r) = run(|cx| {
         Box::pin(async move {
-            cx.create(Resource::new(NS, "mine", SentenceSpec("hi".into())))
-                .await
-                .map(drop)
+            cx.create(Resource::new(NS, "mine", SentenceSpec("hi".into()))).await.map(drop)
         })
     })
     .await;
     r.unwrap();
-    let mine = runtime
-        .state()
-        .get(&Pointer::of::<SentenceSpec>(NS, "mine"))
-        .await
-        .unwrap();
+    let mine = runtime.state().get(&Pointer::of::<SentenceSpec>(NS, "mine")).await.unwrap();
     assert_eq!(mine.owner(), Some("Probe"));
 }
 
@@ -254,10 +209,7 @@ async fn an_output_created_by_someone_else_cannot_be_changed() {
     let runtime = Runtime::start();
     runtime
         .state()
-        .create(
-            Resource::new(NS, "user", SentenceSpec("by hand".into())),
-            None,
-        )
+        .create(Resource::new(NS, "user", SentenceSpec("by hand".into())), None)
         .await
         .unwrap();
     let results = Arc::new(Mutex::new(vec![]));

@@ -29,16 +29,9 @@ impl Controller for AlwaysFails {
 
 fn runtime(on_exceeded: OnExceeded) -> Runtime {
     Runtime::builder()
-        .backoff(Backoff {
-            initial: Duration::from_secs(1),
-            jitter: 0.0,
-            ..Backoff::default()
-        })
+        .backoff(Backoff { initial: Duration::from_secs(1), jitter: 0.0, ..Backoff::default() })
         .restart_intensity(
-            Intensity {
-                max_restarts: 2,
-                within: Duration::from_secs(60),
-            },
+            Intensity { max_restarts: 2, within: Duration::from_secs(60) },
             on_exceeded,
         )
         .start()
@@ -62,24 +55,12 @@ async fn past_the_limit_the_controller_is_marked_failed_and_the_rest_goes_on() {
     );
 
     // Nobody else noticed.
-    runtime
-        .state()
-        .create(Resource::new(NS, "a", IntSpec(5)), None)
-        .await
-        .unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(5)), None).await.unwrap();
     runtime.settled().await;
-    let s = runtime
-        .state()
-        .get_typed::<StrSpec>(&Pointer::of::<StrSpec>(NS, "a"))
-        .await
-        .unwrap();
+    let s = runtime.state().get_typed::<StrSpec>(&Pointer::of::<StrSpec>(NS, "a")).await.unwrap();
     assert_eq!(s.spec().0, "5");
     assert_eq!(runtime.stop_reason(), None);
-    assert_eq!(
-        runtime.metrics().await[0].errors,
-        3,
-        "a failed controller is not retried"
-    );
+    assert_eq!(runtime.metrics().await[0].errors, 3, "a failed controller is not retried");
 }
 
 #[actix::test]

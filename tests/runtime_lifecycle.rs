@@ -38,10 +38,7 @@ async fn counting(runtime: &Runtime, inputs: Vec<Input>) -> Arc<AtomicUsize> {
     let reconciles = Arc::new(AtomicUsize::new(0));
     let r = reconciles.clone();
     runtime
-        .register(move || Counting {
-            inputs: inputs.clone(),
-            reconciles: r.clone(),
-        })
+        .register(move || Counting { inputs: inputs.clone(), reconciles: r.clone() })
         .await
         .unwrap();
     runtime.settled().await;
@@ -53,56 +50,31 @@ async fn a_destroy_ready_input_triggers_only_when_torn_down_with_no_finalizers()
     let runtime = Runtime::start();
     let state = runtime.state();
     let reconciles = counting(&runtime, vec![Input::destroy_ready::<IntSpec>(NS)]).await;
-    assert_eq!(
-        reconciles.load(Ordering::SeqCst),
-        1,
-        "the initial reconcile"
-    );
+    assert_eq!(reconciles.load(Ordering::SeqCst), 1, "the initial reconcile");
 
     let mut r = Resource::new(NS, "a", IntSpec(1));
     r.metadata_mut().finalizers_mut().add("held");
     state.create(r, None).await.unwrap();
     let p = Pointer::of::<IntSpec>(NS, "a");
-    state
-        .modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
-        .await
-        .unwrap();
+    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
     state.teardown(&p, None).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        reconciles.load(Ordering::SeqCst),
-        1,
-        "running or held: no trigger"
-    );
+    assert_eq!(reconciles.load(Ordering::SeqCst), 1, "running or held: no trigger");
 
     state.remove_finalizer(&p, "held").await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        reconciles.load(Ordering::SeqCst),
-        2,
-        "tearing down with no finalizers"
-    );
+    assert_eq!(reconciles.load(Ordering::SeqCst), 2, "tearing down with no finalizers");
 }
 
 #[actix::test]
 async fn an_id_specific_input_triggers_only_for_that_id() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    let reconciles = counting(
-        &runtime,
-        vec![Input::weak::<IntSpec>(NS).with_id("watched")],
-    )
-    .await;
-    state
-        .create(Resource::new(NS, "other", IntSpec(1)), None)
-        .await
-        .unwrap();
+    let reconciles = counting(&runtime, vec![Input::weak::<IntSpec>(NS).with_id("watched")]).await;
+    state.create(Resource::new(NS, "other", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 1);
-    state
-        .create(Resource::new(NS, "watched", IntSpec(1)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "watched", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 2);
 }
@@ -127,17 +99,9 @@ async fn update_inputs_changes_what_triggers_and_what_may_be_read() {
             let n = self.reconciles.fetch_add(1, Ordering::SeqCst);
             let ints = Kind::of::<IntSpec>(NS);
             if n == 0 {
-                assert!(
-                    cx.list(&ints, &LabelQuery::all())
-                        .await
-                        .unwrap_err()
-                        .is_access_denied()
-                );
+                assert!(cx.list(&ints, &LabelQuery::all()).await.unwrap_err().is_access_denied());
                 let twice = vec![Input::weak::<IntSpec>(NS), Input::strong::<IntSpec>(NS)];
-                assert!(
-                    cx.update_inputs(twice).is_err(),
-                    "duplicate inputs are refused"
-                );
+                assert!(cx.update_inputs(twice).is_err(), "duplicate inputs are refused");
                 cx.update_inputs(vec![Input::weak::<IntSpec>(NS)])?;
                 // Allowed at once.
                 cx.list(&ints, &LabelQuery::all()).await?;
@@ -148,36 +112,14 @@ async fn update_inputs_changes_what_triggers_and_what_may_be_read() {
     let runtime = Runtime::start();
     let reconciles = Arc::new(AtomicUsize::new(0));
     let r = reconciles.clone();
-    runtime
-        .register(move || Grows {
-            reconciles: r.clone(),
-        })
-        .await
-        .unwrap();
+    runtime.register(move || Grows { reconciles: r.clone() }).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        reconciles.load(Ordering::SeqCst),
-        2,
-        "one more reconcile after new inputs"
-    );
-    runtime
-        .state()
-        .create(Resource::new(NS, "a", IntSpec(1)), None)
-        .await
-        .unwrap();
+    assert_eq!(reconciles.load(Ordering::SeqCst), 2, "one more reconcile after new inputs");
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        reconciles.load(Ordering::SeqCst),
-        3,
-        "the new input triggers"
-    );
+    assert_eq!(reconciles.load(Ordering::SeqCst), 3, "the new input triggers");
     let graph = runtime.graph().await;
-    assert!(
-        graph
-            .edges()
-            .iter()
-            .any(|e| e.controller == "Grows" && e.kind == EdgeKind::InputWeak)
-    );
+    assert!(graph.edges().iter().any(|e| e.controller == "Grows" && e.kind == EdgeKind::InputWeak));
 }
 
 #[actix::test]
@@ -203,48 +145,26 @@ async fn stop_lets_a_running_reconcile_finish_then_stops_the_controller() {
     let (open, gate) = watch::channel(false);
     let done = Arc::new(AtomicUsize::new(0));
     let d = done.clone();
-    runtime
-        .register(move || Gated(gate.clone(), d.clone()))
-        .await
-        .unwrap();
+    runtime.register(move || Gated(gate.clone(), d.clone())).await.unwrap();
     let stopping = {
         let runtime = runtime.clone();
         actix::spawn(async move { runtime.stop().await })
     };
     open.send_replace(true);
     stopping.await.unwrap();
-    assert_eq!(
-        done.load(Ordering::SeqCst),
-        1,
-        "the running reconcile finished"
-    );
+    assert_eq!(done.load(Ordering::SeqCst), 1, "the running reconcile finished");
     assert_eq!(runtime.metrics().await[0].status, ControllerStatus::Stopped);
-    runtime
-        .state()
-        .create(Resource::new(NS, "a", IntSpec(1)), None)
-        .await
-        .unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        done.load(Ordering::SeqCst),
-        1,
-        "a stopped controller does not reconcile"
-    );
-    assert_eq!(
-        runtime.stopped().await,
-        cosi_runtime::supervisor::StopReason::Requested
-    );
+    assert_eq!(done.load(Ordering::SeqCst), 1, "a stopped controller does not reconcile");
+    assert_eq!(runtime.stopped().await, cosi_runtime::supervisor::StopReason::Requested);
 }
 
 #[actix::test]
 async fn metrics_count_wakeups_reconciles_reads_and_writes() {
     let runtime = Runtime::start();
     runtime.register(int_to_str).await.unwrap();
-    runtime
-        .state()
-        .create(Resource::new(NS, "a", IntSpec(1)), None)
-        .await
-        .unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     let m = &runtime.metrics().await[0];
     assert_eq!(m.controller, "IntToStr");

@@ -64,31 +64,20 @@ impl Controller for Flaky {
 fn flaky(
     panics: bool,
     failures: usize,
-) -> (
-    impl Fn() -> Flaky + Send + 'static,
-    Arc<AtomicUsize>,
-    Arc<AtomicBool>,
-) {
+) -> (impl Fn() -> Flaky + Send + 'static, Arc<AtomicUsize>, Arc<AtomicBool>) {
     let left = Arc::new(AtomicUsize::new(failures));
     let keep = Arc::new(AtomicBool::new(false));
     let instances = Arc::new(AtomicUsize::new(0));
     let (l, k, i) = (left.clone(), keep.clone(), instances.clone());
     let factory = move || {
         i.fetch_add(1, Ordering::SeqCst);
-        Flaky {
-            panics,
-            failures_left: l.clone(),
-            keep_failing: k.clone(),
-        }
+        Flaky { panics, failures_left: l.clone(), keep_failing: k.clone() }
     };
     (factory, instances, keep)
 }
 
 async fn done(state: &State) -> bool {
-    state
-        .get(&Pointer::of::<SentenceSpec>("flaky", "done"))
-        .await
-        .is_ok()
+    state.get(&Pointer::of::<SentenceSpec>("flaky", "done")).await.is_ok()
 }
 
 #[actix::test]
@@ -104,21 +93,9 @@ async fn an_erroring_controller_is_retried_with_backoff_and_converges() {
     assert_eq!((m.errors, m.panics, m.restarts, m.reconciles), (3, 0, 3, 1));
     assert_eq!(m.status, ControllerStatus::Running);
     // Backoff 1 s, 2 s, 4 s in virtual time.
-    assert!(
-        start.elapsed() >= Duration::from_secs(7),
-        "{:?}",
-        start.elapsed()
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        start.elapsed()
-    );
-    assert_eq!(
-        instances.load(Ordering::SeqCst),
-        1,
-        "an error keeps the instance"
-    );
+    assert!(start.elapsed() >= Duration::from_secs(7), "{:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(8), "{:?}", start.elapsed());
+    assert_eq!(instances.load(Ordering::SeqCst), 1, "an error keeps the instance");
 }
 
 #[actix::test]
@@ -149,11 +126,7 @@ async fn a_neighbour_keeps_reconciling_while_another_controller_panics() {
     runtime.register(int_to_str).await.unwrap();
 
     let mut outputs = state
-        .watch_kind_stream(
-            &Kind::of::<StrSpec>(NS),
-            LabelQuery::all(),
-            &Default::default(),
-        )
+        .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &Default::default())
         .await
         .unwrap();
     for n in 1..=3 {
@@ -167,13 +140,7 @@ async fn a_neighbour_keeps_reconciling_while_another_controller_panics() {
             .unwrap();
         loop {
             let event = outputs.next().await.unwrap();
-            let value = event
-                .resource()
-                .unwrap()
-                .typed::<StrSpec>()
-                .unwrap()
-                .into_spec()
-                .0;
+            let value = event.resource().unwrap().typed::<StrSpec>().unwrap().into_spec().0;
             if value == n.to_string() {
                 break;
             }
@@ -216,11 +183,7 @@ async fn requeue_after_reconciles_again_when_the_time_comes() {
     let t = ticks.clone();
     runtime.register(move || Ticker(t.clone())).await.unwrap();
     runtime.settled().await;
-    assert_eq!(
-        ticks.load(Ordering::SeqCst),
-        1,
-        "a pending requeue is not pending work"
-    );
+    assert_eq!(ticks.load(Ordering::SeqCst), 1, "a pending requeue is not pending work");
     tokio::time::advance(Duration::from_secs(29)).await;
     runtime.settled().await;
     assert_eq!(ticks.load(Ordering::SeqCst), 1);
@@ -232,9 +195,5 @@ async fn requeue_after_reconciles_again_when_the_time_comes() {
     runtime.settled().await;
     tokio::time::advance(Duration::from_secs(300)).await;
     runtime.settled().await;
-    assert_eq!(
-        ticks.load(Ordering::SeqCst),
-        3,
-        "no requeue asked after the third"
-    );
+    assert_eq!(ticks.load(Ordering::SeqCst), 3, "no requeue asked after the third");
 }

@@ -15,12 +15,7 @@ fn sum(name: &str, source: &str) -> Sum {
 }
 
 async fn total(state: &State, name: &str) -> i64 {
-    state
-        .get_typed::<IntSpec>(&Pointer::of::<IntSpec>("sums", name))
-        .await
-        .unwrap()
-        .spec()
-        .0
+    state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>("sums", name)).await.unwrap().spec().0
 }
 
 #[actix::test]
@@ -29,17 +24,11 @@ async fn a_controller_sums_its_weak_inputs() {
     let state = runtime.state();
     runtime.register(|| sum("total", "numbers")).await.unwrap();
     for (id, n) in [("a", 1), ("b", 2), ("c", 3)] {
-        state
-            .create(Resource::new("numbers", id, IntSpec(n)), None)
-            .await
-            .unwrap();
+        state.create(Resource::new("numbers", id, IntSpec(n)), None).await.unwrap();
     }
     runtime.settled().await;
     assert_eq!(total(&state, "total").await, 6);
-    state
-        .destroy(&Pointer::of::<IntSpec>("numbers", "b"), None)
-        .await
-        .unwrap();
+    state.destroy(&Pointer::of::<IntSpec>("numbers", "b"), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(total(&state, "total").await, 4);
 }
@@ -48,18 +37,9 @@ async fn a_controller_sums_its_weak_inputs() {
 async fn several_summing_controllers_share_one_output_type_registered_after_start() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state
-        .create(Resource::new("odd", "one", IntSpec(1)), None)
-        .await
-        .unwrap();
-    state
-        .create(Resource::new("odd", "three", IntSpec(3)), None)
-        .await
-        .unwrap();
-    state
-        .create(Resource::new("even", "two", IntSpec(2)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new("odd", "one", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new("odd", "three", IntSpec(3)), None).await.unwrap();
+    state.create(Resource::new("even", "two", IntSpec(2)), None).await.unwrap();
     runtime.settled().await;
 
     runtime.register(|| sum("odds", "odd")).await.unwrap();
@@ -70,14 +50,9 @@ async fn several_summing_controllers_share_one_output_type_registered_after_star
     assert_eq!(total(&state, "evens").await, 2);
 
     // Each resource of the shared type belongs to the controller that made it.
-    let sums = state
-        .list(&Kind::of::<IntSpec>("sums"), &LabelQuery::all())
-        .await
-        .unwrap();
-    let owners: Vec<_> = sums
-        .iter()
-        .map(|r| (r.id().to_owned(), r.owner().map(str::to_owned)))
-        .collect();
+    let sums = state.list(&Kind::of::<IntSpec>("sums"), &LabelQuery::all()).await.unwrap();
+    let owners: Vec<_> =
+        sums.iter().map(|r| (r.id().to_owned(), r.owner().map(str::to_owned))).collect();
     assert_eq!(
         owners,
         [
@@ -86,10 +61,7 @@ async fn several_summing_controllers_share_one_output_type_registered_after_star
         ]
     );
 
-    state
-        .create(Resource::new("even", "four", IntSpec(4)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new("even", "four", IntSpec(4)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(total(&state, "evens").await, 6);
     assert_eq!(total(&state, "odds").await, 4);
@@ -110,10 +82,9 @@ async fn a_shared_output_of_one_controller_is_not_writable_by_another() {
         }
         async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
             let stolen = cx
-                .modify(
-                    &Pointer::of::<IntSpec>("sums", "odds"),
-                    |r: &mut Resource<IntSpec>| r.spec_mut().0 = -1,
-                )
+                .modify(&Pointer::of::<IntSpec>("sums", "odds"), |r: &mut Resource<IntSpec>| {
+                    r.spec_mut().0 = -1
+                })
                 .await;
             match stolen {
                 Err(e) if e.is_owner_conflict() => Ok(()),
@@ -122,11 +93,7 @@ async fn a_shared_output_of_one_controller_is_not_writable_by_another() {
         }
     }
     let runtime = Runtime::start();
-    runtime
-        .state()
-        .create(Resource::new("odd", "one", IntSpec(1)), None)
-        .await
-        .unwrap();
+    runtime.state().create(Resource::new("odd", "one", IntSpec(1)), None).await.unwrap();
     runtime.register(|| sum("odds", "odd")).await.unwrap();
     runtime.settled().await;
     runtime.register(|| Thief).await.unwrap();

@@ -34,10 +34,7 @@ async fn check_get_returns_the_resource_or_not_found(state: State) {
     assert_eq!(got.typed::<IntSpec>().unwrap().spec(), &IntSpec(1));
     let err = state.get(&ptr("missing")).await.unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    assert!(
-        err.to_string().contains("missing"),
-        "names the resource: {err}"
-    );
+    assert!(err.to_string().contains("missing"), "names the resource: {err}");
 }
 
 async fn check_create_of_an_existing_id_is_already_exists(state: State) {
@@ -67,42 +64,23 @@ async fn check_versions_are_owned_by_the_state(state: State) {
     let mut r = int("a", 1);
     r.metadata_mut().set_version(Version::new(42));
     let created = state.create(r, None).await.unwrap();
-    assert_eq!(
-        created.version(),
-        Version::new(1),
-        "create sets 1 whatever was sent"
-    );
+    assert_eq!(created.version(), Version::new(1), "create sets 1 whatever was sent");
 
     // An update must send the version it read: not the pre-create version,
     // not a bumped one, exactly the stored one.
     let mut unset = int("a", 2);
     unset.metadata_mut().set_version(Version::UNSET);
-    assert!(
-        state
-            .update(unset, None)
-            .await
-            .unwrap_err()
-            .is_version_conflict()
-    );
+    assert!(state.update(unset, None).await.unwrap_err().is_version_conflict());
     let mut bumped = created.typed::<IntSpec>().unwrap();
     bumped.metadata_mut().set_version(Version::new(2));
-    assert!(
-        state
-            .update(bumped, None)
-            .await
-            .unwrap_err()
-            .is_version_conflict()
-    );
+    assert!(state.update(bumped, None).await.unwrap_err().is_version_conflict());
 
     let mut exact = created.typed::<IntSpec>().unwrap();
     exact.spec_mut().0 = 2;
     let updated = state.update(exact, None).await.unwrap();
     assert_eq!(updated.version(), Version::new(2));
     let again = updated.typed::<IntSpec>().unwrap();
-    assert_eq!(
-        state.update(again, None).await.unwrap().version(),
-        Version::new(3)
-    );
+    assert_eq!(state.update(again, None).await.unwrap().version(), Version::new(3));
 }
 
 async fn check_update_keeps_created_and_moves_updated(state: State) {
@@ -126,10 +104,7 @@ async fn check_update_checks_not_found_owner_version_phase_in_order(state: State
 
     // Wrong owner + stale version + wrong phase: owner first.
     let stale = created.typed::<IntSpec>().unwrap();
-    let e = state
-        .update(stale.clone(), Some("other"))
-        .await
-        .unwrap_err();
+    let e = state.update(stale.clone(), Some("other")).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
     // None matches only none.
     let e = state.update(stale.clone(), None).await.unwrap_err();
@@ -145,30 +120,16 @@ async fn check_update_checks_not_found_owner_version_phase_in_order(state: State
 
 async fn check_modify_creates_then_updates(state: State) {
     let p = ptr("m");
-    let created: Resource<IntSpec> = state
-        .modify(
-            &p,
-            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5,
-            Some("c"),
-        )
-        .await
-        .unwrap();
+    let created: Resource<IntSpec> =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5, Some("c")).await.unwrap();
     assert_eq!(created.version(), Version::new(1));
     assert_eq!(created.metadata().owner(), Some("c"));
-    let updated = state
-        .modify(
-            &p,
-            |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1,
-            Some("c"),
-        )
-        .await
-        .unwrap();
+    let updated =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, Some("c")).await.unwrap();
     assert_eq!(updated.spec(), &IntSpec(6));
     assert_eq!(updated.version(), Version::new(2));
-    let e = state
-        .modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None)
-        .await
-        .unwrap_err();
+    let e =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
 }
 
@@ -178,10 +139,8 @@ async fn check_no_op_modify_writes_nothing_and_emits_nothing(state: State) {
     let mut events = state.watch_stream(&p).await.unwrap();
     assert!(matches!(events.next().await, Some(Event::Created(_))));
 
-    let same = state
-        .modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None)
-        .await
-        .unwrap();
+    let same =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None).await.unwrap();
     assert_eq!(same.version(), Version::new(1), "no version bump");
     let unchanged = state
         .modify(
@@ -197,10 +156,7 @@ async fn check_no_op_modify_writes_nothing_and_emits_nothing(state: State) {
     assert_eq!(unchanged.version(), Version::new(1));
 
     // The next event is the real change: nothing was emitted in between.
-    state
-        .modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
-        .await
-        .unwrap();
+    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
     match events.next().await {
         Some(Event::Updated { old, new }) => {
             assert_eq!(old.version(), Version::new(1));
@@ -214,10 +170,8 @@ async fn check_modify_of_a_torn_down_resource_is_a_phase_conflict_unless_expecte
     let p = ptr("m");
     state.create(int("m", 1), None).await.unwrap();
     state.teardown(&p, None).await.unwrap();
-    let e = state
-        .modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
-        .await
-        .unwrap_err();
+    let e =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap_err();
     assert!(e.is_phase_conflict(), "{e}");
     let r = state
         .modify_with(
@@ -238,10 +192,7 @@ async fn check_destroy_with_finalizers_is_refused(state: State) {
     r.metadata_mut().finalizers_mut().add("f1");
     state.create(r, Some("owner")).await.unwrap();
     let e = state.destroy(&ptr("a"), Some("other")).await.unwrap_err();
-    assert!(
-        e.is_owner_conflict(),
-        "owner is checked before finalizers: {e}"
-    );
+    assert!(e.is_owner_conflict(), "owner is checked before finalizers: {e}");
     let e = state.destroy(&ptr("a"), Some("owner")).await.unwrap_err();
     assert!(e.is_pending_finalizers(), "{e}");
     assert!(e.to_string().contains("f1"), "{e}");
@@ -249,40 +200,22 @@ async fn check_destroy_with_finalizers_is_refused(state: State) {
     // No teardown needed.
     state.destroy(&ptr("a"), Some("owner")).await.unwrap();
     assert!(state.get(&ptr("a")).await.unwrap_err().is_not_found());
-    assert!(
-        state
-            .destroy(&ptr("a"), Some("owner"))
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert!(state.destroy(&ptr("a"), Some("owner")).await.unwrap_err().is_not_found());
 }
 
 async fn check_teardown_is_idempotent_and_reports_readiness(state: State) {
     let mut r = int("a", 1);
     r.metadata_mut().finalizers_mut().add("f1");
     state.create(r, None).await.unwrap();
-    assert!(
-        !state.teardown(&ptr("a"), None).await.unwrap(),
-        "held by f1"
-    );
-    assert!(
-        !state.teardown(&ptr("a"), None).await.unwrap(),
-        "still held"
-    );
+    assert!(!state.teardown(&ptr("a"), None).await.unwrap(), "held by f1");
+    assert!(!state.teardown(&ptr("a"), None).await.unwrap(), "still held");
     let v = state.get(&ptr("a")).await.unwrap().version();
     assert_eq!(v, Version::new(2), "the second teardown wrote nothing");
     state.remove_finalizer(&ptr("a"), "f1").await.unwrap();
     assert!(state.teardown(&ptr("a"), None).await.unwrap(), "ready now");
     let e = state.teardown(&ptr("a"), Some("x")).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
-    assert!(
-        state
-            .teardown(&ptr("zz"), None)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert!(state.teardown(&ptr("zz"), None).await.unwrap_err().is_not_found());
 }
 
 async fn check_phase_conflict_after_teardown_and_expected_phase_override(state: State) {
@@ -292,17 +225,12 @@ async fn check_phase_conflict_after_teardown_and_expected_phase_override(state: 
     r.spec_mut().0 = 2;
     let e = state.update(r.clone(), None).await.unwrap_err();
     assert!(e.is_phase_conflict(), "{e}");
-    let updated = state
-        .update_with_phase(r.clone(), None, ExpectedPhase::TearingDown)
-        .await
-        .unwrap();
+    let updated =
+        state.update_with_phase(r.clone(), None, ExpectedPhase::TearingDown).await.unwrap();
     assert_eq!(updated.phase(), Phase::TearingDown);
     let mut back = updated.typed::<IntSpec>().unwrap();
     back.metadata_mut().set_phase(Phase::Running);
-    let e = state
-        .update_with_phase(back, None, ExpectedPhase::Any)
-        .await
-        .unwrap_err();
+    let e = state.update_with_phase(back, None, ExpectedPhase::Any).await.unwrap_err();
     assert!(e.is_invalid_input(), "never back to running: {e}");
 }
 
@@ -313,16 +241,9 @@ async fn check_finalizer_operations_ignore_owner_and_phase(state: State) {
     state.add_finalizer(&ptr("a"), "anyone").await.unwrap();
     let r = state.get(&ptr("a")).await.unwrap();
     assert_eq!(r.metadata().finalizers().to_vec(), ["anyone"]);
-    assert_eq!(
-        r.version(),
-        Version::new(3),
-        "the duplicate add wrote nothing"
-    );
+    assert_eq!(r.version(), Version::new(3), "the duplicate add wrote nothing");
     state.remove_finalizer(&ptr("a"), "anyone").await.unwrap();
-    state
-        .remove_finalizer(&ptr("a"), "never-there")
-        .await
-        .unwrap();
+    state.remove_finalizer(&ptr("a"), "never-there").await.unwrap();
     let r = state.get(&ptr("a")).await.unwrap();
     assert!(r.metadata().finalizers().is_empty());
     assert_eq!(r.owner(), Some("owner"), "finalizer edits keep the owner");
@@ -347,10 +268,7 @@ async fn check_concurrent_finalizer_adds_and_removes_converge(state: State) {
         r.unwrap();
     }
     let r = state.get(&ptr("a")).await.unwrap();
-    assert_eq!(
-        r.metadata().finalizers().to_vec(),
-        ["f0", "f2", "f4", "f5", "f7"]
-    );
+    assert_eq!(r.metadata().finalizers().to_vec(), ["f0", "f2", "f4", "f5", "f7"]);
 }
 
 async fn check_parallel_destroys_one_succeeds_the_rest_not_found(state: State) {
@@ -362,29 +280,15 @@ async fn check_parallel_destroys_one_succeeds_the_rest_not_found(state: State) {
     .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
     assert_eq!(ok, 1);
-    assert!(
-        results
-            .iter()
-            .filter_map(|r| r.as_ref().err())
-            .all(Error::is_not_found)
-    );
+    assert!(results.iter().filter_map(|r| r.as_ref().err()).all(Error::is_not_found));
 }
 
 async fn check_list_is_sorted_by_id(state: State) {
     for id in ["delta", "alpha", "charlie", "bravo", "10", "9"] {
         state.create(int(id, 0), None).await.unwrap();
     }
-    state
-        .create(
-            Resource::new(NS, "zulu", StrSpec("other type".into())),
-            None,
-        )
-        .await
-        .unwrap();
-    state
-        .create(Resource::new("elsewhere", "echo", IntSpec(0)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "zulu", StrSpec("other type".into())), None).await.unwrap();
+    state.create(Resource::new("elsewhere", "echo", IntSpec(0)), None).await.unwrap();
     let ids: Vec<String> = state
         .list(&kind(), &LabelQuery::all())
         .await
@@ -394,11 +298,7 @@ async fn check_list_is_sorted_by_id(state: State) {
         .collect();
     assert_eq!(ids, ["10", "9", "alpha", "bravo", "charlie", "delta"]);
     assert!(
-        state
-            .list(&Kind::of::<IntSpec>("empty"), &LabelQuery::all())
-            .await
-            .unwrap()
-            .is_empty()
+        state.list(&Kind::of::<IntSpec>("empty"), &LabelQuery::all()).await.unwrap().is_empty()
     );
 }
 
@@ -430,18 +330,9 @@ async fn check_label_queries_filter_lists(state: State) {
     assert_eq!(ids(LabelQuery::all().not_exists("app")).await, ["d"]);
     assert_eq!(ids(LabelQuery::all().equal("app", "web")).await, ["a", "c"]);
     assert_eq!(ids(LabelQuery::all().not_equal("app", "web")).await, ["b"]);
-    assert_eq!(
-        ids(LabelQuery::all().in_values("app", ["db", "web"])).await,
-        ["a", "b", "c"]
-    );
-    assert_eq!(
-        ids(LabelQuery::all().not_in("app", ["db"])).await,
-        ["a", "c"]
-    );
-    assert_eq!(
-        ids(LabelQuery::all().equal("app", "web").exists("tier")).await,
-        ["a"]
-    );
+    assert_eq!(ids(LabelQuery::all().in_values("app", ["db", "web"])).await, ["a", "b", "c"]);
+    assert_eq!(ids(LabelQuery::all().not_in("app", ["db"])).await, ["a", "c"]);
+    assert_eq!(ids(LabelQuery::all().equal("app", "web").exists("tier")).await, ["a"]);
 }
 
 async fn check_watch_starts_with_created_or_a_tombstone(state: State) {
@@ -498,14 +389,9 @@ async fn check_watch_kind_bootstrap_order_then_bootstrapped(state: State) {
 async fn check_label_query_watches_turn_updates_into_created_and_destroyed(state: State) {
     state.create(int("a", 0), None).await.unwrap();
     let query = LabelQuery::all().equal("app", "web");
-    let mut events = state
-        .watch_kind_stream(&kind(), query, &WatchOptions::bootstrap())
-        .await
-        .unwrap();
-    assert!(
-        matches!(events.next().await, Some(Event::Bootstrapped(_))),
-        "nothing matches yet"
-    );
+    let mut events =
+        state.watch_kind_stream(&kind(), query, &WatchOptions::bootstrap()).await.unwrap();
+    assert!(matches!(events.next().await, Some(Event::Bootstrapped(_))), "nothing matches yet");
 
     let set_label = |v: Option<&'static str>| {
         let state = state.clone();
@@ -528,14 +414,7 @@ async fn check_label_query_watches_turn_updates_into_created_and_destroyed(state
     };
     set_label(Some("web")).await;
     assert!(matches!(events.next().await, Some(Event::Created(r)) if r.id() == "a"));
-    state
-        .modify(
-            &ptr("a"),
-            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1,
-            None,
-        )
-        .await
-        .unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None).await.unwrap();
     assert!(matches!(events.next().await, Some(Event::Updated { .. })));
     set_label(Some("db")).await;
     assert!(
@@ -550,14 +429,7 @@ async fn check_updated_carries_the_old_resource(state: State) {
     state.create(int("a", 1), None).await.unwrap();
     let mut events = state.watch_stream(&ptr("a")).await.unwrap();
     events.next().await.unwrap();
-    state
-        .modify(
-            &ptr("a"),
-            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2,
-            None,
-        )
-        .await
-        .unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
     match events.next().await {
         Some(Event::Updated { old, new }) => {
             assert_eq!(old.typed::<IntSpec>().unwrap().spec(), &IntSpec(1));
@@ -598,33 +470,15 @@ async fn check_invalid_input_is_rejected_and_nothing_stored(state: State) {
         let e = state.create(r, None).await.unwrap_err();
         assert!(e.is_invalid_input(), "{what}: {e}");
     }
-    assert!(
-        state
-            .list(&kind(), &LabelQuery::all())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(state.list(&kind(), &LabelQuery::all()).await.unwrap().is_empty());
     let bad_kind = Kind::new(NS, "");
-    assert!(
-        state
-            .list(&bad_kind, &LabelQuery::all())
-            .await
-            .unwrap_err()
-            .is_invalid_input()
-    );
+    assert!(state.list(&bad_kind, &LabelQuery::all()).await.unwrap_err().is_invalid_input());
     let e = state.get(&Pointer::new(NS, long, "a")).await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
     state.create(int("ok", 0), None).await.unwrap();
-    let e = state
-        .add_finalizer(&ptr("ok"), "bad\nfinalizer")
-        .await
-        .unwrap_err();
+    let e = state.add_finalizer(&ptr("ok"), "bad\nfinalizer").await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
-    let e = state
-        .watch_stream(&Pointer::new(NS, "T", ""))
-        .await
-        .unwrap_err();
+    let e = state.watch_stream(&Pointer::new(NS, "T", "")).await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
 }
 
@@ -633,11 +487,7 @@ async fn check_wrong_spec_type_is_a_type_mismatch(state: State) {
     let e = state.get_typed::<StrSpec>(&ptr("a")).await.unwrap_err();
     assert!(e.is_type_mismatch(), "{e}");
     let e = state
-        .modify(
-            &ptr("a"),
-            |r: &mut Resource<StrSpec>| r.spec_mut().0.push('!'),
-            None,
-        )
+        .modify(&ptr("a"), |r: &mut Resource<StrSpec>| r.spec_mut().0.push('!'), None)
         .await
         .unwrap_err();
     assert!(e.is_type_mismatch(), "{e}");
@@ -652,12 +502,7 @@ async fn check_dynamic_resources_are_read_back_typed(state: State) {
     state.create(dynamic, None).await.unwrap();
     let typed = state.get_typed::<IntSpec>(&ptr("from-yaml")).await.unwrap();
     assert_eq!(typed.spec(), &IntSpec(12));
-    let back = state
-        .get(&ptr("from-yaml"))
-        .await
-        .unwrap()
-        .to_dynamic()
-        .unwrap();
+    let back = state.get(&ptr("from-yaml")).await.unwrap().to_dynamic().unwrap();
     assert_eq!(back.spec(), &serde_json::json!(12));
 }
 
@@ -709,16 +554,10 @@ async fn check_concurrent_teardown_and_destroy_all_finish(state: State) {
     state.remove_finalizer(&ptr("a"), "holder").await.unwrap();
     for call in calls {
         let result = call.await.unwrap();
-        assert!(
-            result.is_ok() || result.as_ref().unwrap_err().is_not_found(),
-            "{result:?}"
-        );
+        assert!(result.is_ok() || result.as_ref().unwrap_err().is_not_found(), "{result:?}");
     }
     assert!(state.get(&ptr("a")).await.unwrap_err().is_not_found());
-    let e = state
-        .teardown_and_destroy(&ptr("a"), None)
-        .await
-        .unwrap_err();
+    let e = state.teardown_and_destroy(&ptr("a"), None).await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
 }
 
@@ -737,10 +576,7 @@ async fn check_teardown_and_destroy_of_a_resource_destroyed_meanwhile_succeeds(s
     // Someone else may win the destroy; either way the waiter succeeds.
     let _ = state.destroy(&ptr("a"), Some("owner")).await;
     waiting.await.unwrap().unwrap();
-    let e = state
-        .teardown_and_destroy(&ptr("b"), None)
-        .await
-        .unwrap_err();
+    let e = state.teardown_and_destroy(&ptr("b"), None).await.unwrap_err();
     assert!(e.is_not_found());
 }
 
@@ -752,44 +588,22 @@ async fn check_a_stalled_subscriber_stays_bounded_and_catches_up(state: State) {
     }
     let options = WatchOptions::default().with_window(64);
     // Never polled while the updates run: stalled.
-    let mut stalled = state
-        .watch_kind_stream(&kind(), LabelQuery::all(), &options)
-        .await
-        .unwrap();
+    let mut stalled = state.watch_kind_stream(&kind(), LabelQuery::all(), &options).await.unwrap();
     let id = stalled.id();
     let mut max_seen = (0, 0);
     for n in 1..=UPDATES {
         let p = ptr(&format!("r{}", n as usize % RESOURCES));
-        state
-            .modify(
-                &p,
-                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n,
-                None,
-            )
-            .await
-            .unwrap();
+        state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
         if n % 10_000 == 0 {
             let stats = state.watch_stats(id).await.unwrap();
-            max_seen = (
-                max_seen.0.max(stats.in_flight),
-                max_seen.1.max(stats.backlog),
-            );
+            max_seen = (max_seen.0.max(stats.in_flight), max_seen.1.max(stats.backlog));
         }
     }
-    assert!(
-        max_seen.0 <= 64,
-        "in flight bounded by the window: {max_seen:?}"
-    );
-    assert!(
-        max_seen.1 <= RESOURCES,
-        "backlog bounded by resources: {max_seen:?}"
-    );
+    assert!(max_seen.0 <= 64, "in flight bounded by the window: {max_seen:?}");
+    assert!(max_seen.1 <= RESOURCES, "backlog bounded by resources: {max_seen:?}");
 
     // A healthy neighbour kept working throughout.
-    assert_eq!(
-        state.list(&kind(), &LabelQuery::all()).await.unwrap().len(),
-        RESOURCES
-    );
+    assert_eq!(state.list(&kind(), &LabelQuery::all()).await.unwrap().len(), RESOURCES);
 
     // Catching up yields every resource's latest state, nothing lost.
     let mut latest: BTreeMap<Id, i64> = BTreeMap::new();
@@ -894,10 +708,7 @@ macro_rules! conformance {
 }
 
 conformance!(memory, State::start_with_backend(MemoryBackend::new()));
-conformance!(
-    vec_backend,
-    State::start_with_backend(naive::VecBackend::default())
-);
+conformance!(vec_backend, State::start_with_backend(naive::VecBackend::default()));
 
 /// A deliberately naive second backend: one sorted `Vec` for everything. It
 /// proves the rules live in the `Store`, not in a backend: the same suite
@@ -923,11 +734,7 @@ mod naive {
 
         fn list<'a>(&'a self, kind: &Kind) -> Box<dyn Iterator<Item = &'a AnyResource> + 'a> {
             let kind = kind.clone();
-            Box::new(
-                self.items
-                    .iter()
-                    .filter(move |r| r.pointer().kind() == &kind),
-            )
+            Box::new(self.items.iter().filter(move |r| r.pointer().kind() == &kind))
         }
 
         fn put(&mut self, resource: AnyResource) -> Result<(), Error> {

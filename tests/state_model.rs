@@ -67,20 +67,8 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         id.clone().prop_map(Op::Get),
         app().prop_map(Op::List),
-        (
-            id.clone(),
-            0..3i64,
-            owner.clone(),
-            app(),
-            proptest::option::of(fin.clone())
-        )
-            .prop_map(|(id, value, owner, app, fin)| Op::Create {
-                id,
-                value,
-                owner,
-                app,
-                fin
-            }),
+        (id.clone(), 0..3i64, owner.clone(), app(), proptest::option::of(fin.clone()))
+            .prop_map(|(id, value, owner, app, fin)| Op::Create { id, value, owner, app, fin }),
         (
             id.clone(),
             0..3i64,
@@ -88,23 +76,15 @@ fn op() -> impl Strategy<Value = Op> {
             prop_oneof![3 => Just(0i64), 1 => -1..=1i64],
             any::<bool>()
         )
-            .prop_map(
-                |(id, value, owner, version_skew, expect_teardown)| Op::Update {
-                    id,
-                    value,
-                    owner,
-                    version_skew,
-                    expect_teardown
-                }
-            ),
-        (id.clone(), 0..3i64, owner.clone(), app()).prop_map(|(id, value, owner, app)| {
-            Op::Modify {
+            .prop_map(|(id, value, owner, version_skew, expect_teardown)| Op::Update {
                 id,
                 value,
                 owner,
-                app,
-            }
-        }),
+                version_skew,
+                expect_teardown
+            }),
+        (id.clone(), 0..3i64, owner.clone(), app())
+            .prop_map(|(id, value, owner, app)| { Op::Modify { id, value, owner, app } }),
         (id.clone(), owner.clone()).prop_map(|(id, owner)| Op::Destroy { id, owner }),
         (id.clone(), owner.clone()).prop_map(|(id, owner)| Op::Teardown { id, owner }),
         (id.clone(), fin.clone()).prop_map(|(id, fin)| Op::AddFinalizer { id, fin }),
@@ -152,20 +132,10 @@ fn observe(r: &AnyResource) -> Model {
     Model {
         value: r.typed::<IntSpec>().unwrap().spec().0,
         version: md.version().get(),
-        owner: OWNERS
-            .iter()
-            .flatten()
-            .copied()
-            .find(|o| Some(*o) == md.owner()),
+        owner: OWNERS.iter().flatten().copied().find(|o| Some(*o) == md.owner()),
         tearing_down: md.phase() == Phase::TearingDown,
-        finalizers: FINALIZERS
-            .iter()
-            .copied()
-            .filter(|f| md.finalizers().contains(f))
-            .collect(),
-        app: ["web", "db"]
-            .into_iter()
-            .find(|a| md.labels().get("app") == Some(*a)),
+        finalizers: FINALIZERS.iter().copied().filter(|f| md.finalizers().contains(f)).collect(),
+        app: ["web", "db"].into_iter().find(|a| md.labels().get("app") == Some(*a)),
     }
 }
 
@@ -183,13 +153,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
                 .map(|(id, _)| (*id).to_owned())
                 .collect(),
         ),
-        Op::Create {
-            id,
-            value,
-            owner,
-            app,
-            fin,
-        } => {
+        Op::Create { id, value, owner, app, fin } => {
             if models.contains_key(IDS[id]) {
                 return Err("already exists");
             }
@@ -204,13 +168,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
             models.insert(IDS[id], m.clone());
             Outcome::Resource(m)
         }
-        Op::Update {
-            id,
-            value,
-            owner,
-            version_skew,
-            expect_teardown,
-        } => {
+        Op::Update { id, value, owner, version_skew, expect_teardown } => {
             let Some(m) = models.get_mut(IDS[id]) else {
                 return Err("not found");
             };
@@ -227,12 +185,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
             m.version += 1;
             Outcome::Resource(m.clone())
         }
-        Op::Modify {
-            id,
-            value,
-            owner,
-            app,
-        } => match models.get_mut(IDS[id]) {
+        Op::Modify { id, value, owner, app } => match models.get_mut(IDS[id]) {
             None => {
                 let m = Model {
                     value,
@@ -335,13 +288,7 @@ async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: 
             let list = state.list(&Kind::of::<IntSpec>(NS), &query).await.unwrap();
             Outcome::Ids(list.iter().map(|r| r.id().to_owned()).collect())
         }
-        Op::Create {
-            id,
-            value,
-            owner,
-            app,
-            fin,
-        } => {
+        Op::Create { id, value, owner, app, fin } => {
             let mut r = Resource::new(NS, IDS[id], IntSpec(value));
             with_app(&mut r, app);
             if let Some(f) = fin {
@@ -349,13 +296,7 @@ async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: 
             }
             resource(state.create(r, OWNERS[owner]).await)
         }
-        Op::Update {
-            id,
-            value,
-            owner,
-            version_skew,
-            expect_teardown,
-        } => {
+        Op::Update { id, value, owner, version_skew, expect_teardown } => {
             let mut r = Resource::new(NS, IDS[id], IntSpec(value));
             // Start from the stored metadata, as a caller that read it would.
             if let Some(m) = models.get(IDS[id]) {
@@ -365,19 +306,11 @@ async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: 
                 let v = m.version as i64 + version_skew;
                 r.metadata_mut().set_version(Version::new(v.max(0) as u64));
             }
-            let phase = if expect_teardown {
-                ExpectedPhase::TearingDown
-            } else {
-                ExpectedPhase::Running
-            };
+            let phase =
+                if expect_teardown { ExpectedPhase::TearingDown } else { ExpectedPhase::Running };
             resource(state.update_with_phase(r, OWNERS[owner], phase).await)
         }
-        Op::Modify {
-            id,
-            value,
-            owner,
-            app,
-        } => {
+        Op::Modify { id, value, owner, app } => {
             let r = state
                 .modify(
                     &ptr(id),

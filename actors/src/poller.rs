@@ -156,9 +156,7 @@ async fn mirror<S: Spec>(
         }
         seen.insert(id);
     }
-    let existing = state
-        .list(&Kind::of::<S>(&namespace), &LabelQuery::all())
-        .await?;
+    let existing = state.list(&Kind::of::<S>(&namespace), &LabelQuery::all()).await?;
     for r in existing {
         if r.owner() != owner || seen.contains(r.id()) {
             continue;

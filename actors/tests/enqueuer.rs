@@ -20,11 +20,7 @@ impl QController for Reporter {
         "Reporter"
     }
     fn settings(&self) -> QSettings {
-        QSettings {
-            inputs: vec![Input::primary::<IntSpec>(NS)],
-            outputs: vec![],
-            concurrency: 1,
-        }
+        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
     }
     async fn reconcile(
         &self,
@@ -43,39 +39,27 @@ async fn keys_pushed_from_a_thread_a_stream_and_async_code_are_reconciled() {
     let (tx, mut seen) = mpsc::unbounded_channel();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    let handle = runtime
-        .register_queue(move || Reporter(tx.clone(), c.clone()))
-        .await
-        .unwrap();
+    let handle = runtime.register_queue(move || Reporter(tx.clone(), c.clone())).await.unwrap();
     runtime.settled().await;
     let enqueuer = Enqueuer::new(handle);
     assert_eq!(enqueuer.name(), "Reporter");
 
-    enqueuer
-        .enqueue(&Pointer::of::<IntSpec>(NS, "async"))
-        .await
-        .unwrap();
+    enqueuer.enqueue(&Pointer::of::<IntSpec>(NS, "async")).await.unwrap();
     assert_eq!(seen.recv().await.as_deref(), Some("async"));
 
-    enqueuer.forward(futures::stream::iter(
-        ["s1", "s2"].map(|id| Pointer::of::<IntSpec>(NS, id)),
-    ));
+    enqueuer.forward(futures::stream::iter(["s1", "s2"].map(|id| Pointer::of::<IntSpec>(NS, id))));
     assert_eq!(seen.recv().await.as_deref(), Some("s1"));
     assert_eq!(seen.recv().await.as_deref(), Some("s2"));
 
     let sender = enqueuer.sender();
     std::thread::spawn(move || {
-        sender
-            .unbounded_send(Pointer::of::<IntSpec>(NS, "from-thread"))
-            .unwrap();
+        sender.unbounded_send(Pointer::of::<IntSpec>(NS, "from-thread")).unwrap();
     })
     .join()
     .unwrap();
     assert_eq!(seen.recv().await.as_deref(), Some("from-thread"));
 
-    let refused = enqueuer
-        .enqueue(&Pointer::new(NS, "Other.test.cosi.dev", "x"))
-        .await;
+    let refused = enqueuer.enqueue(&Pointer::new(NS, "Other.test.cosi.dev", "x")).await;
     assert!(refused.unwrap_err().is_invalid_input());
     runtime.settled().await;
     assert_eq!(count.load(Ordering::SeqCst), 4);

@@ -15,10 +15,7 @@ use cosi_runtime::prelude::*;
 type External = Arc<Mutex<Vec<(String, IntSpec)>>>;
 
 fn set(list: &External, items: &[(&str, i64)]) {
-    *list.lock().unwrap() = items
-        .iter()
-        .map(|(id, n)| ((*id).to_owned(), IntSpec(*n)))
-        .collect();
+    *list.lock().unwrap() = items.iter().map(|(id, n)| ((*id).to_owned(), IntSpec(*n))).collect();
 }
 
 async fn ids<S: Spec>(state: &State) -> Vec<(String, Option<String>)> {
@@ -27,12 +24,7 @@ async fn ids<S: Spec>(state: &State) -> Vec<(String, Option<String>)> {
         .await
         .unwrap()
         .iter()
-        .map(|r| {
-            (
-                r.id().to_owned(),
-                Some(format!("{:?}", r.typed::<S>().unwrap().spec())),
-            )
-        })
+        .map(|r| (r.id().to_owned(), Some(format!("{:?}", r.typed::<S>().unwrap().spec()))))
         .collect()
 }
 
@@ -50,24 +42,15 @@ async fn the_poller_mirrors_additions_changes_and_removals_and_a_controller_foll
     let external: External = Arc::default();
     set(&external, &[("a", 1), ("b", 2)]);
     let source = external.clone();
-    Poller::new(
-        state.clone(),
-        "IntPoller",
-        NS,
-        Duration::from_secs(10),
-        move || {
-            let items = source.lock().unwrap().clone();
-            async move { Ok(items) }
-        },
-    )
+    Poller::new(state.clone(), "IntPoller", NS, Duration::from_secs(10), move || {
+        let items = source.lock().unwrap().clone();
+        async move { Ok(items) }
+    })
     .start();
     runtime.settled().await;
     assert_eq!(
         ids::<StrSpec>(&state).await,
-        [
-            ("a".into(), Some("StrSpec(\"1\")".into())),
-            ("b".into(), Some("StrSpec(\"2\")".into()))
-        ]
+        [("a".into(), Some("StrSpec(\"1\")".into())), ("b".into(), Some("StrSpec(\"2\")".into()))]
     );
     let a = state.get(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap();
     assert_eq!(a.owner(), Some("IntPoller"));
@@ -77,43 +60,20 @@ async fn the_poller_mirrors_additions_changes_and_removals_and_a_controller_foll
     next_poll(&runtime).await;
     assert_eq!(
         ids::<StrSpec>(&state).await,
-        [
-            ("a".into(), Some("StrSpec(\"10\")".into())),
-            ("c".into(), Some("StrSpec(\"3\")".into()))
-        ]
+        [("a".into(), Some("StrSpec(\"10\")".into())), ("c".into(), Some("StrSpec(\"3\")".into()))]
     );
     // b was held by the controller's finalizer: torn down now, destroyed by
     // the next poll once released.
     let b = state.get(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap();
     assert_eq!(b.phase(), Phase::TearingDown);
-    assert!(
-        b.metadata().finalizers().is_empty(),
-        "released by the controller"
-    );
+    assert!(b.metadata().finalizers().is_empty(), "released by the controller");
     next_poll(&runtime).await;
-    assert!(
-        state
-            .get(&Pointer::of::<IntSpec>(NS, "b"))
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert!(state.get(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap_err().is_not_found());
 
     // Nothing changes: nothing is written.
-    let before = state
-        .get(&Pointer::of::<IntSpec>(NS, "a"))
-        .await
-        .unwrap()
-        .version();
+    let before = state.get(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap().version();
     next_poll(&runtime).await;
-    assert_eq!(
-        state
-            .get(&Pointer::of::<IntSpec>(NS, "a"))
-            .await
-            .unwrap()
-            .version(),
-        before
-    );
+    assert_eq!(state.get(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap().version(), before);
 }
 
 #[actix::test]
@@ -123,41 +83,22 @@ async fn a_failed_poll_changes_nothing_and_the_next_one_recovers() {
     let state = runtime.state();
     let fail = Arc::new(Mutex::new(true));
     let f = fail.clone();
-    Poller::new(
-        state.clone(),
-        "Flaky",
-        NS,
-        Duration::from_secs(10),
-        move || {
-            let failing = *f.lock().unwrap();
-            async move {
-                if failing {
-                    Err("the API is down".into())
-                } else {
-                    Ok(vec![("x".to_owned(), IntSpec(1))])
-                }
+    Poller::new(state.clone(), "Flaky", NS, Duration::from_secs(10), move || {
+        let failing = *f.lock().unwrap();
+        async move {
+            if failing {
+                Err("the API is down".into())
+            } else {
+                Ok(vec![("x".to_owned(), IntSpec(1))])
             }
-        },
-    )
+        }
+    })
     .start();
     runtime.settled().await;
-    assert!(
-        state
-            .list(&Kind::of::<IntSpec>(NS), &LabelQuery::all())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap().is_empty());
     *fail.lock().unwrap() = false;
     next_poll(&runtime).await;
-    assert_eq!(
-        state
-            .list(&Kind::of::<IntSpec>(NS), &LabelQuery::all())
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap().len(), 1);
 }
 
 #[actix::test]
@@ -165,26 +106,13 @@ async fn the_poller_never_touches_resources_it_did_not_create() {
     tokio::time::pause();
     let runtime = Runtime::start();
     let state = runtime.state();
-    state
-        .create(Resource::new(NS, "mine", IntSpec(7)), None)
-        .await
-        .unwrap();
+    state.create(Resource::new(NS, "mine", IntSpec(7)), None).await.unwrap();
     Poller::new(state.clone(), "P", NS, Duration::from_secs(10), || async {
-        Ok(vec![
-            ("mine".to_owned(), IntSpec(1)),
-            ("new".to_owned(), IntSpec(2)),
-        ])
+        Ok(vec![("mine".to_owned(), IntSpec(1)), ("new".to_owned(), IntSpec(2))])
     })
     .start();
     runtime.settled().await;
-    let mine = state
-        .get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "mine"))
-        .await
-        .unwrap();
-    assert_eq!(
-        mine.spec(),
-        &IntSpec(7),
-        "a user resource under the same id is left alone"
-    );
+    let mine = state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "mine")).await.unwrap();
+    assert_eq!(mine.spec(), &IntSpec(7), "a user resource under the same id is left alone");
     assert!(state.get(&Pointer::of::<IntSpec>(NS, "new")).await.is_ok());
 }

@@ -40,19 +40,11 @@ impl AccessRules {
     }
 
     pub(crate) fn with_inputs(&self, inputs: Vec<Input>) -> Self {
-        AccessRules {
-            inputs,
-            ..self.clone()
-        }
+        AccessRules { inputs, ..self.clone() }
     }
 
     fn denied(&self, operation: &'static str, resource: String, reason: String) -> Error {
-        Error::AccessDenied {
-            controller: self.controller.to_string(),
-            operation,
-            resource,
-            reason,
-        }
+        Error::AccessDenied { controller: self.controller.to_string(), operation, resource, reason }
     }
 
     fn is_output(&self, resource_type: &str) -> bool {
@@ -60,10 +52,8 @@ impl AccessRules {
     }
 
     pub(crate) fn check_get(&self, ptr: &Pointer) -> Result<(), Error> {
-        let covered = self
-            .inputs
-            .iter()
-            .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()));
+        let covered =
+            self.inputs.iter().any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()));
         if covered || self.is_output(ptr.resource_type()) {
             Ok(())
         } else {
@@ -103,10 +93,7 @@ impl AccessRules {
             Err(self.denied(
                 operation,
                 ptr.to_string(),
-                format!(
-                    "type {:?} is not an output of the controller",
-                    ptr.resource_type()
-                ),
+                format!("type {:?} is not an output of the controller", ptr.resource_type()),
             ))
         }
     }
@@ -188,44 +175,18 @@ mod tests {
     #[test]
     fn writes_need_an_output_type() {
         let r = rules();
-        assert!(
-            r.check_write("create", &Pointer::new("any", "Out", "x"))
-                .is_ok()
-        );
-        let e = r
-            .check_write("update", &Pointer::new("ns", "In", "x"))
-            .unwrap_err();
-        assert!(matches!(
-            e,
-            Error::AccessDenied {
-                operation: "update",
-                ..
-            }
-        ));
+        assert!(r.check_write("create", &Pointer::new("any", "Out", "x")).is_ok());
+        let e = r.check_write("update", &Pointer::new("ns", "In", "x")).unwrap_err();
+        assert!(matches!(e, Error::AccessDenied { operation: "update", .. }));
     }
 
     #[test]
     fn finalizers_need_a_strong_input() {
         let r = rules();
-        assert!(
-            r.check_finalizer("add_finalizer", &Pointer::new("ns", "Strong", "x"))
-                .is_ok()
-        );
-        assert!(
-            r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "only"))
-                .is_ok()
-        );
-        assert!(
-            r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "x"))
-                .is_err()
-        );
-        assert!(
-            r.check_finalizer("remove_finalizer", &Pointer::new("ns", "In", "x"))
-                .is_err()
-        );
-        assert!(
-            r.check_finalizer("add_finalizer", &Pointer::new("ns", "Out", "x"))
-                .is_err()
-        );
+        assert!(r.check_finalizer("add_finalizer", &Pointer::new("ns", "Strong", "x")).is_ok());
+        assert!(r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "only")).is_ok());
+        assert!(r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "x")).is_err());
+        assert!(r.check_finalizer("remove_finalizer", &Pointer::new("ns", "In", "x")).is_err());
+        assert!(r.check_finalizer("add_finalizer", &Pointer::new("ns", "Out", "x")).is_err());
     }
 }

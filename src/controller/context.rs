@@ -9,7 +9,10 @@ use super::access::AccessRules;
 use super::metrics::Counters;
 use crate::Error;
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
-use crate::state::{ExpectedPhase, State, StateRequest, check_type, typed_modify};
+use crate::state::{
+    ExpectedPhase, State, StateReply, StateRequest, check_type, reply_done, reply_ready,
+    reply_resource, typed_modify,
+};
 use crate::supervisor::{RegistrationError, check_inputs};
 
 /// What a reconcile can do: read its inputs, write its outputs, manage its
@@ -45,14 +48,7 @@ impl ReconcileContext {
         counters: Arc<Counters>,
         queue: bool,
     ) -> Self {
-        ReconcileContext {
-            state,
-            rules,
-            counters,
-            requeue_after: None,
-            new_inputs: None,
-            queue,
-        }
+        ReconcileContext { state, rules, counters, requeue_after: None, new_inputs: None, queue }
     }
 
     /// The controller's name (also its owner name and finalizer).
@@ -73,8 +69,13 @@ impl ReconcileContext {
         Counters::bump(&self.counters.reads);
     }
 
-    fn wrote(&self) {
-        Counters::bump(&self.counters.writes);
+    /// Sends a write; counts it when it changed something.
+    async fn write(&self, req: StateRequest) -> Result<StateReply, Error> {
+        let reply = self.state.request(req).await?;
+        if !matches!(reply, StateReply::Unchanged(_)) {
+            Counters::bump(&self.counters.writes);
+        }
+        Ok(reply)
     }
 
     /// Reads a resource of an input or output type.
@@ -114,11 +115,7 @@ impl ReconcileContext {
         namespace: &str,
         query: &LabelQuery,
     ) -> Result<Vec<Resource<S>>, Error> {
-        self.list(&Kind::of::<S>(namespace), query)
-            .await?
-            .iter()
-            .map(AnyResource::typed)
-            .collect()
+        self.list(&Kind::of::<S>(namespace), query).await?.iter().map(AnyResource::typed).collect()
     }
 
     /// Creates an output resource, owned by this controller.
@@ -128,13 +125,8 @@ impl ReconcileContext {
     pub async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("create", resource.pointer())?;
-        self.wrote();
-        self.state
-            .resource(StateRequest::Create {
-                resource,
-                owner: self.owner(),
-            })
-            .await
+        let req = StateRequest::Create { resource, owner: self.owner() };
+        reply_resource(self.write(req).await?, "create")
     }
 
     /// Updates an output resource (carrying the version it was read at).
@@ -142,8 +134,7 @@ impl ReconcileContext {
     /// # Errors
     /// [`Error::AccessDenied`], then as [`State::update`].
     pub async fn update(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        self.update_with_phase(resource, ExpectedPhase::Running)
-            .await
+        self.update_with_phase(resource, ExpectedPhase::Running).await
     }
 
     /// [`update`](ReconcileContext::update) with another expected phase.
@@ -157,14 +148,8 @@ impl ReconcileContext {
     ) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("update", resource.pointer())?;
-        self.wrote();
-        self.state
-            .resource(StateRequest::Update {
-                resource,
-                owner: self.owner(),
-                expected_phase,
-            })
-            .await
+        let req = StateRequest::Update { resource, owner: self.owner(), expected_phase };
+        reply_resource(self.write(req).await?, "update")
     }
 
     /// Creates or updates an output resource through `f` (see [`State::modify`]);
@@ -206,16 +191,13 @@ impl ReconcileContext {
     {
         self.rules.check_write("modify", ptr)?;
         check_type::<S>(ptr)?;
-        self.wrote();
-        self.state
-            .resource(StateRequest::Modify {
-                pointer: ptr.clone(),
-                owner: self.owner(),
-                expected_phase,
-                modify: typed_modify(empty, f),
-            })
-            .await?
-            .typed()
+        let req = StateRequest::Modify {
+            pointer: ptr.clone(),
+            owner: self.owner(),
+            expected_phase,
+            modify: typed_modify(empty, f),
+        };
+        reply_resource(self.write(req).await?, "modify")?.typed()
     }
 
     /// Tears down an output resource; returns whether it is ready to destroy.
@@ -224,8 +206,8 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::OwnerConflict`].
     pub async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
         self.rules.check_write("teardown", ptr)?;
-        self.wrote();
-        self.state.teardown_owned(ptr, self.owner()).await
+        let req = StateRequest::Teardown { pointer: ptr.clone(), owner: self.owner() };
+        reply_ready(self.write(req).await?)
     }
 
     /// Destroys an output resource.
@@ -235,13 +217,8 @@ impl ReconcileContext {
     /// [`Error::PendingFinalizers`].
     pub async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
         self.rules.check_write("destroy", ptr)?;
-        self.wrote();
-        self.state
-            .done(StateRequest::Destroy {
-                pointer: ptr.clone(),
-                owner: self.owner(),
-            })
-            .await
+        let req = StateRequest::Destroy { pointer: ptr.clone(), owner: self.owner() };
+        reply_done(self.write(req).await?, "destroy")
     }
 
     /// Puts this controller's finalizer (its name) on a strong input.
@@ -250,8 +227,9 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`], [`Error::NotFound`].
     pub async fn add_finalizer(&self, ptr: &Pointer) -> Result<(), Error> {
         self.rules.check_finalizer("add_finalizer", ptr)?;
-        self.wrote();
-        self.state.add_finalizer(ptr, self.name()).await
+        let req =
+            StateRequest::AddFinalizer { pointer: ptr.clone(), finalizer: self.name().to_owned() };
+        reply_done(self.write(req).await?, "add_finalizer")
     }
 
     /// Removes this controller's finalizer from a strong input. A resource that
@@ -261,10 +239,13 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`].
     pub async fn remove_finalizer(&self, ptr: &Pointer) -> Result<(), Error> {
         self.rules.check_finalizer("remove_finalizer", ptr)?;
-        self.wrote();
-        match self.state.remove_finalizer(ptr, self.name()).await {
+        let req = StateRequest::RemoveFinalizer {
+            pointer: ptr.clone(),
+            finalizer: self.name().to_owned(),
+        };
+        match self.write(req).await {
             Err(e) if e.is_not_found() => Ok(()),
-            other => other,
+            reply => reply_done(reply?, "remove_finalizer"),
         }
     }
 

@@ -56,13 +56,8 @@ impl HostEnv {
             sink: Sink::Actor(recipient),
             activity: Some(self.state.activity().clone()),
         };
-        let target = WatchTarget::Kind {
-            kind,
-            query: crate::resource::LabelQuery::all(),
-        };
-        self.state
-            .watch_sink(target, &WatchOptions::default(), sink)
-            .await
+        let target = WatchTarget::Kind { kind, query: crate::resource::LabelQuery::all() };
+        self.state.watch_sink(target, &WatchOptions::default(), sink).await
     }
 }
 
@@ -75,11 +70,7 @@ pub(crate) async fn resubscribe(
     recipient: Recipient<WatchEvent>,
     owner: Arc<str>,
 ) -> HashMap<Kind, WatchId> {
-    let stale: Vec<Kind> = current
-        .keys()
-        .filter(|k| !wanted.contains(k))
-        .cloned()
-        .collect();
+    let stale: Vec<Kind> = current.keys().filter(|k| !wanted.contains(k)).cloned().collect();
     for kind in stale {
         if let Some(id) = current.remove(&kind) {
             let _ = env.state.unwatch(id).await;
@@ -243,9 +234,7 @@ where
             false,
         );
         let work = async move {
-            let outcome = AssertUnwindSafe(instance.reconcile(&mut cx))
-                .catch_unwind()
-                .await;
+            let outcome = AssertUnwindSafe(instance.reconcile(&mut cx)).catch_unwind().await;
             match outcome {
                 Ok(result) => (Some(instance), cx, Ok(result)),
                 // A panicked instance may be half-updated: it is dropped and
@@ -336,10 +325,9 @@ where
                 self.stage = Stage::Failed;
                 self.counters.set_status(ControllerStatus::Failed);
                 self.busy = None;
-                self.env.supervisor.do_send(HostReport::GaveUp {
-                    controller: self.name.to_string(),
-                    error,
-                });
+                self.env
+                    .supervisor
+                    .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
             }
         }
     }

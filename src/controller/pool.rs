@@ -9,10 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// async and mostly wait on the state or on IO, so a few per core keep the
 /// arbiter busy without unbounded fan-out), at least four.
 pub fn default_pool_size() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .saturating_mul(4)
-        .max(4)
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get).saturating_mul(4).max(4)
 }
 
 /// Permits for queue reconciles; waiters are served first come, first served,

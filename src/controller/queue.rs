@@ -168,9 +168,7 @@ pub struct QueueHandle {
 
 impl fmt::Debug for QueueHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueHandle")
-            .field("name", &self.name)
-            .finish()
+        f.debug_struct("QueueHandle").field("name", &self.name).finish()
     }
 }
 
@@ -198,15 +196,9 @@ impl QueueHandle {
     /// # Errors
     /// As [`enqueue`](QueueHandle::enqueue).
     pub async fn enqueue_after(&self, ptr: &Pointer, delay: Duration) -> Result<(), Error> {
-        let msg = Enqueue {
-            pointer: ptr.clone(),
-            after: delay,
-        };
+        let msg = Enqueue { pointer: ptr.clone(), after: delay };
         self.queue.send(msg).await.unwrap_or_else(|_| {
-            Err(Error::Unavailable {
-                resource: ptr.to_string(),
-                service: "the queue controller",
-            })
+            Err(Error::Unavailable { resource: ptr.to_string(), service: "the queue controller" })
         })
     }
 }

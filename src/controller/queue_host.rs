@@ -33,11 +33,7 @@ use crate::resource::{Kind, LabelQuery, Pointer};
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 
 /// What one reconcile came back with.
-type Finished = (
-    Pointer,
-    Result<Result<Outcome, ReconcileError>, String>,
-    Duration,
-);
+type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Duration);
 
 /// The actor that runs one queue controller.
 pub(crate) struct QueueHost<Q> {
@@ -156,22 +152,16 @@ impl<Q: QController> QueueHost<Q> {
             return;
         }
         self.waiting_for_permit = true;
-        ctx.spawn(
-            self.pool
-                .clone()
-                .acquire()
-                .into_actor(self)
-                .map(|permit, act, ctx| {
-                    act.waiting_for_permit = false;
-                    if let Some(permit) = permit
-                        && act.running < act.concurrency
-                        && act.queue.has_ready(Instant::now())
-                    {
-                        act.start_one(permit, Instant::now(), ctx);
-                    }
-                    act.pump(ctx);
-                }),
-        );
+        ctx.spawn(self.pool.clone().acquire().into_actor(self).map(|permit, act, ctx| {
+            act.waiting_for_permit = false;
+            if let Some(permit) = permit
+                && act.running < act.concurrency
+                && act.queue.has_ready(Instant::now())
+            {
+                act.start_one(permit, Instant::now(), ctx);
+            }
+            act.pump(ctx);
+        }));
     }
 
     fn start_one(&mut self, permit: OwnedSemaphorePermit, now: Instant, ctx: &mut Context<Self>) {
@@ -196,10 +186,7 @@ impl<Q: QController> QueueHost<Q> {
                 .map_err(|panic| panic_message(&*panic));
             (ptr, outcome, started.elapsed())
         };
-        ctx.spawn(
-            work.into_actor(self)
-                .map(|finished, act, ctx| act.finished(finished, ctx)),
-        );
+        ctx.spawn(work.into_actor(self).map(|finished, act, ctx| act.finished(finished, ctx)));
     }
 
     fn finished(&mut self, (ptr, outcome, took): Finished, ctx: &mut Context<Self>) {
@@ -221,26 +208,18 @@ impl<Q: QController> QueueHost<Q> {
             }
             Ok(Err(e)) => {
                 Counters::bump(&self.counters.errors);
-                log::warn!(
-                    "queue controller {}: {ptr}: reconcile failed: {e}",
-                    self.name
-                );
+                log::warn!("queue controller {}: {ptr}: reconcile failed: {e}", self.name);
                 Completion::Failure
             }
             Err(panic) => {
                 Counters::bump(&self.counters.panics);
-                log::warn!(
-                    "queue controller {}: {ptr}: reconcile panicked: {panic}",
-                    self.name
-                );
+                log::warn!("queue controller {}: {ptr}: reconcile panicked: {panic}", self.name);
                 Completion::Failure
             }
         };
         if let Some(delay) = self.queue.done(&ptr, completion, Instant::now()) {
             Counters::bump(&self.counters.restarts);
-            self.queue_counters
-                .retries
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.queue_counters.retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             log::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
         }
         if self.queue.is_drained() {
@@ -276,9 +255,7 @@ impl<Q: QController> QueueHost<Q> {
     fn refresh(&mut self, _ctx: &mut Context<Self>) {
         let stats = self.queue.stats();
         let depth = stats.ready + stats.delayed + stats.backing_off;
-        self.queue_counters
-            .depth
-            .store(depth as u64, std::sync::atomic::Ordering::Relaxed);
+        self.queue_counters.depth.store(depth as u64, std::sync::atomic::Ordering::Relaxed);
         self.queue_counters
             .processing
             .store(self.running as u64, std::sync::atomic::Ordering::Relaxed);
@@ -320,25 +297,15 @@ impl<Q: QController> Actor for QueueHost<Q> {
         // mapped kinds only deliver changes.
         let env = self.env.clone();
         let recipient: Recipient<WatchEvent> = ctx.address().recipient();
-        let primary: Vec<Kind> = watched_kinds(
-            &self
-                .inputs_of(InputKind::Primary)
-                .cloned()
-                .collect::<Vec<_>>(),
-        );
-        let mapped: Vec<Kind> = watched_kinds(
-            &self
-                .inputs_of(InputKind::Mapped)
-                .cloned()
-                .collect::<Vec<_>>(),
-        );
+        let primary: Vec<Kind> =
+            watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
+        let mapped: Vec<Kind> =
+            watched_kinds(&self.inputs_of(InputKind::Mapped).cloned().collect::<Vec<_>>());
         let name = self.name.clone();
         let subscribe = async move {
             let mut subs = HashMap::new();
-            for (kind, bootstrap) in primary
-                .into_iter()
-                .map(|k| (k, true))
-                .chain(mapped.into_iter().map(|k| (k, false)))
+            for (kind, bootstrap) in
+                primary.into_iter().map(|k| (k, true)).chain(mapped.into_iter().map(|k| (k, false)))
             {
                 if subs.contains_key(&kind) {
                     continue;
@@ -347,14 +314,8 @@ impl<Q: QController> Actor for QueueHost<Q> {
                     sink: Sink::Actor(recipient.clone()),
                     activity: Some(env.state.activity().clone()),
                 };
-                let options = WatchOptions {
-                    bootstrap,
-                    ..WatchOptions::default()
-                };
-                let target = WatchTarget::Kind {
-                    kind: kind.clone(),
-                    query: LabelQuery::all(),
-                };
+                let options = WatchOptions { bootstrap, ..WatchOptions::default() };
+                let target = WatchTarget::Kind { kind: kind.clone(), query: LabelQuery::all() };
                 match env.state.watch_sink(target, &options, sink).await {
                     Ok(id) => {
                         subs.insert(kind, id);

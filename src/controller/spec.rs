@@ -152,10 +152,7 @@ impl Input {
 
     /// Whether the controller may put its finalizer on resources of this input.
     pub fn allows_finalizers(&self) -> bool {
-        matches!(
-            self.kind,
-            InputKind::Strong | InputKind::Primary | InputKind::Mapped
-        )
+        matches!(self.kind, InputKind::Strong | InputKind::Primary | InputKind::Mapped)
     }
 
     /// The same input restricted to one id.
@@ -224,10 +221,7 @@ pub struct Output {
 impl Output {
     /// An output on `resource_type`.
     pub fn new(resource_type: impl Into<String>, kind: OutputKind) -> Self {
-        Output {
-            resource_type: resource_type.into(),
-            kind,
-        }
+        Output { resource_type: resource_type.into(), kind }
     }
 
     /// An exclusive output of spec type `S`.

@@ -44,26 +44,18 @@ pub struct FinalizerCoordinator {
 
 impl std::fmt::Debug for FinalizerCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FinalizerCoordinator")
-            .field("parked", &self.parked.len())
-            .finish()
+        f.debug_struct("FinalizerCoordinator").field("parked", &self.parked.len()).finish()
     }
 }
 
 fn unavailable(ptr: &Pointer) -> Error {
-    Error::Unavailable {
-        resource: ptr.to_string(),
-        service: "the finalizer coordinator",
-    }
+    Error::Unavailable { resource: ptr.to_string(), service: "the finalizer coordinator" }
 }
 
 impl FinalizerCoordinator {
     /// A coordinator that acts on `state`.
     pub fn new(state: State) -> Self {
-        FinalizerCoordinator {
-            state,
-            parked: HashMap::new(),
-        }
+        FinalizerCoordinator { state, parked: HashMap::new() }
     }
 
     fn resolve(&mut self, ptr: &Pointer, result: &Result<(), Error>) {
@@ -146,11 +138,7 @@ impl Handler<TeardownAndDestroy> for FinalizerCoordinator {
                 }
             }
             let (reply, answer) = oneshot::channel();
-            let park = Park {
-                pointer: pointer.clone(),
-                owner,
-                reply,
-            };
+            let park = Park { pointer: pointer.clone(), owner, reply };
             me.send(park).await.map_err(|_| unavailable(&pointer))?;
             answer.await.unwrap_or_else(|_| Err(unavailable(&pointer)))
         })
@@ -167,12 +155,7 @@ impl Handler<Park> for FinalizerCoordinator {
         }
         self.parked.insert(
             msg.pointer.clone(),
-            Parked {
-                owner: msg.owner,
-                watch: None,
-                waiters: vec![msg.reply],
-                destroying: false,
-            },
+            Parked { owner: msg.owner, watch: None, waiters: vec![msg.reply], destroying: false },
         );
         // The watch's first event is the current state, so a release that
         // happened before the watch started is not missed.

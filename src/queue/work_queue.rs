@@ -44,17 +44,9 @@ impl Again {
 
 #[derive(Clone, Copy, Debug)]
 enum Slot {
-    Ready {
-        since: Instant,
-    },
-    Delayed {
-        due: Instant,
-        seq: u64,
-        backoff: bool,
-    },
-    Processing {
-        again: Again,
-    },
+    Ready { since: Instant },
+    Delayed { due: Instant, seq: u64, backoff: bool },
+    Processing { again: Again },
 }
 
 #[derive(Debug)]
@@ -148,13 +140,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     fn make_ready(&mut self, key: K, since: Instant) {
         self.ready.push_back(key.clone());
-        self.entries.insert(
-            key,
-            Entry {
-                slot: Slot::Ready { since },
-                failures: 0,
-            },
-        );
+        self.entries.insert(key, Entry { slot: Slot::Ready { since }, failures: 0 });
     }
 
     fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Slot {
@@ -181,19 +167,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         };
         match entry.slot {
             Slot::Ready { .. } | Slot::Delayed { backoff: true, .. } => {}
-            Slot::Delayed {
-                due,
-                seq,
-                backoff: false,
-            } => {
+            Slot::Delayed { due, seq, backoff: false } => {
                 self.delayed.remove(&(due, seq));
                 entry.slot = Slot::Ready { since: now };
                 self.ready.push_back(key);
             }
             Slot::Processing { again } => {
-                entry.slot = Slot::Processing {
-                    again: again.merge(Again::Now),
-                };
+                entry.slot = Slot::Processing { again: again.merge(Again::Now) };
             }
         }
     }
@@ -219,20 +199,14 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         };
         let new_slot = match slot {
             Slot::Ready { .. } | Slot::Delayed { backoff: true, .. } => return,
-            Slot::Delayed {
-                due: old,
-                seq,
-                backoff: false,
-            } => {
+            Slot::Delayed { due: old, seq, backoff: false } => {
                 if due >= old {
                     return;
                 }
                 self.delayed.remove(&(old, seq));
                 self.schedule(&key, due, false)
             }
-            Slot::Processing { again } => Slot::Processing {
-                again: again.merge(Again::At(due)),
-            },
+            Slot::Processing { again } => Slot::Processing { again: again.merge(Again::At(due)) },
         };
         if let Some(e) = self.entries.get_mut(&key) {
             e.slot = new_slot;
@@ -320,14 +294,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 let slot = self.schedule(key, due, backoff);
                 self.entries.insert(
                     key.clone(),
-                    Entry {
-                        slot,
-                        failures: if backoff {
-                            failures.saturating_add(1)
-                        } else {
-                            0
-                        },
-                    },
+                    Entry { slot, failures: if backoff { failures.saturating_add(1) } else { 0 } },
                 );
                 if backoff {
                     self.retries += 1;
@@ -344,8 +311,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.ready.clear();
         self.delayed.clear();
         self.backing_off = 0;
-        self.entries
-            .retain(|_, e| matches!(e.slot, Slot::Processing { .. }));
+        self.entries.retain(|_, e| matches!(e.slot, Slot::Processing { .. }));
     }
 
     /// Whether the queue is shut down and nothing is in flight.
@@ -453,10 +419,7 @@ mod tests {
         q.done(&"a", Completion::Success, t);
         assert_eq!(take(&mut q, t), ["a"]);
         q.done(&"a", Completion::Success, t);
-        assert!(
-            q.is_empty(),
-            "the delayed re-add merged into the immediate one"
-        );
+        assert!(q.is_empty(), "the delayed re-add merged into the immediate one");
     }
 
     #[test]
@@ -518,11 +481,7 @@ mod tests {
         assert!(q.is_empty(), "success left no per-key state");
         q.add("a", t3);
         q.get(t3).unwrap();
-        assert_eq!(
-            q.done(&"a", Completion::Failure, t3),
-            Some(secs(1)),
-            "reset"
-        );
+        assert_eq!(q.done(&"a", Completion::Failure, t3), Some(secs(1)), "reset");
         assert_eq!(q.retries(), 4);
     }
 
@@ -538,18 +497,11 @@ mod tests {
             q.add("a", t + Duration::from_millis(i));
             q.add_after("a", Duration::from_millis(1), t);
         }
-        assert!(
-            q.get(t + Duration::from_millis(999)).is_none(),
-            "not cut short"
-        );
+        assert!(q.get(t + Duration::from_millis(999)).is_none(), "not cut short");
         assert_eq!(q.stats().backing_off, 1);
         let t1 = t + secs(1);
         q.get(t1).unwrap();
-        assert_eq!(
-            q.done(&"a", Completion::Failure, t1),
-            Some(secs(2)),
-            "not inflated"
-        );
+        assert_eq!(q.done(&"a", Completion::Failure, t1), Some(secs(2)), "not inflated");
     }
 
     #[test]

@@ -116,25 +116,16 @@ pub struct AnyResource(pub(crate) Arc<AnyInner>);
 
 impl AnyResource {
     pub(crate) fn from_typed<S: Spec>(metadata: Metadata, spec: Arc<S>) -> Self {
-        AnyResource(Arc::new(AnyInner {
-            metadata,
-            spec: Some(spec),
-        }))
+        AnyResource(Arc::new(AnyInner { metadata, spec: Some(spec) }))
     }
 
     pub(crate) fn from_dynamic(metadata: Metadata, value: serde_json::Value) -> Self {
-        AnyResource(Arc::new(AnyInner {
-            metadata,
-            spec: Some(Arc::new(DynamicSpec(value))),
-        }))
+        AnyResource(Arc::new(AnyInner { metadata, spec: Some(Arc::new(DynamicSpec(value))) }))
     }
 
     /// A tombstone: the metadata of `pointer` and no spec.
     pub fn tombstone(pointer: Pointer) -> Self {
-        AnyResource(Arc::new(AnyInner {
-            metadata: Metadata::new(pointer),
-            spec: None,
-        }))
+        AnyResource(Arc::new(AnyInner { metadata: Metadata::new(pointer), spec: None }))
     }
 
     /// Whether this is a tombstone (no spec).
@@ -144,10 +135,7 @@ impl AnyResource {
 
     /// Whether the spec is dynamic (a serde value, not yet read as a typed spec).
     pub fn is_dynamic(&self) -> bool {
-        self.0
-            .spec
-            .as_ref()
-            .is_some_and(|s| s.spec_type().is_none())
+        self.0.spec.as_ref().is_some_and(|s| s.spec_type().is_none())
     }
 
     /// The metadata.
@@ -193,9 +181,7 @@ impl AnyResource {
             actual,
         };
         let Some(spec) = &self.0.spec else {
-            return Err(Error::NotFound {
-                resource: md.pointer().clone(),
-            });
+            return Err(Error::NotFound { resource: md.pointer().clone() });
         };
         if md.resource_type() != S::TYPE {
             return Err(mismatch(md.resource_type().to_owned()));
@@ -205,10 +191,7 @@ impl AnyResource {
             Err(other) => match other.downcast_ref::<DynamicSpec>() {
                 Some(dynamic) => {
                     let spec: S = serde_json::from_value(dynamic.0.clone()).map_err(|e| {
-                        mismatch(format!(
-                            "{} (its spec does not decode: {e})",
-                            md.resource_type()
-                        ))
+                        mismatch(format!("{} (its spec does not decode: {e})", md.resource_type()))
                     })?;
                     Resource::from_parts(md.clone(), spec)
                 }
@@ -232,9 +215,11 @@ impl AnyResource {
     /// does not serialize.
     pub fn to_dynamic(&self) -> Result<DynamicResource, Error> {
         let md = &self.0.metadata;
-        let spec = self.0.spec.as_ref().ok_or_else(|| Error::NotFound {
-            resource: md.pointer().clone(),
-        })?;
+        let spec = self
+            .0
+            .spec
+            .as_ref()
+            .ok_or_else(|| Error::NotFound { resource: md.pointer().clone() })?;
         let value = spec.to_value().map_err(|e| Error::InvalidInput {
             resource: md.pointer().to_string(),
             reason: format!("the spec does not serialize: {e}"),
@@ -265,10 +250,7 @@ impl AnyResource {
 
     /// The same spec with other metadata.
     pub(crate) fn with_metadata(&self, metadata: Metadata) -> AnyResource {
-        AnyResource(Arc::new(AnyInner {
-            metadata,
-            spec: self.0.spec.clone(),
-        }))
+        AnyResource(Arc::new(AnyInner { metadata, spec: self.0.spec.clone() }))
     }
 }
 

@@ -53,9 +53,7 @@ impl StringMap {
 
     /// Sets `key` to `value`, returning the previous value.
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) -> Option<String> {
-        self.0
-            .get_or_insert_with(Default::default)
-            .insert(key.into(), value.into())
+        self.0.get_or_insert_with(Default::default).insert(key.into(), value.into())
     }
 
     /// Removes `key`, returning its value.
@@ -80,9 +78,7 @@ impl StringMap {
 
     /// The entries in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0
-            .iter()
-            .flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        self.0.iter().flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     /// The keys in order.
@@ -122,11 +118,7 @@ impl Serialize for StringMap {
 impl<'de> Deserialize<'de> for StringMap {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = BTreeMap::<String, String>::deserialize(d)?;
-        Ok(StringMap(if map.is_empty() {
-            None
-        } else {
-            Some(Box::new(map))
-        }))
+        Ok(StringMap(if map.is_empty() { None } else { Some(Box::new(map)) }))
     }
 }
 
@@ -189,9 +181,7 @@ impl Finalizers {
 
     /// Whether `finalizer` is in the set.
     pub fn contains(&self, finalizer: &str) -> bool {
-        self.0
-            .as_ref()
-            .is_some_and(|s| s.binary_search_by(|f| (**f).cmp(finalizer)).is_ok())
+        self.0.as_ref().is_some_and(|s| s.binary_search_by(|f| (**f).cmp(finalizer)).is_ok())
     }
 
     /// Whether the set is empty (the resource may be destroyed).

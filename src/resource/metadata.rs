@@ -258,9 +258,7 @@ impl<'de> Deserialize<'de> for Metadata {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::deserialize(d)?;
         if w.namespace.is_empty() || w.resource_type.is_empty() || w.id.is_empty() {
-            return Err(D::Error::custom(
-                "metadata needs a non-empty namespace, type and id",
-            ));
+            return Err(D::Error::custom("metadata needs a non-empty namespace, type and id"));
         }
         Ok(Metadata {
             pointer: Pointer::new(w.namespace, w.resource_type, w.id),

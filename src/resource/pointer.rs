@@ -67,10 +67,7 @@ impl Kind {
 
     /// The pointer to resource `id` of this kind.
     pub fn pointer(&self, id: impl Into<String>) -> Pointer {
-        Pointer {
-            kind: self.clone(),
-            id: Id::new(id),
-        }
+        Pointer { kind: self.clone(), id: Id::new(id) }
     }
 
     /// Whether both handles share one allocation (used by the state to intern kinds).

@@ -122,9 +122,7 @@ impl LabelQuery {
 
     /// A query from a list of terms (ANDed).
     pub fn from_terms(terms: impl IntoIterator<Item = LabelTerm>) -> Self {
-        LabelQuery {
-            terms: terms.into_iter().collect(),
-        }
+        LabelQuery { terms: terms.into_iter().collect() }
     }
 
     /// Adds a term.
@@ -149,19 +147,13 @@ impl LabelQuery {
     /// Requires label `key` to equal `value`.
     #[must_use]
     pub fn equal(self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.and(LabelTerm::Equal {
-            key: key.into(),
-            value: value.into(),
-        })
+        self.and(LabelTerm::Equal { key: key.into(), value: value.into() })
     }
 
     /// Requires label `key` to be present with a value other than `value`.
     #[must_use]
     pub fn not_equal(self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.and(LabelTerm::NotEqual {
-            key: key.into(),
-            value: value.into(),
-        })
+        self.and(LabelTerm::NotEqual { key: key.into(), value: value.into() })
     }
 
     /// Requires label `key` to have one of `values`.
@@ -257,28 +249,15 @@ mod tests {
     fn terms_are_anded_and_empty_matches_all() {
         let l = labels(&[("a", "1"), ("b", "2")]);
         assert!(LabelQuery::all().matches(&Labels::new()));
-        assert!(
-            LabelQuery::all()
-                .equal("a", "1")
-                .equal("b", "2")
-                .matches(&l)
-        );
-        assert!(
-            !LabelQuery::all()
-                .equal("a", "1")
-                .equal("b", "3")
-                .matches(&l)
-        );
+        assert!(LabelQuery::all().equal("a", "1").equal("b", "2").matches(&l));
+        assert!(!LabelQuery::all().equal("a", "1").equal("b", "3").matches(&l));
     }
 
     #[test]
     fn queries_serialize_as_term_lists() {
         let q = LabelQuery::all().exists("a").in_values("b", ["x"]);
         let json = serde_json::to_string(&q).unwrap();
-        assert_eq!(
-            json,
-            r#"[{"op":"exists","key":"a"},{"op":"in","key":"b","values":["x"]}]"#
-        );
+        assert_eq!(json, r#"[{"op":"exists","key":"a"},{"op":"in","key":"b","values":["x"]}]"#);
         assert_eq!(serde_json::from_str::<LabelQuery>(&json).unwrap(), q);
     }
 }

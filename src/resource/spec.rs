@@ -52,10 +52,7 @@ pub struct Resource<S> {
 impl<S: Spec> Resource<S> {
     /// A new resource of type `S::TYPE` in `namespace` with `id`.
     pub fn new(namespace: impl Into<String>, id: impl Into<String>, spec: S) -> Self {
-        Resource {
-            metadata: Metadata::new(Pointer::of::<S>(namespace, id)),
-            spec: Arc::new(spec),
-        }
+        Resource { metadata: Metadata::new(Pointer::of::<S>(namespace, id)), spec: Arc::new(spec) }
     }
 
     /// A resource from existing metadata; its type must be `S::TYPE`.
@@ -171,11 +168,7 @@ struct WireOwned<S> {
 
 impl<S: Spec> Serialize for Resource<S> {
     fn serialize<Ser: Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
-        WireRef {
-            metadata: &self.metadata,
-            spec: &*self.spec,
-        }
-        .serialize(s)
+        WireRef { metadata: &self.metadata, spec: &*self.spec }.serialize(s)
     }
 }
 

@@ -22,15 +22,10 @@ pub fn name(what: &str, value: &str) -> Result<(), String> {
         return Err(format!("{what} is empty"));
     }
     if value.len() > MAX_NAME_LEN {
-        return Err(format!(
-            "{what} is {} bytes long, more than {MAX_NAME_LEN}",
-            value.len()
-        ));
+        return Err(format!("{what} is {} bytes long, more than {MAX_NAME_LEN}", value.len()));
     }
     if let Some(c) = value.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "{what} {value:?} contains the control character {c:?}"
-        ));
+        return Err(format!("{what} {value:?} contains the control character {c:?}"));
     }
     Ok(())
 }
@@ -61,10 +56,7 @@ pub fn label_key(key: &str) -> Result<(), String> {
     if name.len() > 63 {
         return bad("is longer than 63 characters");
     }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
         return bad("may only contain A-Z, a-z, 0-9, '-', '_' and '.'");
     }
     let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
@@ -83,9 +75,7 @@ fn dns_subdomain(p: &str) -> Result<(), &'static str> {
     }
     for part in p.split('.') {
         let ok = !part.is_empty()
-            && part
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             && !part.starts_with('-')
             && !part.ends_with('-');
         if !ok {
@@ -96,10 +86,7 @@ fn dns_subdomain(p: &str) -> Result<(), &'static str> {
 }
 
 fn invalid(resource: impl ToString, reason: String) -> Error {
-    Error::InvalidInput {
-        resource: resource.to_string(),
-        reason,
-    }
+    Error::InvalidInput { resource: resource.to_string(), reason }
 }
 
 /// Checks the namespace and type of a kind.
@@ -154,18 +141,8 @@ mod tests {
         for ok in ["a", "A-b_c.d", "x.io/a", "sub.x-y.io/a1", "0"] {
             assert!(label_key(ok).is_ok(), "{ok}");
         }
-        for bad in [
-            "",
-            "-a",
-            "a-",
-            "a b",
-            "/a",
-            "a/",
-            "X.io/a",
-            "a..b/c",
-            "a/b/c",
-            &"n".repeat(64),
-        ] {
+        for bad in ["", "-a", "a-", "a b", "/a", "a/", "X.io/a", "a..b/c", "a/b/c", &"n".repeat(64)]
+        {
             assert!(label_key(bad).is_err(), "{bad}");
         }
     }

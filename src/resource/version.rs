@@ -44,11 +44,7 @@ impl Version {
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_unset() {
-            f.write_str("undefined")
-        } else {
-            write!(f, "{}", self.0)
-        }
+        if self.is_unset() { f.write_str("undefined") } else { write!(f, "{}", self.0) }
     }
 }
 
@@ -104,10 +100,7 @@ impl Timestamp {
 
     /// A timestamp from a [`SystemTime`] (clamped to the range 1970..2554).
     pub fn from_system_time(t: SystemTime) -> Self {
-        let nanos = t
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
+        let nanos = t.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         Timestamp(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
@@ -129,11 +122,7 @@ impl Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}",
-            humantime::format_rfc3339_nanos(self.to_system_time())
-        )
+        write!(f, "{}", humantime::format_rfc3339_nanos(self.to_system_time()))
     }
 }
 
@@ -182,10 +171,7 @@ mod tests {
 
     #[test]
     fn phase_serializes_like_the_go_original() {
-        assert_eq!(
-            serde_json::to_string(&Phase::TearingDown).unwrap(),
-            "\"tearingDown\""
-        );
+        assert_eq!(serde_json::to_string(&Phase::TearingDown).unwrap(), "\"tearingDown\"");
         assert_eq!(Phase::default(), Phase::Running);
     }
 }

@@ -27,10 +27,7 @@ pub struct WatchSink {
 impl WatchSink {
     /// Delivery to an actor.
     pub fn recipient(recipient: Recipient<WatchEvent>) -> Self {
-        WatchSink {
-            sink: Sink::Actor(recipient),
-            activity: None,
-        }
+        WatchSink { sink: Sink::Actor(recipient), activity: None }
     }
 }
 
@@ -232,6 +229,9 @@ pub enum StateReply {
     Ready(bool),
     /// `Destroy`, `AddFinalizer`, `RemoveFinalizer`, `Unwatch`.
     Done,
+    /// `Modify`, `AddFinalizer`, `RemoveFinalizer` that changed nothing (no
+    /// write, no event): the stored resource for a modify.
+    Unchanged(Option<AnyResource>),
     /// `Watch`.
     Watching(WatchId),
     /// `WatchStats`.
@@ -247,6 +247,7 @@ impl fmt::Debug for StateReply {
             StateReply::Resources(r) => f.debug_tuple("Resources").field(&r.len()).finish(),
             StateReply::Ready(b) => f.debug_tuple("Ready").field(b).finish(),
             StateReply::Done => f.write_str("Done"),
+            StateReply::Unchanged(r) => f.debug_tuple("Unchanged").field(r).finish(),
             StateReply::Watching(id) => f.debug_tuple("Watching").field(id).finish(),
             StateReply::Stats(s) => f.debug_tuple("Stats").field(s).finish(),
             StateReply::ModifyPanicked(_) => f.write_str("ModifyPanicked"),
@@ -290,10 +291,16 @@ impl Default for StateActor<MemoryBackend> {
 impl<B: Backend> StateActor<B> {
     /// A state actor over `backend`.
     pub fn with_backend(backend: B) -> Self {
-        StateActor {
-            store: Store::with_backend(backend),
-            watches: Watches::default(),
-            flush: None,
+        StateActor { store: Store::with_backend(backend), watches: Watches::default(), flush: None }
+    }
+
+    fn finalizer_reply(&mut self, change: Option<Change>) -> StateReply {
+        match change {
+            Some(change) => {
+                self.publish(Some(change));
+                StateReply::Done
+            }
+            None => StateReply::Unchanged(None),
         }
     }
 
@@ -344,28 +351,19 @@ impl<B: Backend> StateActor<B> {
                 self.publish(Some(change));
                 Ok(StateReply::Resource(r))
             }
-            StateRequest::Update {
-                resource,
-                owner,
-                expected_phase,
-            } => {
+            StateRequest::Update { resource, owner, expected_phase } => {
                 let (r, change) =
-                    self.store
-                        .update(resource, owner.as_deref(), expected_phase, now)?;
+                    self.store.update(resource, owner.as_deref(), expected_phase, now)?;
                 self.publish(Some(change));
                 Ok(StateReply::Resource(r))
             }
-            StateRequest::Modify {
-                pointer,
-                owner,
-                expected_phase,
-                modify,
-            } => {
+            StateRequest::Modify { pointer, owner, expected_phase, modify } => {
                 let store = &mut self.store;
                 let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     store.modify(&pointer, modify, owner.as_deref(), expected_phase, now)
                 }));
                 match result {
+                    Ok(Ok((r, None))) => Ok(StateReply::Unchanged(Some(r))),
                     Ok(Ok((r, change))) => {
                         self.publish(change);
                         Ok(StateReply::Resource(r))
@@ -386,22 +384,15 @@ impl<B: Backend> StateActor<B> {
             }
             StateRequest::AddFinalizer { pointer, finalizer } => {
                 let change = self.store.add_finalizer(&pointer, &finalizer, now)?;
-                self.publish(change);
-                Ok(StateReply::Done)
+                Ok(self.finalizer_reply(change))
             }
             StateRequest::RemoveFinalizer { pointer, finalizer } => {
                 let change = self.store.remove_finalizer(&pointer, &finalizer, now)?;
-                self.publish(change);
-                Ok(StateReply::Done)
+                Ok(self.finalizer_reply(change))
             }
-            StateRequest::Watch {
-                target,
-                bootstrap,
-                sink,
-                window,
-            } => self
-                .watch(target, bootstrap, sink, window)
-                .map(StateReply::Watching),
+            StateRequest::Watch { target, bootstrap, sink, window } => {
+                self.watch(target, bootstrap, sink, window).map(StateReply::Watching)
+            }
             StateRequest::Unwatch { id } => {
                 self.watches.remove(id);
                 Ok(StateReply::Done)

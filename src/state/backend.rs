@@ -86,10 +86,7 @@ impl Backend for MemoryBackend {
             Some(c) => c,
             None => self.collections.entry(ptr.kind().clone()).or_default(),
         };
-        if collection
-            .insert(ptr.id_shared().clone(), resource)
-            .is_none()
-        {
+        if collection.insert(ptr.id_shared().clone(), resource).is_none() {
             self.len += 1;
         }
         Ok(())

@@ -35,20 +35,14 @@ pub struct WatchOptions {
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        WatchOptions {
-            bootstrap: false,
-            window: DEFAULT_WATCH_WINDOW,
-        }
+        WatchOptions { bootstrap: false, window: DEFAULT_WATCH_WINDOW }
     }
 }
 
 impl WatchOptions {
     /// Options with bootstrap on.
     pub fn bootstrap() -> Self {
-        WatchOptions {
-            bootstrap: true,
-            ..WatchOptions::default()
-        }
+        WatchOptions { bootstrap: true, ..WatchOptions::default() }
     }
 
     /// These options with another window.
@@ -106,6 +100,30 @@ fn unexpected(reply: StateReply, op: &str) -> Error {
     }
 }
 
+/// The resource a reply carries (`Resource`, or `Unchanged` for a no-op modify).
+pub(crate) fn reply_resource(reply: StateReply, op: &str) -> Result<AnyResource, Error> {
+    match reply {
+        StateReply::Resource(r) | StateReply::Unchanged(Some(r)) => Ok(r),
+        other => Err(unexpected(other, op)),
+    }
+}
+
+/// A teardown's readiness.
+pub(crate) fn reply_ready(reply: StateReply) -> Result<bool, Error> {
+    match reply {
+        StateReply::Ready(ready) => Ok(ready),
+        other => Err(unexpected(other, "teardown")),
+    }
+}
+
+/// A reply that carries nothing (`Done`, or `Unchanged` for a no-op finalizer edit).
+pub(crate) fn reply_done(reply: StateReply, op: &str) -> Result<(), Error> {
+    match reply {
+        StateReply::Done | StateReply::Unchanged(None) => Ok(()),
+        other => Err(unexpected(other, op)),
+    }
+}
+
 fn owner_arc(owner: Option<&str>) -> Option<Arc<str>> {
     owner.map(Arc::from)
 }
@@ -153,16 +171,9 @@ impl State {
 
     pub(crate) fn start_tracked<B: Backend>(backend: B, activity: Activity) -> State {
         let actor = StateActor::with_backend(backend).start();
-        let bare = State {
-            requests: actor.recipient(),
-            coordinator: None,
-            activity,
-        };
+        let bare = State { requests: actor.recipient(), coordinator: None, activity };
         let coordinator = FinalizerCoordinator::new(bare.clone()).start();
-        State {
-            coordinator: Some(coordinator.recipient()),
-            ..bare
-        }
+        State { coordinator: Some(coordinator.recipient()), ..bare }
     }
 
     /// A handle that sends every request to `requests` (a probe in tests, or a
@@ -170,11 +181,16 @@ impl State {
     /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
     /// [`Error::Unavailable`].
     pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
-        State {
-            requests,
-            coordinator: None,
-            activity: Activity::new(),
-        }
+        State { requests, coordinator: None, activity: Activity::new() }
+    }
+
+    pub(crate) fn requests(&self) -> &Recipient<StateRequest> {
+        &self.requests
+    }
+
+    /// The same handle (activity, coordinator) sending requests elsewhere.
+    pub(crate) fn redirect(&self, requests: Recipient<StateRequest>) -> State {
+        State { requests, ..self.clone() }
     }
 
     pub(crate) fn activity(&self) -> &Activity {
@@ -199,27 +215,18 @@ impl State {
         match self.requests.send(req).await {
             Ok(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
             Ok(reply) => reply,
-            Err(_) => Err(Error::Unavailable {
-                resource: about,
-                service: "the state actor",
-            }),
+            Err(_) => Err(Error::Unavailable { resource: about, service: "the state actor" }),
         }
     }
 
     pub(crate) async fn resource(&self, req: StateRequest) -> Result<AnyResource, Error> {
         let op = req.operation();
-        match self.request(req).await? {
-            StateReply::Resource(r) => Ok(r),
-            other => Err(unexpected(other, op)),
-        }
+        reply_resource(self.request(req).await?, op)
     }
 
     pub(crate) async fn done(&self, req: StateRequest) -> Result<(), Error> {
         let op = req.operation();
-        match self.request(req).await? {
-            StateReply::Done => Ok(()),
-            other => Err(unexpected(other, op)),
-        }
+        reply_done(self.request(req).await?, op)
     }
 
     /// The resource at `ptr`.
@@ -227,10 +234,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::InvalidInput`].
     pub async fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::Get {
-            pointer: ptr.clone(),
-        })
-        .await
+        self.resource(StateRequest::Get { pointer: ptr.clone() }).await
     }
 
     /// The resource at `ptr` as spec type `S`.
@@ -246,10 +250,7 @@ impl State {
     /// # Errors
     /// [`Error::InvalidInput`].
     pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
-        let req = StateRequest::List {
-            kind: kind.clone(),
-            query: query.clone(),
-        };
+        let req = StateRequest::List { kind: kind.clone(), query: query.clone() };
         match self.request(req).await? {
             StateReply::Resources(r) => Ok(r),
             other => Err(unexpected(other, "list")),
@@ -265,11 +266,7 @@ impl State {
         namespace: &str,
         query: &LabelQuery,
     ) -> Result<Vec<Resource<S>>, Error> {
-        self.list(&Kind::of::<S>(namespace), query)
-            .await?
-            .iter()
-            .map(AnyResource::typed)
-            .collect()
+        self.list(&Kind::of::<S>(namespace), query).await?.iter().map(AnyResource::typed).collect()
     }
 
     /// Creates `resource` owned by `owner`. The state sets version 1, the owner
@@ -282,11 +279,8 @@ impl State {
         resource: impl Into<AnyResource>,
         owner: Option<&str>,
     ) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::Create {
-            resource: resource.into(),
-            owner: owner_arc(owner),
-        })
-        .await
+        self.resource(StateRequest::Create { resource: resource.into(), owner: owner_arc(owner) })
+            .await
     }
 
     /// Updates `resource`, which must carry the version it was read at, with
@@ -300,8 +294,7 @@ impl State {
         resource: impl Into<AnyResource>,
         owner: Option<&str>,
     ) -> Result<AnyResource, Error> {
-        self.update_with_phase(resource, owner, ExpectedPhase::Running)
-            .await
+        self.update_with_phase(resource, owner, ExpectedPhase::Running).await
     }
 
     /// [`update`](State::update) with another expected phase.
@@ -389,11 +382,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`]; [`Error::PendingFinalizers`].
     pub async fn destroy(&self, ptr: &Pointer, owner: Option<&str>) -> Result<(), Error> {
-        self.done(StateRequest::Destroy {
-            pointer: ptr.clone(),
-            owner: owner_arc(owner),
-        })
-        .await
+        self.done(StateRequest::Destroy { pointer: ptr.clone(), owner: owner_arc(owner) }).await
     }
 
     /// Moves the resource at `ptr` to `TearingDown` (idempotent) and returns
@@ -402,22 +391,8 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`].
     pub async fn teardown(&self, ptr: &Pointer, owner: Option<&str>) -> Result<bool, Error> {
-        self.teardown_owned(ptr, owner_arc(owner)).await
-    }
-
-    pub(crate) async fn teardown_owned(
-        &self,
-        ptr: &Pointer,
-        owner: Option<Arc<str>>,
-    ) -> Result<bool, Error> {
-        let req = StateRequest::Teardown {
-            pointer: ptr.clone(),
-            owner,
-        };
-        match self.request(req).await? {
-            StateReply::Ready(ready) => Ok(ready),
-            other => Err(unexpected(other, "teardown")),
-        }
+        let req = StateRequest::Teardown { pointer: ptr.clone(), owner: owner_arc(owner) };
+        reply_ready(self.request(req).await?)
     }
 
     /// Adds `finalizer` to the resource at `ptr`, whatever its owner and phase.
@@ -465,10 +440,7 @@ impl State {
                 service: "the finalizer coordinator",
             });
         };
-        let msg = TeardownAndDestroy {
-            pointer: ptr.clone(),
-            owner: owner_arc(owner),
-        };
+        let msg = TeardownAndDestroy { pointer: ptr.clone(), owner: owner_arc(owner) };
         coordinator.send(msg).await.unwrap_or_else(|_| {
             Err(Error::Unavailable {
                 resource: ptr.to_string(),
@@ -528,10 +500,7 @@ impl State {
         bootstrap: bool,
         recipient: Recipient<WatchEvent>,
     ) -> Result<WatchId, Error> {
-        let options = WatchOptions {
-            bootstrap,
-            ..WatchOptions::default()
-        };
+        let options = WatchOptions { bootstrap, ..WatchOptions::default() };
         self.watch_kind_with(kind, query, &options, recipient).await
     }
 
@@ -547,10 +516,7 @@ impl State {
         recipient: Recipient<WatchEvent>,
     ) -> Result<WatchId, Error> {
         self.watch_sink(
-            WatchTarget::Kind {
-                kind: kind.clone(),
-                query,
-            },
+            WatchTarget::Kind { kind: kind.clone(), query },
             options,
             WatchSink::recipient(recipient),
         )
@@ -563,10 +529,7 @@ impl State {
         options: &WatchOptions,
     ) -> Result<WatchStream, Error> {
         let (tx, rx) = unbounded();
-        let sink = WatchSink {
-            sink: Sink::Channel(tx),
-            activity: None,
-        };
+        let sink = WatchSink { sink: Sink::Channel(tx), activity: None };
         let id = self.watch_sink(target, options, sink).await?;
         Ok(WatchStream { id, rx })
     }
@@ -576,8 +539,7 @@ impl State {
     /// # Errors
     /// [`Error::InvalidInput`].
     pub async fn watch_stream(&self, ptr: &Pointer) -> Result<WatchStream, Error> {
-        self.stream(WatchTarget::Resource(ptr.clone()), &WatchOptions::default())
-            .await
+        self.stream(WatchTarget::Resource(ptr.clone()), &WatchOptions::default()).await
     }
 
     /// [`watch_kind`](State::watch_kind) as a [`Stream`] of [`Event`]s.
@@ -590,14 +552,7 @@ impl State {
         query: LabelQuery,
         options: &WatchOptions,
     ) -> Result<WatchStream, Error> {
-        self.stream(
-            WatchTarget::Kind {
-                kind: kind.clone(),
-                query,
-            },
-            options,
-        )
-        .await
+        self.stream(WatchTarget::Kind { kind: kind.clone(), query }, options).await
     }
 
     /// Ends a watch (a watch also ends by itself once its subscriber is gone).
@@ -651,8 +606,6 @@ impl Stream for WatchStream {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        Pin::new(&mut self.rx)
-            .poll_next(cx)
-            .map(|m| m.map(WatchEvent::into_event))
+        Pin::new(&mut self.rx).poll_next(cx).map(|m| m.map(WatchEvent::into_event))
     }
 }

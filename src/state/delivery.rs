@@ -328,10 +328,7 @@ mod tests {
     fn updates_coalesce_to_one_updated_from_the_seen_state() {
         let mut b = Backlog::default();
         for v in 2..=100 {
-            b.push(Event::Updated {
-                old: r("a", v - 1),
-                new: r("a", v),
-            });
+            b.push(Event::Updated { old: r("a", v - 1), new: r("a", v) });
         }
         assert_eq!(b.len(), 1);
         assert_eq!(drain(&mut b), ["U a@1->100"]);
@@ -341,10 +338,7 @@ mod tests {
     fn created_then_updated_is_created_with_the_latest_state() {
         let mut b = Backlog::default();
         b.push(Event::Created(r("a", 1)));
-        b.push(Event::Updated {
-            old: r("a", 1),
-            new: r("a", 2),
-        });
+        b.push(Event::Updated { old: r("a", 1), new: r("a", 2) });
         assert_eq!(drain(&mut b), ["C a@2"]);
     }
 
@@ -359,10 +353,7 @@ mod tests {
     #[test]
     fn updated_then_destroyed_is_destroyed_with_the_last_state() {
         let mut b = Backlog::default();
-        b.push(Event::Updated {
-            old: r("a", 1),
-            new: r("a", 2),
-        });
+        b.push(Event::Updated { old: r("a", 1), new: r("a", 2) });
         b.push(Event::Destroyed(r("a", 2)));
         assert_eq!(drain(&mut b), ["D a@2"]);
     }
@@ -370,16 +361,10 @@ mod tests {
     #[test]
     fn destroyed_and_recreated_is_both_events() {
         let mut b = Backlog::default();
-        b.push(Event::Updated {
-            old: r("a", 1),
-            new: r("a", 2),
-        });
+        b.push(Event::Updated { old: r("a", 1), new: r("a", 2) });
         b.push(Event::Destroyed(r("a", 2)));
         b.push(Event::Created(r("a", 1)));
-        b.push(Event::Updated {
-            old: r("a", 1),
-            new: r("a", 2),
-        });
+        b.push(Event::Updated { old: r("a", 1), new: r("a", 2) });
         assert_eq!(drain(&mut b), ["D a@2", "C a@2"]);
     }
 
@@ -389,10 +374,7 @@ mod tests {
         b.push(Event::Created(r("b", 1)));
         b.push(Event::Created(r("a", 1)));
         b.push(Event::Bootstrapped(Kind::new("ns", "T")));
-        b.push(Event::Updated {
-            old: r("b", 1),
-            new: r("b", 2),
-        });
+        b.push(Event::Updated { old: r("b", 1), new: r("b", 2) });
         b.push(Event::Created(r("c", 1)));
         assert_eq!(drain(&mut b), ["C b@2", "C a@1", "B", "C c@1"]);
     }
@@ -402,10 +384,7 @@ mod tests {
         let (tx, mut rx) = futures::channel::mpsc::unbounded();
         let mut out = Outbox::new(WatchId(1), Sink::Channel(tx), 2, None, None);
         for v in 1..=10 {
-            out.publish(Event::Updated {
-                old: r("a", v),
-                new: r("a", v + 1),
-            });
+            out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) });
         }
         assert_eq!(out.stats(), (2, 1));
         let first = rx.try_recv().unwrap();

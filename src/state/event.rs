@@ -101,11 +101,7 @@ pub struct WatchEvent {
 impl WatchEvent {
     /// A message not tied to any watch's flow control (for tests and probes).
     pub fn detached(watch: WatchId, event: Event) -> Self {
-        WatchEvent {
-            watch,
-            event,
-            _token: None,
-        }
+        WatchEvent { watch, event, _token: None }
     }
 
     /// Which watch delivered it.

@@ -36,11 +36,7 @@ impl ExpectedPhase {
         if expected == actual {
             Ok(())
         } else {
-            Err(Error::PhaseConflict {
-                resource: ptr.clone(),
-                expected,
-                actual,
-            })
+            Err(Error::PhaseConflict { resource: ptr.clone(), expected, actual })
         }
     }
 }
@@ -135,10 +131,7 @@ fn check_owner(res: &AnyResource, caller: Option<&str>) -> Result<(), Error> {
 impl<B: Backend> Store<B> {
     /// A store over `backend`.
     pub fn with_backend(backend: B) -> Self {
-        Store {
-            backend,
-            owners: HashSet::new(),
-        }
+        Store { backend, owners: HashSet::new() }
     }
 
     /// The backend.
@@ -157,9 +150,7 @@ impl<B: Backend> Store<B> {
     }
 
     fn found(&self, ptr: &Pointer) -> Result<&AnyResource, Error> {
-        self.backend.get(ptr).ok_or_else(|| Error::NotFound {
-            resource: ptr.clone(),
-        })
+        self.backend.get(ptr).ok_or_else(|| Error::NotFound { resource: ptr.clone() })
     }
 
     fn intern_owner(&mut self, owner: Option<&str>) -> Option<Arc<str>> {
@@ -230,9 +221,7 @@ impl<B: Backend> Store<B> {
     ) -> Result<(AnyResource, Change), Error> {
         validate::metadata(res.metadata())?;
         if self.backend.get(res.pointer()).is_some() {
-            return Err(Error::AlreadyExists {
-                resource: res.pointer().clone(),
-            });
+            return Err(Error::AlreadyExists { resource: res.pointer().clone() });
         }
         let owner = self.intern_owner(owner);
         let md = res.metadata_mut();
@@ -267,13 +256,7 @@ impl<B: Backend> Store<B> {
         md.set_created(created);
         md.set_updated(now);
         let stored = self.write(new)?;
-        Ok((
-            stored.clone(),
-            Change::Updated {
-                old: current,
-                new: stored,
-            },
-        ))
+        Ok((stored.clone(), Change::Updated { old: current, new: stored }))
     }
 
     /// Updates the stored resource with `res`.
@@ -382,9 +365,8 @@ impl<B: Backend> Store<B> {
                 finalizers: current.metadata().finalizers().to_vec(),
             });
         }
-        let removed = self.backend.remove(ptr)?.ok_or_else(|| Error::NotFound {
-            resource: ptr.clone(),
-        })?;
+        let removed =
+            self.backend.remove(ptr)?.ok_or_else(|| Error::NotFound { resource: ptr.clone() })?;
         Ok(Change::Destroyed(removed))
     }
 
@@ -515,43 +497,30 @@ mod tests {
         s.create(num("a", 1), None, t(1)).unwrap();
         let e = s.create(num("a", 2), None, t(2)).unwrap_err();
         assert!(e.is_already_exists());
-        assert_eq!(
-            s.get(&ptr("a")).unwrap().typed::<Num>().unwrap().spec().0,
-            1
-        );
+        assert_eq!(s.get(&ptr("a")).unwrap().typed::<Num>().unwrap().spec().0, 1);
     }
 
     #[test]
     fn update_checks_not_found_owner_version_phase_in_that_order() {
         let mut s = Store::new();
-        let e = s
-            .update(num("a", 1), None, ExpectedPhase::Running, t(1))
-            .unwrap_err();
+        let e = s.update(num("a", 1), None, ExpectedPhase::Running, t(1)).unwrap_err();
         assert!(e.is_not_found());
 
         let (stored, _) = s.create(num("a", 1), Some("c"), t(1)).unwrap();
         s.teardown(&ptr("a"), Some("c"), t(2)).unwrap();
         // Wrong owner, wrong version and wrong phase at once: owner wins.
         let stale = stored.clone();
-        let e = s
-            .update(stale.clone(), Some("x"), ExpectedPhase::Running, t(3))
-            .unwrap_err();
+        let e = s.update(stale.clone(), Some("x"), ExpectedPhase::Running, t(3)).unwrap_err();
         assert!(e.is_owner_conflict(), "{e}");
         // Right owner, wrong version, wrong phase: version wins.
-        let e = s
-            .update(stale, Some("c"), ExpectedPhase::Running, t(3))
-            .unwrap_err();
+        let e = s.update(stale, Some("c"), ExpectedPhase::Running, t(3)).unwrap_err();
         assert!(e.is_version_conflict(), "{e}");
         // Right owner and version, wrong phase.
         let fresh = s.get(&ptr("a")).unwrap();
-        let e = s
-            .update(fresh.clone(), Some("c"), ExpectedPhase::Running, t(3))
-            .unwrap_err();
+        let e = s.update(fresh.clone(), Some("c"), ExpectedPhase::Running, t(3)).unwrap_err();
         assert!(e.is_phase_conflict(), "{e}");
         // Expecting the phase it is in succeeds.
-        let (updated, _) = s
-            .update(fresh, Some("c"), ExpectedPhase::TearingDown, t(4))
-            .unwrap();
+        let (updated, _) = s.update(fresh, Some("c"), ExpectedPhase::TearingDown, t(4)).unwrap();
         assert_eq!(updated.version(), Version::new(3));
     }
 
@@ -562,19 +531,12 @@ mod tests {
         let mut next = stored.typed::<Num>().unwrap();
         next.spec_mut().0 = 2;
         next.metadata_mut().set_version(Version::new(1));
-        let (updated, change) = s
-            .update(next.into_any(), None, ExpectedPhase::Running, t(9))
-            .unwrap();
+        let (updated, change) =
+            s.update(next.into_any(), None, ExpectedPhase::Running, t(9)).unwrap();
         assert_eq!(updated.version(), Version::new(2));
         assert_eq!(updated.metadata().created(), t(1));
         assert_eq!(updated.metadata().updated(), t(9));
-        assert_eq!(
-            change,
-            Change::Updated {
-                old: stored,
-                new: updated
-            }
-        );
+        assert_eq!(change, Change::Updated { old: stored, new: updated });
     }
 
     #[test]
@@ -591,35 +553,17 @@ mod tests {
     fn no_op_modify_writes_nothing() {
         let mut s = Store::new();
         let (a, change) = s
-            .modify(
-                &Pointer::of::<Num>("ns", "m"),
-                set_num(1),
-                None,
-                ExpectedPhase::Running,
-                t(1),
-            )
+            .modify(&Pointer::of::<Num>("ns", "m"), set_num(1), None, ExpectedPhase::Running, t(1))
             .unwrap();
         assert!(matches!(change, Some(Change::Created(_))));
         let (b, change) = s
-            .modify(
-                &Pointer::of::<Num>("ns", "m"),
-                set_num(1),
-                None,
-                ExpectedPhase::Running,
-                t(2),
-            )
+            .modify(&Pointer::of::<Num>("ns", "m"), set_num(1), None, ExpectedPhase::Running, t(2))
             .unwrap();
         assert_eq!(change, None);
         assert_eq!(b.version(), a.version());
         assert_eq!(b.metadata().updated(), t(1));
         let (c, change) = s
-            .modify(
-                &Pointer::of::<Num>("ns", "m"),
-                set_num(2),
-                None,
-                ExpectedPhase::Running,
-                t(3),
-            )
+            .modify(&Pointer::of::<Num>("ns", "m"), set_num(2), None, ExpectedPhase::Running, t(3))
             .unwrap();
         assert!(matches!(change, Some(Change::Updated { .. })));
         assert_eq!(c.version(), Version::new(2));
@@ -629,16 +573,11 @@ mod tests {
     fn modify_checks_owner_and_phase_even_for_no_op_changes() {
         let mut s = Store::new();
         let p = Pointer::of::<Num>("ns", "m");
-        s.modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(1))
-            .unwrap();
-        let e = s
-            .modify(&p, set_num(1), None, ExpectedPhase::Running, t(2))
-            .unwrap_err();
+        s.modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(1)).unwrap();
+        let e = s.modify(&p, set_num(1), None, ExpectedPhase::Running, t(2)).unwrap_err();
         assert!(e.is_owner_conflict());
         s.teardown(&p, Some("c"), t(3)).unwrap();
-        let e = s
-            .modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(4))
-            .unwrap_err();
+        let e = s.modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(4)).unwrap_err();
         assert!(e.is_phase_conflict());
     }
 
@@ -646,9 +585,7 @@ mod tests {
     fn modify_returning_another_address_is_invalid_input() {
         let mut s = Store::new();
         let f: ModifyFn = Box::new(|_| Ok(Resource::new("ns", "elsewhere", Num(1)).into_any()));
-        let e = s
-            .modify(&ptr("m"), f, None, ExpectedPhase::Running, t(1))
-            .unwrap_err();
+        let e = s.modify(&ptr("m"), f, None, ExpectedPhase::Running, t(1)).unwrap_err();
         assert!(e.is_invalid_input());
         assert!(s.is_empty());
     }
@@ -660,11 +597,7 @@ mod tests {
         r.metadata_mut().finalizers_mut().add("f");
         s.create(r, Some("c"), t(1)).unwrap();
         assert!(s.destroy(&ptr("a"), None).unwrap_err().is_owner_conflict());
-        assert!(
-            s.destroy(&ptr("a"), Some("c"))
-                .unwrap_err()
-                .is_pending_finalizers()
-        );
+        assert!(s.destroy(&ptr("a"), Some("c")).unwrap_err().is_pending_finalizers());
         s.remove_finalizer(&ptr("a"), "f", t(2)).unwrap();
         let change = s.destroy(&ptr("a"), Some("c")).unwrap();
         assert!(matches!(change, Change::Destroyed(r) if r.version() == Version::new(2)));
@@ -710,11 +643,7 @@ mod tests {
         assert!(s.remove_finalizer(&ptr("a"), "g", t(5)).unwrap().is_none());
         assert!(s.remove_finalizer(&ptr("a"), "f", t(6)).unwrap().is_some());
         assert_eq!(s.get(&ptr("a")).unwrap().version(), Version::new(4));
-        assert!(
-            s.add_finalizer(&ptr("zz"), "f", t(7))
-                .unwrap_err()
-                .is_not_found()
-        );
+        assert!(s.add_finalizer(&ptr("zz"), "f", t(7)).unwrap_err().is_not_found());
     }
 
     #[test]
@@ -727,27 +656,14 @@ mod tests {
             }
             s.create(r, None, t(1)).unwrap();
         }
-        s.create(
-            Resource::new("ns", "z", Text("x".into())).into_any(),
-            None,
-            t(1),
-        )
-        .unwrap();
+        s.create(Resource::new("ns", "z", Text("x".into())).into_any(), None, t(1)).unwrap();
         let kind = Kind::of::<Num>("ns");
-        let ids: Vec<String> = s
-            .list(&kind, &LabelQuery::all())
-            .unwrap()
-            .iter()
-            .map(|r| r.id().to_owned())
-            .collect();
+        let ids: Vec<String> =
+            s.list(&kind, &LabelQuery::all()).unwrap().iter().map(|r| r.id().to_owned()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
         let kept = s.list(&kind, &LabelQuery::all().exists("keep")).unwrap();
         assert_eq!(kept.len(), 2);
-        assert!(
-            s.list(&Kind::of::<Num>("other"), &LabelQuery::all())
-                .unwrap()
-                .is_empty()
-        );
+        assert!(s.list(&Kind::of::<Num>("other"), &LabelQuery::all()).unwrap().is_empty());
     }
 
     #[test]
@@ -756,27 +672,12 @@ mod tests {
         let bad_id = Resource::new("ns", "", Num(1)).into_any();
         assert!(s.create(bad_id, None, t(1)).unwrap_err().is_invalid_input());
         let mut bad_label = num("a", 1);
-        bad_label
-            .metadata_mut()
-            .labels_mut()
-            .insert("no spaces allowed", "x");
-        assert!(
-            s.create(bad_label, None, t(1))
-                .unwrap_err()
-                .is_invalid_input()
-        );
+        bad_label.metadata_mut().labels_mut().insert("no spaces allowed", "x");
+        assert!(s.create(bad_label, None, t(1)).unwrap_err().is_invalid_input());
         let long_ns = Resource::new("n".repeat(300), "a", Num(1)).into_any();
-        assert!(
-            s.create(long_ns, None, t(1))
-                .unwrap_err()
-                .is_invalid_input()
-        );
+        assert!(s.create(long_ns, None, t(1)).unwrap_err().is_invalid_input());
         assert!(s.is_empty());
-        assert!(
-            s.get(&Pointer::new("ns", "T\u{7}", "a"))
-                .unwrap_err()
-                .is_invalid_input()
-        );
+        assert!(s.get(&Pointer::new("ns", "T\u{7}", "a")).unwrap_err().is_invalid_input());
     }
 
     #[test]

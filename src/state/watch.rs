@@ -62,10 +62,7 @@ impl WatchTarget {
 fn plain_event(change: &Change) -> Event {
     match change {
         Change::Created(r) => Event::Created(r.clone()),
-        Change::Updated { old, new } => Event::Updated {
-            old: old.clone(),
-            new: new.clone(),
-        },
+        Change::Updated { old, new } => Event::Updated { old: old.clone(), new: new.clone() },
         Change::Destroyed(r) => Event::Destroyed(r.clone()),
     }
 }
@@ -172,28 +169,13 @@ mod tests {
         };
         let web = labelled("a", Some("web"));
         let db = labelled("a", Some("db"));
-        let starts = Change::Updated {
-            old: db.clone(),
-            new: web.clone(),
-        };
+        let starts = Change::Updated { old: db.clone(), new: web.clone() };
         assert!(matches!(target.event_for(&starts), Some(Event::Created(r)) if r == web));
-        let stops = Change::Updated {
-            old: web.clone(),
-            new: db.clone(),
-        };
+        let stops = Change::Updated { old: web.clone(), new: db.clone() };
         assert!(matches!(target.event_for(&stops), Some(Event::Destroyed(r)) if r == db));
-        let stays = Change::Updated {
-            old: web.clone(),
-            new: web.clone(),
-        };
-        assert!(matches!(
-            target.event_for(&stays),
-            Some(Event::Updated { .. })
-        ));
-        let outside = Change::Updated {
-            old: db.clone(),
-            new: db.clone(),
-        };
+        let stays = Change::Updated { old: web.clone(), new: web.clone() };
+        assert!(matches!(target.event_for(&stays), Some(Event::Updated { .. })));
+        let outside = Change::Updated { old: db.clone(), new: db.clone() };
         assert_eq!(target.event_for(&outside), None);
         assert_eq!(target.event_for(&Change::Created(db)), None);
     }
@@ -201,15 +183,7 @@ mod tests {
     #[test]
     fn resource_targets_see_only_their_resource() {
         let target = WatchTarget::Resource(Pointer::of::<Num>("ns", "a"));
-        assert!(
-            target
-                .event_for(&Change::Created(labelled("a", None)))
-                .is_some()
-        );
-        assert!(
-            target
-                .event_for(&Change::Created(labelled("b", None)))
-                .is_none()
-        );
+        assert!(target.event_for(&Change::Created(labelled("a", None))).is_some());
+        assert!(target.event_for(&Change::Created(labelled("b", None))).is_none());
     }
 }

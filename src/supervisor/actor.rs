@@ -17,7 +17,7 @@ use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
 use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::QueueHost;
 use crate::controller::{
-    AccessRules, Controller, Input, InputKind, Output, QController, QueueHandle,
+    AccessRules, Controller, Input, InputKind, Output, QController, QSettings, QueueHandle,
 };
 use crate::state::State;
 
@@ -152,9 +152,7 @@ impl Supervisor {
         queue: bool,
     ) -> Result<(), RegistrationError> {
         if self.is_stopped() {
-            return Err(RegistrationError::Stopped {
-                controller: name.to_owned(),
-            });
+            return Err(RegistrationError::Stopped { controller: name.to_owned() });
         }
         self.db.register(name, inputs, outputs, queue)
     }
@@ -176,14 +174,7 @@ impl Supervisor {
         queue: Option<Arc<QueueCounters>>,
         stop: Recipient<StopHost>,
     ) {
-        self.controllers.insert(
-            name,
-            Entry {
-                counters,
-                queue,
-                stop,
-            },
-        );
+        self.controllers.insert(name, Entry { counters, queue, stop });
     }
 
     fn stop_all(
@@ -195,11 +186,7 @@ impl Supervisor {
             log::info!("runtime stopping: {reason:?}");
             self.stopped.send_replace(Some(reason));
         }
-        let stops: Vec<_> = self
-            .controllers
-            .values()
-            .map(|e| e.stop.send(StopHost))
-            .collect();
+        let stops: Vec<_> = self.controllers.values().map(|e| e.stop.send(StopHost)).collect();
         let _ = ctx;
         async move {
             let _ = join_all(stops).await;
@@ -284,10 +271,7 @@ pub(crate) struct ControllerRegistration<C, F> {
 
 impl<C, F> ControllerRegistration<C, F> {
     pub(crate) fn new(factory: F) -> Self {
-        ControllerRegistration {
-            factory,
-            _controller: PhantomData,
-        }
+        ControllerRegistration { factory, _controller: PhantomData }
     }
 }
 
@@ -318,9 +302,8 @@ where
         sup: &mut Supervisor,
         ctx: &mut Context<Supervisor>,
     ) -> Result<Registered, RegistrationError> {
-        let (instance, (name, inputs, outputs)) = describe(&self.factory, |c: &C| {
-            (c.name().to_owned(), c.inputs(), c.outputs())
-        })?;
+        let (instance, (name, inputs, outputs)) =
+            describe(&self.factory, |c: &C| (c.name().to_owned(), c.inputs(), c.outputs()))?;
         sup.claim(&name, &inputs, &outputs, false)?;
         let env = sup.host_env(ctx);
         let counters = Arc::new(Counters::default());
@@ -334,6 +317,24 @@ where
     }
 }
 
+/// The rules a queue controller's settings follow beyond those of any controller.
+pub(crate) fn check_queue_settings(
+    name: &str,
+    settings: &QSettings,
+) -> Result<(), RegistrationError> {
+    let invalid = |reason: &str| RegistrationError::Invalid {
+        controller: name.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if settings.concurrency == 0 {
+        return Err(invalid("a queue controller's concurrency must be at least 1"));
+    }
+    if !settings.inputs.iter().any(|i| i.kind == InputKind::Primary) {
+        return Err(invalid("a queue controller needs at least one primary input"));
+    }
+    Ok(())
+}
+
 /// The registration of a [`QController`] built by factory `F`.
 pub(crate) struct QueueRegistration<Q, F> {
     factory: F,
@@ -342,10 +343,7 @@ pub(crate) struct QueueRegistration<Q, F> {
 
 impl<Q, F> QueueRegistration<Q, F> {
     pub(crate) fn new(factory: F) -> Self {
-        QueueRegistration {
-            factory,
-            _controller: PhantomData,
-        }
+        QueueRegistration { factory, _controller: PhantomData }
     }
 }
 
@@ -361,20 +359,7 @@ where
     ) -> Result<Registered, RegistrationError> {
         let (instance, (name, settings)) =
             describe(&self.factory, |q: &Q| (q.name().to_owned(), q.settings()))?;
-        let invalid = |reason: &str| RegistrationError::Invalid {
-            controller: name.clone(),
-            reason: reason.to_owned(),
-        };
-        if settings.concurrency == 0 {
-            return Err(invalid(
-                "a queue controller's concurrency must be at least 1",
-            ));
-        }
-        if !settings.inputs.iter().any(|i| i.kind == InputKind::Primary) {
-            return Err(invalid(
-                "a queue controller needs at least one primary input",
-            ));
-        }
+        check_queue_settings(&name, &settings)?;
         sup.claim(&name, &settings.inputs, &settings.outputs, true)?;
         let env = sup.host_env(ctx);
         let counters = Arc::new(Counters::default());

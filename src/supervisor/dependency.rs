@@ -146,10 +146,7 @@ pub(crate) fn check_inputs(
         let fits = if queue {
             matches!(input.kind, InputKind::Primary | InputKind::Mapped)
         } else {
-            matches!(
-                input.kind,
-                InputKind::Weak | InputKind::Strong | InputKind::DestroyReady
-            )
+            matches!(input.kind, InputKind::Weak | InputKind::Strong | InputKind::DestroyReady)
         };
         if !fits {
             return Err(RegistrationError::InvalidInputKind {
@@ -181,23 +178,16 @@ impl DependencyDb {
         outputs: &[Output],
         queue: bool,
     ) -> Result<(), RegistrationError> {
-        validate::name("controller name", name).map_err(|reason| RegistrationError::Invalid {
-            controller: name.to_owned(),
-            reason,
-        })?;
+        validate::name("controller name", name)
+            .map_err(|reason| RegistrationError::Invalid { controller: name.to_owned(), reason })?;
         if self.controllers.contains_key(name) {
-            return Err(RegistrationError::DuplicateController {
-                name: name.to_owned(),
-            });
+            return Err(RegistrationError::DuplicateController { name: name.to_owned() });
         }
         check_inputs(name, inputs, queue)?;
         self.check_outputs(name, outputs)?;
         // Everything checked: commit.
         for output in outputs {
-            let holders = self
-                .outputs
-                .entry(output.resource_type.clone())
-                .or_default();
+            let holders = self.outputs.entry(output.resource_type.clone()).or_default();
             match output.kind {
                 OutputKind::Exclusive => holders.exclusive = Some(name.to_owned()),
                 OutputKind::Shared => holders.shared.push(name.to_owned()),
@@ -205,11 +195,7 @@ impl DependencyDb {
         }
         self.controllers.insert(
             name.to_owned(),
-            Claims {
-                inputs: inputs.to_vec(),
-                outputs: outputs.to_vec(),
-                queue,
-            },
+            Claims { inputs: inputs.to_vec(), outputs: outputs.to_vec(), queue },
         );
         Ok(())
     }
@@ -219,26 +205,19 @@ impl DependencyDb {
         let mut pending: HashMap<&str, Holders> = HashMap::new();
         for output in outputs {
             validate::name("output type", &output.resource_type).map_err(|reason| {
-                RegistrationError::Invalid {
-                    controller: name.to_owned(),
-                    reason,
-                }
+                RegistrationError::Invalid { controller: name.to_owned(), reason }
             })?;
             let stored = self.outputs.get(&output.resource_type);
             let mine = pending.entry(&output.resource_type).or_default();
-            let exclusive = stored
-                .and_then(|h| h.exclusive.as_deref())
-                .or(mine.exclusive.as_deref());
+            let exclusive =
+                stored.and_then(|h| h.exclusive.as_deref()).or(mine.exclusive.as_deref());
             if let Some(holder) = exclusive {
                 return Err(RegistrationError::ExclusiveConflict {
                     resource_type: output.resource_type.clone(),
                     holder: holder.to_owned(),
                 });
             }
-            let shared_by = stored
-                .and_then(|h| h.shared.first())
-                .or(mine.shared.first())
-                .cloned();
+            let shared_by = stored.and_then(|h| h.shared.first()).or(mine.shared.first()).cloned();
             match output.kind {
                 OutputKind::Exclusive => {
                     if let Some(holder) = shared_by {
@@ -323,12 +302,7 @@ mod tests {
     use super::*;
 
     fn weak(ty: &str) -> Input {
-        Input {
-            namespace: "ns".into(),
-            resource_type: ty.into(),
-            id: None,
-            kind: InputKind::Weak,
-        }
+        Input { namespace: "ns".into(), resource_type: ty.into(), id: None, kind: InputKind::Weak }
     }
 
     fn out(ty: &str, kind: OutputKind) -> Output {
@@ -338,11 +312,8 @@ mod tests {
     #[test]
     fn a_second_exclusive_claim_is_refused() {
         let mut db = DependencyDb::default();
-        db.register("A", &[], &[out("T", OutputKind::Exclusive)], false)
-            .unwrap();
-        let e = db
-            .register("B", &[], &[out("T", OutputKind::Exclusive)], false)
-            .unwrap_err();
+        db.register("A", &[], &[out("T", OutputKind::Exclusive)], false).unwrap();
+        let e = db.register("B", &[], &[out("T", OutputKind::Exclusive)], false).unwrap_err();
         assert_eq!(
             e.to_string(),
             r#"resource type "T" is already managed in exclusive mode by "A""#
@@ -352,22 +323,15 @@ mod tests {
     #[test]
     fn shared_on_exclusive_and_exclusive_on_shared_are_refused() {
         let mut db = DependencyDb::default();
-        db.register("A", &[], &[out("X", OutputKind::Exclusive)], false)
-            .unwrap();
-        db.register("B", &[], &[out("S", OutputKind::Shared)], false)
-            .unwrap();
-        let e = db
-            .register("C", &[], &[out("X", OutputKind::Shared)], false)
-            .unwrap_err();
+        db.register("A", &[], &[out("X", OutputKind::Exclusive)], false).unwrap();
+        db.register("B", &[], &[out("S", OutputKind::Shared)], false).unwrap();
+        let e = db.register("C", &[], &[out("X", OutputKind::Shared)], false).unwrap_err();
         assert!(
             matches!(e, RegistrationError::ExclusiveConflict { ref holder, .. } if holder == "A")
         );
-        let e = db
-            .register("C", &[], &[out("S", OutputKind::Exclusive)], false)
-            .unwrap_err();
+        let e = db.register("C", &[], &[out("S", OutputKind::Exclusive)], false).unwrap_err();
         assert!(matches!(e, RegistrationError::SharedConflict { ref holder, .. } if holder == "B"));
-        db.register("C", &[], &[out("S", OutputKind::Shared)], false)
-            .unwrap();
+        db.register("C", &[], &[out("S", OutputKind::Shared)], false).unwrap();
     }
 
     #[test]
@@ -386,10 +350,7 @@ mod tests {
             .register(
                 "A",
                 &[],
-                &[
-                    out("S", OutputKind::Exclusive),
-                    out("S", OutputKind::Exclusive),
-                ],
+                &[out("S", OutputKind::Exclusive), out("S", OutputKind::Exclusive)],
                 false,
             )
             .unwrap_err();
@@ -404,9 +365,7 @@ mod tests {
         assert!(matches!(e, RegistrationError::DuplicateController { .. }));
         let mut strong = weak("I");
         strong.kind = InputKind::Strong;
-        let e = db
-            .register("B", &[weak("I"), strong], &[], false)
-            .unwrap_err();
+        let e = db.register("B", &[weak("I"), strong], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::DuplicateInput { .. }));
         // Same type with different ids is fine.
         db.register(
@@ -425,35 +384,23 @@ mod tests {
     #[test]
     fn a_failed_registration_leaves_nothing_behind() {
         let mut db = DependencyDb::default();
-        db.register("A", &[], &[out("T", OutputKind::Exclusive)], false)
-            .unwrap();
+        db.register("A", &[], &[out("T", OutputKind::Exclusive)], false).unwrap();
         // B's first output would be fine, its second conflicts: nothing of B stays.
         let e = db
             .register(
                 "B",
                 &[],
-                &[
-                    out("U", OutputKind::Exclusive),
-                    out("T", OutputKind::Shared),
-                ],
+                &[out("U", OutputKind::Exclusive), out("T", OutputKind::Shared)],
                 false,
             )
             .unwrap_err();
         assert!(matches!(e, RegistrationError::ExclusiveConflict { .. }));
-        db.register("C", &[], &[out("U", OutputKind::Exclusive)], false)
-            .unwrap();
+        db.register("C", &[], &[out("U", OutputKind::Exclusive)], false).unwrap();
         db.register("B", &[], &[], false).unwrap();
         // And a bad input after good outputs rolls back the outputs too.
-        let bad = Input {
-            namespace: String::new(),
-            ..weak("I")
-        };
-        assert!(
-            db.register("D", &[bad], &[out("V", OutputKind::Exclusive)], false)
-                .is_err()
-        );
-        db.register("E", &[], &[out("V", OutputKind::Exclusive)], false)
-            .unwrap();
+        let bad = Input { namespace: String::new(), ..weak("I") };
+        assert!(db.register("D", &[bad], &[out("V", OutputKind::Exclusive)], false).is_err());
+        db.register("E", &[], &[out("V", OutputKind::Exclusive)], false).unwrap();
     }
 
     #[test]

@@ -136,11 +136,7 @@ impl DependencyGraph {
 
     /// The resource types that appear, sorted.
     pub fn resource_types(&self) -> Vec<String> {
-        let set: BTreeSet<&str> = self
-            .edges
-            .iter()
-            .map(|e| e.resource_type.as_str())
-            .collect();
+        let set: BTreeSet<&str> = self.edges.iter().map(|e| e.resource_type.as_str()).collect();
         set.into_iter().map(str::to_owned).collect()
     }
 

@@ -30,7 +30,7 @@ pub use restart::{Backoff, Intensity, OnExceeded, RestartPolicy};
 
 pub(crate) use actor::{
     ControllerRegistration, GetGraph, GetMetrics, HostReport, QueueRegistration, Register,
-    Registered, Registration, StopAll,
+    Registered, Registration, StopAll, check_queue_settings, describe,
 };
-pub(crate) use dependency::check_inputs;
+pub(crate) use dependency::{DependencyDb, check_inputs};
 pub(crate) use restart::{Decision, RestartTracker};

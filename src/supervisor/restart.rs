@@ -48,10 +48,7 @@ impl Backoff {
     pub fn delay(&self, attempt: u32, unit: f64) -> Duration {
         let max = self.max.as_secs_f64();
         let base = self.initial.as_secs_f64()
-            * self
-                .multiplier
-                .max(1.0)
-                .powi(i32::try_from(attempt).unwrap_or(i32::MAX));
+            * self.multiplier.max(1.0).powi(i32::try_from(attempt).unwrap_or(i32::MAX));
         let base = if base.is_finite() { base.min(max) } else { max };
         let jitter = self.jitter.clamp(0.0, 1.0);
         let spread = base * (1.0 - jitter / 2.0 + jitter * unit.clamp(0.0, 1.0));
@@ -116,11 +113,7 @@ impl RestartTracker {
         unit: f64,
     ) -> Decision {
         if let Some(limit) = policy.intensity {
-            while self
-                .recent
-                .front()
-                .is_some_and(|t| now.duration_since(*t) >= limit.within)
-            {
+            while self.recent.front().is_some_and(|t| now.duration_since(*t) >= limit.within) {
                 self.recent.pop_front();
             }
             if self.recent.len() >= limit.max_restarts as usize {
@@ -162,10 +155,7 @@ mod tests {
 
     #[test]
     fn jitter_stays_within_its_band() {
-        let b = Backoff {
-            jitter: 0.5,
-            ..no_jitter()
-        };
+        let b = Backoff { jitter: 0.5, ..no_jitter() };
         assert_eq!(b.delay(1, 0.0), Duration::from_millis(15));
         assert_eq!(b.delay(1, 0.5), Duration::from_millis(20));
         assert!(b.delay(1, 0.999) <= Duration::from_millis(25));
@@ -173,35 +163,20 @@ mod tests {
 
     #[test]
     fn success_resets_the_backoff() {
-        let policy = RestartPolicy {
-            backoff: no_jitter(),
-            ..RestartPolicy::default()
-        };
+        let policy = RestartPolicy { backoff: no_jitter(), ..RestartPolicy::default() };
         let mut t = RestartTracker::default();
         let now = Instant::now();
-        assert_eq!(
-            t.on_failure(&policy, now, 0.0),
-            Decision::Retry(Duration::from_millis(10))
-        );
-        assert_eq!(
-            t.on_failure(&policy, now, 0.0),
-            Decision::Retry(Duration::from_millis(20))
-        );
+        assert_eq!(t.on_failure(&policy, now, 0.0), Decision::Retry(Duration::from_millis(10)));
+        assert_eq!(t.on_failure(&policy, now, 0.0), Decision::Retry(Duration::from_millis(20)));
         t.on_success();
-        assert_eq!(
-            t.on_failure(&policy, now, 0.0),
-            Decision::Retry(Duration::from_millis(10))
-        );
+        assert_eq!(t.on_failure(&policy, now, 0.0), Decision::Retry(Duration::from_millis(10)));
     }
 
     #[test]
     fn intensity_gives_up_past_n_restarts_in_the_window() {
         let policy = RestartPolicy {
             backoff: no_jitter(),
-            intensity: Some(Intensity {
-                max_restarts: 2,
-                within: Duration::from_secs(10),
-            }),
+            intensity: Some(Intensity { max_restarts: 2, within: Duration::from_secs(10) }),
             on_exceeded: OnExceeded::MarkFailed,
         };
         let mut t = RestartTracker::default();
@@ -211,10 +186,7 @@ mod tests {
             t.on_failure(&policy, t0 + Duration::from_secs(1), 0.0),
             Decision::Retry(_)
         ));
-        assert_eq!(
-            t.on_failure(&policy, t0 + Duration::from_secs(2), 0.0),
-            Decision::GiveUp
-        );
+        assert_eq!(t.on_failure(&policy, t0 + Duration::from_secs(2), 0.0), Decision::GiveUp);
         // Once the window has moved past the old restarts, retries are allowed again.
         assert!(matches!(
             t.on_failure(&policy, t0 + Duration::from_secs(12), 0.0),

@@ -42,10 +42,7 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
     }
 
     fn inputs(&self) -> Vec<Input> {
-        vec![
-            Input::strong::<I>(&self.namespace),
-            Input::destroy_ready::<O>(&self.namespace),
-        ]
+        vec![Input::strong::<I>(&self.namespace), Input::destroy_ready::<O>(&self.namespace)]
     }
 
     fn outputs(&self) -> Vec<Output> {
@@ -54,9 +51,7 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
 
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         self.reconciles.fetch_add(1, Ordering::SeqCst);
-        let inputs = cx
-            .list_typed::<I>(&self.namespace, &LabelQuery::all())
-            .await?;
+        let inputs = cx.list_typed::<I>(&self.namespace, &LabelQuery::all()).await?;
         for input in &inputs {
             let out = Pointer::of::<O>(&self.namespace, input.id());
             if input.phase() == Phase::Running {
@@ -64,17 +59,13 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
                     cx.add_finalizer(input.pointer()).await?;
                 }
                 let value = (self.map)(input.spec());
-                cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value)
-                    .await?;
+                cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value).await?;
             } else if release(cx, &out).await? {
                 cx.remove_finalizer(input.pointer()).await?;
             }
         }
         // Outputs whose input is gone are torn down too.
-        for output in cx
-            .list(&Kind::of::<O>(&self.namespace), &LabelQuery::all())
-            .await?
-        {
+        for output in cx.list(&Kind::of::<O>(&self.namespace), &LabelQuery::all()).await? {
             if !inputs.iter().any(|i| i.id() == output.id()) {
                 release(cx, output.pointer()).await?;
             }
@@ -105,9 +96,7 @@ pub fn int_to_str() -> Transform<IntSpec, StrSpec> {
 
 /// String → "<string> sentence".
 pub fn str_to_sentence() -> Transform<StrSpec, SentenceSpec> {
-    Transform::new("StrToSentence", NS, |s: &StrSpec| {
-        SentenceSpec(format!("{} sentence", s.0))
-    })
+    Transform::new("StrToSentence", NS, |s: &StrSpec| SentenceSpec(format!("{} sentence", s.0)))
 }
 
 /// Sums every integer in `source` into the integer `target` (a shared output).
@@ -137,10 +126,7 @@ impl Controller for Sum {
             .iter()
             .map(|r| r.spec().0)
             .sum();
-        cx.modify(&self.target, move |r: &mut Resource<IntSpec>| {
-            r.spec_mut().0 = total
-        })
-        .await?;
+        cx.modify(&self.target, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = total).await?;
         Ok(())
     }
 }
@@ -155,11 +141,7 @@ pub struct Declared {
 
 impl Declared {
     pub fn new(name: &'static str) -> Self {
-        Declared {
-            name,
-            inputs: vec![],
-            outputs: vec![],
-        }
+        Declared { name, inputs: vec![], outputs: vec![] }
     }
 
     pub fn input(mut self, input: Input) -> Self {

@@ -1,0 +1,250 @@
+//! The test kit: harness, probe, faults, panics, paused clock.
+
+mod common;
+
+use std::time::Duration;
+
+use common::controllers::int_to_str;
+use common::{IntSpec, NS, StrSpec};
+use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::prelude::*;
+use cosi_runtime::testing::{Fault, Harness, StateProbe};
+
+fn int(id: &str) -> Pointer {
+    Pointer::of::<IntSpec>(NS, id)
+}
+
+fn s(id: &str) -> Pointer {
+    Pointer::of::<StrSpec>(NS, id)
+}
+
+#[actix::test]
+async fn the_harness_logs_the_controllers_writes_in_order() {
+    let h = Harness::new(int_to_str).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.settle().await;
+    assert_eq!(
+        h.write_log(),
+        ["add_finalizer default/Ints.test.cosi.dev/a", "modify default/Strs.test.cosi.dev/a"]
+    );
+    assert_eq!(h.get::<StrSpec>(&s("a")).await.unwrap().spec().0, "1");
+    assert_eq!(h.finalizers(&int("a")).await, ["IntToStr"]);
+    assert_eq!(h.writes()[1].owner.as_deref(), Some("IntToStr"));
+
+    // The user's own writes are not in the log; no-op modifies are not writes.
+    h.take_writes();
+    h.modify(&int("a"), |r: &mut Resource<IntSpec>| {
+        r.metadata_mut().labels_mut().insert("x", "y").map(drop).unwrap_or(())
+    })
+    .await;
+    h.settle().await;
+    assert!(h.write_log().is_empty(), "{:?}", h.write_log());
+    assert!(h.reconciles().await >= 3);
+}
+
+#[actix::test]
+async fn teardown_through_the_harness_shows_the_release_sequence() {
+    let h = Harness::new(int_to_str).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.settle().await;
+    h.take_writes();
+    h.teardown_and_destroy(&int("a")).await;
+    assert_eq!(
+        h.write_log(),
+        [
+            "teardown default/Strs.test.cosi.dev/a",
+            "destroy default/Strs.test.cosi.dev/a",
+            "remove_finalizer default/Ints.test.cosi.dev/a"
+        ]
+    );
+    assert!(h.get::<IntSpec>(&int("a")).await.is_none());
+}
+
+#[actix::test]
+async fn injected_faults_exercise_the_error_path_in_virtual_time() {
+    tokio::time::pause();
+    let h = Harness::new(int_to_str).await;
+    h.inject(Fault::on("add_finalizer").times(2));
+    let start = tokio::time::Instant::now();
+    h.create(Resource::new(NS, "a", IntSpec(7))).await;
+    h.settle().await;
+    assert_eq!(h.get::<StrSpec>(&s("a")).await.unwrap().spec().0, "7");
+    let m = h.metrics().await;
+    assert_eq!(m.errors, 2);
+    assert_eq!(m.restarts, 2);
+    let failed: Vec<_> = h.writes().into_iter().filter(|w| !w.is_ok()).collect();
+    assert_eq!(failed.len(), 2);
+    assert!(failed[0].error.as_ref().unwrap().is_unavailable());
+    assert!(
+        start.elapsed() >= Duration::from_millis(30),
+        "10 ms + 20 ms of backoff in virtual time"
+    );
+}
+
+#[actix::test]
+async fn a_fault_can_carry_a_chosen_error() {
+    let h = Harness::new(int_to_str).await;
+    h.inject(Fault::on("modify").at(&s("a")).error(Error::AlreadyExists { resource: s("a") }));
+    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.create(Resource::new(NS, "b", IntSpec(2))).await;
+    h.settle().await;
+    let failed: Vec<_> = h.writes().into_iter().filter(|w| !w.is_ok()).collect();
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].error.as_ref().unwrap().is_already_exists());
+    assert_eq!(failed[0].subject, s("a").to_string());
+}
+
+#[actix::test]
+async fn wait_for_is_driven_by_watch_events() {
+    let h = Harness::new(int_to_str).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.wait_for(&s("a"), |r: Option<&Resource<StrSpec>>| r.is_some_and(|r| r.spec().0 == "1")).await;
+    h.modify(&int("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await;
+    h.wait_for(&s("a"), |r: Option<&Resource<StrSpec>>| r.is_some_and(|r| r.spec().0 == "2")).await;
+    h.teardown(&int("a")).await;
+    h.wait_for(&s("a"), |r: Option<&Resource<StrSpec>>| r.is_none()).await;
+}
+
+#[actix::test]
+#[should_panic(expected = "did not reach the expected state")]
+async fn wait_for_fails_when_the_state_never_comes() {
+    tokio::time::pause();
+    let h = Harness::new(int_to_str).await;
+    h.wait_for(&s("never"), |r: Option<&Resource<StrSpec>>| r.is_some()).await;
+}
+
+struct Panicky;
+
+impl Controller for Panicky {
+    fn name(&self) -> &str {
+        "Panicky"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![Input::weak::<IntSpec>(NS)]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        if !cx.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await?.is_empty() {
+            panic!("a bug in the controller");
+        }
+        Ok(())
+    }
+}
+
+#[actix::test]
+#[should_panic(expected = "the system panicked")]
+async fn a_panic_in_the_controller_fails_the_test() {
+    tokio::time::pause();
+    let h = Harness::new(|| Panicky).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    // Supervision catches the panic and retries; the kit still fails the test.
+    h.settle().await;
+}
+
+#[actix::test]
+async fn allow_panics_lets_a_test_check_recovery() {
+    tokio::time::pause();
+    let h = Harness::builder().allow_panics().start(|| Panicky).await.unwrap();
+    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.destroy(&int("a")).await;
+    h.settle().await;
+    assert!(!h.panics().is_empty());
+    assert!(h.metrics().await.panics >= 1);
+}
+
+#[actix::test]
+async fn the_probe_records_exact_requests_for_delivered_messages() {
+    let probe = StateProbe::start();
+    let a = probe.seed(Resource::new(NS, "a", IntSpec(5))).await;
+    let host = probe.host(int_to_str).await.unwrap();
+    probe.settled().await;
+    assert_eq!(
+        probe.request_log(),
+        [
+            "watch default/Ints.test.cosi.dev",
+            "watch default/Strs.test.cosi.dev",
+            "list default/Ints.test.cosi.dev",
+            "add_finalizer default/Ints.test.cosi.dev/a",
+            "modify default/Strs.test.cosi.dev/a",
+            "list default/Strs.test.cosi.dev",
+        ]
+    );
+    // A change message straight into the mailbox: one reconcile, the same reads.
+    probe.take_requests();
+    host.deliver(Event::Created(a)).await;
+    probe.settled().await;
+    let log = probe.request_log();
+    assert_eq!(log.first().map(String::as_str), Some("list default/Ints.test.cosi.dev"));
+    assert!(!log.iter().any(|l| l.starts_with("modify") && l.contains("failed")));
+    assert_eq!(host.metrics().reconciles, 2);
+    // A destroy-ready change of a running output does not trigger.
+    probe.take_requests();
+    let out = probe.state().get(&s("a")).await.unwrap();
+    probe.take_requests();
+    host.deliver(Event::Created(out)).await;
+    probe.settled().await;
+    assert!(probe.request_log().is_empty(), "{:?}", probe.request_log());
+}
+
+#[actix::test]
+async fn the_probe_injects_faults_too() {
+    tokio::time::pause();
+    let probe = StateProbe::start();
+    probe.seed(Resource::new(NS, "a", IntSpec(5))).await;
+    probe.inject(Fault::on("list"));
+    let host = probe.host(int_to_str).await.unwrap();
+    probe.settled().await;
+    let m = host.metrics();
+    assert_eq!((m.errors, m.restarts, m.reconciles), (1, 1, 1));
+}
+
+/// Echoes each key into a string resource.
+struct Echo;
+
+impl QController for Echo {
+    fn name(&self) -> &str {
+        "Echo"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings {
+            inputs: vec![Input::primary::<IntSpec>(NS)],
+            outputs: vec![Output::exclusive::<StrSpec>()],
+            concurrency: 2,
+        }
+    }
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        let id = ptr.id().to_owned();
+        cx.modify(&Pointer::of::<StrSpec>(NS, ptr.id()), move |r: &mut Resource<StrSpec>| {
+            r.spec_mut().0 = id
+        })
+        .await?;
+        Ok(Outcome::Done)
+    }
+}
+
+#[actix::test]
+async fn queue_controllers_run_in_the_harness_and_the_probe() {
+    let h = Harness::queue(|| Echo).await;
+    h.create(Resource::new(NS, "q", IntSpec(1))).await;
+    h.settle().await;
+    assert_eq!(h.write_log(), ["modify default/Strs.test.cosi.dev/q"]);
+    assert!(h.queue_handle().is_some());
+
+    let probe = StateProbe::start();
+    let host = probe.queue_host(|| Echo).await.unwrap();
+    probe.settled().await;
+    assert_eq!(probe.request_log(), ["watch default/Ints.test.cosi.dev"]);
+    host.deliver(Event::Created(Resource::new(NS, "k", IntSpec(1)).into())).await;
+    probe.settled().await;
+    assert_eq!(
+        probe.request_log(),
+        ["watch default/Ints.test.cosi.dev", "modify default/Strs.test.cosi.dev/k"]
+    );
+    assert_eq!(host.metrics().queue.unwrap().reconcile_latency.count, 1);
+}

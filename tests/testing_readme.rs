@@ -1,0 +1,59 @@
+//! The README's "Testing a controller" example, compiled and run.
+
+use cosi_runtime::prelude::*;
+use cosi_runtime::testing::{Fault, Harness};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Hostname(String);
+impl Spec for Hostname {
+    const TYPE: &'static str = "Hostnames.net.cosi.dev";
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Motd(String);
+impl Spec for Motd {
+    const TYPE: &'static str = "Motds.os.cosi.dev";
+}
+
+/// The README's controller.
+struct MotdController;
+
+impl Controller for MotdController {
+    fn name(&self) -> &str {
+        "MotdController"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![Input::weak::<Hostname>("network")]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![Output::exclusive::<Motd>()]
+    }
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        for host in cx.list_typed::<Hostname>("network", &LabelQuery::all()).await? {
+            let text = format!("Welcome to {}!", host.spec().0);
+            let motd = Pointer::of::<Motd>("os", "motd");
+            cx.modify(&motd, move |m: &mut Resource<Motd>| m.spec_mut().0 = text).await?;
+        }
+        Ok(())
+    }
+}
+
+// --- README example starts here ---
+#[actix::test]
+async fn motd_follows_the_hostname_and_survives_a_failed_write() {
+    tokio::time::pause(); // backoffs run in virtual time
+    let h = Harness::new(|| MotdController).await;
+    let motd = Pointer::of::<Motd>("os", "motd");
+    h.inject(Fault::on("modify").at(&motd)); // the first write fails
+
+    h.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await;
+    h.settle().await; // no sleeps: returns when nothing is in flight
+
+    assert_eq!(h.get::<Motd>(&motd).await.unwrap().spec().0, "Welcome to node-1!");
+    let failed_then_ok =
+        ["modify os/Motds.os.cosi.dev/motd (failed)", "modify os/Motds.os.cosi.dev/motd"];
+    assert_eq!(h.write_log(), failed_then_ok);
+    assert_eq!(h.metrics().await.errors, 1);
+}
+// --- README example ends here ---
