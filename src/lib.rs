@@ -56,6 +56,8 @@ mod activity;
 pub mod controller;
 mod error;
 pub mod finalizer;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 pub mod queue;
 pub mod resource;
 mod runtime;

@@ -272,6 +272,13 @@ impl Runtime {
         self.supervisor.send(GetMetrics).await.unwrap_or_default()
     }
 
+    /// Every controller's counters in the Prometheus text format (see
+    /// [`prometheus`](crate::prometheus)).
+    #[cfg(feature = "prometheus")]
+    pub async fn metrics_text(&self) -> String {
+        crate::prometheus::render(&self.metrics().await)
+    }
+
     /// The dependency graph of the registered controllers.
     pub async fn graph(&self) -> DependencyGraph {
         self.supervisor.send(GetGraph).await.unwrap_or_default()

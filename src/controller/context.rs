@@ -71,11 +71,19 @@ impl ReconcileContext {
 
     /// Sends a write; counts it when it changed something.
     async fn write(&self, req: StateRequest) -> Result<StateReply, Error> {
-        let reply = self.state.request(req).await?;
-        if !matches!(reply, StateReply::Unchanged(_)) {
-            Counters::bump(&self.counters.writes);
+        let (op, subject) = (req.operation(), req.subject());
+        let reply = self.state.request(req).await;
+        match &reply {
+            Ok(StateReply::Unchanged(_)) => {
+                log::trace!("controller {}: {op} {subject}: unchanged", self.name());
+            }
+            Ok(_) => {
+                Counters::bump(&self.counters.writes);
+                log::debug!("controller {}: {op} {subject}", self.name());
+            }
+            Err(e) => log::debug!("controller {}: {op} {subject} failed: {e}", self.name()),
         }
-        Ok(reply)
+        reply
     }
 
     /// Reads a resource of an input or output type.

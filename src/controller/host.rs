@@ -227,6 +227,7 @@ where
         let Some(mut instance) = instance else {
             return;
         };
+        log::trace!("controller {}: reconcile", self.name);
         let mut cx = ReconcileContext::new(
             self.env.state.clone(),
             self.rules.clone(),
@@ -286,7 +287,7 @@ where
             }
             Err(panic) => {
                 Counters::bump(&self.counters.panics);
-                self.failed(format!("panicked: {panic}"), true, ctx);
+                self.failed(panic, true, ctx);
             }
         }
     }

@@ -169,6 +169,7 @@ impl<Q: QController> QueueHost<Q> {
             return;
         };
         self.queue_counters.time_in_queue.observe(waited);
+        log::trace!("queue controller {}: reconcile {ptr} (waited {waited:?})", self.name);
         self.running += 1;
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(
