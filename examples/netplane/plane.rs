@@ -73,22 +73,6 @@ NetworkStatus, "NetworkStatuses.net.cosi.dev" {
     files_desired: usize, files_applied: usize, ready: bool,
 });
 
-/// Tears `file` down and destroys it once the apply controller released it;
-/// true when it is gone.
-async fn release(cx: &ReconcileContext, file: &Pointer) -> Result<bool, Error> {
-    match cx.teardown(file).await {
-        Ok(true) => match cx.destroy(file).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.is_not_found() => Ok(true),
-            Err(e) if e.is_pending_finalizers() => Ok(false),
-            Err(e) => Err(e),
-        },
-        Ok(false) => Ok(false),
-        Err(e) if e.is_not_found() => Ok(true),
-        Err(e) => Err(e),
-    }
-}
-
 /// The common part of the four render controllers: one `FileSpec` per config
 /// object, kept while the config runs and released before the config is.
 async fn sync_files<C: Spec>(
@@ -103,7 +87,7 @@ async fn sync_files<C: Spec>(
         let id = format!("{}-{}", kind.to_lowercase(), config.id());
         let file = Pointer::of::<FileSpec>(FILES, &id);
         if config.phase() == Phase::TearingDown {
-            if release(cx, &file).await? {
+            if cx.release(&file).await? {
                 cx.remove_finalizer(config.pointer()).await?;
             }
             continue;
@@ -124,14 +108,14 @@ async fn sync_files<C: Spec>(
                 }
             }
             None => {
-                release(cx, &file).await?;
+                cx.release(&file).await?;
             }
         }
     }
     // Files of ours whose config is gone or no longer renders.
     for file in cx.list(&Kind::of::<FileSpec>(FILES), &LabelQuery::all()).await? {
         if file.owner() == Some(cx.name()) && !wanted.iter().any(|w| w == file.id()) {
-            release(cx, file.pointer()).await?;
+            cx.release(file.pointer()).await?;
         }
     }
     Ok(())

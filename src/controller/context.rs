@@ -71,7 +71,7 @@ impl ReconcileContext {
 
     /// Sends a write; counts it when it changed something.
     async fn write(&self, req: StateRequest) -> Result<StateReply, Error> {
-        let (op, subject) = (req.operation(), req.subject());
+        let (op, subject) = (req.operation(), req.about());
         let reply = self.state.request(req).await;
         match &reply {
             Ok(StateReply::Unchanged(_)) => {
@@ -170,14 +170,9 @@ impl ReconcileContext {
         S: Spec + Default,
         F: FnOnce(&mut Resource<S>) + Send + 'static,
     {
-        let (ns, id) = (ptr.namespace().to_owned(), ptr.id().to_owned());
-        self.modify_with(
-            ptr,
-            move || Resource::new(ns, id, S::default()),
-            f,
-            ExpectedPhase::Running,
-        )
-        .await
+        let at = ptr.clone();
+        self.modify_with(ptr, move || Resource::at(at, S::default()), f, ExpectedPhase::Running)
+            .await
     }
 
     /// [`modify`](ReconcileContext::modify) with an explicit starting resource
@@ -227,6 +222,27 @@ impl ReconcileContext {
         self.rules.check_write("destroy", ptr)?;
         let req = StateRequest::Destroy { pointer: ptr.clone(), owner: self.owner() };
         reply_done(self.write(req).await?, "destroy")
+    }
+
+    /// Tears down an output and destroys it once nothing holds it (no
+    /// finalizers); returns `true` when it is gone (also if it never existed).
+    /// Call it again when woken by a destroy-ready input on the output type:
+    /// this is the output half of the teardown flow.
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::OwnerConflict`].
+    pub async fn release(&self, ptr: &Pointer) -> Result<bool, Error> {
+        match self.teardown(ptr).await {
+            Ok(true) => match self.destroy(ptr).await {
+                Ok(()) => Ok(true),
+                Err(e) if e.is_not_found() => Ok(true),
+                Err(e) if e.is_pending_finalizers() => Ok(false),
+                Err(e) => Err(e),
+            },
+            Ok(false) => Ok(false),
+            Err(e) if e.is_not_found() => Ok(true),
+            Err(e) => Err(e),
+        }
     }
 
     /// Puts this controller's finalizer (its name) on a strong input.

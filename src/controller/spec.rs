@@ -126,27 +126,27 @@ impl Input {
     }
 
     /// A weak input on spec type `S` in `namespace`.
-    pub fn weak<S: Spec>(namespace: impl Into<String>) -> Self {
+    pub fn weak<S: Spec>(namespace: impl AsRef<str>) -> Self {
         Input::new(&Kind::of::<S>(namespace), InputKind::Weak)
     }
 
     /// A strong input on spec type `S` in `namespace`.
-    pub fn strong<S: Spec>(namespace: impl Into<String>) -> Self {
+    pub fn strong<S: Spec>(namespace: impl AsRef<str>) -> Self {
         Input::new(&Kind::of::<S>(namespace), InputKind::Strong)
     }
 
     /// A destroy-ready input on spec type `S` in `namespace`.
-    pub fn destroy_ready<S: Spec>(namespace: impl Into<String>) -> Self {
+    pub fn destroy_ready<S: Spec>(namespace: impl AsRef<str>) -> Self {
         Input::new(&Kind::of::<S>(namespace), InputKind::DestroyReady)
     }
 
     /// A primary input (queue controllers) on spec type `S` in `namespace`.
-    pub fn primary<S: Spec>(namespace: impl Into<String>) -> Self {
+    pub fn primary<S: Spec>(namespace: impl AsRef<str>) -> Self {
         Input::new(&Kind::of::<S>(namespace), InputKind::Primary)
     }
 
     /// A mapped input (queue controllers) on spec type `S` in `namespace`.
-    pub fn mapped<S: Spec>(namespace: impl Into<String>) -> Self {
+    pub fn mapped<S: Spec>(namespace: impl AsRef<str>) -> Self {
         Input::new(&Kind::of::<S>(namespace), InputKind::Mapped)
     }
 

@@ -1,7 +1,7 @@
 //! [`WorkQueue`]: dedup, per-key exclusion, delays, backoff (see the
 //! [module docs](super) for the contract).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
@@ -88,7 +88,7 @@ pub struct QueueStats {
 /// assert_eq!(q.get(now).unwrap().0, "eth0");
 /// ```
 pub struct WorkQueue<K> {
-    entries: HashMap<K, Entry>,
+    entries: rustc_hash::FxHashMap<K, Entry>,
     ready: VecDeque<K>,
     delayed: BTreeMap<(Instant, u64), K>,
     seq: u64,
@@ -120,7 +120,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// An empty queue whose backoff jitter is drawn from a seeded generator.
     pub fn with_seed(backoff: Backoff, seed: u64) -> Self {
         WorkQueue {
-            entries: HashMap::new(),
+            entries: rustc_hash::FxHashMap::default(),
             ready: VecDeque::new(),
             delayed: BTreeMap::new(),
             seq: 0,

@@ -261,7 +261,7 @@ impl<'de> Deserialize<'de> for Metadata {
             return Err(D::Error::custom("metadata needs a non-empty namespace, type and id"));
         }
         Ok(Metadata {
-            pointer: Pointer::new(w.namespace, w.resource_type, w.id),
+            pointer: Pointer::new(w.namespace, w.resource_type, &*w.id),
             version: w.version,
             phase: w.phase,
             owner: w.owner.map(|o| Arc::from(o.as_ref())),

@@ -27,6 +27,7 @@ pub use any::AnyResource;
 pub use dynamic::DynamicResource;
 pub use labels::{Annotations, Finalizers, Labels, StringMap};
 pub use metadata::Metadata;
+pub(crate) use pointer::KindMap;
 pub use pointer::{Id, Kind, Pointer};
 pub use query::{LabelQuery, LabelTerm};
 pub use spec::{Resource, Spec};

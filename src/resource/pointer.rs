@@ -7,6 +7,14 @@ use std::sync::Arc;
 
 use super::Spec;
 
+const KIND_CACHE_LIMIT: usize = 4096;
+
+thread_local! {
+    /// Kinds made on this thread, by hash (see [`Kind::new`]).
+    static KINDS: std::cell::RefCell<std::collections::HashMap<u64, Kind, KindHashing>> =
+        std::cell::RefCell::new(std::collections::HashMap::default());
+}
+
 /// The (namespace, type) pair that a collection of resources shares.
 ///
 /// A `Kind` is cheap to clone (one reference count): the state interns one
@@ -23,10 +31,18 @@ use super::Spec;
 #[derive(Clone)]
 pub struct Kind(Arc<KindInner>);
 
-#[derive(PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct KindInner {
+    /// Hash of (namespace, type), computed once: kinds are hashed on every
+    /// state operation.
+    hash: u64,
     namespace: Box<str>,
     resource_type: Box<str>,
+}
+
+impl KindInner {
+    fn key(&self) -> (&str, &str) {
+        (&self.namespace, &self.resource_type)
+    }
 }
 
 impl Kind {
@@ -34,11 +50,31 @@ impl Kind {
     ///
     /// Nothing is validated here; the state rejects bad names with
     /// [`Error::InvalidInput`](crate::Error::InvalidInput).
-    pub fn new(namespace: impl Into<String>, resource_type: impl Into<String>) -> Self {
-        Kind(Arc::new(KindInner {
-            namespace: namespace.into().into_boxed_str(),
-            resource_type: resource_type.into().into_boxed_str(),
-        }))
+    ///
+    /// Kinds are interned per thread (a bounded cache), so making the same kind
+    /// again costs a hash and a lookup, not three allocations, and equal kinds
+    /// usually share one allocation.
+    pub fn new(namespace: impl AsRef<str>, resource_type: impl AsRef<str>) -> Self {
+        let (ns, ty) = (namespace.as_ref(), resource_type.as_ref());
+        let mut h = rustc_hash::FxHasher::default();
+        (ns, ty).hash(&mut h);
+        let hash = h.finish();
+        let make =
+            || Kind(Arc::new(KindInner { hash, namespace: ns.into(), resource_type: ty.into() }));
+        KINDS
+            .try_with(|cache| {
+                let mut cache = cache.borrow_mut();
+                if let Some(k) = cache.get(&hash).filter(|k| k.0.key() == (ns, ty)) {
+                    return k.clone();
+                }
+                let k = make();
+                if cache.len() >= KIND_CACHE_LIMIT {
+                    cache.clear();
+                }
+                cache.insert(hash, k.clone());
+                k
+            })
+            .unwrap_or_else(|_| make())
     }
 
     /// The kind of spec type `S` in `namespace`.
@@ -51,7 +87,7 @@ impl Kind {
     /// let kind = Kind::of::<Hostname>("network");
     /// assert_eq!(kind.resource_type(), Hostname::TYPE);
     /// ```
-    pub fn of<S: Spec>(namespace: impl Into<String>) -> Self {
+    pub fn of<S: Spec>(namespace: impl AsRef<str>) -> Self {
         Kind::new(namespace, S::TYPE)
     }
 
@@ -66,8 +102,8 @@ impl Kind {
     }
 
     /// The pointer to resource `id` of this kind.
-    pub fn pointer(&self, id: impl Into<String>) -> Pointer {
-        Pointer { kind: self.clone(), id: Id::new(id) }
+    pub fn pointer(&self, id: impl Into<Id>) -> Pointer {
+        Pointer { kind: self.clone(), id: id.into() }
     }
 
     /// Whether both handles share one allocation (used by the state to intern kinds).
@@ -78,7 +114,8 @@ impl Kind {
 
 impl PartialEq for Kind {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.hash == other.0.hash && self.0.key() == other.0.key())
     }
 }
 
@@ -86,7 +123,7 @@ impl Eq for Kind {}
 
 impl Hash for Kind {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state);
+        state.write_u64(self.0.hash);
     }
 }
 
@@ -98,7 +135,7 @@ impl PartialOrd for Kind {
 
 impl Ord for Kind {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
+        self.0.key().cmp(&other.0.key())
     }
 }
 
@@ -115,13 +152,51 @@ impl fmt::Debug for Kind {
 }
 
 /// The id of a resource inside its [`Kind`]: an immutable, cheaply cloned string.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Ordered like `str` (byte-wise), with an inlined comparison: ids are
+/// compared on every state operation (the state keeps them sorted).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Id(Arc<str>);
+
+impl Ord for Id {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        cmp_bytes(self.0.as_bytes(), other.0.as_bytes())
+    }
+}
+
+impl PartialOrd for Id {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Byte-wise comparison, eight bytes at a time, then byte by byte (same
+/// result as `[u8]::cmp`, without a `memcmp` call for short ids).
+#[inline]
+fn cmp_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap_or_default());
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
+}
 
 impl Id {
     /// An id from a string.
-    pub fn new(id: impl Into<String>) -> Self {
-        Id(Arc::from(id.into()))
+    pub fn new(id: impl Into<Id>) -> Self {
+        id.into()
     }
 
     /// The id as a string slice.
@@ -160,6 +235,18 @@ impl From<&str> for Id {
     }
 }
 
+impl From<&String> for Id {
+    fn from(s: &String) -> Self {
+        Id(Arc::from(s.as_str()))
+    }
+}
+
+impl From<&Id> for Id {
+    fn from(id: &Id) -> Self {
+        id.clone()
+    }
+}
+
 impl From<String> for Id {
     fn from(s: String) -> Self {
         Id(Arc::from(s))
@@ -187,15 +274,15 @@ impl Pointer {
     /// Nothing is validated here; the state rejects bad names with
     /// [`Error::InvalidInput`](crate::Error::InvalidInput).
     pub fn new(
-        namespace: impl Into<String>,
-        resource_type: impl Into<String>,
-        id: impl Into<String>,
+        namespace: impl AsRef<str>,
+        resource_type: impl AsRef<str>,
+        id: impl Into<Id>,
     ) -> Self {
         Kind::new(namespace, resource_type).pointer(id)
     }
 
     /// The pointer to resource `id` of spec type `S` in `namespace`.
-    pub fn of<S: Spec>(namespace: impl Into<String>, id: impl Into<String>) -> Self {
+    pub fn of<S: Spec>(namespace: impl AsRef<str>, id: impl Into<Id>) -> Self {
         Kind::of::<S>(namespace).pointer(id)
     }
 
@@ -247,6 +334,43 @@ impl fmt::Debug for Pointer {
     }
 }
 
+/// A [`BuildHasher`](std::hash::BuildHasher) for maps keyed by [`Kind`]: a
+/// kind's hash is computed once, so the map only passes it through.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KindHashing;
+
+/// The hasher of [`KindHashing`].
+#[derive(Default)]
+pub(crate) struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only reached for keys other than `Kind`; fold them in anyway.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+impl std::hash::BuildHasher for KindHashing {
+    type Hasher = PassThrough;
+
+    fn build_hasher(&self) -> PassThrough {
+        PassThrough(0)
+    }
+}
+
+/// A map keyed by [`Kind`] that hashes each kind once, at its creation.
+pub(crate) type KindMap<V> = std::collections::HashMap<Kind, V, KindHashing>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,12 +379,43 @@ mod tests {
     #[test]
     fn kinds_compare_by_value_not_allocation() {
         let a = Kind::new("ns", "T");
-        let b = Kind::new("ns", "T");
+        let b = Kind(Arc::new(KindInner {
+            hash: a.0.hash,
+            namespace: "ns".into(),
+            resource_type: "T".into(),
+        }));
         assert_eq!(a, b);
         assert!(!a.same_allocation(&b));
+        assert!(a.same_allocation(&Kind::new(String::from("ns"), "T")), "interned");
         let set: HashSet<Kind> = [a.clone(), b].into_iter().collect();
         assert_eq!(set.len(), 1);
         assert_ne!(a, Kind::new("ns", "U"));
+        let mut map = KindMap::default();
+        map.insert(Kind::new("ns", "T"), 1);
+        assert_eq!(map.get(&Kind::new("ns", "T")), Some(&1));
+        assert_eq!(map.get(&Kind::new("ns", "U")), None);
+    }
+
+    #[test]
+    fn id_order_is_str_order() {
+        let ids = [
+            "",
+            "a",
+            "ab",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefgi",
+            "b",
+            "r0000010",
+            "r0000009",
+            "é",
+            "z\u{0}",
+        ];
+        for x in ids {
+            for y in ids {
+                assert_eq!(Id::from(x).cmp(&Id::from(y)), x.cmp(y), "{x:?} vs {y:?}");
+            }
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{AnyResource, Metadata, Phase, Pointer, Version};
+use super::{AnyResource, Id, Metadata, Phase, Pointer, Version};
 use crate::Error;
 
 /// The opaque payload of a resource of one type.
@@ -51,8 +51,14 @@ pub struct Resource<S> {
 
 impl<S: Spec> Resource<S> {
     /// A new resource of type `S::TYPE` in `namespace` with `id`.
-    pub fn new(namespace: impl Into<String>, id: impl Into<String>, spec: S) -> Self {
+    pub fn new(namespace: impl AsRef<str>, id: impl Into<Id>, spec: S) -> Self {
         Resource { metadata: Metadata::new(Pointer::of::<S>(namespace, id)), spec: Arc::new(spec) }
+    }
+
+    /// A new resource at `pointer`, whose type the caller checked is `S::TYPE`.
+    pub(crate) fn at(pointer: Pointer, spec: S) -> Self {
+        debug_assert_eq!(pointer.resource_type(), S::TYPE);
+        Resource { metadata: Metadata::new(pointer), spec: Arc::new(spec) }
     }
 
     /// A resource from existing metadata; its type must be `S::TYPE`.

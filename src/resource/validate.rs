@@ -24,7 +24,11 @@ pub fn name(what: &str, value: &str) -> Result<(), String> {
     if value.len() > MAX_NAME_LEN {
         return Err(format!("{what} is {} bytes long, more than {MAX_NAME_LEN}", value.len()));
     }
-    if let Some(c) = value.chars().find(|c| c.is_control()) {
+    // Fast path: ASCII without C0 controls or DEL (almost every name).
+    let ascii_control = value.bytes().fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f));
+    if (ascii_control || !value.is_ascii())
+        && let Some(c) = value.chars().find(|c| c.is_control())
+    {
         return Err(format!("{what} {value:?} contains the control character {c:?}"));
     }
     Ok(())
@@ -111,8 +115,13 @@ pub fn finalizer(ptr: &Pointer, finalizer: &str) -> Result<(), Error> {
 
 /// Checks everything the state will store: address, finalizers, label and annotation keys.
 pub fn metadata(md: &Metadata) -> Result<(), Error> {
+    pointer(md.pointer())?;
+    metadata_beyond_address(md)
+}
+
+/// [`metadata`] without the address (already checked by the caller).
+pub(crate) fn metadata_beyond_address(md: &Metadata) -> Result<(), Error> {
     let ptr = md.pointer();
-    pointer(ptr)?;
     for f in md.finalizers().iter() {
         finalizer(ptr, f)?;
     }

@@ -174,22 +174,48 @@ impl StateRequest {
 
     /// The resource (or kind) the request is about, as text.
     pub fn subject(&self) -> String {
+        self.about().to_string()
+    }
+
+    /// What the request is about, cheaply (no formatting until displayed).
+    pub fn about(&self) -> Subject {
         match self {
             StateRequest::Get { pointer }
             | StateRequest::Modify { pointer, .. }
             | StateRequest::Destroy { pointer, .. }
             | StateRequest::Teardown { pointer, .. }
             | StateRequest::AddFinalizer { pointer, .. }
-            | StateRequest::RemoveFinalizer { pointer, .. } => pointer.to_string(),
-            StateRequest::List { kind, .. } => kind.to_string(),
+            | StateRequest::RemoveFinalizer { pointer, .. } => Subject::Resource(pointer.clone()),
+            StateRequest::List { kind, .. } => Subject::Kind(kind.clone()),
             StateRequest::Create { resource, .. } | StateRequest::Update { resource, .. } => {
-                resource.pointer().to_string()
+                Subject::Resource(resource.pointer().clone())
             }
             StateRequest::Watch { target, .. } => match target {
-                WatchTarget::Resource(p) => p.to_string(),
-                WatchTarget::Kind { kind, .. } => kind.to_string(),
+                WatchTarget::Resource(p) => Subject::Resource(p.clone()),
+                WatchTarget::Kind { kind, .. } => Subject::Kind(kind.clone()),
             },
-            StateRequest::Unwatch { id } | StateRequest::WatchStats { id } => id.to_string(),
+            StateRequest::Unwatch { id } | StateRequest::WatchStats { id } => Subject::Watch(*id),
+        }
+    }
+}
+
+/// What a [`StateRequest`] is about: a resource, a kind or a watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Subject {
+    /// One resource.
+    Resource(Pointer),
+    /// A kind.
+    Kind(Kind),
+    /// A watch.
+    Watch(WatchId),
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Resource(p) => fmt::Display::fmt(p, f),
+            Subject::Kind(k) => fmt::Display::fmt(k, f),
+            Subject::Watch(id) => fmt::Display::fmt(id, f),
         }
     }
 }

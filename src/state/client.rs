@@ -211,11 +211,13 @@ impl State {
     /// Whatever the state answers; [`Error::Unavailable`] if it is not running.
     pub async fn request(&self, req: StateRequest) -> Result<StateReply, Error> {
         let _busy = self.activity.guard();
-        let about = req.subject();
+        let about = req.about();
         match self.requests.send(req).await {
             Ok(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
             Ok(reply) => reply,
-            Err(_) => Err(Error::Unavailable { resource: about, service: "the state actor" }),
+            Err(_) => {
+                Err(Error::Unavailable { resource: about.to_string(), service: "the state actor" })
+            }
         }
     }
 
@@ -336,10 +338,10 @@ impl State {
         S: Spec + Default,
         F: FnOnce(&mut Resource<S>) + Send + 'static,
     {
-        let (ns, id) = (ptr.namespace().to_owned(), ptr.id().to_owned());
+        let at = ptr.clone();
         self.modify_with(
             ptr,
-            move || Resource::new(ns, id, S::default()),
+            move || Resource::at(at, S::default()),
             f,
             owner,
             ExpectedPhase::Running,

@@ -56,8 +56,8 @@ mod event;
 mod store;
 mod watch;
 
-pub use actor::{StateActor, StateReply, StateRequest, WatchSink, WatchStats};
-pub use backend::{Backend, MemoryBackend};
+pub use actor::{StateActor, StateReply, StateRequest, Subject, WatchSink, WatchStats};
+pub use backend::{Backend, MemoryBackend, Slot};
 pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
 pub use event::{Event, WatchEvent, WatchId};
 pub use store::{Change, ExpectedPhase, ModifyFn, Store};

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use super::backend::{Backend, MemoryBackend};
+use super::backend::{Backend, MemoryBackend, Slot};
 use crate::Error;
 use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
 
@@ -200,14 +200,6 @@ impl<B: Backend> Store<B> {
         }
     }
 
-    /// Stores `res` under the owner and timestamps the contract prescribes.
-    fn write(&mut self, mut res: AnyResource) -> Result<AnyResource, Error> {
-        let kind = self.backend.intern(res.pointer().kind());
-        res.metadata_mut().intern_kind(&kind);
-        self.backend.put(res.clone())?;
-        Ok(res)
-    }
-
     /// Creates `res` owned by `owner`: version 1, `created` = `updated` = `now`;
     /// phase, finalizers, labels and annotations as given.
     ///
@@ -215,48 +207,18 @@ impl<B: Backend> Store<B> {
     /// [`Error::AlreadyExists`]; [`Error::InvalidInput`].
     pub fn create(
         &mut self,
-        mut res: AnyResource,
+        res: AnyResource,
         owner: Option<&str>,
         now: Timestamp,
     ) -> Result<(AnyResource, Change), Error> {
         validate::metadata(res.metadata())?;
-        if self.backend.get(res.pointer()).is_some() {
+        let owner = self.intern_owner(owner);
+        let kind = self.backend.intern(res.pointer().kind());
+        let res = stamp_new(res, &kind, owner, now);
+        if !self.backend.insert_new(res.clone())? {
             return Err(Error::AlreadyExists { resource: res.pointer().clone() });
         }
-        let owner = self.intern_owner(owner);
-        let md = res.metadata_mut();
-        md.set_version(crate::resource::Version::INITIAL);
-        md.set_owner(owner);
-        md.set_created(now);
-        md.set_updated(now);
-        let stored = self.write(res)?;
-        Ok((stored.clone(), Change::Created(stored)))
-    }
-
-    /// Writes `new` over `current` (checks already done): version + 1, owner and
-    /// `created` kept from the stored copy, `updated` = `now`.
-    fn replace(
-        &mut self,
-        current: AnyResource,
-        mut new: AnyResource,
-        now: Timestamp,
-    ) -> Result<(AnyResource, Change), Error> {
-        if current.phase() == Phase::TearingDown && new.phase() == Phase::Running {
-            return Err(Error::InvalidInput {
-                resource: current.pointer().to_string(),
-                reason: "a resource that is tearing down can never return to running".into(),
-            });
-        }
-        let cur = current.metadata();
-        let owner = cur.owner_shared().cloned();
-        let (version, created) = (cur.version().next(), cur.created());
-        let md = new.metadata_mut();
-        md.set_version(version);
-        md.set_owner(owner);
-        md.set_created(created);
-        md.set_updated(now);
-        let stored = self.write(new)?;
-        Ok((stored.clone(), Change::Updated { old: current, new: stored }))
+        Ok((res.clone(), Change::Created(res)))
     }
 
     /// Updates the stored resource with `res`.
@@ -277,17 +239,23 @@ impl<B: Backend> Store<B> {
         now: Timestamp,
     ) -> Result<(AnyResource, Change), Error> {
         validate::metadata(res.metadata())?;
-        let current = self.found(res.pointer())?.clone();
-        check_owner(&current, owner)?;
-        if current.version() != res.version() {
-            return Err(Error::VersionConflict {
-                resource: res.pointer().clone(),
-                sent: res.version(),
-                stored: current.version(),
-            });
-        }
-        expected.check(current.pointer(), current.phase())?;
-        self.replace(current, res, now)
+        let ptr = res.pointer().clone();
+        self.backend.with_slot(&ptr, |current| {
+            let result = (|| {
+                let current = current.ok_or_else(|| Error::NotFound { resource: ptr.clone() })?;
+                check_owner(current, owner)?;
+                if current.version() != res.version() {
+                    return Err(Error::VersionConflict {
+                        resource: ptr.clone(),
+                        sent: res.version(),
+                        stored: current.version(),
+                    });
+                }
+                expected.check(&ptr, current.phase())?;
+                stamp_update(current, res, now)
+            })();
+            replacing(result)
+        })?
     }
 
     /// Applies `f` to the resource at `ptr` (or to `None` if it is missing) and
@@ -310,6 +278,8 @@ impl<B: Backend> Store<B> {
         now: Timestamp,
     ) -> Result<(AnyResource, Option<Change>), Error> {
         validate::pointer(ptr)?;
+        // No slot here: the common outcomes (nothing changed, or a create)
+        // take one lookup this way too, without interning on every call.
         let current = self.backend.get(ptr).cloned();
         if let Some(cur) = &current {
             check_owner(cur, owner)?;
@@ -325,27 +295,24 @@ impl<B: Backend> Store<B> {
                 ),
             });
         }
-        validate::metadata(desired.metadata())?;
-        match current {
-            None => {
-                let (stored, change) = self.create(desired, owner, now)?;
-                Ok((stored, Some(change)))
-            }
-            Some(cur) => {
-                // The function starts from the stored copy, so only its own
-                // edits can differ; version and owner are the state's.
-                if desired.version() != cur.version() || desired.owner() != cur.owner() {
-                    let md = desired.metadata_mut();
-                    md.set_version(cur.version());
-                    md.set_owner(cur.metadata().owner_shared().cloned());
-                }
-                if desired == cur {
-                    return Ok((cur, None));
-                }
-                let (stored, change) = self.replace(cur, desired, now)?;
-                Ok((stored, Some(change)))
-            }
+        validate::metadata_beyond_address(desired.metadata())?;
+        let Some(cur) = current else {
+            let (stored, change) = self.create(desired, owner, now)?;
+            return Ok((stored, Some(change)));
+        };
+        // The function starts from the stored copy, so only its own edits can
+        // differ; version and owner are the state's.
+        if desired.version() != cur.version() || desired.owner() != cur.owner() {
+            let md = desired.metadata_mut();
+            md.set_version(cur.version());
+            md.set_owner(cur.metadata().owner_shared().cloned());
         }
+        if desired == cur {
+            return Ok((cur, None));
+        }
+        let (stored, change) = stamp_update(&cur, desired, now)?;
+        self.backend.put(stored.clone())?;
+        Ok((stored, Some(change)))
     }
 
     /// Destroys the resource at `ptr`.
@@ -357,17 +324,22 @@ impl<B: Backend> Store<B> {
     /// As above; [`Error::InvalidInput`] for a bad pointer.
     pub fn destroy(&mut self, ptr: &Pointer, owner: Option<&str>) -> Result<Change, Error> {
         validate::pointer(ptr)?;
-        let current = self.found(ptr)?;
-        check_owner(current, owner)?;
-        if !current.metadata().finalizers().is_empty() {
-            return Err(Error::PendingFinalizers {
-                resource: ptr.clone(),
-                finalizers: current.metadata().finalizers().to_vec(),
-            });
-        }
-        let removed =
-            self.backend.remove(ptr)?.ok_or_else(|| Error::NotFound { resource: ptr.clone() })?;
-        Ok(Change::Destroyed(removed))
+        self.backend.with_slot(ptr, |current| {
+            let Some(current) = current else {
+                return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
+            };
+            if let Err(e) = check_owner(current, owner) {
+                return (Slot::Keep, Err(e));
+            }
+            if !current.metadata().finalizers().is_empty() {
+                let finalizers = current.metadata().finalizers().to_vec();
+                return (
+                    Slot::Keep,
+                    Err(Error::PendingFinalizers { resource: ptr.clone(), finalizers }),
+                );
+            }
+            (Slot::Remove, Ok(Change::Destroyed(current.clone())))
+        })?
     }
 
     /// Moves the resource at `ptr` to `TearingDown` (a no-op if it already is)
@@ -382,17 +354,24 @@ impl<B: Backend> Store<B> {
         now: Timestamp,
     ) -> Result<(bool, Option<Change>), Error> {
         validate::pointer(ptr)?;
-        let current = self.found(ptr)?.clone();
-        check_owner(&current, owner)?;
-        let ready = current.metadata().finalizers().is_empty();
-        if current.phase() == Phase::TearingDown {
-            return Ok((ready, None));
-        }
-        let mut md = current.metadata().clone();
-        md.set_phase(Phase::TearingDown);
-        let new = current.with_metadata(md);
-        let (_, change) = self.replace(current, new, now)?;
-        Ok((ready, Some(change)))
+        self.backend.with_slot(ptr, |current| {
+            let Some(current) = current else {
+                return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
+            };
+            if let Err(e) = check_owner(current, owner) {
+                return (Slot::Keep, Err(e));
+            }
+            let ready = current.metadata().finalizers().is_empty();
+            if current.phase() == Phase::TearingDown {
+                return (Slot::Keep, Ok((ready, None)));
+            }
+            let mut md = current.metadata().clone();
+            md.set_phase(Phase::TearingDown);
+            match stamp_update(current, current.with_metadata(md), now) {
+                Ok((stored, change)) => (Slot::Put(stored), Ok((ready, Some(change)))),
+                Err(e) => (Slot::Keep, Err(e)),
+            }
+        })?
     }
 
     fn edit_finalizers(
@@ -404,19 +383,24 @@ impl<B: Backend> Store<B> {
     ) -> Result<Option<Change>, Error> {
         validate::pointer(ptr)?;
         validate::finalizer(ptr, finalizer)?;
-        let current = self.found(ptr)?.clone();
-        let mut md = current.metadata().clone();
-        let changed = if add {
-            md.finalizers_mut().add(finalizer)
-        } else {
-            md.finalizers_mut().remove(finalizer)
-        };
-        if !changed {
-            return Ok(None);
-        }
-        let new = current.with_metadata(md);
-        let (_, change) = self.replace(current, new, now)?;
-        Ok(Some(change))
+        self.backend.with_slot(ptr, |current| {
+            let Some(current) = current else {
+                return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
+            };
+            let mut md = current.metadata().clone();
+            let changed = if add {
+                md.finalizers_mut().add(finalizer)
+            } else {
+                md.finalizers_mut().remove(finalizer)
+            };
+            if !changed {
+                return (Slot::Keep, Ok(None));
+            }
+            match stamp_update(current, current.with_metadata(md), now) {
+                Ok((stored, change)) => (Slot::Put(stored), Ok(Some(change))),
+                Err(e) => (Slot::Keep, Err(e)),
+            }
+        })?
     }
 
     /// Adds `finalizer` to the resource at `ptr`, whatever its owner and phase.
@@ -445,6 +429,56 @@ impl<B: Backend> Store<B> {
         now: Timestamp,
     ) -> Result<Option<Change>, Error> {
         self.edit_finalizers(ptr, finalizer, now, false)
+    }
+}
+
+/// Stamps a new resource as the contract prescribes: the interned kind,
+/// version 1, the owner, `created` = `updated` = `now`.
+fn stamp_new(
+    mut res: AnyResource,
+    kind: &Kind,
+    owner: Option<Arc<str>>,
+    now: Timestamp,
+) -> AnyResource {
+    let md = res.metadata_mut();
+    md.intern_kind(kind);
+    md.set_version(crate::resource::Version::INITIAL);
+    md.set_owner(owner);
+    md.set_created(now);
+    md.set_updated(now);
+    res
+}
+
+/// Stamps `new` as the successor of `current` (checks already done): version
+/// + 1, owner, kind and `created` kept from the stored copy, `updated` = `now`.
+fn stamp_update(
+    current: &AnyResource,
+    mut new: AnyResource,
+    now: Timestamp,
+) -> Result<(AnyResource, Change), Error> {
+    if current.phase() == Phase::TearingDown && new.phase() == Phase::Running {
+        return Err(Error::InvalidInput {
+            resource: current.pointer().to_string(),
+            reason: "a resource that is tearing down can never return to running".into(),
+        });
+    }
+    let cur = current.metadata();
+    let md = new.metadata_mut();
+    md.intern_kind(cur.kind());
+    md.set_version(cur.version().next());
+    md.set_owner(cur.owner_shared().cloned());
+    md.set_created(cur.created());
+    md.set_updated(now);
+    Ok((new.clone(), Change::Updated { old: current.clone(), new }))
+}
+
+/// The slot update for a checked write: store the new resource, or keep the old.
+fn replacing(
+    result: Result<(AnyResource, Change), Error>,
+) -> (Slot, Result<(AnyResource, Change), Error>) {
+    match result {
+        Ok((stored, change)) => (Slot::Put(stored.clone()), Ok((stored, change))),
+        Err(e) => (Slot::Keep, Err(e)),
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use super::delivery::Outbox;
 use super::event::{Event, WatchId};
 use super::store::Change;
-use crate::resource::{Kind, LabelQuery, Pointer};
+use crate::resource::{Kind, KindMap, LabelQuery, Pointer};
 
 /// What a watch looks at.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,7 +76,7 @@ pub(crate) struct Subscription {
 /// Subscriptions grouped by kind.
 #[derive(Default)]
 pub(crate) struct Watches {
-    by_kind: HashMap<Kind, Vec<Subscription>>,
+    by_kind: KindMap<Vec<Subscription>>,
     kind_of: HashMap<WatchId, Kind>,
     next_id: u64,
 }

@@ -42,12 +42,12 @@ impl Handler<StateRequest> for Interceptor {
             }
             return Box::pin(futures::future::ready(Err(error)));
         }
-        let about = req.subject();
+        let about = req.about();
         let sent = self.inner.send(req);
         let writes = self.writes.clone();
         Box::pin(async move {
             let reply = sent.await.unwrap_or_else(|_| {
-                Err(Error::Unavailable { resource: about, service: "the state actor" })
+                Err(Error::Unavailable { resource: about.to_string(), service: "the state actor" })
             });
             if let Some(r) = record
                 && !matches!(reply, Ok(StateReply::Unchanged(_)))

@@ -60,32 +60,17 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
                 }
                 let value = (self.map)(input.spec());
                 cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value).await?;
-            } else if release(cx, &out).await? {
+            } else if cx.release(&out).await? {
                 cx.remove_finalizer(input.pointer()).await?;
             }
         }
         // Outputs whose input is gone are torn down too.
         for output in cx.list(&Kind::of::<O>(&self.namespace), &LabelQuery::all()).await? {
             if !inputs.iter().any(|i| i.id() == output.id()) {
-                release(cx, output.pointer()).await?;
+                cx.release(output.pointer()).await?;
             }
         }
         Ok(())
-    }
-}
-
-/// Tears `out` down and destroys it once nothing holds it; true when it is gone.
-pub async fn release(cx: &ReconcileContext, out: &Pointer) -> Result<bool, Error> {
-    match cx.teardown(out).await {
-        Ok(true) => match cx.destroy(out).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.is_not_found() => Ok(true),
-            Err(e) if e.is_pending_finalizers() => Ok(false),
-            Err(e) => Err(e),
-        },
-        Ok(false) => Ok(false),
-        Err(e) if e.is_not_found() => Ok(true),
-        Err(e) => Err(e),
     }
 }
 

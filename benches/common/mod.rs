@@ -1,0 +1,279 @@
+//! Shared by the bench binaries: run mode (full or quick), a counting global
+//! allocator, the JSON report files, spec types and small helpers.
+//!
+//! Each bench binary includes this module with `mod common;` and declares
+//! `#[global_allocator] static ALLOC: common::CountingAlloc = common::CountingAlloc;`.
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::time::Duration;
+
+use cosi_runtime::resource::Spec;
+use criterion::Criterion;
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------
+// Run mode
+
+/// How this bench binary was started.
+#[derive(Clone, Debug)]
+pub struct Mode {
+    /// A real `cargo bench` run (criterion got `--bench` and not `--test`).
+    /// Otherwise this is the quick smoke run of `cargo test --benches`:
+    /// every scenario is scaled down and criterion runs each routine once.
+    pub full: bool,
+    /// `--list`: criterion lists the benchmarks; run nothing else.
+    pub list: bool,
+    /// Positional filters given to criterion (substring match here).
+    pub filters: Vec<String>,
+}
+
+impl Mode {
+    /// The mode from the command line.
+    pub fn from_args() -> Mode {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let has = |flag: &str| args.iter().any(|a| a == flag);
+        let mut filters = Vec::new();
+        let mut skip_value = false;
+        for a in &args {
+            if skip_value {
+                skip_value = false;
+                continue;
+            }
+            if a.starts_with('-') {
+                // Options of criterion that take a value.
+                skip_value = matches!(
+                    a.as_str(),
+                    "--save-baseline"
+                        | "-s"
+                        | "--baseline"
+                        | "-b"
+                        | "--baseline-lenient"
+                        | "--load-baseline"
+                        | "--format"
+                        | "--profile-time"
+                        | "--sample-size"
+                        | "--warm-up-time"
+                        | "--measurement-time"
+                        | "--nresamples"
+                        | "--noise-threshold"
+                        | "--confidence-level"
+                        | "--significance-level"
+                        | "--plotting-backend"
+                        | "--output-format"
+                        | "--color"
+                        | "-c"
+                        | "--logfile"
+                );
+                continue;
+            }
+            filters.push(a.clone());
+        }
+        Mode {
+            full: has("--bench") && !has("--test") && !has("--profile-time"),
+            list: has("--list"),
+            filters,
+        }
+    }
+
+    /// `full` in a real run, `quick` in the smoke run.
+    pub fn scale<T>(&self, full: T, quick: T) -> T {
+        if self.full { full } else { quick }
+    }
+
+    /// Whether a measurement outside criterion (memory, counts) should run:
+    /// not when listing, and only if it matches a filter when filters are given.
+    pub fn wants(&self, name: &str) -> bool {
+        !self.list && (self.filters.is_empty() || self.filters.iter().any(|f| name.contains(f)))
+    }
+
+    /// The criterion configuration shared by every group (groups refine it).
+    pub fn criterion(&self) -> Criterion {
+        Criterion::default()
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2))
+            .sample_size(20)
+            .nresamples(20_000)
+            .without_plots()
+            .configure_from_args()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Counting allocator
+
+static CURRENT: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+static TRACK_PEAK: AtomicBool = AtomicBool::new(false);
+
+/// A global allocator that counts the bytes requested from [`System`]
+/// (live bytes always; the peak only between [`peak_start`] and [`peak_stop`]).
+/// It counts requested sizes, not what `malloc` rounds them up to.
+pub struct CountingAlloc;
+
+#[inline]
+fn grew(bytes: usize) {
+    let now = CURRENT.fetch_add(bytes as isize, Ordering::Relaxed) + bytes as isize;
+    if TRACK_PEAK.load(Ordering::Relaxed) {
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+#[inline]
+fn shrank(bytes: usize) {
+    CURRENT.fetch_sub(bytes as isize, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; only counters change.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) };
+        shrank(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                shrank(layout.size() - new_size);
+            }
+        }
+        p
+    }
+}
+
+/// Live heap bytes now.
+pub fn heap_now() -> isize {
+    CURRENT.load(Ordering::Relaxed)
+}
+
+/// Starts tracking the peak from the current live bytes; returns them.
+pub fn peak_start() -> isize {
+    let now = heap_now();
+    PEAK.store(now, Ordering::Relaxed);
+    TRACK_PEAK.store(true, Ordering::Relaxed);
+    now
+}
+
+/// Stops tracking and returns the peak live bytes since [`peak_start`].
+pub fn peak_stop() -> isize {
+    TRACK_PEAK.store(false, Ordering::Relaxed);
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Resident set size of the process, from `/proc/self/statm` (0 elsewhere).
+pub fn rss_bytes() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = s.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+// ---------------------------------------------------------------------------
+// Reports
+
+/// `<target>/bench-report` (`<target>/bench-report/quick` in the smoke run),
+/// where `<target>` is the target directory this binary was built in.
+pub fn report_dir(mode: &Mode) -> PathBuf {
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_path_buf()))
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let dir = target.join("bench-report");
+    if mode.full { dir } else { dir.join("quick") }
+}
+
+/// Writes `value` as `<report_dir>/<name>.json` and prints it.
+pub fn write_report(mode: &Mode, name: &str, value: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(value).expect("a JSON value serializes");
+    println!("{name}: {text}");
+    let dir = report_dir(mode);
+    let path = dir.join(format!("{name}.json"));
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
+        eprintln!("cannot write {}: {e}", path.display());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Specs
+
+/// The namespace every bench uses.
+pub const NS: &str = "default";
+
+/// An integer resource (8 bytes of spec).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntSpec(pub i64);
+
+impl Spec for IntSpec {
+    const TYPE: &'static str = "Ints.bench.cosi.dev";
+}
+
+/// A string resource: the decimal value of an integer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StrSpec(pub String);
+
+impl Spec for StrSpec {
+    const TYPE: &'static str = "Strs.bench.cosi.dev";
+}
+
+/// A sentence resource: "<string> sentence".
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SentenceSpec(pub String);
+
+impl Spec for SentenceSpec {
+    const TYPE: &'static str = "Sentences.bench.cosi.dev";
+}
+
+/// Runs `op(k)` for every `k` in `0..n`, with at most `window` in flight
+/// (`futures::future::join_all` over consecutive windows).
+pub async fn pipelined<F, Fut>(n: u64, window: u64, mut op: F)
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut k = 0;
+    while k < n {
+        let end = (k + window).min(n);
+        futures::future::join_all((k..end).map(&mut op)).await;
+        k = end;
+    }
+}
+
+/// A duration in nanoseconds as a JSON number.
+pub fn ns(d: Duration) -> serde_json::Value {
+    serde_json::json!(d.as_nanos() as u64)
+}
+
+/// Lets actors left by a previous iteration finish (their stores are dropped
+/// when they next run), so that cost never lands inside a timed region.
+pub async fn quiesce() {
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every benchmark once (release) and regenerates BENCHMARKS.md from that run.
+#
+#   scripts/benchmarks.sh            # ~5-10 minutes on 2 cores
+#   BENCH_NOTE="text" scripts/benchmarks.sh   # adds a note (e.g. about the machine) to the report
+#
+# Honours CARGO_TARGET_DIR (default: target). The quick smoke pass CI runs is
+# `cargo test --benches` instead: scaled down, no timings asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target="${CARGO_TARGET_DIR:-target}"
+# Fresh results only: every figure in the report must come from this run.
+rm -rf "$target/bench-report" \
+    "$target/criterion/write_sequential" "$target/criterion/write_pipelined_64" \
+    "$target/criterion/write_pipelined_1024" "$target/criterion/fanout" \
+    "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
+    "$target/criterion/queue"
+
+cargo bench --bench state --bench runtime --bench queue
+python3 scripts/bench_report.py --target-dir "$target" --command "scripts/benchmarks.sh" --out BENCHMARKS.md
