@@ -71,17 +71,20 @@ impl ReconcileContext {
 
     /// Sends a write; counts it when it changed something.
     async fn write(&self, req: StateRequest) -> Result<StateReply, Error> {
-        let (op, subject) = (req.operation(), req.about());
+        // Say what was written only when someone listens (no cost otherwise).
+        let about = log::log_enabled!(log::Level::Debug).then(|| (req.operation(), req.about()));
         let reply = self.state.request(req).await;
-        match &reply {
-            Ok(StateReply::Unchanged(_)) => {
-                log::trace!("controller {}: {op} {subject}: unchanged", self.name());
+        if !matches!(reply, Ok(StateReply::Unchanged(_))) && reply.is_ok() {
+            Counters::bump(&self.counters.writes);
+        }
+        if let Some((op, subject)) = about {
+            match &reply {
+                Ok(StateReply::Unchanged(_)) => {
+                    log::trace!("controller {}: {op} {subject}: unchanged", self.name());
+                }
+                Ok(_) => log::debug!("controller {}: {op} {subject}", self.name()),
+                Err(e) => log::debug!("controller {}: {op} {subject} failed: {e}", self.name()),
             }
-            Ok(_) => {
-                Counters::bump(&self.counters.writes);
-                log::debug!("controller {}: {op} {subject}", self.name());
-            }
-            Err(e) => log::debug!("controller {}: {op} {subject} failed: {e}", self.name()),
         }
         reply
     }

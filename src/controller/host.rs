@@ -102,6 +102,24 @@ pub(crate) fn watched_kinds(inputs: &[Input]) -> Vec<Kind> {
     kinds
 }
 
+/// The end of a host: its watches are ended (in a task of their own, as the
+/// actor is stopping) and whoever waited for the stop is told.
+pub(crate) fn wind_down(
+    env: &HostEnv,
+    subscriptions: &mut HashMap<Kind, WatchId>,
+    stop_waiters: &mut Vec<oneshot::Sender<()>>,
+) {
+    for (_, id) in subscriptions.drain() {
+        let state = env.state.clone();
+        actix::spawn(async move {
+            let _ = state.unwatch(id).await;
+        });
+    }
+    for waiter in stop_waiters.drain(..) {
+        let _ = waiter.send(());
+    }
+}
+
 /// Whether a resource is tearing down with no finalizers.
 pub(crate) fn destroy_ready(r: &AnyResource) -> bool {
     r.phase() == Phase::TearingDown && r.metadata().finalizers().is_empty()
@@ -366,15 +384,7 @@ where
         }
         self.stage = Stage::Stopped;
         self.busy = None;
-        for (_, id) in self.subscriptions.drain() {
-            let state = self.env.state.clone();
-            actix::spawn(async move {
-                let _ = state.unwatch(id).await;
-            });
-        }
-        for waiter in self.stop_waiters.drain(..) {
-            let _ = waiter.send(());
-        }
+        wind_down(&self.env, &mut self.subscriptions, &mut self.stop_waiters);
         ctx.stop();
     }
 }

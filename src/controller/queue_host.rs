@@ -21,7 +21,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::access::AccessRules;
-use super::host::{HostEnv, StopHost, panic_message, watched_kinds};
+use super::host::{HostEnv, StopHost, panic_message, watched_kinds, wind_down};
 use super::metrics::{ControllerStatus, Counters, QueueCounters};
 use super::pool::WorkerPool;
 use super::queue::{Enqueue, Outcome, QController, TerminalError};
@@ -277,15 +277,7 @@ impl<Q: QController> QueueHost<Q> {
     fn finish_stop(&mut self, ctx: &mut Context<Self>) {
         self.counters.set_status(ControllerStatus::Stopped);
         self.busy = None;
-        for (_, id) in self.subscriptions.drain() {
-            let state = self.env.state.clone();
-            actix::spawn(async move {
-                let _ = state.unwatch(id).await;
-            });
-        }
-        for waiter in self.stop_waiters.drain(..) {
-            let _ = waiter.send(());
-        }
+        wind_down(&self.env, &mut self.subscriptions, &mut self.stop_waiters);
         ctx.stop();
     }
 }

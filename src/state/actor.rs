@@ -320,16 +320,6 @@ impl<B: Backend> StateActor<B> {
         StateActor { store: Store::with_backend(backend), watches: Watches::default(), flush: None }
     }
 
-    fn finalizer_reply(&mut self, change: Option<Change>) -> StateReply {
-        match change {
-            Some(change) => {
-                self.publish(Some(change));
-                StateReply::Done
-            }
-            None => StateReply::Unchanged(None),
-        }
-    }
-
     fn publish(&mut self, change: Option<Change>) {
         if let Some(change) = change {
             self.watches.publish(&change);
@@ -366,56 +356,14 @@ impl<B: Backend> StateActor<B> {
     }
 
     fn serve(&mut self, req: StateRequest) -> Result<StateReply, Error> {
-        let now = Timestamp::now();
-        match req {
-            StateRequest::Get { pointer } => self.store.get(&pointer).map(StateReply::Resource),
-            StateRequest::List { kind, query } => {
-                self.store.list(&kind, &query).map(StateReply::Resources)
-            }
-            StateRequest::Create { resource, owner } => {
-                let (r, change) = self.store.create(resource, owner.as_deref(), now)?;
-                self.publish(Some(change));
-                Ok(StateReply::Resource(r))
-            }
-            StateRequest::Update { resource, owner, expected_phase } => {
-                let (r, change) =
-                    self.store.update(resource, owner.as_deref(), expected_phase, now)?;
-                self.publish(Some(change));
-                Ok(StateReply::Resource(r))
-            }
-            StateRequest::Modify { pointer, owner, expected_phase, modify } => {
-                let store = &mut self.store;
-                let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    store.modify(&pointer, modify, owner.as_deref(), expected_phase, now)
-                }));
-                match result {
-                    Ok(Ok((r, None))) => Ok(StateReply::Unchanged(Some(r))),
-                    Ok(Ok((r, change))) => {
-                        self.publish(change);
-                        Ok(StateReply::Resource(r))
-                    }
-                    Ok(Err(e)) => Err(e),
-                    Err(panic) => Ok(StateReply::ModifyPanicked(panic)),
-                }
-            }
-            StateRequest::Destroy { pointer, owner } => {
-                let change = self.store.destroy(&pointer, owner.as_deref())?;
-                self.publish(Some(change));
-                Ok(StateReply::Done)
-            }
-            StateRequest::Teardown { pointer, owner } => {
-                let (ready, change) = self.store.teardown(&pointer, owner.as_deref(), now)?;
+        let req = match apply(&mut self.store, req, Timestamp::now()) {
+            Ok((reply, change)) => {
                 self.publish(change);
-                Ok(StateReply::Ready(ready))
+                return reply;
             }
-            StateRequest::AddFinalizer { pointer, finalizer } => {
-                let change = self.store.add_finalizer(&pointer, &finalizer, now)?;
-                Ok(self.finalizer_reply(change))
-            }
-            StateRequest::RemoveFinalizer { pointer, finalizer } => {
-                let change = self.store.remove_finalizer(&pointer, &finalizer, now)?;
-                Ok(self.finalizer_reply(change))
-            }
+            Err(watch_request) => watch_request,
+        };
+        match req {
             StateRequest::Watch { target, bootstrap, sink, window } => {
                 self.watch(target, bootstrap, sink, window).map(StateReply::Watching)
             }
@@ -433,8 +381,78 @@ impl<B: Backend> StateActor<B> {
                     reason: "no such watch (it ended, or its subscriber went away)".into(),
                 }),
             },
+            other => Err(Error::InvalidInput {
+                resource: other.subject(),
+                reason: "not a watch request".into(),
+            }),
         }
     }
+}
+
+/// What a store request produced: the reply, and the change to publish.
+pub(crate) type Applied = (Result<StateReply, Error>, Option<Change>);
+
+/// Applies a store request (anything but the watch requests) to `store`.
+/// Watch requests are handed back: watches belong to whoever runs the store.
+///
+/// A panic in a modify function is caught (nothing was changed) and becomes
+/// [`StateReply::ModifyPanicked`], for the caller to re-raise.
+pub(crate) fn apply<B: Backend>(
+    store: &mut Store<B>,
+    req: StateRequest,
+    now: Timestamp,
+) -> Result<Applied, StateRequest> {
+    let written = |r: Result<(AnyResource, Change), Error>| match r {
+        Ok((resource, change)) => (Ok(StateReply::Resource(resource)), Some(change)),
+        Err(e) => (Err(e), None),
+    };
+    let finalizers = |r: Result<Option<Change>, Error>| match r {
+        Ok(Some(change)) => (Ok(StateReply::Done), Some(change)),
+        Ok(None) => (Ok(StateReply::Unchanged(None)), None),
+        Err(e) => (Err(e), None),
+    };
+    Ok(match req {
+        StateRequest::Get { pointer } => (store.get(&pointer).map(StateReply::Resource), None),
+        StateRequest::List { kind, query } => {
+            (store.list(&kind, &query).map(StateReply::Resources), None)
+        }
+        StateRequest::Create { resource, owner } => {
+            written(store.create(resource, owner.as_deref(), now))
+        }
+        StateRequest::Update { resource, owner, expected_phase } => {
+            written(store.update(resource, owner.as_deref(), expected_phase, now))
+        }
+        StateRequest::Modify { pointer, owner, expected_phase, modify } => {
+            match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                store.modify(&pointer, modify, owner.as_deref(), expected_phase, now)
+            })) {
+                Ok(Ok((r, None))) => (Ok(StateReply::Unchanged(Some(r))), None),
+                Ok(Ok((r, change))) => (Ok(StateReply::Resource(r)), change),
+                Ok(Err(e)) => (Err(e), None),
+                Err(panic) => (Ok(StateReply::ModifyPanicked(panic)), None),
+            }
+        }
+        StateRequest::Destroy { pointer, owner } => match store.destroy(&pointer, owner.as_deref())
+        {
+            Ok(change) => (Ok(StateReply::Done), Some(change)),
+            Err(e) => (Err(e), None),
+        },
+        StateRequest::Teardown { pointer, owner } => {
+            match store.teardown(&pointer, owner.as_deref(), now) {
+                Ok((ready, change)) => (Ok(StateReply::Ready(ready)), change),
+                Err(e) => (Err(e), None),
+            }
+        }
+        StateRequest::AddFinalizer { pointer, finalizer } => {
+            finalizers(store.add_finalizer(&pointer, &finalizer, now))
+        }
+        StateRequest::RemoveFinalizer { pointer, finalizer } => {
+            finalizers(store.remove_finalizer(&pointer, &finalizer, now))
+        }
+        watch @ (StateRequest::Watch { .. }
+        | StateRequest::Unwatch { .. }
+        | StateRequest::WatchStats { .. }) => return Err(watch),
+    })
 }
 
 impl<B: Backend> Actor for StateActor<B> {

@@ -63,5 +63,6 @@ pub use event::{Event, WatchEvent, WatchId};
 pub use store::{Change, ExpectedPhase, ModifyFn, Store};
 pub use watch::WatchTarget;
 
+pub(crate) use actor::apply;
 pub(crate) use client::{check_type, reply_done, reply_ready, reply_resource, typed_modify};
 pub(crate) use delivery::Sink;

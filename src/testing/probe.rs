@@ -3,7 +3,6 @@
 //! mailbox and reads back the exact requests it made.
 
 use std::fmt;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -17,7 +16,7 @@ use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::QueueHost;
 use crate::controller::{AccessRules, Controller, QController};
 use crate::resource::{AnyResource, Timestamp};
-use crate::state::{Event, State, StateReply, StateRequest, Store, WatchEvent, WatchId};
+use crate::state::{Event, State, StateReply, StateRequest, Store, WatchEvent, WatchId, apply};
 use crate::supervisor::{
     Backoff, DependencyDb, HostReport, RegistrationError, RestartPolicy, check_queue_settings,
     describe,
@@ -35,55 +34,19 @@ struct ProbeActor {
 
 impl ProbeActor {
     fn serve(&mut self, req: StateRequest) -> Result<StateReply, Error> {
-        let now = Timestamp::now();
-        match req {
-            StateRequest::Get { pointer } => self.store.get(&pointer).map(StateReply::Resource),
-            StateRequest::List { kind, query } => {
-                self.store.list(&kind, &query).map(StateReply::Resources)
-            }
-            StateRequest::Create { resource, owner } => self
-                .store
-                .create(resource, owner.as_deref(), now)
-                .map(|(r, _)| StateReply::Resource(r)),
-            StateRequest::Update { resource, owner, expected_phase } => self
-                .store
-                .update(resource, owner.as_deref(), expected_phase, now)
-                .map(|(r, _)| StateReply::Resource(r)),
-            StateRequest::Modify { pointer, owner, expected_phase, modify } => {
-                let store = &mut self.store;
-                match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    store.modify(&pointer, modify, owner.as_deref(), expected_phase, now)
-                })) {
-                    Ok(Ok((r, Some(_)))) => Ok(StateReply::Resource(r)),
-                    Ok(Ok((r, None))) => Ok(StateReply::Unchanged(Some(r))),
-                    Ok(Err(e)) => Err(e),
-                    Err(panic) => Ok(StateReply::ModifyPanicked(panic)),
-                }
-            }
-            StateRequest::Destroy { pointer, owner } => {
-                self.store.destroy(&pointer, owner.as_deref()).map(|_| StateReply::Done)
-            }
-            StateRequest::Teardown { pointer, owner } => self
-                .store
-                .teardown(&pointer, owner.as_deref(), now)
-                .map(|(ready, _)| StateReply::Ready(ready)),
-            StateRequest::AddFinalizer { pointer, finalizer } => self
-                .store
-                .add_finalizer(&pointer, &finalizer, now)
-                .map(|c| c.map_or(StateReply::Unchanged(None), |_| StateReply::Done)),
-            StateRequest::RemoveFinalizer { pointer, finalizer } => self
-                .store
-                .remove_finalizer(&pointer, &finalizer, now)
-                .map(|c| c.map_or(StateReply::Unchanged(None), |_| StateReply::Done)),
-            StateRequest::Watch { .. } => {
+        // The same rules as the state actor; changes are not published (the
+        // test delivers whatever change messages it wants).
+        match apply(&mut self.store, req, Timestamp::now()) {
+            Ok((reply, _change)) => reply,
+            Err(StateRequest::Watch { .. }) => {
                 self.next_watch += 1;
                 Ok(StateReply::Watching(WatchId(self.next_watch)))
             }
-            StateRequest::Unwatch { .. } => Ok(StateReply::Done),
-            StateRequest::WatchStats { id } => Err(Error::InvalidInput {
+            Err(StateRequest::WatchStats { id }) => Err(Error::InvalidInput {
                 resource: id.to_string(),
                 reason: "a probe delivers no watch events".into(),
             }),
+            Err(_) => Ok(StateReply::Done),
         }
     }
 }
