@@ -125,7 +125,10 @@ impl RuntimeBuilder {
 /// A running set of actors: the state, the finalizer coordinator, the
 /// supervisor and one actor per registered controller.
 ///
-/// Cheap to clone; every clone drives the same runtime.
+/// Cheap to clone; every clone drives the same runtime. The actors live in the
+/// actix `System` they were started in: dropping every `Runtime` handle does
+/// not stop the controllers (they go on reacting to the state). Call
+/// [`stop`](Runtime::stop) to end them, or stop the `System`.
 ///
 /// ```
 /// use cosi_runtime::Runtime;

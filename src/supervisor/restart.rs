@@ -57,6 +57,11 @@ impl Backoff {
 }
 
 /// At most `max_restarts` restarts within any window of `within`.
+///
+/// A *restart* is a retry after a failed reconcile, whether it returned an
+/// error or panicked (after a panic the retry also gets a fresh instance):
+/// the limit is there to stop a controller that keeps failing from looping
+/// forever.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Intensity {
     /// Restarts allowed in the window.
