@@ -144,7 +144,7 @@ impl<Q: QController> QueueHost<Q> {
             self.start_one(permit, now, ctx);
         }
         self.arm_timer(ctx);
-        self.refresh(ctx);
+        self.refresh();
     }
 
     fn wait_for_permit(&mut self, ctx: &mut Context<Self>) {
@@ -253,7 +253,7 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     /// Publishes queue figures and holds activity while work is pending.
-    fn refresh(&mut self, _ctx: &mut Context<Self>) {
+    fn refresh(&mut self) {
         let stats = self.queue.stats();
         let depth = stats.ready + stats.delayed + stats.backing_off;
         self.queue_counters.depth.store(depth as u64, std::sync::atomic::Ordering::Relaxed);
@@ -366,7 +366,7 @@ impl<Q: QController> Handler<StopHost> for QueueHost<Q> {
         if self.queue.is_drained() {
             self.finish_stop(ctx);
         } else {
-            self.refresh(ctx);
+            self.refresh();
         }
         Box::pin(async move {
             let _ = rx.await;

@@ -142,8 +142,7 @@ impl HarnessBuilder {
     {
         panics::capture();
         let (runtime, writes, faults) = self.runtime();
-        let mut harness = self.harness(runtime, writes, faults);
-        harness.panic_mark = panics::mark();
+        let harness = self.harness(runtime, writes, faults);
         harness.runtime.register(factory).await?;
         Ok(harness)
     }
@@ -160,7 +159,6 @@ impl HarnessBuilder {
         panics::capture();
         let (runtime, writes, faults) = self.runtime();
         let mut harness = self.harness(runtime, writes, faults);
-        harness.panic_mark = panics::mark();
         harness.queue = Some(harness.runtime.register_queue(factory).await?);
         Ok(harness)
     }

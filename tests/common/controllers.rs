@@ -1,8 +1,6 @@
 //! Controllers used by several runtime tests.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cosi_runtime::prelude::*;
 
@@ -15,24 +13,12 @@ pub struct Transform<I, O> {
     name: &'static str,
     namespace: String,
     map: fn(&I) -> O,
-    pub reconciles: Arc<AtomicUsize>,
     _types: PhantomData<fn() -> (I, O)>,
 }
 
 impl<I: Spec, O: Spec + Default> Transform<I, O> {
     pub fn new(name: &'static str, namespace: &str, map: fn(&I) -> O) -> Self {
-        Transform {
-            name,
-            namespace: namespace.to_owned(),
-            map,
-            reconciles: Arc::default(),
-            _types: PhantomData,
-        }
-    }
-
-    pub fn counting(mut self, reconciles: Arc<AtomicUsize>) -> Self {
-        self.reconciles = reconciles;
-        self
+        Transform { name, namespace: namespace.to_owned(), map, _types: PhantomData }
     }
 }
 
@@ -50,7 +36,6 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
     }
 
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        self.reconciles.fetch_add(1, Ordering::SeqCst);
         let inputs = cx.list_typed::<I>(&self.namespace, &LabelQuery::all()).await?;
         for input in &inputs {
             let out = Pointer::of::<O>(&self.namespace, input.id());
