@@ -99,7 +99,9 @@ impl<I: Spec, O: Spec + Default> Controller for Level<I, O> {
         let modify = |(id, input): &(&str, &I)| {
             let value = (self.map)(input);
             let output = Pointer::of::<O>(NS, *id);
-            async move { cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value).await }
+            async move {
+                cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value.clone()).await
+            }
         };
         if self.tuning.remember {
             for (id, input) in &inputs {
@@ -109,7 +111,7 @@ impl<I: Spec, O: Spec + Default> Controller for Level<I, O> {
                 }
                 let kept = value.clone();
                 cx.modify(&Pointer::of::<O>(NS, *id), move |o: &mut Resource<O>| {
-                    *o.spec_mut() = value
+                    *o.spec_mut() = value.clone()
                 })
                 .await?;
                 self.written.insert((*id).to_owned(), kept);
@@ -180,7 +182,8 @@ impl<I: Spec, O: Spec + Default> QController for QLevel<I, O> {
         match cx.get_typed::<I>(ptr).await {
             Ok(input) => {
                 let value = (self.map)(input.spec());
-                cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value).await?;
+                cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value.clone())
+                    .await?;
             }
             Err(e) if e.is_not_found() => match cx.destroy(&output).await {
                 Err(e) if !e.is_not_found() => return Err(e.into()),

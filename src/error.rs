@@ -118,6 +118,66 @@ pub enum Error {
         /// Which actor was unreachable.
         service: &'static str,
     },
+
+    /// The storage under the state failed: a commit that did not reach the
+    /// disk (nothing of that batch was applied or published), or a state file
+    /// that cannot be opened (the file is left untouched).
+    #[error("storage failed for {resource} ({failure}): {reason}")]
+    Storage {
+        /// The resource whose write failed, or the state file that did not open.
+        resource: String,
+        /// What kind of failure.
+        failure: StorageFailure,
+        /// The storage engine's own words.
+        reason: String,
+    },
+
+    /// A watch asked to resume from a revision the state no longer keeps the
+    /// changes since (or has not reached): bootstrap again instead.
+    #[error("cannot resume the watch of {resource} from revision {revision}: {reason}")]
+    Compacted {
+        /// The kind (or resource) watched.
+        resource: String,
+        /// The revision asked for.
+        revision: u64,
+        /// Why (the oldest revision kept, or the current one).
+        reason: String,
+    },
+}
+
+/// What kind of [`Error::Storage`] failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StorageFailure {
+    /// Another process (or another state in this one) holds the file.
+    Locked,
+    /// The file is not a state file, or it is damaged.
+    Corrupt,
+    /// The file was written by a newer or unknown format version.
+    UnsupportedFormat,
+    /// The file or its directory cannot be written.
+    ReadOnly,
+    /// Any other IO or engine failure (a full disk, a failed fsync, ...).
+    Io,
+    /// The backend is closed or its writer thread is gone.
+    Closed,
+    /// A write's precondition did not hold in the store (another writer, or
+    /// the cache and the store disagree); nothing of the batch applied.
+    Conflict,
+}
+
+impl fmt::Display for StorageFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StorageFailure::Locked => "locked by another process",
+            StorageFailure::Corrupt => "corrupt",
+            StorageFailure::UnsupportedFormat => "unsupported format",
+            StorageFailure::ReadOnly => "read-only",
+            StorageFailure::Io => "io",
+            StorageFailure::Closed => "closed",
+            StorageFailure::Conflict => "conflict",
+        })
+    }
 }
 
 struct OwnerName<'a>(&'a Option<String>);
@@ -182,6 +242,16 @@ impl Error {
         matches!(self, Error::Unavailable { .. })
     }
 
+    /// [`Error::Storage`].
+    pub fn is_storage(&self) -> bool {
+        matches!(self, Error::Storage { .. })
+    }
+
+    /// [`Error::Compacted`]: bootstrap the watch again.
+    pub fn is_compacted(&self) -> bool {
+        matches!(self, Error::Compacted { .. })
+    }
+
     /// Any conflict with the stored state: already exists, version, owner,
     /// phase or pending finalizers.
     pub fn is_conflict(&self) -> bool {
@@ -207,7 +277,9 @@ impl Error {
             | Error::TypeMismatch { resource, .. } => resource.to_string(),
             Error::InvalidInput { resource, .. }
             | Error::AccessDenied { resource, .. }
-            | Error::Unavailable { resource, .. } => resource.clone(),
+            | Error::Unavailable { resource, .. }
+            | Error::Storage { resource, .. }
+            | Error::Compacted { resource, .. } => resource.clone(),
         }
     }
 }

@@ -65,7 +65,7 @@ pub mod state;
 pub mod supervisor;
 pub mod testing;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, StorageFailure};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use state::State;
 

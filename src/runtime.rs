@@ -11,7 +11,7 @@ use crate::activity::Activity;
 use crate::controller::{
     Controller, ControllerMetrics, QController, QueueHandle, default_pool_size,
 };
-use crate::state::{Backend, MemoryBackend, State};
+use crate::state::{State, StateActor, StateBuilder};
 use crate::supervisor::{
     Backoff, ControllerRegistration, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded,
     QueueRegistration, Register, Registered, RegistrationError, RestartPolicy, StopAll, StopReason,
@@ -104,13 +104,52 @@ impl RuntimeBuilder {
     /// Starts the runtime over an in-memory state, on the current arbiter.
     /// Must be called inside a running actix `System`.
     pub fn start(self) -> Runtime {
-        self.start_with_backend(MemoryBackend::new())
+        let activity = Activity::new();
+        let state = State::start_actor(StateActor::new(), activity.clone());
+        self.start_over(state, activity)
     }
 
-    /// Starts the runtime over `backend`, on the current arbiter.
-    pub fn start_with_backend<B: Backend>(self, backend: B) -> Runtime {
+    /// Opens the state `state` describes (durable namespaces, history; see
+    /// [`StateBuilder`]) and starts the runtime over it, on the current arbiter.
+    ///
+    /// ```
+    /// use cosi_runtime::{Runtime, State};
+    /// # actix::System::new().block_on(async {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let runtime = Runtime::builder()
+    ///     .open(State::builder().durable(dir.path().join("state.redb"), ["config"]))
+    ///     .await?;
+    /// runtime.stop().await;
+    /// runtime.state().close().await?;
+    /// # Ok::<(), cosi_runtime::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) when a backend cannot be opened.
+    pub async fn open(self, mut state: StateBuilder) -> Result<Runtime, crate::Error> {
         let activity = Activity::new();
-        let state = State::start_tracked(backend, activity.clone());
+        state.activity = Some(activity.clone());
+        let state = state.open().await?;
+        Ok(self.start_over(state, activity))
+    }
+
+    /// Opens a state that keeps `namespaces` durable in the file at `path`
+    /// and the rest in memory, and starts the runtime over it: the one-line
+    /// form of [`open`](RuntimeBuilder::open).
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) when the file cannot be used.
+    #[cfg(feature = "redb")]
+    pub async fn open_durable(
+        self,
+        path: impl Into<std::path::PathBuf>,
+        namespaces: impl Into<crate::state::Namespaces>,
+    ) -> Result<Runtime, crate::Error> {
+        self.open(State::builder().durable(path, namespaces)).await
+    }
+
+    fn start_over(self, state: State, activity: Activity) -> Runtime {
         let (stopped_tx, stopped) = watch::channel(None);
         let controller_state = match &self.intercept {
             Some(intercept) => intercept(state.clone()),

@@ -113,7 +113,8 @@ impl Mirror {
         match cx.get_typed::<IntSpec>(ptr).await {
             Ok(int) => {
                 let text = int.spec().0.to_string();
-                cx.modify(&out, move |s: &mut Resource<StrSpec>| s.spec_mut().0 = text).await?;
+                cx.modify(&out, move |s: &mut Resource<StrSpec>| s.spec_mut().0 = text.clone())
+                    .await?;
             }
             Err(e) if e.is_not_found() => match cx.destroy(&out).await {
                 Err(e) if !e.is_not_found() => return Err(e.into()),
@@ -316,7 +317,7 @@ impl QController for Joiner {
         let text = format!("{}={n}", s.spec().0);
         cx.modify(
             &Pointer::of::<SentenceSpec>(NS, ptr.id()),
-            move |o: &mut Resource<SentenceSpec>| o.spec_mut().0 = text,
+            move |o: &mut Resource<SentenceSpec>| o.spec_mut().0 = text.clone(),
         )
         .await?;
         Ok(Outcome::Done)

@@ -221,7 +221,7 @@ impl QController for Echo {
     ) -> Result<Outcome, ReconcileError> {
         let id = ptr.id().to_owned();
         cx.modify(&Pointer::of::<StrSpec>(NS, ptr.id()), move |r: &mut Resource<StrSpec>| {
-            r.spec_mut().0 = id
+            r.spec_mut().0 = id.clone()
         })
         .await?;
         Ok(Outcome::Done)

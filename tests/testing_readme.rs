@@ -33,7 +33,7 @@ impl Controller for MotdController {
         for host in cx.list_typed::<Hostname>("network", &LabelQuery::all()).await? {
             let text = format!("Welcome to {}!", host.spec().0);
             let motd = Pointer::of::<Motd>("os", "motd");
-            cx.modify(&motd, move |m: &mut Resource<Motd>| m.spec_mut().0 = text).await?;
+            cx.modify(&motd, move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone()).await?;
         }
         Ok(())
     }

@@ -135,10 +135,10 @@ async fn mirror<S: Spec>(
         let written = state
             .modify_with(
                 &ptr,
-                move || Resource::new(ns, new_id, initial),
+                move || Resource::new(ns.clone(), new_id.clone(), initial.clone()),
                 move |r: &mut Resource<S>| {
                     if r.spec() != &spec {
-                        r.set_spec(spec);
+                        r.set_spec(spec.clone());
                     }
                 },
                 owner,

@@ -98,7 +98,9 @@ async fn sync_files<C: Spec>(
         match render(config) {
             Some(spec) => {
                 wanted.push(id);
-                match cx.modify(&file, move |f: &mut Resource<FileSpec>| *f.spec_mut() = spec).await
+                match cx
+                    .modify(&file, move |f: &mut Resource<FileSpec>| *f.spec_mut() = spec.clone())
+                    .await
                 {
                     Ok(_) => {}
                     // The previous file of that name is still being removed:
@@ -319,7 +321,8 @@ impl QController for ApplyController {
             from_version: file.version().get(),
         };
         log::info!("ApplyController: wrote {} ({} bytes)", applied.path, applied.bytes);
-        cx.modify(&record, move |r: &mut Resource<AppliedFile>| *r.spec_mut() = applied).await?;
+        cx.modify(&record, move |r: &mut Resource<AppliedFile>| *r.spec_mut() = applied.clone())
+            .await?;
         Ok(Outcome::Done)
     }
 }
@@ -383,7 +386,8 @@ impl Controller for StatusController {
             ready: up_to_date == desired.len() && applied.len() == desired.len(),
         };
         let ptr = Pointer::of::<NetworkStatus>(STATUS, "network");
-        cx.modify(&ptr, move |s: &mut Resource<NetworkStatus>| *s.spec_mut() = status).await?;
+        cx.modify(&ptr, move |s: &mut Resource<NetworkStatus>| *s.spec_mut() = status.clone())
+            .await?;
         Ok(())
     }
 }

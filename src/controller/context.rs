@@ -171,11 +171,16 @@ impl ReconcileContext {
     pub async fn modify<S, F>(&self, ptr: &Pointer, f: F) -> Result<Resource<S>, Error>
     where
         S: Spec + Default,
-        F: FnOnce(&mut Resource<S>) + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
     {
         let at = ptr.clone();
-        self.modify_with(ptr, move || Resource::at(at, S::default()), f, ExpectedPhase::Running)
-            .await
+        self.modify_with(
+            ptr,
+            move || Resource::at(at.clone(), S::default()),
+            f,
+            ExpectedPhase::Running,
+        )
+        .await
     }
 
     /// [`modify`](ReconcileContext::modify) with an explicit starting resource
@@ -192,8 +197,8 @@ impl ReconcileContext {
     ) -> Result<Resource<S>, Error>
     where
         S: Spec,
-        E: FnOnce() -> Resource<S> + Send + 'static,
-        F: FnOnce(&mut Resource<S>) + Send + 'static,
+        E: Fn() -> Resource<S> + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
     {
         self.rules.check_write("modify", ptr)?;
         check_type::<S>(ptr)?;

@@ -106,7 +106,7 @@ pub struct QSettings {
 ///         match cx.get_typed::<Int>(ptr).await {
 ///             Ok(int) => {
 ///                 let text = int.spec().0.to_string();
-///                 cx.modify(&out, move |s: &mut Resource<Str>| s.spec_mut().0 = text).await?;
+///                 cx.modify(&out, move |s: &mut Resource<Str>| s.spec_mut().0 = text.clone()).await?;
 ///             }
 ///             Err(e) if e.is_not_found() => match cx.destroy(&out).await {
 ///                 Err(e) if !e.is_not_found() => return Err(e.into()),

@@ -44,7 +44,7 @@ pub type ReconcileResult = Result<(), ReconcileError>;
 ///     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
 ///         let host = cx.get_typed::<Hostname>(&Pointer::of::<Hostname>("network", "hostname")).await?;
 ///         let text = format!("Welcome to {}", host.spec().0);
-///         cx.modify(&Pointer::of::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text)
+///         cx.modify(&Pointer::of::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone())
 ///             .await?;
 ///         Ok(())
 ///     }

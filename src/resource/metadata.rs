@@ -32,6 +32,7 @@ use super::{Annotations, Finalizers, Kind, Labels, Phase, Pointer, Timestamp, Ve
 pub struct Metadata {
     pointer: Pointer,
     version: Version,
+    revision: u64,
     phase: Phase,
     owner: Option<Arc<str>>,
     finalizers: Finalizers,
@@ -47,6 +48,7 @@ impl Metadata {
         Metadata {
             pointer,
             version: Version::UNSET,
+            revision: 0,
             phase: Phase::Running,
             owner: None,
             finalizers: Finalizers::new(),
@@ -93,6 +95,20 @@ impl Metadata {
     /// callers that build a resource from scratch and know its stored version.
     pub fn set_version(&mut self, version: Version) {
         self.version = version;
+    }
+
+    /// The store revision of the write that produced this copy (its *mod
+    /// revision*; 0 until stored). Set by the state: every committed write
+    /// takes the next store-wide revision (see [`state`](crate::state)), so
+    /// a destroyed and re-created resource never passes for the old one even
+    /// though its version starts at 1 again. Ignored by equality, like the
+    /// timestamps.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    pub(crate) fn set_revision(&mut self, revision: u64) {
+        self.revision = revision;
     }
 
     /// The phase.
@@ -209,6 +225,10 @@ impl fmt::Debug for Metadata {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The serialized shape, in the field order of the Go original.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -219,6 +239,8 @@ struct Wire<'a> {
     id: std::borrow::Cow<'a, str>,
     #[serde(default)]
     version: Version,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    revision: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     owner: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
@@ -242,6 +264,7 @@ impl Serialize for Metadata {
             resource_type: self.resource_type().into(),
             id: self.id().into(),
             version: self.version,
+            revision: self.revision,
             owner: self.owner().map(Into::into),
             phase: self.phase,
             created: self.created,
@@ -263,6 +286,7 @@ impl<'de> Deserialize<'de> for Metadata {
         Ok(Metadata {
             pointer: Pointer::new(w.namespace, w.resource_type, &*w.id),
             version: w.version,
+            revision: w.revision,
             phase: w.phase,
             owner: w.owner.map(|o| Arc::from(o.as_ref())),
             finalizers: w.finalizers,

@@ -1,18 +1,23 @@
 //! [`StateActor`]: owns the [`Store`] and serializes every request to it.
 
 use std::any::Any;
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use actix::WeakRecipient;
+use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 
-use super::backend::{Backend, MemoryBackend};
-use super::delivery::{Flush, Outbox, Sink};
-use super::event::{Event, WatchEvent, WatchId};
+use super::backend::{Backend, Precondition, Write, WriteOp};
+use super::delivery::{Flush, Outbox, Sink, WatchEvent};
+use super::event::{Event, WatchId};
 use super::store::{Change, ExpectedPhase, ModifyFn, Store};
-use super::watch::{Subscription, WatchTarget, Watches};
+use super::subscriptions::{Subscription, Watches};
+use super::watch::WatchTarget;
 use crate::Error;
 use crate::activity::Activity;
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Timestamp, validate};
@@ -126,6 +131,9 @@ pub enum StateRequest {
         sink: WatchSink,
         /// Flow-control window (events in flight).
         window: usize,
+        /// Deliver only the changes after this store revision (no initial
+        /// state, no bootstrap).
+        resume_from: Option<u64>,
     },
     /// Stop a watch.
     Unwatch {
@@ -290,40 +298,169 @@ pub struct WatchStats {
     pub backlog: usize,
 }
 
+/// Which namespaces go to which backend; the rest stay in memory only.
+#[derive(Default)]
+pub(crate) struct Routes {
+    by_namespace: HashMap<String, usize>,
+    everything: Option<usize>,
+}
+
+impl Routes {
+    /// Sends the namespaces of `namespaces` (or all of them) to backend `index`.
+    pub(crate) fn add(&mut self, namespaces: &super::Namespaces, index: usize) {
+        match namespaces {
+            super::Namespaces::All => self.everything = Some(index),
+            super::Namespaces::Only(list) => {
+                for ns in list {
+                    self.by_namespace.insert(ns.clone(), index);
+                }
+            }
+        }
+    }
+
+    /// The backend of `namespace`, `None` for memory.
+    pub(crate) fn route(&self, namespace: &str) -> Option<usize> {
+        if self.by_namespace.is_empty() {
+            return self.everything;
+        }
+        self.by_namespace.get(namespace).copied().or(self.everything)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_namespace.is_empty() && self.everything.is_none()
+    }
+}
+
+/// Where a deferred reply goes: filled with the caller's channel by actix
+/// right after the handler returns.
+type ReplySlot = Rc<Cell<Option<OneshotSender<Result<StateReply, Error>>>>>;
+
+fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
+    if let Some(tx) = slot.take() {
+        let _ = tx.send(reply);
+    }
+}
+
+/// The answer of the state actor to one [`StateRequest`]: now, or once the
+/// batch that the request's write joined is committed.
+#[derive(Debug)]
+pub struct StateResponse(Response);
+
+enum Response {
+    Now(Result<StateReply, Error>),
+    Later(ReplySlot),
+}
+
+impl fmt::Debug for Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Response::Now(r) => f.debug_tuple("Now").field(r).finish(),
+            Response::Later(_) => f.write_str("Later"),
+        }
+    }
+}
+
+impl MessageResponse<StateActor, StateRequest> for StateResponse {
+    fn handle(
+        self,
+        _: &mut Context<StateActor>,
+        tx: Option<OneshotSender<Result<StateReply, Error>>>,
+    ) {
+        match self.0 {
+            Response::Now(reply) => {
+                if let Some(tx) = tx {
+                    let _ = tx.send(reply);
+                }
+            }
+            Response::Later(slot) => slot.set(tx),
+        }
+    }
+}
+
+/// Writes staged in the cache, waiting for (or in) their commit.
+#[derive(Default)]
+struct Batch {
+    /// Each write: the change, its revision, its backend.
+    changes: Vec<(Change, u64, usize)>,
+    /// Callers waiting for the batch: their resource and what to answer on success.
+    waiting: Vec<(ReplySlot, String, Result<StateReply, Error>)>,
+}
+
+/// Asks the state actor to commit what it staged (sent to itself, so it runs
+/// after the mailbox is drained: one batch per drain).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct CommitStaged;
+
+/// Closes the state: commits what is staged, releases every backend (files,
+/// locks, threads), then stops the actor. Later requests get
+/// [`Error::Unavailable`].
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Close;
+
 /// The actor that owns the [`Store`] and the watches.
 ///
 /// Every request is a message handled to completion before the next, so the
 /// store has exactly one writer and watchers see changes in the order they
-/// were applied.
-pub struct StateActor<B: Backend = MemoryBackend> {
-    store: Store<B>,
+/// were applied. Writes to namespaces routed to a durable
+/// [`Backend`] are staged and committed as one batch per mailbox drain; see
+/// [`backend`](super::backend) for the commit contract.
+pub struct StateActor {
+    store: Store,
     watches: Watches,
     flush: Option<WeakRecipient<Flush>>,
+    routes: Routes,
+    backends: Vec<Box<dyn Backend>>,
+    /// Staged, not yet sent to a backend.
+    staged: Batch,
+    /// Whether a batch is on its way to a backend.
+    committing: bool,
+    /// Kinds with staged or committing writes: reads of them wait.
+    dirty: HashSet<Kind>,
+    /// Requests that wait for the batch in flight.
+    parked: VecDeque<(StateRequest, ReplySlot)>,
+    commit_scheduled: bool,
+    closing: Option<ReplySlotClose>,
 }
 
-impl StateActor<MemoryBackend> {
-    /// A state actor over an empty in-memory store.
-    pub fn new() -> Self {
-        StateActor::with_backend(MemoryBackend::new())
-    }
-}
+type ReplySlotClose = Rc<Cell<Option<OneshotSender<Result<(), Error>>>>>;
 
-impl Default for StateActor<MemoryBackend> {
+impl Default for StateActor {
     fn default() -> Self {
         StateActor::new()
     }
 }
 
-impl<B: Backend> StateActor<B> {
-    /// A state actor over `backend`.
-    pub fn with_backend(backend: B) -> Self {
-        StateActor { store: Store::with_backend(backend), watches: Watches::default(), flush: None }
+impl StateActor {
+    /// A state actor over an empty in-memory store.
+    pub fn new() -> Self {
+        StateActor {
+            store: Store::new(),
+            watches: Watches::default(),
+            flush: None,
+            routes: Routes::default(),
+            backends: Vec::new(),
+            staged: Batch::default(),
+            committing: false,
+            dirty: HashSet::new(),
+            parked: VecDeque::new(),
+            commit_scheduled: false,
+            closing: None,
+        }
     }
 
-    fn publish(&mut self, change: Option<Change>) {
-        if let Some(change) = change {
-            self.watches.publish(&change);
-        }
+    /// A state actor over `store`, with durable backends and their routes,
+    /// keeping `history` changes for watches that resume.
+    pub(crate) fn with_parts(
+        store: Store,
+        routes: Routes,
+        backends: Vec<Box<dyn Backend>>,
+        history: usize,
+    ) -> Self {
+        let mut watches = Watches::with_history(history);
+        watches.compacted_up_to(store.revision());
+        StateActor { store, watches, routes, backends, ..StateActor::new() }
     }
 
     fn watch(
@@ -332,40 +469,127 @@ impl<B: Backend> StateActor<B> {
         bootstrap: bool,
         sink: WatchSink,
         window: usize,
+        resume_from: Option<u64>,
     ) -> Result<WatchId, Error> {
         match &target {
             WatchTarget::Resource(p) => validate::pointer(p)?,
             WatchTarget::Kind { kind, .. } => validate::kind(kind)?,
         }
+        let revision = self.store.revision();
+        let missed = match resume_from {
+            Some(_) if bootstrap => {
+                return Err(Error::InvalidInput {
+                    resource: target.kind().to_string(),
+                    reason: "a watch either bootstraps or resumes from a revision, not both".into(),
+                });
+            }
+            Some(from) => Some(self.watches.missed(&target, from, revision)?),
+            None => None,
+        };
         let id = self.watches.next_id();
         let mut outbox = Outbox::new(id, sink.sink, window, self.flush.clone(), sink.activity);
-        match &target {
-            WatchTarget::Resource(ptr) => outbox.publish(match self.store.get(ptr) {
-                Ok(r) => Event::Created(r),
-                Err(_) => Event::Destroyed(AnyResource::tombstone(ptr.clone())),
-            }),
-            WatchTarget::Kind { kind, query } if bootstrap => {
-                self.store
-                    .for_each_match(kind, query, |r| outbox.publish(Event::Created(r.clone())));
-                outbox.publish(Event::Bootstrapped(kind.clone()));
+        match (&target, missed) {
+            (_, Some(missed)) => {
+                for (event, rev) in missed {
+                    outbox.publish(event, rev);
+                }
             }
-            WatchTarget::Kind { .. } => {}
+            (WatchTarget::Resource(ptr), None) => outbox.publish(
+                match self.store.get(ptr) {
+                    Ok(r) => Event::Created(r),
+                    Err(_) => Event::Destroyed(AnyResource::tombstone(ptr.clone())),
+                },
+                revision,
+            ),
+            (WatchTarget::Kind { kind, query }, None) if bootstrap => {
+                self.store.for_each_match(kind, query, |r| {
+                    outbox.publish(Event::Created(r.clone()), revision)
+                });
+                outbox.publish(Event::Bootstrapped(kind.clone()), revision);
+            }
+            (WatchTarget::Kind { .. }, None) => {}
         }
         self.watches.add(Subscription { id, target, outbox });
         Ok(id)
     }
 
+    /// The backend a request goes to (`None`: memory), and the kind it reads.
+    fn route_of(&self, req: &StateRequest) -> (Option<usize>, Option<Kind>) {
+        if self.routes.is_empty() {
+            return (None, None);
+        }
+        let kind = match req.about() {
+            Subject::Resource(p) => p.kind().clone(),
+            Subject::Kind(k) => k,
+            Subject::Watch(_) => return (None, None),
+        };
+        (self.routes.route(kind.namespace()), Some(kind))
+    }
+
+    /// Serves `req` now, stages it, or parks it until the batch in flight is done.
+    fn dispatch(
+        &mut self,
+        req: StateRequest,
+        ctx: &mut Context<Self>,
+        slot: Option<ReplySlot>,
+    ) -> Response {
+        let (route, kind) = self.route_of(&req);
+        let Some(backend) = route else {
+            return Response::Now(self.serve(req));
+        };
+        let dirty = kind.as_ref().is_some_and(|k| self.dirty.contains(k));
+        let must_wait = !self.parked.is_empty()
+            || (req.is_write() && self.committing)
+            || (!req.is_write() && dirty);
+        if must_wait {
+            let slot = slot.unwrap_or_default();
+            self.parked.push_back((req, slot.clone()));
+            return Response::Later(slot);
+        }
+        if !req.is_write() {
+            return Response::Now(self.serve(req));
+        }
+        let about = req.subject();
+        let (reply, change) = match apply(&mut self.store, req, Timestamp::now()) {
+            Ok(applied) => applied,
+            Err(other) => (self.serve(other), None),
+        };
+        let Some(change) = change else {
+            if !dirty {
+                return Response::Now(reply);
+            }
+            // Computed on staged data: it shares the batch's fate.
+            let slot = slot.unwrap_or_default();
+            self.staged.waiting.push((slot.clone(), about, reply));
+            return Response::Later(slot);
+        };
+        if let Some(k) = kind {
+            self.dirty.insert(k);
+        }
+        self.staged.changes.push((change, self.store.revision(), backend));
+        let slot = slot.unwrap_or_default();
+        self.staged.waiting.push((slot.clone(), about, reply));
+        if !self.commit_scheduled {
+            self.commit_scheduled = true;
+            ctx.notify(CommitStaged);
+        }
+        Response::Later(slot)
+    }
+
+    /// Serves a request at once (memory namespaces, reads, watches).
     fn serve(&mut self, req: StateRequest) -> Result<StateReply, Error> {
         let req = match apply(&mut self.store, req, Timestamp::now()) {
             Ok((reply, change)) => {
-                self.publish(change);
+                if let Some(change) = change {
+                    self.watches.publish(&change, self.store.revision());
+                }
                 return reply;
             }
             Err(watch_request) => watch_request,
         };
         match req {
-            StateRequest::Watch { target, bootstrap, sink, window } => {
-                self.watch(target, bootstrap, sink, window).map(StateReply::Watching)
+            StateRequest::Watch { target, bootstrap, sink, window, resume_from } => {
+                self.watch(target, bootstrap, sink, window, resume_from).map(StateReply::Watching)
             }
             StateRequest::Unwatch { id } => {
                 self.watches.remove(id);
@@ -387,6 +611,103 @@ impl<B: Backend> StateActor<B> {
             }),
         }
     }
+
+    /// Sends the staged batch to its backends (one commit per backend).
+    fn commit(&mut self, ctx: &mut Context<Self>) {
+        self.commit_scheduled = false;
+        let batch = std::mem::take(&mut self.staged);
+        if batch.changes.is_empty() && batch.waiting.is_empty() {
+            self.close_if_idle(ctx);
+            return;
+        }
+        let mut per_backend: Vec<Vec<Write>> =
+            (0..self.backends.len()).map(|_| Vec::new()).collect();
+        for (change, revision, backend) in &batch.changes {
+            per_backend[*backend].push(write_of(change, *revision));
+        }
+        let commits: Vec<_> = per_backend
+            .into_iter()
+            .enumerate()
+            .filter(|(_, writes)| !writes.is_empty())
+            .map(|(i, writes)| self.backends[i].commit(writes))
+            .collect();
+        self.committing = true;
+        let done = futures::future::join_all(commits);
+        ctx.spawn(done.into_actor(self).map(move |results, act, ctx| {
+            let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
+            act.finish(batch, result, ctx);
+        }));
+    }
+
+    /// Publishes and answers a committed batch, or rolls a failed one back;
+    /// then serves what waited for it.
+    fn finish(&mut self, batch: Batch, result: Result<(), Error>, ctx: &mut Context<Self>) {
+        self.committing = false;
+        self.dirty.clear();
+        match result {
+            Ok(()) => {
+                for (change, revision, _) in &batch.changes {
+                    self.watches.publish(change, *revision);
+                }
+                for (slot, _, reply) in batch.waiting {
+                    answer(&slot, reply);
+                }
+            }
+            Err(e) => {
+                let (failure, reason) = match &e {
+                    Error::Storage { failure, reason, .. } => (*failure, reason.clone()),
+                    other => (crate::StorageFailure::Io, other.to_string()),
+                };
+                log::error!(
+                    "state: a commit of {} writes failed, rolled back: {e}",
+                    batch.changes.len()
+                );
+                self.store.rollback(batch.changes.iter().map(|(c, _, _)| c));
+                for (slot, resource, _) in batch.waiting {
+                    let reason = reason.clone();
+                    answer(&slot, Err(Error::Storage { resource, failure, reason }));
+                }
+            }
+        }
+        for (req, slot) in std::mem::take(&mut self.parked) {
+            if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone())) {
+                answer(&slot, reply);
+            }
+        }
+        self.close_if_idle(ctx);
+    }
+
+    fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
+        if self.committing || self.commit_scheduled || !self.parked.is_empty() {
+            return;
+        }
+        let Some(slot) = self.closing.take() else {
+            return;
+        };
+        let closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
+        ctx.wait(futures::future::join_all(closes).into_actor(self).map(move |_, _, ctx| {
+            if let Some(tx) = slot.take() {
+                let _ = tx.send(Ok(()));
+            }
+            ctx.stop();
+        }));
+    }
+}
+
+/// The backend write that makes `change` durable.
+fn write_of(change: &Change, revision: u64) -> Write {
+    let (pointer, precondition, op) = match change {
+        Change::Created(r) => (r.pointer(), Precondition::Absent, WriteOp::Put(r.clone())),
+        Change::Updated { old, new } => (
+            new.pointer(),
+            Precondition::Revision(old.metadata().revision()),
+            WriteOp::Put(new.clone()),
+        ),
+        Change::Destroyed(r) => {
+            (r.pointer(), Precondition::Revision(r.metadata().revision()), WriteOp::Delete)
+        }
+    };
+    Write { pointer: pointer.clone(), precondition, op, revision }
 }
 
 /// What a store request produced: the reply, and the change to publish.
@@ -397,8 +718,8 @@ pub(crate) type Applied = (Result<StateReply, Error>, Option<Change>);
 ///
 /// A panic in a modify function is caught (nothing was changed) and becomes
 /// [`StateReply::ModifyPanicked`], for the caller to re-raise.
-pub(crate) fn apply<B: Backend>(
-    store: &mut Store<B>,
+pub(crate) fn apply(
+    store: &mut Store,
     req: StateRequest,
     now: Timestamp,
 ) -> Result<Applied, StateRequest> {
@@ -424,7 +745,7 @@ pub(crate) fn apply<B: Backend>(
         }
         StateRequest::Modify { pointer, owner, expected_phase, modify } => {
             match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                store.modify(&pointer, modify, owner.as_deref(), expected_phase, now)
+                store.modify(&pointer, &modify, owner.as_deref(), expected_phase, now)
             })) {
                 Ok(Ok((r, None))) => (Ok(StateReply::Unchanged(Some(r))), None),
                 Ok(Ok((r, change))) => (Ok(StateReply::Resource(r)), change),
@@ -455,7 +776,7 @@ pub(crate) fn apply<B: Backend>(
     })
 }
 
-impl<B: Backend> Actor for StateActor<B> {
+impl Actor for StateActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
@@ -467,15 +788,53 @@ impl<B: Backend> Actor for StateActor<B> {
     }
 }
 
-impl<B: Backend> Handler<StateRequest> for StateActor<B> {
-    type Result = Result<StateReply, Error>;
+impl Handler<StateRequest> for StateActor {
+    type Result = StateResponse;
 
-    fn handle(&mut self, req: StateRequest, _: &mut Self::Context) -> Self::Result {
-        self.serve(req)
+    fn handle(&mut self, req: StateRequest, ctx: &mut Self::Context) -> Self::Result {
+        StateResponse(self.dispatch(req, ctx, None))
     }
 }
 
-impl<B: Backend> Handler<Flush> for StateActor<B> {
+impl Handler<CommitStaged> for StateActor {
+    type Result = ();
+
+    fn handle(&mut self, _: CommitStaged, ctx: &mut Self::Context) {
+        self.commit(ctx);
+    }
+}
+
+/// The answer to [`Close`], once every backend is released.
+pub struct CloseResponse(ReplySlotClose);
+
+impl fmt::Debug for CloseResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CloseResponse")
+    }
+}
+
+impl MessageResponse<StateActor, Close> for CloseResponse {
+    fn handle(self, _: &mut Context<StateActor>, tx: Option<OneshotSender<Result<(), Error>>>) {
+        self.0.set(tx);
+    }
+}
+
+impl Handler<Close> for StateActor {
+    type Result = CloseResponse;
+
+    fn handle(&mut self, _: Close, ctx: &mut Self::Context) -> Self::Result {
+        let slot = ReplySlotClose::default();
+        self.closing = Some(slot.clone());
+        if !self.commit_scheduled {
+            // Runs after actix stored the caller's channel in the slot.
+            self.commit_scheduled = true;
+            ctx.notify(CommitStaged);
+        }
+        CloseResponse(slot)
+    }
+}
+
+impl Handler<Flush> for StateActor {
     type Result = ();
 
     fn handle(&mut self, Flush(id): Flush, _: &mut Self::Context) {
@@ -485,11 +844,13 @@ impl<B: Backend> Handler<Flush> for StateActor<B> {
     }
 }
 
-impl<B: Backend> fmt::Debug for StateActor<B> {
+impl fmt::Debug for StateActor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StateActor")
             .field("resources", &self.store.len())
             .field("watches", &self.watches.len())
+            .field("revision", &self.store.revision())
+            .field("backends", &self.backends)
             .finish()
     }
 }

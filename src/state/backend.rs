@@ -1,221 +1,134 @@
-//! Storage backends: where the [`Store`](super::Store) keeps resources.
+//! The backend contract: where committed writes go.
 //!
-//! A backend only stores and retrieves; every rule (versions, owners, phases,
-//! finalizers) lives in the `Store` above it, so all backends behave alike and
-//! one conformance suite (`tests/state_conformance.rs`) checks them all.
+//! # The commit contract
+//! Reads never reach a backend. The [`StateActor`](super::StateActor) owns a
+//! cached view of every resource and serves `get`, `list` and watches from it,
+//! synchronously and borrowed, whatever the backend. A backend only
+//!
+//! 1. hands over what it holds once, at open ([`Backend::load`]), and
+//! 2. makes batches of writes durable ([`Backend::commit`]).
+//!
+//! The state actor applies the rules of the state contract to its cache as
+//! usual, **stages** the writes of one mailbox drain, and commits them as
+//! **one** batch (group commit: while one batch is on its way to the disk, the
+//! writes that arrive collect into the next). Only when the commit succeeded
+//! does it publish the changes to watchers and then reply to the callers, in
+//! that order. A failed commit rolls the cache back to where it was before the
+//! batch; every caller of the batch gets [`Error::Storage`] naming its own
+//! resource; nothing is published; the actor goes on serving.
+//!
+//! # Revisions
+//! The state keeps one store-wide revision, a `u64` that grows by exactly one
+//! **per write** (a create, an update, a destroy), in the order the writes
+//! were applied. A batch of 64 writes takes 64 consecutive revisions. Each
+//! stored resource carries the revision of the write that produced it
+//! ([`Metadata::revision`](crate::resource::Metadata::revision), its *mod
+//! revision*). A write's precondition names the mod revision it was computed
+//! from ([`Precondition::Revision`]), or that nothing was there
+//! ([`Precondition::Absent`]), so a destroy and re-create can never pass for
+//! the old resource.
+//!
+//! # Writing a backend
+//! `commit` returns a future: a backend that writes to a disk or a network
+//! does it on its own thread and resolves the future from there, so the
+//! state actor's arbiter never blocks. Prove a backend with the public
+//! conformance suite, [`testing::conformance`](crate::testing::conformance).
 
-use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 
 use crate::Error;
-use crate::resource::{AnyResource, Id, Kind, KindMap, Pointer};
+use crate::resource::{AnyResource, Pointer};
 
-/// The minimal storage interface under the [`Store`](super::Store).
-///
-/// Implementations keep, per [`Kind`], a map from id to resource and list it in
-/// id order. Writes may fail (a durable backend's disk); reads may not.
-pub trait Backend: Unpin + 'static {
-    /// The resource at `ptr`, if stored.
-    fn get(&self, ptr: &Pointer) -> Option<&AnyResource>;
-
-    /// Every resource of `kind`, sorted by id.
-    fn list<'a>(&'a self, kind: &Kind) -> Box<dyn Iterator<Item = &'a AnyResource> + 'a>;
-
-    /// Stores `resource`, replacing any resource at its address.
-    ///
-    /// # Errors
-    /// A backend-specific failure, reported as [`Error::Unavailable`].
-    fn put(&mut self, resource: AnyResource) -> Result<(), Error>;
-
-    /// Looks up the resource at `ptr` once, lets `f` decide what the slot
-    /// holds next ([`Slot`]), and applies that. The read-check-write of every
-    /// update goes through here, so it costs one lookup. The default does a
-    /// `get` and then a `put` or `remove`.
-    ///
-    /// # Errors
-    /// As [`put`](Backend::put) and [`remove`](Backend::remove).
-    fn with_slot<R>(
-        &mut self,
-        ptr: &Pointer,
-        f: impl FnOnce(Option<&AnyResource>) -> (Slot, R),
-    ) -> Result<R, Error>
-    where
-        Self: Sized,
-    {
-        let (slot, result) = f(self.get(ptr));
-        match slot {
-            Slot::Keep => {}
-            Slot::Put(resource) => self.put(resource)?,
-            Slot::Remove => {
-                self.remove(ptr)?;
-            }
-        }
-        Ok(result)
-    }
-
-    /// Stores `resource` only if nothing is stored at its address; returns
-    /// whether it was stored. (Override to do it in one lookup.)
-    ///
-    /// # Errors
-    /// As [`put`](Backend::put).
-    fn insert_new(&mut self, resource: AnyResource) -> Result<bool, Error> {
-        if self.get(resource.pointer()).is_some() {
-            return Ok(false);
-        }
-        self.put(resource).map(|()| true)
-    }
-
-    /// Removes and returns the resource at `ptr`.
-    ///
-    /// # Errors
-    /// A backend-specific failure, reported as [`Error::Unavailable`].
-    fn remove(&mut self, ptr: &Pointer) -> Result<Option<AnyResource>, Error>;
-
-    /// The canonical [`Kind`] handle equal to `kind`, so that stored resources
-    /// share one allocation per collection.
-    fn intern(&mut self, kind: &Kind) -> Kind;
-
-    /// How many resources are stored in all.
-    fn len(&self) -> usize;
-
-    /// Whether nothing is stored.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+/// What a write requires of the stored resource before it applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Precondition {
+    /// Nothing is stored at the address (a create).
+    Absent,
+    /// The stored resource has this mod revision (an update or a destroy).
+    Revision(u64),
 }
 
-/// What [`Backend::with_slot`] does with a resource's slot.
-#[derive(Debug)]
-pub enum Slot {
-    /// Leave it as it is.
-    Keep,
-    /// Store this resource there.
+/// What a write does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteOp {
+    /// Store this resource at the address.
     Put(AnyResource),
-    /// Remove what is there.
-    Remove,
+    /// Remove what is stored at the address.
+    Delete,
 }
 
-/// The default backend: everything in memory, a sorted map per kind.
-#[derive(Default)]
-pub struct MemoryBackend {
-    collections: KindMap<BTreeMap<Id, AnyResource>>,
-    len: usize,
+/// One write of a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Write {
+    /// The address written.
+    pub pointer: Pointer,
+    /// What must be stored there for the write to apply.
+    pub precondition: Precondition,
+    /// The new value, or a delete.
+    pub op: WriteOp,
+    /// The store revision this write takes (the new value's mod revision).
+    pub revision: u64,
 }
 
-impl MemoryBackend {
-    /// An empty in-memory backend.
-    pub fn new() -> Self {
-        MemoryBackend::default()
+/// A write the backend made durable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Committed {
+    /// The address written.
+    pub pointer: Pointer,
+    /// Its revision.
+    pub revision: u64,
+}
+
+/// What a backend holds at open.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The store revision of the last committed write (0 for a new store).
+    pub revision: u64,
+    /// Every stored resource, each with its mod revision in its metadata.
+    pub resources: Vec<AnyResource>,
+}
+
+/// The future a [`Backend::commit`] returns.
+pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Committed>, Error>> + Send>>;
+
+/// The future a [`Backend::close`] returns.
+pub type CloseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Where the writes of some namespaces go (see the [module docs](self)).
+///
+/// A backend stores and returns resources; every rule of the state contract
+/// lives in the [`Store`](super::Store) above it, so backends behave alike.
+pub trait Backend: Send + 'static {
+    /// A short description for errors and logs (`redb at /var/lib/x.redb`).
+    fn describe(&self) -> String;
+
+    /// Everything stored, to fill the cache. Called once, when the state opens.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if the store cannot be read.
+    fn load(&mut self) -> Result<Snapshot, Error>;
+
+    /// Makes `batch` durable, atomically: every write or none. Writes are in
+    /// the order the state applied them (a resource may appear more than once;
+    /// each write's precondition then names the previous write's revision).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if the batch did not become durable; a precondition
+    /// that does not hold is also a storage error (the cache and the backend
+    /// disagree: another writer, or a bug), and nothing of the batch applies.
+    fn commit(&mut self, batch: Vec<Write>) -> CommitFuture;
+
+    /// Releases the store (files, locks, threads); resolves once released.
+    /// The default has nothing to release.
+    fn close(&mut self) -> CloseFuture {
+        Box::pin(std::future::ready(()))
     }
 }
 
-impl std::fmt::Debug for MemoryBackend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryBackend")
-            .field("kinds", &self.collections.len())
-            .field("resources", &self.len)
-            .finish()
-    }
-}
-
-impl Backend for MemoryBackend {
-    fn get(&self, ptr: &Pointer) -> Option<&AnyResource> {
-        self.collections.get(ptr.kind())?.get(ptr.id_shared())
-    }
-
-    fn list<'a>(&'a self, kind: &Kind) -> Box<dyn Iterator<Item = &'a AnyResource> + 'a> {
-        match self.collections.get(kind) {
-            Some(c) => Box::new(c.values()),
-            None => Box::new(std::iter::empty()),
-        }
-    }
-
-    fn put(&mut self, resource: AnyResource) -> Result<(), Error> {
-        let ptr = resource.pointer();
-        let collection = match self.collections.get_mut(ptr.kind()) {
-            Some(c) => c,
-            None => self.collections.entry(ptr.kind().clone()).or_default(),
-        };
-        if collection.insert(ptr.id_shared().clone(), resource).is_none() {
-            self.len += 1;
-        }
-        Ok(())
-    }
-
-    fn with_slot<R>(
-        &mut self,
-        ptr: &Pointer,
-        f: impl FnOnce(Option<&AnyResource>) -> (Slot, R),
-    ) -> Result<R, Error> {
-        use std::collections::btree_map::Entry;
-        let Some(collection) = self.collections.get_mut(ptr.kind()) else {
-            let (slot, result) = f(None);
-            if let Slot::Put(resource) = slot {
-                self.put(resource)?;
-            }
-            return Ok(result);
-        };
-        match collection.entry(ptr.id_shared().clone()) {
-            Entry::Occupied(mut stored) => {
-                let (slot, result) = f(Some(stored.get()));
-                match slot {
-                    Slot::Keep => {}
-                    Slot::Put(resource) => *stored.get_mut() = resource,
-                    Slot::Remove => {
-                        stored.remove();
-                        self.len -= 1;
-                    }
-                }
-                Ok(result)
-            }
-            Entry::Vacant(empty) => {
-                let (slot, result) = f(None);
-                if let Slot::Put(resource) = slot {
-                    empty.insert(resource);
-                    self.len += 1;
-                }
-                Ok(result)
-            }
-        }
-    }
-
-    fn insert_new(&mut self, resource: AnyResource) -> Result<bool, Error> {
-        let ptr = resource.pointer();
-        let collection = match self.collections.get_mut(ptr.kind()) {
-            Some(c) => c,
-            None => self.collections.entry(ptr.kind().clone()).or_default(),
-        };
-        match collection.entry(ptr.id_shared().clone()) {
-            std::collections::btree_map::Entry::Occupied(_) => Ok(false),
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(resource);
-                self.len += 1;
-                Ok(true)
-            }
-        }
-    }
-
-    fn remove(&mut self, ptr: &Pointer) -> Result<Option<AnyResource>, Error> {
-        let Some(collection) = self.collections.get_mut(ptr.kind()) else {
-            return Ok(None);
-        };
-        let removed = collection.remove(ptr.id_shared());
-        if removed.is_some() {
-            self.len -= 1;
-        }
-        Ok(removed)
-    }
-
-    fn intern(&mut self, kind: &Kind) -> Kind {
-        match self.collections.get_key_value(kind) {
-            Some((k, _)) => k.clone(),
-            None => {
-                self.collections.insert(kind.clone(), BTreeMap::new());
-                kind.clone()
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.len
+impl fmt::Debug for dyn Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
     }
 }

@@ -9,10 +9,10 @@ use actix::prelude::*;
 use futures::Stream;
 use futures::channel::mpsc::{UnboundedReceiver, unbounded};
 
-use super::actor::{StateActor, StateReply, StateRequest, WatchSink, WatchStats};
-use super::backend::{Backend, MemoryBackend};
-use super::delivery::Sink;
-use super::event::{Event, WatchEvent, WatchId};
+use super::actor::{Close, StateActor, StateReply, StateRequest, WatchSink, WatchStats};
+use super::delivery::{Sink, WatchEvent};
+use super::event::{Event, WatchId};
+use super::open::{Namespaces, StateBuilder};
 use super::store::{ExpectedPhase, ModifyFn};
 use super::watch::WatchTarget;
 use crate::Error;
@@ -31,11 +31,16 @@ pub struct WatchOptions {
     pub bootstrap: bool,
     /// Flow-control window: events in flight before the backlog coalesces.
     pub window: usize,
+    /// Deliver only the changes after this store revision (the
+    /// [`WatchEvent::revision`] of the last event handled): no initial state,
+    /// no bootstrap. [`Error::Compacted`] when the state no longer keeps
+    /// them; bootstrap again then.
+    pub resume_from: Option<u64>,
 }
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        WatchOptions { bootstrap: false, window: DEFAULT_WATCH_WINDOW }
+        WatchOptions { bootstrap: false, window: DEFAULT_WATCH_WINDOW, resume_from: None }
     }
 }
 
@@ -43,6 +48,11 @@ impl WatchOptions {
     /// Options with bootstrap on.
     pub fn bootstrap() -> Self {
         WatchOptions { bootstrap: true, ..WatchOptions::default() }
+    }
+
+    /// Options that resume after `revision` (see [`resume_from`](WatchOptions::resume_from)).
+    pub fn resume_from(revision: u64) -> Self {
+        WatchOptions { resume_from: Some(revision), ..WatchOptions::default() }
     }
 
     /// These options with another window.
@@ -83,6 +93,7 @@ pub struct State {
     requests: Recipient<StateRequest>,
     coordinator: Option<Recipient<TeardownAndDestroy>>,
     activity: Activity,
+    closer: Option<Recipient<Close>>,
 }
 
 impl fmt::Debug for State {
@@ -132,8 +143,8 @@ fn owner_arc(owner: Option<&str>) -> Option<Arc<str>> {
 pub(crate) fn typed_modify<S, E, F>(empty: E, f: F) -> ModifyFn
 where
     S: Spec,
-    E: FnOnce() -> Resource<S> + Send + 'static,
-    F: FnOnce(&mut Resource<S>) + Send + 'static,
+    E: Fn() -> Resource<S> + Send + 'static,
+    F: Fn(&mut Resource<S>) + Send + 'static,
 {
     Box::new(move |current| {
         let mut r = match current {
@@ -161,19 +172,57 @@ impl State {
     /// Starts an in-memory state (a [`StateActor`] and a [`FinalizerCoordinator`])
     /// on the current arbiter. Must be called inside a running actix `System`.
     pub fn start() -> State {
-        State::start_with_backend(MemoryBackend::new())
+        State::start_actor(StateActor::new(), Activity::new())
     }
 
-    /// Starts a state over `backend` on the current arbiter.
-    pub fn start_with_backend<B: Backend>(backend: B) -> State {
-        State::start_tracked(backend, Activity::new())
+    /// A [`StateBuilder`]: some namespaces on durable backends, the rest in memory.
+    pub fn builder() -> StateBuilder {
+        StateBuilder::new()
     }
 
-    pub(crate) fn start_tracked<B: Backend>(backend: B, activity: Activity) -> State {
-        let actor = StateActor::with_backend(backend).start();
-        let bare = State { requests: actor.recipient(), coordinator: None, activity };
+    /// Opens a state that keeps `namespaces` durable in the file at `path`
+    /// (created if missing) and everything else in memory; what the file
+    /// holds is loaded first. The one-line form of
+    /// `State::builder().durable(path, namespaces).open()`.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if the file cannot be used (locked by another
+    /// process, corrupt, of a newer format, in a read-only place).
+    #[cfg(feature = "redb")]
+    pub async fn open_durable(
+        path: impl Into<std::path::PathBuf>,
+        namespaces: impl Into<Namespaces>,
+    ) -> Result<State, Error> {
+        State::builder().durable(path, namespaces).open().await
+    }
+
+    pub(crate) fn start_actor(actor: StateActor, activity: Activity) -> State {
+        let actor = actor.start();
+        let closer = actor.clone().recipient();
+        let bare = State {
+            requests: actor.recipient(),
+            coordinator: None,
+            activity,
+            closer: Some(closer),
+        };
         let coordinator = FinalizerCoordinator::new(bare.clone()).start();
         State { coordinator: Some(coordinator.recipient()), ..bare }
+    }
+
+    /// Commits what is staged, releases every backend (the state file and its
+    /// lock), and stops the state actor; resolves once all that is done, so
+    /// the same file can be opened again right after. Later requests through
+    /// any handle of this state get [`Error::Unavailable`].
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] if the state was already stopped.
+    pub async fn close(&self) -> Result<(), Error> {
+        let unavailable =
+            || Error::Unavailable { resource: "the state".into(), service: "the state actor" };
+        let Some(closer) = &self.closer else {
+            return Err(unavailable());
+        };
+        closer.send(Close).await.map_err(|_| unavailable())?
     }
 
     /// A handle that sends every request to `requests` (a probe in tests, or a
@@ -181,7 +230,7 @@ impl State {
     /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
     /// [`Error::Unavailable`].
     pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
-        State { requests, coordinator: None, activity: Activity::new() }
+        State { requests, coordinator: None, activity: Activity::new(), closer: None }
     }
 
     pub(crate) fn requests(&self) -> &Recipient<StateRequest> {
@@ -321,7 +370,9 @@ impl State {
     /// state (or to a new resource with `S::default()` if it is missing).
     ///
     /// `f` runs inside the state actor, atomically with the write, so there is
-    /// never a version conflict to retry; keep it short and non-blocking. If the
+    /// never a version conflict to retry; keep it short and non-blocking. It is
+    /// `Fn`: a backend shared with other processes re-runs it on fresh data when
+    /// the stored resource changed under it. If the
     /// result equals the stored resource, nothing is written and no event is
     /// sent. If `f` panics, the panic resumes in the caller.
     ///
@@ -336,12 +387,12 @@ impl State {
     ) -> Result<Resource<S>, Error>
     where
         S: Spec + Default,
-        F: FnOnce(&mut Resource<S>) + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
     {
         let at = ptr.clone();
         self.modify_with(
             ptr,
-            move || Resource::at(at, S::default()),
+            move || Resource::at(at.clone(), S::default()),
             f,
             owner,
             ExpectedPhase::Running,
@@ -364,8 +415,8 @@ impl State {
     ) -> Result<Resource<S>, Error>
     where
         S: Spec,
-        E: FnOnce() -> Resource<S> + Send + 'static,
-        F: FnOnce(&mut Resource<S>) + Send + 'static,
+        E: Fn() -> Resource<S> + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
     {
         check_type::<S>(ptr)?;
         self.resource(StateRequest::Modify {
@@ -462,6 +513,7 @@ impl State {
             bootstrap: options.bootstrap,
             sink,
             window: options.window,
+            resume_from: options.resume_from,
         };
         match self.request(req).await? {
             StateReply::Watching(id) => Ok(id),
@@ -533,7 +585,7 @@ impl State {
         let (tx, rx) = unbounded();
         let sink = WatchSink { sink: Sink::Channel(tx), activity: None };
         let id = self.watch_sink(target, options, sink).await?;
-        Ok(WatchStream { id, rx })
+        Ok(WatchStream { id, rx, revision: options.resume_from.unwrap_or(0) })
     }
 
     /// [`watch`](State::watch) as a [`Stream`] of [`Event`]s, for code that is not an actor.
@@ -589,12 +641,20 @@ pub struct BusyGuard(#[allow(dead_code)] crate::activity::ActivityGuard);
 pub struct WatchStream {
     id: WatchId,
     rx: UnboundedReceiver<WatchEvent>,
+    revision: u64,
 }
 
 impl WatchStream {
     /// The watch id (for [`State::watch_stats`] or [`State::unwatch`]).
     pub fn id(&self) -> WatchId {
         self.id
+    }
+
+    /// The store revision this stream is caught up to: the
+    /// [`WatchEvent::revision`] of the last event taken from it. Resume a new
+    /// watch from here ([`WatchOptions::resume_from`]) after this one is dropped.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 }
 
@@ -608,6 +668,10 @@ impl Stream for WatchStream {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        Pin::new(&mut self.rx).poll_next(cx).map(|m| m.map(WatchEvent::into_event))
+        let polled = Pin::new(&mut self.rx).poll_next(cx);
+        if let Poll::Ready(Some(msg)) = &polled {
+            self.revision = self.revision.max(msg.revision());
+        }
+        polled.map(|m| m.map(WatchEvent::into_event))
     }
 }

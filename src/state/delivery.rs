@@ -16,12 +16,91 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use std::fmt;
+
 use actix::{Message, Recipient, WeakRecipient};
 use futures::channel::mpsc::UnboundedSender;
 
-use super::event::{Event, WatchEvent, WatchId};
+use super::event::{Event, WatchId};
 use crate::activity::Activity;
 use crate::resource::{AnyResource, Id, Kind};
+
+/// The actix message a watch delivers to its [`Recipient`](actix::Recipient).
+///
+/// Flow control: the state keeps at most a window of these in flight per
+/// watch; dropping the message returns its slot. A subscriber that falls
+/// behind has its backlog coalesced to the latest state per resource (see
+/// [`state`](crate::state) for the exact rules), so its memory stays bounded
+/// and it never stops the runtime.
+///
+/// ```
+/// use actix::prelude::*;
+/// use cosi_runtime::state::{Event, WatchEvent};
+///
+/// struct Printer;
+/// impl Actor for Printer {
+///     type Context = Context<Self>;
+/// }
+/// impl Handler<WatchEvent> for Printer {
+///     type Result = ();
+///     fn handle(&mut self, msg: WatchEvent, _: &mut Context<Self>) {
+///         if let Event::Updated { old, new } = msg.event() {
+///             println!("{} {} -> {}", new.pointer(), old.version(), new.version());
+///         }
+///     }
+/// }
+/// ```
+pub struct WatchEvent {
+    pub(crate) watch: WatchId,
+    pub(crate) event: Event,
+    pub(crate) revision: u64,
+    pub(crate) _token: Option<DeliveryToken>,
+}
+
+impl WatchEvent {
+    /// A message not tied to any watch's flow control (for tests and probes).
+    pub fn detached(watch: WatchId, event: Event) -> Self {
+        WatchEvent { watch, event, revision: 0, _token: None }
+    }
+
+    /// The store revision this watch is caught up to once this event is
+    /// handled: every change up to it that the watch sees has been delivered.
+    /// Resume a watch from here ([`WatchOptions::resume_from`](super::WatchOptions::resume_from))
+    /// and it delivers exactly what came after. (While a slow subscriber's
+    /// backlog drains, this stays at the revision before the backlog began,
+    /// and jumps to the latest only with the backlog's last event.)
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Which watch delivered it.
+    pub fn watch_id(&self) -> WatchId {
+        self.watch
+    }
+
+    /// The event.
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// The event by value (returns the flow-control slot).
+    pub fn into_event(self) -> Event {
+        self.event
+    }
+}
+
+impl Message for WatchEvent {
+    type Result = ();
+}
+
+impl fmt::Debug for WatchEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatchEvent")
+            .field("watch", &self.watch)
+            .field("event", &self.event)
+            .finish()
+    }
+}
 
 /// Asks the state actor to flush a watch's backlog.
 #[derive(Message)]
@@ -189,6 +268,10 @@ pub(crate) struct Outbox {
     credit: Arc<Credit>,
     window: usize,
     backlog: Backlog,
+    /// The revision delivered with nothing pending before it.
+    caught_up: u64,
+    /// The latest revision published into this outbox.
+    latest: u64,
 }
 
 impl Outbox {
@@ -213,6 +296,8 @@ impl Outbox {
             }),
             window,
             backlog: Backlog::default(),
+            caught_up: 0,
+            latest: 0,
         }
     }
 
@@ -224,7 +309,7 @@ impl Outbox {
         self.credit.in_flight.load(Ordering::SeqCst)
     }
 
-    fn send_now(&self, event: Event) {
+    fn send_now(&self, event: Event, revision: u64) {
         self.credit.in_flight.fetch_add(1, Ordering::SeqCst);
         if let Some(a) = &self.credit.activity {
             a.enter();
@@ -232,16 +317,19 @@ impl Outbox {
         self.sink.deliver(WatchEvent {
             watch: self.credit.watch,
             event,
+            revision,
             _token: Some(DeliveryToken(self.credit.clone())),
         });
     }
 
-    /// Sends `event` now if the window has room and nothing is backlogged;
-    /// otherwise coalesces it into the backlog.
-    pub(crate) fn publish(&mut self, event: Event) {
+    /// Sends `event` (of store revision `revision`) now if the window has
+    /// room and nothing is backlogged; otherwise coalesces it into the backlog.
+    pub(crate) fn publish(&mut self, event: Event, revision: u64) {
+        self.latest = self.latest.max(revision);
         if self.backlog.is_empty() {
             if self.in_flight() < self.window {
-                self.send_now(event);
+                self.caught_up = self.latest;
+                self.send_now(event, self.latest);
                 return;
             }
             self.credit.backlogged.store(true, Ordering::SeqCst);
@@ -265,8 +353,11 @@ impl Outbox {
             let Some(events) = self.backlog.pop() else {
                 break;
             };
+            if self.backlog.is_empty() {
+                self.caught_up = self.latest;
+            }
             for e in events {
-                self.send_now(e);
+                self.send_now(e, self.caught_up);
             }
         }
         if self.backlog.is_empty() {
@@ -384,7 +475,7 @@ mod tests {
         let (tx, mut rx) = futures::channel::mpsc::unbounded();
         let mut out = Outbox::new(WatchId(1), Sink::Channel(tx), 2, None, None);
         for v in 1..=10 {
-            out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) });
+            out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) }, v);
         }
         assert_eq!(out.stats(), (2, 1));
         let first = rx.try_recv().unwrap();

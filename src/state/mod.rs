@@ -4,6 +4,18 @@
 //!   over a [`Backend`] and reports each [`Change`]. No actors; unit-tested directly.
 //! - [`StateActor`] owns one `Store` and serializes every request to it
 //!   ([`StateRequest`]); it publishes each change to the watches that see it.
+//! - [`Backend`]s make the writes of chosen namespaces durable
+//!   ([`RedbBackend`]: one file on disk); the rest stays in memory. See
+//!   [`backend`] for the commit contract and [`StateBuilder`] to open one:
+//!
+//! ```no_run
+//! use cosi_runtime::State;
+//! # actix::System::new().block_on(async {
+//! // Configuration persists in one file; runtime status stays in memory.
+//! let state = State::open_durable("/var/lib/netplane/state.redb", ["config"]).await?;
+//! # Ok::<(), cosi_runtime::Error>(())
+//! # }).unwrap();
+//! ```
 //! - [`State`] is the cloneable handle with async `get`, `list`, `create`,
 //!   `update`, `modify`, `destroy`, `teardown`, `add_finalizer`,
 //!   `remove_finalizer`, `teardown_and_destroy`, `watch` and `watch_kind`.
@@ -47,20 +59,44 @@
 //! What it does not see are the intermediate versions (an `Updated` then spans
 //! several versions, and a resource created and destroyed while it was behind
 //! never shows up). Per-resource order is always kept.
+//!
+//! # Revisions and resuming
+//! Every write takes the next store-wide revision (one per write, not per
+//! batch); a stored resource carries the revision of its last write
+//! ([`Metadata::revision`](crate::resource::Metadata::revision)). Each
+//! delivered [`WatchEvent`] tells the revision the watch is caught up to; a
+//! watcher that went away resumes with [`WatchOptions::resume_from`] and gets
+//! exactly the changes it missed, as long as the state still keeps them (the
+//! last [`DEFAULT_HISTORY`] changes by default; after a reopen, only what
+//! came after it). Otherwise the watch fails with
+//! [`Error::Compacted`](crate::Error::Compacted), and the caller bootstraps again.
 
 mod actor;
-mod backend;
+pub mod backend;
+mod cache;
 mod client;
 mod delivery;
 mod event;
+mod open;
+#[cfg(feature = "redb")]
+mod redb;
 mod store;
+mod subscriptions;
 mod watch;
 
-pub use actor::{StateActor, StateReply, StateRequest, Subject, WatchSink, WatchStats};
-pub use backend::{Backend, MemoryBackend, Slot};
+pub use actor::{
+    Close, CloseResponse, StateActor, StateReply, StateRequest, StateResponse, Subject, WatchSink,
+    WatchStats,
+};
+pub use backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
 pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
-pub use event::{Event, WatchEvent, WatchId};
+pub use delivery::WatchEvent;
+pub use event::{Event, WatchId};
+pub use open::{Namespaces, StateBuilder};
+#[cfg(feature = "redb")]
+pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use store::{Change, ExpectedPhase, ModifyFn, Store};
+pub use subscriptions::DEFAULT_HISTORY;
 pub use watch::WatchTarget;
 
 pub(crate) use actor::apply;

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use super::backend::{Backend, MemoryBackend, Slot};
+use super::cache::{Cache, Slot};
 use crate::Error;
 use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
 
@@ -69,10 +69,16 @@ impl Change {
 
 /// The function a [`modify`](Store::modify) applies: given the current
 /// resource (`None` if missing), the desired one.
+///
+/// It is `Fn`, not `FnOnce`: a backend that finds the stored resource changed
+/// under it (another process wrote it) has the rules re-run on fresh data, so
+/// the function may run more than once for one call. Keep it a pure function
+/// of its argument.
 pub type ModifyFn =
-    Box<dyn FnOnce(Option<&AnyResource>) -> Result<AnyResource, Error> + Send + 'static>;
+    Box<dyn Fn(Option<&AnyResource>) -> Result<AnyResource, Error> + Send + 'static>;
 
-/// The state contract over a [`Backend`].
+/// The state contract over the cached view (the rules; a
+/// [`Backend`](super::Backend) only stores what they produce).
 ///
 /// ```
 /// use cosi_runtime::resource::{Resource, Spec, Timestamp, Version};
@@ -88,25 +94,19 @@ pub type ModifyFn =
 /// assert_eq!(created.version(), Version::INITIAL);
 /// assert!(store.create(created.clone(), None, Timestamp::now()).unwrap_err().is_already_exists());
 /// ```
-pub struct Store<B = MemoryBackend> {
-    backend: B,
+pub struct Store {
+    backend: Cache,
     owners: HashSet<Arc<str>>,
+    revision: u64,
 }
 
-impl Store<MemoryBackend> {
-    /// An empty in-memory store.
-    pub fn new() -> Self {
-        Store::with_backend(MemoryBackend::new())
-    }
-}
-
-impl Default for Store<MemoryBackend> {
+impl Default for Store {
     fn default() -> Self {
         Store::new()
     }
 }
 
-impl<B> fmt::Debug for Store<B> {
+impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store").finish_non_exhaustive()
     }
@@ -128,15 +128,53 @@ fn check_owner(res: &AnyResource, caller: Option<&str>) -> Result<(), Error> {
     }
 }
 
-impl<B: Backend> Store<B> {
-    /// A store over `backend`.
-    pub fn with_backend(backend: B) -> Self {
-        Store { backend, owners: HashSet::new() }
+impl Store {
+    /// An empty store, at revision 0.
+    pub fn new() -> Self {
+        Store { backend: Cache::default(), owners: HashSet::new(), revision: 0 }
     }
 
-    /// The backend.
-    pub fn backend(&self) -> &B {
-        &self.backend
+    /// The store revision: how many writes were applied since the store
+    /// began (each create, update and destroy takes the next one).
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The revision the next write takes.
+    fn next_revision(&self) -> u64 {
+        self.revision + 1
+    }
+
+    /// Fills the store with what a backend held at open: resources as stored
+    /// (versions, owners and mod revisions kept), and the store revision moves
+    /// up to `revision` if it is ahead.
+    pub(crate) fn load(&mut self, resources: Vec<AnyResource>, revision: u64) {
+        for mut res in resources {
+            let kind = self.backend.intern(res.pointer().kind());
+            let owner = self.intern_owner(res.owner());
+            let md = res.metadata_mut();
+            md.intern_kind(&kind);
+            md.set_owner(owner);
+            self.revision = self.revision.max(md.revision());
+            self.backend.put(res);
+        }
+        self.revision = self.revision.max(revision);
+    }
+
+    /// Undoes `changes` (the latest last): what a failed commit does to the cache.
+    ///
+    /// The revisions the changes took are not reused (other writes may have
+    /// taken later ones meanwhile): revisions stay strictly increasing, with a gap.
+    pub(crate) fn rollback<'a>(&mut self, changes: impl DoubleEndedIterator<Item = &'a Change>) {
+        for change in changes.rev() {
+            match change {
+                Change::Created(r) => {
+                    self.backend.remove(r.pointer());
+                }
+                Change::Updated { old, .. } => self.backend.put(old.clone()),
+                Change::Destroyed(r) => self.backend.put(r.clone()),
+            }
+        }
     }
 
     /// How many resources are stored.
@@ -146,7 +184,7 @@ impl<B: Backend> Store<B> {
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
-        self.backend.is_empty()
+        self.backend.len() == 0
     }
 
     fn found(&self, ptr: &Pointer) -> Result<&AnyResource, Error> {
@@ -214,10 +252,11 @@ impl<B: Backend> Store<B> {
         validate::metadata(res.metadata())?;
         let owner = self.intern_owner(owner);
         let kind = self.backend.intern(res.pointer().kind());
-        let res = stamp_new(res, &kind, owner, now);
-        if !self.backend.insert_new(res.clone())? {
+        let res = stamp_new(res, &kind, owner, now, self.next_revision());
+        if !self.backend.insert_new(res.clone()) {
             return Err(Error::AlreadyExists { resource: res.pointer().clone() });
         }
+        self.revision += 1;
         Ok((res.clone(), Change::Created(res)))
     }
 
@@ -240,7 +279,8 @@ impl<B: Backend> Store<B> {
     ) -> Result<(AnyResource, Change), Error> {
         validate::metadata(res.metadata())?;
         let ptr = res.pointer().clone();
-        self.backend.with_slot(&ptr, |current| {
+        let rev = self.next_revision();
+        let result = self.backend.with_slot(&ptr, |current| {
             let result = (|| {
                 let current = current.ok_or_else(|| Error::NotFound { resource: ptr.clone() })?;
                 check_owner(current, owner)?;
@@ -252,10 +292,30 @@ impl<B: Backend> Store<B> {
                     });
                 }
                 expected.check(&ptr, current.phase())?;
-                stamp_update(current, res, now)
+                stamp_update(current, res, now, rev)
             })();
             replacing(result)
-        })?
+        });
+        self.counted(result)
+    }
+
+    /// Moves the revision on past a write that happened.
+    fn counted<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        if result.is_ok() {
+            self.revision += 1;
+        }
+        result
+    }
+
+    /// As [`counted`](Self::counted), for operations that may change nothing.
+    fn counted_if<T>(
+        &mut self,
+        result: Result<(T, Option<Change>), Error>,
+    ) -> Result<(T, Option<Change>), Error> {
+        if matches!(result, Ok((_, Some(_)))) {
+            self.revision += 1;
+        }
+        result
     }
 
     /// Applies `f` to the resource at `ptr` (or to `None` if it is missing) and
@@ -272,7 +332,7 @@ impl<B: Backend> Store<B> {
     pub fn modify(
         &mut self,
         ptr: &Pointer,
-        f: ModifyFn,
+        f: &ModifyFn,
         owner: Option<&str>,
         expected: ExpectedPhase,
         now: Timestamp,
@@ -310,8 +370,9 @@ impl<B: Backend> Store<B> {
         if desired == cur {
             return Ok((cur, None));
         }
-        let (stored, change) = stamp_update(&cur, desired, now)?;
-        self.backend.put(stored.clone())?;
+        let (stored, change) = stamp_update(&cur, desired, now, self.next_revision())?;
+        self.backend.put(stored.clone());
+        self.revision += 1;
         Ok((stored, Some(change)))
     }
 
@@ -324,7 +385,7 @@ impl<B: Backend> Store<B> {
     /// As above; [`Error::InvalidInput`] for a bad pointer.
     pub fn destroy(&mut self, ptr: &Pointer, owner: Option<&str>) -> Result<Change, Error> {
         validate::pointer(ptr)?;
-        self.backend.with_slot(ptr, |current| {
+        let result = self.backend.with_slot(ptr, |current| {
             let Some(current) = current else {
                 return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
@@ -339,7 +400,8 @@ impl<B: Backend> Store<B> {
                 );
             }
             (Slot::Remove, Ok(Change::Destroyed(current.clone())))
-        })?
+        });
+        self.counted(result)
     }
 
     /// Moves the resource at `ptr` to `TearingDown` (a no-op if it already is)
@@ -354,7 +416,8 @@ impl<B: Backend> Store<B> {
         now: Timestamp,
     ) -> Result<(bool, Option<Change>), Error> {
         validate::pointer(ptr)?;
-        self.backend.with_slot(ptr, |current| {
+        let rev = self.next_revision();
+        let result = self.backend.with_slot(ptr, |current| {
             let Some(current) = current else {
                 return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
@@ -367,11 +430,12 @@ impl<B: Backend> Store<B> {
             }
             let mut md = current.metadata().clone();
             md.set_phase(Phase::TearingDown);
-            match stamp_update(current, current.with_metadata(md), now) {
+            match stamp_update(current, current.with_metadata(md), now, rev) {
                 Ok((stored, change)) => (Slot::Put(stored), Ok((ready, Some(change)))),
                 Err(e) => (Slot::Keep, Err(e)),
             }
-        })?
+        });
+        self.counted_if(result)
     }
 
     fn edit_finalizers(
@@ -383,7 +447,8 @@ impl<B: Backend> Store<B> {
     ) -> Result<Option<Change>, Error> {
         validate::pointer(ptr)?;
         validate::finalizer(ptr, finalizer)?;
-        self.backend.with_slot(ptr, |current| {
+        let rev = self.next_revision();
+        let result = self.backend.with_slot(ptr, |current| {
             let Some(current) = current else {
                 return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
@@ -394,13 +459,14 @@ impl<B: Backend> Store<B> {
                 md.finalizers_mut().remove(finalizer)
             };
             if !changed {
-                return (Slot::Keep, Ok(None));
+                return (Slot::Keep, Ok(((), None)));
             }
-            match stamp_update(current, current.with_metadata(md), now) {
-                Ok((stored, change)) => (Slot::Put(stored), Ok(Some(change))),
+            match stamp_update(current, current.with_metadata(md), now, rev) {
+                Ok((stored, change)) => (Slot::Put(stored), Ok(((), Some(change)))),
                 Err(e) => (Slot::Keep, Err(e)),
             }
-        })?
+        });
+        self.counted_if(result).map(|((), change)| change)
     }
 
     /// Adds `finalizer` to the resource at `ptr`, whatever its owner and phase.
@@ -439,9 +505,11 @@ fn stamp_new(
     kind: &Kind,
     owner: Option<Arc<str>>,
     now: Timestamp,
+    revision: u64,
 ) -> AnyResource {
     let md = res.metadata_mut();
     md.intern_kind(kind);
+    md.set_revision(revision);
     md.set_version(crate::resource::Version::INITIAL);
     md.set_owner(owner);
     md.set_created(now);
@@ -455,6 +523,7 @@ fn stamp_update(
     current: &AnyResource,
     mut new: AnyResource,
     now: Timestamp,
+    revision: u64,
 ) -> Result<(AnyResource, Change), Error> {
     if current.phase() == Phase::TearingDown && new.phase() == Phase::Running {
         return Err(Error::InvalidInput {
@@ -466,6 +535,7 @@ fn stamp_update(
     let md = new.metadata_mut();
     md.intern_kind(cur.kind());
     md.set_version(cur.version().next());
+    md.set_revision(revision);
     md.set_owner(cur.owner_shared().cloned());
     md.set_created(cur.created());
     md.set_updated(now);
@@ -587,17 +657,17 @@ mod tests {
     fn no_op_modify_writes_nothing() {
         let mut s = Store::new();
         let (a, change) = s
-            .modify(&Pointer::of::<Num>("ns", "m"), set_num(1), None, ExpectedPhase::Running, t(1))
+            .modify(&Pointer::of::<Num>("ns", "m"), &set_num(1), None, ExpectedPhase::Running, t(1))
             .unwrap();
         assert!(matches!(change, Some(Change::Created(_))));
         let (b, change) = s
-            .modify(&Pointer::of::<Num>("ns", "m"), set_num(1), None, ExpectedPhase::Running, t(2))
+            .modify(&Pointer::of::<Num>("ns", "m"), &set_num(1), None, ExpectedPhase::Running, t(2))
             .unwrap();
         assert_eq!(change, None);
         assert_eq!(b.version(), a.version());
         assert_eq!(b.metadata().updated(), t(1));
         let (c, change) = s
-            .modify(&Pointer::of::<Num>("ns", "m"), set_num(2), None, ExpectedPhase::Running, t(3))
+            .modify(&Pointer::of::<Num>("ns", "m"), &set_num(2), None, ExpectedPhase::Running, t(3))
             .unwrap();
         assert!(matches!(change, Some(Change::Updated { .. })));
         assert_eq!(c.version(), Version::new(2));
@@ -607,11 +677,11 @@ mod tests {
     fn modify_checks_owner_and_phase_even_for_no_op_changes() {
         let mut s = Store::new();
         let p = Pointer::of::<Num>("ns", "m");
-        s.modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(1)).unwrap();
-        let e = s.modify(&p, set_num(1), None, ExpectedPhase::Running, t(2)).unwrap_err();
+        s.modify(&p, &set_num(1), Some("c"), ExpectedPhase::Running, t(1)).unwrap();
+        let e = s.modify(&p, &set_num(1), None, ExpectedPhase::Running, t(2)).unwrap_err();
         assert!(e.is_owner_conflict());
         s.teardown(&p, Some("c"), t(3)).unwrap();
-        let e = s.modify(&p, set_num(1), Some("c"), ExpectedPhase::Running, t(4)).unwrap_err();
+        let e = s.modify(&p, &set_num(1), Some("c"), ExpectedPhase::Running, t(4)).unwrap_err();
         assert!(e.is_phase_conflict());
     }
 
@@ -619,7 +689,7 @@ mod tests {
     fn modify_returning_another_address_is_invalid_input() {
         let mut s = Store::new();
         let f: ModifyFn = Box::new(|_| Ok(Resource::new("ns", "elsewhere", Num(1)).into_any()));
-        let e = s.modify(&ptr("m"), f, None, ExpectedPhase::Running, t(1)).unwrap_err();
+        let e = s.modify(&ptr("m"), &f, None, ExpectedPhase::Running, t(1)).unwrap_err();
         assert!(e.is_invalid_input());
         assert!(s.is_empty());
     }

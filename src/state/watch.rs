@@ -1,11 +1,8 @@
-//! The watch registry: which subscription sees which change, and as what event.
+//! Watch targets: which watch sees which change, and as what event (pure).
 
-use std::collections::HashMap;
-
-use super::delivery::Outbox;
-use super::event::{Event, WatchId};
+use super::event::Event;
 use super::store::Change;
-use crate::resource::{Kind, KindMap, LabelQuery, Pointer};
+use crate::resource::{Kind, LabelQuery, Pointer};
 
 /// What a watch looks at.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,86 +61,6 @@ fn plain_event(change: &Change) -> Event {
         Change::Created(r) => Event::Created(r.clone()),
         Change::Updated { old, new } => Event::Updated { old: old.clone(), new: new.clone() },
         Change::Destroyed(r) => Event::Destroyed(r.clone()),
-    }
-}
-
-pub(crate) struct Subscription {
-    pub(crate) id: WatchId,
-    pub(crate) target: WatchTarget,
-    pub(crate) outbox: Outbox,
-}
-
-/// Subscriptions grouped by kind.
-#[derive(Default)]
-pub(crate) struct Watches {
-    by_kind: KindMap<Vec<Subscription>>,
-    kind_of: HashMap<WatchId, Kind>,
-    next_id: u64,
-}
-
-impl Watches {
-    pub(crate) fn next_id(&mut self) -> WatchId {
-        self.next_id += 1;
-        WatchId(self.next_id)
-    }
-
-    pub(crate) fn add(&mut self, sub: Subscription) {
-        let kind = sub.target.kind().clone();
-        self.kind_of.insert(sub.id, kind.clone());
-        self.by_kind.entry(kind).or_default().push(sub);
-    }
-
-    pub(crate) fn remove(&mut self, id: WatchId) -> bool {
-        let Some(kind) = self.kind_of.remove(&id) else {
-            return false;
-        };
-        if let Some(subs) = self.by_kind.get_mut(&kind) {
-            subs.retain(|s| s.id != id);
-            if subs.is_empty() {
-                self.by_kind.remove(&kind);
-            }
-        }
-        true
-    }
-
-    pub(crate) fn get_mut(&mut self, id: WatchId) -> Option<&mut Subscription> {
-        let kind = self.kind_of.get(&id)?;
-        self.by_kind.get_mut(kind)?.iter_mut().find(|s| s.id == id)
-    }
-
-    /// Delivers `change` to every subscription that sees it, pruning closed ones.
-    pub(crate) fn publish(&mut self, change: &Change) {
-        let kind = change.resource().pointer().kind();
-        let Some(subs) = self.by_kind.get_mut(kind) else {
-            return;
-        };
-        let mut closed = false;
-        for sub in subs.iter_mut() {
-            if sub.outbox.is_closed() {
-                closed = true;
-                continue;
-            }
-            if let Some(event) = sub.target.event_for(change) {
-                sub.outbox.publish(event);
-            }
-        }
-        if closed {
-            let kind_of = &mut self.kind_of;
-            subs.retain(|s| {
-                let keep = !s.outbox.is_closed();
-                if !keep {
-                    kind_of.remove(&s.id);
-                }
-                keep
-            });
-            if subs.is_empty() {
-                self.by_kind.remove(kind);
-            }
-        }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.kind_of.len()
     }
 }
 

@@ -315,7 +315,7 @@ impl Harness {
     pub async fn modify<S, F>(&self, ptr: &Pointer, f: F) -> Resource<S>
     where
         S: Spec + Default,
-        F: FnOnce(&mut Resource<S>) + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
     {
         must("modify", self.state().modify(ptr, f, None).await)
     }

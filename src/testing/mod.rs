@@ -35,7 +35,7 @@
 //! #     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
 //! #         for h in cx.list_typed::<Hostname>("network", &LabelQuery::all()).await? {
 //! #             let text = format!("Welcome to {}!", h.spec().0);
-//! #             cx.modify(&Pointer::of::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text).await?;
+//! #             cx.modify(&Pointer::of::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone()).await?;
 //! #         }
 //! #         Ok(())
 //! #     }
@@ -53,6 +53,7 @@
 //! # });
 //! ```
 
+pub mod conformance;
 mod harness;
 mod panics;
 mod probe;

@@ -44,7 +44,7 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
                     cx.add_finalizer(input.pointer()).await?;
                 }
                 let value = (self.map)(input.spec());
-                cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value).await?;
+                cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value.clone()).await?;
             } else if cx.release(&out).await? {
                 cx.remove_finalizer(input.pointer()).await?;
             }

@@ -1,0 +1,1025 @@
+//! The state contract as a public conformance suite: prove a backend with one call.
+//!
+//! Every rule of the state contract (DESIGN §3 and §9, the [`state`](crate::state)
+//! docs) is one `check_*` function over a [`Target`]: something that opens an
+//! empty state and can reopen it (close it and open the same storage again).
+//! [`state_conformance!`](crate::state_conformance) writes one `#[test]` per
+//! check for a target, so a third-party backend proves itself like this:
+//!
+//! ```no_run
+//! // tests/my_backend_conformance.rs
+//! # mod my_backend { pub struct MyBackend; impl MyBackend { pub fn new() -> Self { MyBackend } } }
+//! # use cosi_runtime::state::{Backend, Snapshot, Write, backend::CommitFuture};
+//! # impl cosi_runtime::state::Backend for my_backend::MyBackend {
+//! #     fn describe(&self) -> String { "mine".into() }
+//! #     fn load(&mut self) -> Result<Snapshot, cosi_runtime::Error> { Ok(Snapshot::default()) }
+//! #     fn commit(&mut self, _: Vec<Write>) -> CommitFuture { Box::pin(async { Ok(vec![]) }) }
+//! # }
+//! use cosi_runtime::testing::conformance::BackendTarget;
+//!
+//! cosi_runtime::state_conformance!(mine, BackendTarget::new(|| my_backend::MyBackend::new()));
+//! ```
+//!
+//! The project's own suite (`tests/state_conformance.rs`) runs it on the
+//! in-memory state, on redb, on redb reopened between the steps of a check,
+//! and on routed states (one namespace durable, the rest in memory).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use futures::StreamExt;
+use futures::future::{LocalBoxFuture, join_all};
+use serde::{Deserialize, Serialize};
+
+use crate::State;
+use crate::prelude::*;
+use crate::resource::{DynamicResource, Id};
+use crate::state::{Backend, Namespaces, StateBuilder, WatchOptions};
+
+/// The namespace the checks write to.
+pub const NS: &str = "conformance";
+
+/// An integer spec the checks use.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntSpec(pub i64);
+
+impl Spec for IntSpec {
+    const TYPE: &'static str = "Ints.conformance.cosi.dev";
+}
+
+/// A string spec the checks use.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StrSpec(pub String);
+
+impl Spec for StrSpec {
+    const TYPE: &'static str = "Strs.conformance.cosi.dev";
+}
+
+/// What the suite runs against: opens an empty state, and reopens it.
+pub trait Target {
+    /// A fresh, empty state.
+    fn open(&mut self) -> LocalBoxFuture<'_, State>;
+
+    /// The same storage after a restart: close `state` and open it again. A
+    /// state that keeps nothing across a restart returns `state` itself.
+    fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
+        Box::pin(std::future::ready(state))
+    }
+}
+
+/// The in-memory state ([`State::start`]); reopening keeps the same state.
+#[derive(Debug, Default)]
+pub struct MemoryTarget;
+
+impl Target for MemoryTarget {
+    fn open(&mut self) -> LocalBoxFuture<'_, State> {
+        Box::pin(async { State::start() })
+    }
+}
+
+/// A fresh directory under the system's temporary directory, removed on drop.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// A new, empty directory.
+    ///
+    /// # Panics
+    /// If it cannot be created (a test setup failure).
+    pub fn new() -> Self {
+        let name = format!("cosi-conformance-{}-{:016x}", std::process::id(), fastrand::u64(..));
+        let dir = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&dir).expect("create a scratch directory");
+        ScratchDir(dir)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Default for ScratchDir {
+    fn default() -> Self {
+        ScratchDir::new()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A state whose `durable` namespaces live in a redb file in a scratch
+/// directory (the rest in memory). With `reopen`, [`Target::reopen`] closes
+/// the state and opens the file again.
+#[cfg(feature = "redb")]
+#[derive(Debug)]
+pub struct RedbTarget {
+    dir: ScratchDir,
+    durable: Namespaces,
+    reopen: bool,
+}
+
+#[cfg(feature = "redb")]
+impl RedbTarget {
+    /// Everything durable; reopened between steps when `reopen`.
+    pub fn new(reopen: bool) -> Self {
+        RedbTarget { dir: ScratchDir::new(), durable: Namespaces::All, reopen }
+    }
+
+    /// Only `durable` in the file, the rest in memory; reopened between steps
+    /// when `reopen` (only meaningful when the checks' namespace [`NS`] is durable:
+    /// memory namespaces start empty after a reopen).
+    pub fn routed(durable: impl Into<Namespaces>, reopen: bool) -> Self {
+        RedbTarget { dir: ScratchDir::new(), durable: durable.into(), reopen }
+    }
+
+    fn builder(&self) -> StateBuilder {
+        State::builder().durable(self.dir.path().join("state.redb"), self.durable.clone())
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Target for RedbTarget {
+    fn open(&mut self) -> LocalBoxFuture<'_, State> {
+        Box::pin(async { self.builder().open().await.expect("open the redb state") })
+    }
+
+    fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
+        Box::pin(async move {
+            if !self.reopen {
+                return state;
+            }
+            state.close().await.expect("close the redb state");
+            self.builder().open().await.expect("reopen the redb state")
+        })
+    }
+}
+
+/// A state with every namespace on a backend made by a factory: how a
+/// third-party backend runs the suite. Reopening builds a new backend from the
+/// factory after closing the old one, so a backend over persistent storage
+/// (the factory opens the same place each time) is checked across restarts.
+pub struct BackendTarget<B> {
+    factory: Box<dyn FnMut() -> B>,
+}
+
+impl<B: Backend> BackendTarget<B> {
+    /// A target over the backends `factory` makes.
+    pub fn new(factory: impl FnMut() -> B + 'static) -> Self {
+        BackendTarget { factory: Box::new(factory) }
+    }
+
+    async fn start(&mut self) -> State {
+        let backend = (self.factory)();
+        State::builder().backend(Namespaces::All, backend).open().await.expect("open the state")
+    }
+}
+
+impl<B> std::fmt::Debug for BackendTarget<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackendTarget")
+    }
+}
+
+impl<B: Backend> Target for BackendTarget<B> {
+    fn open(&mut self) -> LocalBoxFuture<'_, State> {
+        Box::pin(self.start())
+    }
+
+    fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
+        Box::pin(async move {
+            state.close().await.expect("close the state");
+            self.start().await
+        })
+    }
+}
+
+/// Runs one check against the target `make` builds, in a fresh actix `System`.
+pub fn run<T: Target>(
+    make: impl FnOnce() -> T,
+    check: impl for<'a> FnOnce(&'a mut dyn Target) -> LocalBoxFuture<'a, ()>,
+) {
+    actix::System::new().block_on(async move {
+        let mut target = make();
+        check(&mut target).await;
+    });
+}
+
+/// Writes one `#[test]` per conformance check, in a module named `$name`,
+/// against the [`Target`](crate::testing::conformance::Target) that `$make`
+/// builds (an expression evaluated once per test).
+#[macro_export]
+macro_rules! state_conformance {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::state_conformance!(@tests $make; check_get_returns_the_resource_or_not_found,
+                check_create_of_an_existing_id_is_already_exists,
+                check_create_keeps_phase_finalizers_and_labels_as_given,
+                check_versions_are_owned_by_the_state,
+                check_update_keeps_created_and_moves_updated,
+                check_update_checks_not_found_owner_version_phase_in_order,
+                check_modify_creates_then_updates,
+                check_no_op_modify_writes_nothing_and_emits_nothing,
+                check_modify_of_a_torn_down_resource_is_a_phase_conflict_unless_expected,
+                check_destroy_with_finalizers_is_refused,
+                check_teardown_is_idempotent_and_reports_readiness,
+                check_phase_conflict_after_teardown_and_expected_phase_override,
+                check_finalizer_operations_ignore_owner_and_phase,
+                check_concurrent_finalizer_adds_and_removes_converge,
+                check_parallel_destroys_one_succeeds_the_rest_not_found,
+                check_list_is_sorted_by_id,
+                check_label_queries_filter_lists,
+                check_watch_starts_with_created_or_a_tombstone,
+                check_watch_kind_bootstrap_order_then_bootstrapped,
+                check_label_query_watches_turn_updates_into_created_and_destroyed,
+                check_updated_carries_the_old_resource,
+                check_invalid_input_is_rejected_and_nothing_stored,
+                check_wrong_spec_type_is_a_type_mismatch,
+                check_dynamic_resources_are_read_back_typed,
+                check_teardown_and_destroy_waits_for_finalizers,
+                check_concurrent_teardown_and_destroy_all_finish,
+                check_teardown_and_destroy_of_a_resource_destroyed_meanwhile_succeeds,
+                check_a_stalled_subscriber_stays_bounded_and_catches_up,
+                check_recipient_watches_deliver_to_actors,
+                check_revisions_grow_per_write_and_watches_resume);
+        }
+    };
+    (@tests $make:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::testing::conformance::run(
+                    || $make,
+                    |t| ::std::boxed::Box::pin($crate::testing::conformance::$check(t)),
+                );
+            }
+        )*
+    };
+}
+
+fn int(id: &str, n: i64) -> Resource<IntSpec> {
+    Resource::new(NS, id, IntSpec(n))
+}
+
+fn ptr(id: &str) -> Pointer {
+    Pointer::of::<IntSpec>(NS, id)
+}
+
+fn kind() -> Kind {
+    Kind::of::<IntSpec>(NS)
+}
+
+/// Checks that get returns the resource or not found.
+pub async fn check_get_returns_the_resource_or_not_found(t: &mut dyn Target) {
+    let state = t.open().await;
+    let created = state.create(int("a", 1), None).await.unwrap();
+    let got = state.get(&ptr("a")).await.unwrap();
+    let state = t.reopen(state).await;
+    assert_eq!(state.get(&ptr("a")).await.unwrap(), got, "a reopened state has it too");
+    assert_eq!(got, created);
+    assert_eq!(got.typed::<IntSpec>().unwrap().spec(), &IntSpec(1));
+    let err = state.get(&ptr("missing")).await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert!(err.to_string().contains("missing"), "names the resource: {err}");
+}
+
+/// Checks that create of an existing id is already exists.
+pub async fn check_create_of_an_existing_id_is_already_exists(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let err = state.create(int("a", 2), None).await.unwrap_err();
+    assert!(err.is_already_exists(), "{err}");
+    let state = t.reopen(state).await;
+    assert!(state.create(int("a", 2), None).await.unwrap_err().is_already_exists());
+    let stored = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
+    assert_eq!(stored.spec(), &IntSpec(1), "the first create stands");
+}
+
+/// Checks that create keeps phase finalizers and labels as given.
+pub async fn check_create_keeps_phase_finalizers_and_labels_as_given(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().finalizers_mut().add("held");
+    r.metadata_mut().labels_mut().insert("tier", "edge");
+    r.metadata_mut().annotations_mut().insert("note", "hello");
+    r.metadata_mut().set_phase(Phase::TearingDown);
+    let created = state.create(r, Some("ctrl")).await.unwrap();
+    let state = t.reopen(state).await;
+    let reread = state.get(created.pointer()).await.unwrap();
+    assert_eq!(reread, created, "metadata survives as stored");
+    assert_eq!(reread.metadata().created(), created.metadata().created());
+    let md = created.metadata();
+    assert!(md.finalizers().contains("held"));
+    assert_eq!(md.labels().get("tier"), Some("edge"));
+    assert_eq!(md.annotations().get("note"), Some("hello"));
+    assert_eq!(md.phase(), Phase::TearingDown);
+    assert_eq!(md.owner(), Some("ctrl"));
+}
+
+/// Checks that versions are owned by the state.
+pub async fn check_versions_are_owned_by_the_state(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().set_version(Version::new(42));
+    let created = state.create(r, None).await.unwrap();
+    assert_eq!(created.version(), Version::new(1), "create sets 1 whatever was sent");
+
+    // An update must send the version it read: not the pre-create version,
+    // not a bumped one, exactly the stored one.
+    let mut unset = int("a", 2);
+    unset.metadata_mut().set_version(Version::UNSET);
+    assert!(state.update(unset, None).await.unwrap_err().is_version_conflict());
+    let mut bumped = created.typed::<IntSpec>().unwrap();
+    bumped.metadata_mut().set_version(Version::new(2));
+    assert!(state.update(bumped, None).await.unwrap_err().is_version_conflict());
+
+    let mut exact = created.typed::<IntSpec>().unwrap();
+    exact.spec_mut().0 = 2;
+    let updated = state.update(exact, None).await.unwrap();
+    assert_eq!(updated.version(), Version::new(2));
+    let state = t.reopen(state).await;
+    let again = updated.typed::<IntSpec>().unwrap();
+    assert_eq!(state.update(again, None).await.unwrap().version(), Version::new(3));
+}
+
+/// Checks that update keeps created and moves updated.
+pub async fn check_update_keeps_created_and_moves_updated(t: &mut dyn Target) {
+    let state = t.open().await;
+    let created = state.create(int("a", 1), None).await.unwrap();
+    let mut next = created.typed::<IntSpec>().unwrap();
+    next.spec_mut().0 = 2;
+    let updated = state.update(next, None).await.unwrap();
+    assert_eq!(updated.metadata().created(), created.metadata().created());
+    assert!(updated.metadata().updated() >= created.metadata().updated());
+}
+
+/// Checks that update checks not found owner version phase in order.
+pub async fn check_update_checks_not_found_owner_version_phase_in_order(t: &mut dyn Target) {
+    let state = t.open().await;
+    // Missing beats everything.
+    let mut ghost = int("ghost", 1);
+    ghost.metadata_mut().set_version(Version::new(9));
+    let e = state.update(ghost, Some("other")).await.unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+
+    let created = state.create(int("a", 1), Some("owner")).await.unwrap();
+    state.teardown(&ptr("a"), Some("owner")).await.unwrap();
+    let state = t.reopen(state).await;
+
+    // Wrong owner + stale version + wrong phase: owner first.
+    let stale = created.typed::<IntSpec>().unwrap();
+    let e = state.update(stale.clone(), Some("other")).await.unwrap_err();
+    assert!(e.is_owner_conflict(), "{e}");
+    // None matches only none.
+    let e = state.update(stale.clone(), None).await.unwrap_err();
+    assert!(e.is_owner_conflict(), "{e}");
+    // Right owner, stale version, wrong phase: version next.
+    let e = state.update(stale, Some("owner")).await.unwrap_err();
+    assert!(e.is_version_conflict(), "{e}");
+    // Right owner and version, wrong phase: phase last.
+    let fresh = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
+    let e = state.update(fresh, Some("owner")).await.unwrap_err();
+    assert!(e.is_phase_conflict(), "{e}");
+}
+
+/// Checks that modify creates then updates.
+pub async fn check_modify_creates_then_updates(t: &mut dyn Target) {
+    let state = t.open().await;
+    let p = ptr("m");
+    let created: Resource<IntSpec> =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5, Some("c")).await.unwrap();
+    assert_eq!(created.version(), Version::new(1));
+    assert_eq!(created.metadata().owner(), Some("c"));
+    let state = t.reopen(state).await;
+    let updated =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, Some("c")).await.unwrap();
+    assert_eq!(updated.spec(), &IntSpec(6));
+    assert_eq!(updated.version(), Version::new(2));
+    let e =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None).await.unwrap_err();
+    assert!(e.is_owner_conflict(), "{e}");
+}
+
+/// Checks that no op modify writes nothing and emits nothing.
+pub async fn check_no_op_modify_writes_nothing_and_emits_nothing(t: &mut dyn Target) {
+    let state = t.open().await;
+    let p = ptr("m");
+    state.create(int("m", 1), None).await.unwrap();
+    let mut events = state.watch_stream(&p).await.unwrap();
+    assert!(matches!(events.next().await, Some(Event::Created(_))));
+
+    let same =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None).await.unwrap();
+    assert_eq!(same.version(), Version::new(1), "no version bump");
+    let unchanged = state
+        .modify(
+            &p,
+            |r: &mut Resource<IntSpec>| {
+                r.metadata_mut().labels_mut().insert("x", "1");
+                r.metadata_mut().labels_mut().remove("x");
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(unchanged.version(), Version::new(1));
+
+    // The next event is the real change: nothing was emitted in between.
+    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
+    match events.next().await {
+        Some(Event::Updated { old, new }) => {
+            assert_eq!(old.version(), Version::new(1));
+            assert_eq!(new.version(), Version::new(2));
+        }
+        other => panic!("expected the real update, got {other:?}"),
+    }
+}
+
+/// Checks that modify of a torn down resource is a phase conflict unless expected.
+pub async fn check_modify_of_a_torn_down_resource_is_a_phase_conflict_unless_expected(
+    t: &mut dyn Target,
+) {
+    let state = t.open().await;
+    let p = ptr("m");
+    state.create(int("m", 1), None).await.unwrap();
+    state.teardown(&p, None).await.unwrap();
+    let e =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap_err();
+    assert!(e.is_phase_conflict(), "{e}");
+    let r = state
+        .modify_with(
+            &p,
+            || int("m", 0),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2,
+            None,
+            ExpectedPhase::TearingDown,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.spec(), &IntSpec(2));
+    assert_eq!(r.phase(), Phase::TearingDown);
+}
+
+/// Checks that destroy with finalizers is refused.
+pub async fn check_destroy_with_finalizers_is_refused(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().finalizers_mut().add("f1");
+    state.create(r, Some("owner")).await.unwrap();
+    let state = t.reopen(state).await;
+    let e = state.destroy(&ptr("a"), Some("other")).await.unwrap_err();
+    assert!(e.is_owner_conflict(), "owner is checked before finalizers: {e}");
+    let e = state.destroy(&ptr("a"), Some("owner")).await.unwrap_err();
+    assert!(e.is_pending_finalizers(), "{e}");
+    assert!(e.to_string().contains("f1"), "{e}");
+    state.remove_finalizer(&ptr("a"), "f1").await.unwrap();
+    // No teardown needed.
+    let state = t.reopen(state).await;
+    state.destroy(&ptr("a"), Some("owner")).await.unwrap();
+    assert!(state.get(&ptr("a")).await.unwrap_err().is_not_found());
+    assert!(state.destroy(&ptr("a"), Some("owner")).await.unwrap_err().is_not_found());
+}
+
+/// Checks that teardown is idempotent and reports readiness.
+pub async fn check_teardown_is_idempotent_and_reports_readiness(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().finalizers_mut().add("f1");
+    state.create(r, None).await.unwrap();
+    assert!(!state.teardown(&ptr("a"), None).await.unwrap(), "held by f1");
+    assert!(!state.teardown(&ptr("a"), None).await.unwrap(), "still held");
+    let v = state.get(&ptr("a")).await.unwrap().version();
+    assert_eq!(v, Version::new(2), "the second teardown wrote nothing");
+    state.remove_finalizer(&ptr("a"), "f1").await.unwrap();
+    assert!(state.teardown(&ptr("a"), None).await.unwrap(), "ready now");
+    let e = state.teardown(&ptr("a"), Some("x")).await.unwrap_err();
+    assert!(e.is_owner_conflict(), "{e}");
+    assert!(state.teardown(&ptr("zz"), None).await.unwrap_err().is_not_found());
+}
+
+/// Checks that phase conflict after teardown and expected phase override.
+pub async fn check_phase_conflict_after_teardown_and_expected_phase_override(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    state.teardown(&ptr("a"), None).await.unwrap();
+    let mut r = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
+    r.spec_mut().0 = 2;
+    let e = state.update(r.clone(), None).await.unwrap_err();
+    assert!(e.is_phase_conflict(), "{e}");
+    let updated =
+        state.update_with_phase(r.clone(), None, ExpectedPhase::TearingDown).await.unwrap();
+    assert_eq!(updated.phase(), Phase::TearingDown);
+    let mut back = updated.typed::<IntSpec>().unwrap();
+    back.metadata_mut().set_phase(Phase::Running);
+    let e = state.update_with_phase(back, None, ExpectedPhase::Any).await.unwrap_err();
+    assert!(e.is_invalid_input(), "never back to running: {e}");
+}
+
+/// Checks that finalizer operations ignore owner and phase.
+pub async fn check_finalizer_operations_ignore_owner_and_phase(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), Some("owner")).await.unwrap();
+    state.teardown(&ptr("a"), Some("owner")).await.unwrap();
+    state.add_finalizer(&ptr("a"), "anyone").await.unwrap();
+    state.add_finalizer(&ptr("a"), "anyone").await.unwrap();
+    let r = state.get(&ptr("a")).await.unwrap();
+    assert_eq!(r.metadata().finalizers().to_vec(), ["anyone"]);
+    assert_eq!(r.version(), Version::new(3), "the duplicate add wrote nothing");
+    state.remove_finalizer(&ptr("a"), "anyone").await.unwrap();
+    state.remove_finalizer(&ptr("a"), "never-there").await.unwrap();
+    let r = state.get(&ptr("a")).await.unwrap();
+    assert!(r.metadata().finalizers().is_empty());
+    assert_eq!(r.owner(), Some("owner"), "finalizer edits keep the owner");
+    let e = state.add_finalizer(&ptr("zz"), "f").await.unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+}
+
+/// Checks that concurrent finalizer adds and removes converge.
+pub async fn check_concurrent_finalizer_adds_and_removes_converge(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let adds = (0..8).map(|i| {
+        let state = state.clone();
+        async move { state.add_finalizer(&ptr("a"), &format!("f{i}")).await }
+    });
+    for r in join_all(adds).await {
+        r.unwrap();
+    }
+    let removes = [1, 3, 6].map(|i| {
+        let state = state.clone();
+        async move { state.remove_finalizer(&ptr("a"), &format!("f{i}")).await }
+    });
+    for r in join_all(removes).await {
+        r.unwrap();
+    }
+    let r = state.get(&ptr("a")).await.unwrap();
+    assert_eq!(r.metadata().finalizers().to_vec(), ["f0", "f2", "f4", "f5", "f7"]);
+}
+
+/// Checks that parallel destroys one succeeds the rest not found.
+pub async fn check_parallel_destroys_one_succeeds_the_rest_not_found(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let results = join_all((0..10).map(|_| {
+        let state = state.clone();
+        async move { state.destroy(&ptr("a"), None).await }
+    }))
+    .await;
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 1);
+    assert!(results.iter().filter_map(|r| r.as_ref().err()).all(Error::is_not_found));
+}
+
+/// Checks that list is sorted by id.
+pub async fn check_list_is_sorted_by_id(t: &mut dyn Target) {
+    let state = t.open().await;
+    for id in ["delta", "alpha", "charlie", "bravo", "10", "9"] {
+        state.create(int(id, 0), None).await.unwrap();
+    }
+    state.create(Resource::new(NS, "zulu", StrSpec("other type".into())), None).await.unwrap();
+    state.create(Resource::new("elsewhere", "echo", IntSpec(0)), None).await.unwrap();
+    let state = t.reopen(state).await;
+    let ids: Vec<String> = state
+        .list(&kind(), &LabelQuery::all())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id().to_owned())
+        .collect();
+    assert_eq!(ids, ["10", "9", "alpha", "bravo", "charlie", "delta"]);
+    assert!(
+        state.list(&Kind::of::<IntSpec>("empty"), &LabelQuery::all()).await.unwrap().is_empty()
+    );
+}
+
+/// Checks that label queries filter lists.
+pub async fn check_label_queries_filter_lists(t: &mut dyn Target) {
+    let state = t.open().await;
+    let labelled = [
+        ("a", vec![("app", "web"), ("tier", "edge")]),
+        ("b", vec![("app", "db")]),
+        ("c", vec![("app", "web")]),
+        ("d", vec![]),
+    ];
+    for (id, labels) in labelled {
+        let mut r = int(id, 0);
+        r.metadata_mut().labels_mut().extend(labels);
+        state.create(r, None).await.unwrap();
+    }
+    let ids = |q: LabelQuery| {
+        let state = state.clone();
+        async move {
+            state
+                .list(&kind(), &q)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.id().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(ids(LabelQuery::all().exists("app")).await, ["a", "b", "c"]);
+    assert_eq!(ids(LabelQuery::all().not_exists("app")).await, ["d"]);
+    assert_eq!(ids(LabelQuery::all().equal("app", "web")).await, ["a", "c"]);
+    assert_eq!(ids(LabelQuery::all().not_equal("app", "web")).await, ["b"]);
+    assert_eq!(ids(LabelQuery::all().in_values("app", ["db", "web"])).await, ["a", "b", "c"]);
+    assert_eq!(ids(LabelQuery::all().not_in("app", ["db"])).await, ["a", "c"]);
+    assert_eq!(ids(LabelQuery::all().equal("app", "web").exists("tier")).await, ["a"]);
+}
+
+/// Checks that watch starts with created or a tombstone.
+pub async fn check_watch_starts_with_created_or_a_tombstone(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("here", 7), None).await.unwrap();
+    let mut here = state.watch_stream(&ptr("here")).await.unwrap();
+    match here.next().await {
+        Some(Event::Created(r)) => assert_eq!(r.typed::<IntSpec>().unwrap().spec(), &IntSpec(7)),
+        other => panic!("expected Created, got {other:?}"),
+    }
+    let mut gone = state.watch_stream(&ptr("gone")).await.unwrap();
+    match gone.next().await {
+        Some(Event::Destroyed(r)) => {
+            assert!(r.is_tombstone());
+            assert_eq!(r.pointer(), &ptr("gone"));
+        }
+        other => panic!("expected a tombstone, got {other:?}"),
+    }
+    // Then every change, in order.
+    state.create(int("gone", 1), None).await.unwrap();
+    state.destroy(&ptr("gone"), None).await.unwrap();
+    assert!(matches!(gone.next().await, Some(Event::Created(_))));
+    assert!(matches!(gone.next().await, Some(Event::Destroyed(r)) if !r.is_tombstone()));
+}
+
+/// Checks that watch kind bootstrap order then bootstrapped.
+pub async fn check_watch_kind_bootstrap_order_then_bootstrapped(t: &mut dyn Target) {
+    let state = t.open().await;
+    for id in ["c", "a", "b"] {
+        state.create(int(id, 0), None).await.unwrap();
+    }
+    let mut events = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::bootstrap())
+        .await
+        .unwrap();
+    let mut seen = vec![];
+    for _ in 0..3 {
+        match events.next().await {
+            Some(Event::Created(r)) => seen.push(r.id().to_owned()),
+            other => panic!("expected Created, got {other:?}"),
+        }
+    }
+    assert_eq!(seen, ["a", "b", "c"]);
+    assert!(matches!(events.next().await, Some(Event::Bootstrapped(k)) if k == kind()));
+    state.create(int("d", 0), None).await.unwrap();
+    assert!(matches!(events.next().await, Some(Event::Created(r)) if r.id() == "d"));
+
+    // Without bootstrap: live events only.
+    let mut live = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::default())
+        .await
+        .unwrap();
+    state.create(int("e", 0), None).await.unwrap();
+    assert!(matches!(live.next().await, Some(Event::Created(r)) if r.id() == "e"));
+}
+
+/// Checks that label query watches turn updates into created and destroyed.
+pub async fn check_label_query_watches_turn_updates_into_created_and_destroyed(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 0), None).await.unwrap();
+    let query = LabelQuery::all().equal("app", "web");
+    let mut events =
+        state.watch_kind_stream(&kind(), query, &WatchOptions::bootstrap()).await.unwrap();
+    assert!(matches!(events.next().await, Some(Event::Bootstrapped(_))), "nothing matches yet");
+
+    let set_label = |v: Option<&'static str>| {
+        let state = state.clone();
+        async move {
+            state
+                .modify(
+                    &ptr("a"),
+                    move |r: &mut Resource<IntSpec>| {
+                        let labels = r.metadata_mut().labels_mut();
+                        match v {
+                            Some(v) => labels.insert("app", v),
+                            None => labels.remove("app"),
+                        };
+                    },
+                    None,
+                )
+                .await
+                .unwrap()
+        }
+    };
+    set_label(Some("web")).await;
+    assert!(matches!(events.next().await, Some(Event::Created(r)) if r.id() == "a"));
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None).await.unwrap();
+    assert!(matches!(events.next().await, Some(Event::Updated { .. })));
+    set_label(Some("db")).await;
+    assert!(
+        matches!(events.next().await, Some(Event::Destroyed(r)) if r.metadata().labels().get("app") == Some("db"))
+    );
+    set_label(None).await; // Still not matching: no event.
+    set_label(Some("web")).await;
+    assert!(matches!(events.next().await, Some(Event::Created(_))));
+}
+
+/// Checks that updated carries the old resource.
+pub async fn check_updated_carries_the_old_resource(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let mut events = state.watch_stream(&ptr("a")).await.unwrap();
+    events.next().await.unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
+    match events.next().await {
+        Some(Event::Updated { old, new }) => {
+            assert_eq!(old.typed::<IntSpec>().unwrap().spec(), &IntSpec(1));
+            assert_eq!(new.typed::<IntSpec>().unwrap().spec(), &IntSpec(2));
+            assert_eq!(old.version().next(), new.version());
+        }
+        other => panic!("expected Updated, got {other:?}"),
+    }
+    state.teardown(&ptr("a"), None).await.unwrap();
+    match events.next().await {
+        Some(Event::Updated { old, new }) => {
+            assert_eq!(old.phase(), Phase::Running);
+            assert_eq!(new.phase(), Phase::TearingDown);
+        }
+        other => panic!("expected Updated, got {other:?}"),
+    }
+}
+
+/// Checks that invalid input is rejected and nothing stored.
+pub async fn check_invalid_input_is_rejected_and_nothing_stored(t: &mut dyn Target) {
+    let state = t.open().await;
+    let long = "x".repeat(257);
+    let bad: Vec<(&str, Resource<IntSpec>)> = vec![
+        ("empty id", Resource::new(NS, "", IntSpec(0))),
+        ("empty namespace", Resource::new("", "a", IntSpec(0))),
+        ("long id", Resource::new(NS, long.clone(), IntSpec(0))),
+        ("control character", Resource::new(NS, "a\tb", IntSpec(0))),
+        ("bad label key", {
+            let mut r = int("a", 0);
+            r.metadata_mut().labels_mut().insert("not a key", "v");
+            r
+        }),
+        ("bad finalizer", {
+            let mut r = int("a", 0);
+            r.metadata_mut().finalizers_mut().add("");
+            r
+        }),
+    ];
+    for (what, r) in bad {
+        let e = state.create(r, None).await.unwrap_err();
+        assert!(e.is_invalid_input(), "{what}: {e}");
+    }
+    assert!(state.list(&kind(), &LabelQuery::all()).await.unwrap().is_empty());
+    let bad_kind = Kind::new(NS, "");
+    assert!(state.list(&bad_kind, &LabelQuery::all()).await.unwrap_err().is_invalid_input());
+    let e = state.get(&Pointer::new(NS, long, "a")).await.unwrap_err();
+    assert!(e.is_invalid_input(), "{e}");
+    state.create(int("ok", 0), None).await.unwrap();
+    let e = state.add_finalizer(&ptr("ok"), "bad\nfinalizer").await.unwrap_err();
+    assert!(e.is_invalid_input(), "{e}");
+    let e = state.watch_stream(&Pointer::new(NS, "T", "")).await.unwrap_err();
+    assert!(e.is_invalid_input(), "{e}");
+}
+
+/// Checks that wrong spec type is a type mismatch.
+pub async fn check_wrong_spec_type_is_a_type_mismatch(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let e = state.get_typed::<StrSpec>(&ptr("a")).await.unwrap_err();
+    assert!(e.is_type_mismatch(), "{e}");
+    let e = state
+        .modify(&ptr("a"), |r: &mut Resource<StrSpec>| r.spec_mut().0.push('!'), None)
+        .await
+        .unwrap_err();
+    assert!(e.is_type_mismatch(), "{e}");
+}
+
+/// Checks that dynamic resources are read back typed.
+pub async fn check_dynamic_resources_are_read_back_typed(t: &mut dyn Target) {
+    let state = t.open().await;
+    let manifest = serde_json::json!({
+        "metadata": {"namespace": NS, "type": IntSpec::TYPE, "id": "from-yaml"},
+        "spec": 12,
+    });
+    let dynamic: DynamicResource = serde_json::from_value(manifest).unwrap();
+    state.create(dynamic, None).await.unwrap();
+    let typed = state.get_typed::<IntSpec>(&ptr("from-yaml")).await.unwrap();
+    assert_eq!(typed.spec(), &IntSpec(12));
+    let back = state.get(&ptr("from-yaml")).await.unwrap().to_dynamic().unwrap();
+    assert_eq!(back.spec(), &serde_json::json!(12));
+}
+
+/// Checks that teardown and destroy waits for finalizers.
+pub async fn check_teardown_and_destroy_waits_for_finalizers(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().finalizers_mut().add("holder");
+    state.create(r, None).await.unwrap();
+    let mut events = state.watch_stream(&ptr("a")).await.unwrap();
+    events.next().await.unwrap();
+
+    let waiting = {
+        let state = state.clone();
+        actix::spawn(async move { state.teardown_and_destroy(&ptr("a"), None).await })
+    };
+    // The teardown happens first; the call then waits for the holder.
+    match events.next().await {
+        Some(Event::Updated { new, .. }) => assert_eq!(new.phase(), Phase::TearingDown),
+        other => panic!("expected the teardown, got {other:?}"),
+    }
+    assert!(!waiting.is_finished());
+    state.remove_finalizer(&ptr("a"), "holder").await.unwrap();
+    waiting.await.unwrap().unwrap();
+    assert!(state.get(&ptr("a")).await.unwrap_err().is_not_found());
+}
+
+/// Checks that concurrent teardown and destroy all finish.
+pub async fn check_concurrent_teardown_and_destroy_all_finish(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().finalizers_mut().add("holder");
+    state.create(r, None).await.unwrap();
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            let state = state.clone();
+            actix::spawn(async move { state.teardown_and_destroy(&ptr("a"), None).await })
+        })
+        .collect();
+    let mut events = state.watch_stream(&ptr("a")).await.unwrap();
+    // Wait until the resource is tearing down, then release it.
+    loop {
+        match events.next().await {
+            Some(Event::Created(r) | Event::Updated { new: r, .. })
+                if r.phase() == Phase::TearingDown =>
+            {
+                break;
+            }
+            Some(_) => {}
+            None => panic!("watch ended"),
+        }
+    }
+    state.remove_finalizer(&ptr("a"), "holder").await.unwrap();
+    for call in calls {
+        let result = call.await.unwrap();
+        assert!(result.is_ok() || result.as_ref().unwrap_err().is_not_found(), "{result:?}");
+    }
+    assert!(state.get(&ptr("a")).await.unwrap_err().is_not_found());
+    let e = state.teardown_and_destroy(&ptr("a"), None).await.unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+}
+
+/// Checks that teardown and destroy of a resource destroyed meanwhile succeeds.
+pub async fn check_teardown_and_destroy_of_a_resource_destroyed_meanwhile_succeeds(
+    t: &mut dyn Target,
+) {
+    let state = t.open().await;
+    let mut r = int("a", 1);
+    r.metadata_mut().finalizers_mut().add("holder");
+    state.create(r, Some("owner")).await.unwrap();
+    let mut events = state.watch_stream(&ptr("a")).await.unwrap();
+    events.next().await.unwrap();
+    let waiting = {
+        let state = state.clone();
+        actix::spawn(async move { state.teardown_and_destroy(&ptr("a"), Some("owner")).await })
+    };
+    events.next().await.unwrap(); // torn down
+    state.remove_finalizer(&ptr("a"), "holder").await.unwrap();
+    // Someone else may win the destroy; either way the waiter succeeds.
+    let _ = state.destroy(&ptr("a"), Some("owner")).await;
+    waiting.await.unwrap().unwrap();
+    let e = state.teardown_and_destroy(&ptr("b"), None).await.unwrap_err();
+    assert!(e.is_not_found());
+}
+
+/// Checks that a stalled subscriber stays bounded and catches up.
+pub async fn check_a_stalled_subscriber_stays_bounded_and_catches_up(t: &mut dyn Target) {
+    let state = t.open().await;
+    const UPDATES: i64 = 10_000;
+    const RESOURCES: usize = 10;
+    for i in 0..RESOURCES {
+        state.create(int(&format!("r{i}"), 0), None).await.unwrap();
+    }
+    let options = WatchOptions::default().with_window(64);
+    // Never polled while the updates run: stalled.
+    let mut stalled = state.watch_kind_stream(&kind(), LabelQuery::all(), &options).await.unwrap();
+    let id = stalled.id();
+    let mut max_seen = (0, 0);
+    for n in 1..=UPDATES {
+        let p = ptr(&format!("r{}", n as usize % RESOURCES));
+        state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
+        if n % 1_000 == 0 {
+            let stats = state.watch_stats(id).await.unwrap();
+            max_seen = (max_seen.0.max(stats.in_flight), max_seen.1.max(stats.backlog));
+        }
+    }
+    assert!(max_seen.0 <= 64, "in flight bounded by the window: {max_seen:?}");
+    assert!(max_seen.1 <= RESOURCES, "backlog bounded by resources: {max_seen:?}");
+
+    // A healthy neighbour kept working throughout.
+    assert_eq!(state.list(&kind(), &LabelQuery::all()).await.unwrap().len(), RESOURCES);
+
+    // Catching up yields every resource's latest state, nothing lost.
+    let mut latest: BTreeMap<Id, i64> = BTreeMap::new();
+    let expected: BTreeMap<Id, i64> = state
+        .list(&kind(), &LabelQuery::all())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (Id::from(r.id()), r.typed::<IntSpec>().unwrap().spec().0))
+        .collect();
+    while latest != expected {
+        match stalled.next().await {
+            Some(Event::Updated { new, .. } | Event::Created(new)) => {
+                latest.insert(Id::from(new.id()), new.typed::<IntSpec>().unwrap().spec().0);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let stats = state.watch_stats(id).await.unwrap();
+    assert_eq!(stats.backlog, 0);
+}
+
+/// Checks that recipient watches deliver to actors.
+pub async fn check_recipient_watches_deliver_to_actors(t: &mut dyn Target) {
+    let state = t.open().await;
+    use actix::prelude::*;
+    use futures::channel::mpsc;
+
+    struct Forward(mpsc::UnboundedSender<Event>);
+    impl Actor for Forward {
+        type Context = Context<Self>;
+    }
+    impl Handler<WatchEvent> for Forward {
+        type Result = ();
+        fn handle(&mut self, msg: WatchEvent, _: &mut Context<Self>) {
+            let _ = self.0.unbounded_send(msg.into_event());
+        }
+    }
+
+    let (tx, mut rx) = mpsc::unbounded();
+    let actor = Forward(tx).start();
+    state.create(int("a", 1), None).await.unwrap();
+    let id = state
+        .watch_kind(&kind(), LabelQuery::all(), true, actor.clone().recipient())
+        .await
+        .unwrap();
+    assert!(matches!(rx.next().await, Some(Event::Created(r)) if r.id() == "a"));
+    assert!(matches!(rx.next().await, Some(Event::Bootstrapped(_))));
+    state.destroy(&ptr("a"), None).await.unwrap();
+    assert!(matches!(rx.next().await, Some(Event::Destroyed(_))));
+    state.unwatch(id).await.unwrap();
+    assert!(state.watch_stats(id).await.unwrap_err().is_invalid_input());
+    let single = state.watch(&ptr("a"), actor.recipient()).await.unwrap();
+    assert!(matches!(rx.next().await, Some(Event::Destroyed(r)) if r.is_tombstone()));
+    state.unwatch(single).await.unwrap();
+}
+
+/// Checks that revisions grow per write and watches resume.
+pub async fn check_revisions_grow_per_write_and_watches_resume(t: &mut dyn Target) {
+    let state = t.open().await;
+    let a = state.create(int("a", 1), None).await.unwrap();
+    let b = state.create(int("b", 1), None).await.unwrap();
+    assert!(b.metadata().revision() > a.metadata().revision(), "one revision per write");
+    let mut watch = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::bootstrap())
+        .await
+        .unwrap();
+    while !matches!(watch.next().await, Some(Event::Bootstrapped(_))) {}
+    let seen = watch.revision();
+    assert!(seen >= b.metadata().revision(), "caught up after bootstrap");
+    drop(watch);
+    // Missed while away: an update, a destroy, a create.
+    let a2 = state
+        .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
+        .await
+        .unwrap();
+    assert!(a2.metadata().revision() > b.metadata().revision());
+    state.destroy(&ptr("b"), None).await.unwrap();
+    state.create(int("c", 3), None).await.unwrap();
+    let mut resumed = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(seen))
+        .await
+        .unwrap();
+    assert!(matches!(resumed.next().await, Some(Event::Updated { new, .. }) if new.id() == "a"));
+    assert!(matches!(resumed.next().await, Some(Event::Destroyed(r)) if r.id() == "b"));
+    assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "c"));
+    // Nothing more was missed: the next event is a live one.
+    state.create(int("d", 4), None).await.unwrap();
+    assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "d"));
+    // A revision ahead of the state is refused, and so is one no longer kept
+    // after a reopen (a memory state keeps everything it saw).
+    let ahead = WatchOptions::resume_from(resumed.revision() + 1_000);
+    let err = state.watch_kind_stream(&kind(), LabelQuery::all(), &ahead).await.unwrap_err();
+    assert!(err.is_compacted(), "{err}");
+    let both = WatchOptions { resume_from: Some(seen), ..WatchOptions::bootstrap() };
+    let err = state.watch_kind_stream(&kind(), LabelQuery::all(), &both).await.unwrap_err();
+    assert!(err.is_invalid_input(), "{err}");
+}
