@@ -141,6 +141,7 @@ impl RedbBackend {
             })?;
         }
         check_magic(&path)?;
+        check_existing(&path)?;
         let db = Database::create(&path).map_err(|e| redb_error(&path, e))?;
         init_format(&db, &path)?;
         Ok(RedbBackend { path, db: Some(db), writer: None, thread: None })
@@ -195,8 +196,22 @@ fn check_magic(path: &Path) -> Result<(), Error> {
     ))
 }
 
-/// Writes the format version into a new file; checks it in an existing one.
-fn init_format(db: &Database, path: &Path) -> Result<(), Error> {
+/// Checks an existing file read-only first: opening it for writing marks its
+/// header, and a file we refuse must stay as it was. A file that needs repair
+/// after a crash cannot be opened read-only; the read-write open repairs it.
+fn check_existing(path: &Path) -> Result<(), Error> {
+    if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
+        return Ok(());
+    }
+    match redb::ReadOnlyDatabase::open(path) {
+        Ok(db) => read_format(&db, path).map(|_| ()),
+        Err(redb::DatabaseError::RepairAborted) => Ok(()),
+        Err(e) => Err(redb_error(path, e)),
+    }
+}
+
+/// The format version the file holds (`None`: a new, empty file).
+fn read_format(db: &impl ReadableDatabase, path: &Path) -> Result<Option<u64>, Error> {
     let read = db.begin_read().map_err(|e| redb_error(path, e))?;
     let format = match read.open_table(META) {
         Ok(meta) => meta.get("format").map_err(|e| redb_error(path, e))?.map(|v| v.value()),
@@ -204,9 +219,8 @@ fn init_format(db: &Database, path: &Path) -> Result<(), Error> {
         Err(e) => return Err(redb_error(path, e)),
     };
     let has_tables = read.list_tables().map_err(|e| redb_error(path, e))?.next().is_some();
-    drop(read);
     match format {
-        Some(FORMAT_VERSION) => Ok(()),
+        Some(FORMAT_VERSION) => Ok(format),
         Some(other) => Err(storage(
             path.display().to_string(),
             StorageFailure::UnsupportedFormat,
@@ -217,6 +231,14 @@ fn init_format(db: &Database, path: &Path) -> Result<(), Error> {
             StorageFailure::UnsupportedFormat,
             "a redb file, but not a cosi-runtime state (no format version)",
         )),
+        None => Ok(None),
+    }
+}
+
+/// Writes the format version into a new file; checks it in an existing one.
+fn init_format(db: &Database, path: &Path) -> Result<(), Error> {
+    match read_format(db, path)? {
+        Some(_) => Ok(()),
         None => {
             let txn = db.begin_write().map_err(|e| redb_error(path, e))?;
             {
