@@ -79,3 +79,26 @@ async fn the_network_control_plane_converges_changes_and_tears_down() {
     );
     assert!(printed.contains("4/4 files applied, ready=true"), "{printed}");
 }
+
+#[actix::test]
+async fn the_control_plane_keeps_its_configuration_and_resumes_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, state) = (dir.path().join("files"), dir.path().join("state"));
+    let mut out = Vec::new();
+    let first = plane::run_with_state(&files, Some(&state), &mut out).await.unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert!(printed.contains("none there yet"), "{printed}");
+    assert!(!printed.contains("resumed"), "{printed}");
+
+    // A new process would start from here: the files are gone too.
+    std::fs::remove_dir_all(&files).unwrap();
+    let mut out = Vec::new();
+    let second = plane::run_with_state(&files, Some(&state), &mut out).await.unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert!(printed.contains("resumed: 4 configuration resources found"), "{printed}");
+    assert_eq!(second.files, first.files, "every file rebuilt from the stored configuration");
+    let configs = |r: &plane::Report| -> Vec<[String; 6]> {
+        r.resources.iter().filter(|row| row[1].starts_with("config/")).cloned().collect()
+    };
+    assert_eq!(configs(&second), configs(&first), "configuration as it was, versions included");
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release --example netplane               # files under a fresh temporary directory
 //! cargo run --release --example netplane -- --dir out  # or under ./out
+//! cargo run --release --example netplane -- --state st # configuration kept in st/ (run it twice)
 //! RUST_LOG=debug cargo run --release --example netplane
 //! ```
 //!
@@ -20,20 +21,35 @@ mod plane;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn sandbox() -> Result<PathBuf, Box<dyn std::error::Error>> {
+const USAGE: &str = "usage: netplane [--dir PATH] [--state DIR]
+  --dir PATH    where the rendered files go (default: a fresh temporary
+                directory, or DIR/files with --state)
+  --state DIR   keep the configuration durable in DIR/state.redb: a second
+                run finds it and resumes from it";
+
+/// Where the files go, and where the durable state is (if any).
+fn options() -> Result<(PathBuf, Option<PathBuf>), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        [] => Ok(tempfile::Builder::new().prefix("cosi-netplane-").tempdir()?.keep()),
-        ["--dir", dir] => {
-            std::fs::create_dir_all(dir)?;
-            Ok(PathBuf::from(dir))
+    let (mut dir, mut state) = (None, None);
+    let mut rest = args.iter().map(String::as_str);
+    while let Some(arg) = rest.next() {
+        match (arg, rest.next()) {
+            ("-h" | "--help", _) => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            ("--dir", Some(d)) => dir = Some(PathBuf::from(d)),
+            ("--state", Some(s)) => state = Some(PathBuf::from(s)),
+            _ => return Err(format!("unexpected arguments {args:?}\n{USAGE}").into()),
         }
-        ["-h" | "--help"] => {
-            println!("usage: netplane [--dir PATH]   (default: a fresh temporary directory)");
-            std::process::exit(0);
-        }
-        _ => Err(format!("unexpected arguments {args:?} (try --help)").into()),
     }
+    let dir = match (dir, &state) {
+        (Some(d), _) => d,
+        (None, Some(s)) => s.join("files"),
+        (None, None) => tempfile::Builder::new().prefix("cosi-netplane-").tempdir()?.keep(),
+    };
+    std::fs::create_dir_all(&dir)?;
+    Ok((dir, state))
 }
 
 #[actix::main]
@@ -44,14 +60,14 @@ async fn main() -> ExitCode {
     // The supervisor logs every reconcile panic (a warning naming the
     // controller); keep the default hook's second report out of the way.
     std::panic::set_hook(Box::new(|info| log::debug!("panic: {info}")));
-    let dir = match sandbox() {
-        Ok(dir) => dir,
+    let (dir, state) = match options() {
+        Ok(options) => options,
         Err(e) => {
             eprintln!("netplane: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match plane::run(&dir, &mut std::io::stdout()).await {
+    match plane::run_with_state(&dir, state.as_deref(), &mut std::io::stdout()).await {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("netplane: {e}");

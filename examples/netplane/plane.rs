@@ -392,11 +392,19 @@ impl Controller for StatusController {
     }
 }
 
-/// Starts the runtime with the six controllers; files go under `root`.
-pub async fn start(root: &Path) -> Result<Runtime, Box<dyn std::error::Error>> {
-    let runtime = Runtime::builder()
-        .backoff(Backoff { initial: Duration::from_millis(20), ..Backoff::default() })
-        .start();
+/// Starts the runtime with the six controllers; files go under `root`. With
+/// `state`, the configuration namespace is kept durable in `state/state.redb`
+/// (the derived files and status stay in memory: they are rebuilt from it).
+pub async fn start(
+    root: &Path,
+    state: Option<&Path>,
+) -> Result<Runtime, Box<dyn std::error::Error>> {
+    let builder = Runtime::builder()
+        .backoff(Backoff { initial: Duration::from_millis(20), ..Backoff::default() });
+    let runtime = match state {
+        Some(dir) => builder.open_durable(dir.join("state.redb"), [CONFIG]).await?,
+        None => builder.start(),
+    };
     runtime.register(|| LinkController).await?;
     runtime.register(|| AddressController).await?;
     runtime.register(|| RouteController).await?;
@@ -550,9 +558,57 @@ fn route(id: &str, destination: &str, gateway: &str, link: &str) -> Resource<Rou
 
 /// Runs the whole story: apply, change, remove; prints progress to `out`.
 pub async fn run(root: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn std::error::Error>> {
-    let runtime = start(root).await?;
+    run_with_state(root, None, out).await
+}
+
+/// How many configuration resources the state holds.
+async fn stored_config(state: &State) -> Result<usize, Error> {
+    let mut n = 0;
+    for kind in [
+        Kind::of::<LinkConfig>(CONFIG),
+        Kind::of::<AddressConfig>(CONFIG),
+        Kind::of::<RouteConfig>(CONFIG),
+        Kind::of::<HostnameConfig>(CONFIG),
+    ] {
+        n += state.list(&kind, &LabelQuery::all()).await?.len();
+    }
+    Ok(n)
+}
+
+/// [`run`], with the configuration kept durable under `state_dir`. A first run
+/// applies the scenario; a later run finds the configuration it left, resumes
+/// from it (the controllers rebuild every file) and reports.
+pub async fn run_with_state(
+    root: &Path,
+    state_dir: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<Report, Box<dyn std::error::Error>> {
+    let runtime = start(root, state_dir).await?;
     let state = runtime.state();
     line(out, format!("network control plane: 6 controllers, files under {}", root.display()));
+    if let Some(dir) = state_dir {
+        let found = stored_config(&state).await?;
+        if found > 0 {
+            line(
+                out,
+                format!(
+                    "\n▶ resumed: {found} configuration resources found in {}",
+                    dir.join("state.redb").display()
+                ),
+            );
+            let step = Instant::now();
+            settle(&runtime, step, out).await;
+            show_status(&runtime, root, out).await;
+            return finish(runtime, root, out).await;
+        }
+        line(
+            out,
+            format!(
+                "  configuration kept in {} (none there yet)",
+                dir.join("state.redb").display()
+            ),
+        );
+    }
 
     line(out, "\n▶ 1. apply a configuration: 2 links, 2 addresses, 1 route, a hostname");
     let step = Instant::now();
@@ -612,7 +668,17 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn std
     }
     settle(&runtime, step, out).await;
     show_status(&runtime, root, out).await;
+    finish(runtime, root, out).await
+}
 
+/// Prints the final resources and metrics, writes the graph and metrics
+/// files, stops the runtime and closes its state.
+async fn finish(
+    runtime: Runtime,
+    root: &Path,
+    out: &mut dyn Write,
+) -> Result<Report, Box<dyn std::error::Error>> {
+    let state = runtime.state();
     let resources = resource_table(&state).await?;
     line(out, format!("\nfinal resources ({}):", resources.len()));
     let rows: Vec<Vec<String>> = resources.iter().map(|r| r.to_vec()).collect();
@@ -659,5 +725,6 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn std
     std::fs::write(root.join("metrics.prom"), runtime.metrics_text().await)?;
     line(out, format!("\nwrote {0}/graph.dot, {0}/graph.mmd and {0}/metrics.prom", root.display()));
     runtime.stop().await;
+    state.close().await?;
     Ok(Report { files: files(root), resources, metrics, dot })
 }
