@@ -15,7 +15,7 @@ rm -rf "$target/bench-report" \
     "$target/criterion/write_sequential" "$target/criterion/write_pipelined_64" \
     "$target/criterion/write_pipelined_1024" "$target/criterion/fanout" \
     "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
-    "$target/criterion/queue"
+    "$target/criterion/queue" "$target/criterion/durable_writes"
 
-cargo bench --bench state --bench runtime --bench queue
+cargo bench --bench state --bench runtime --bench queue --bench durable
 python3 scripts/bench_report.py --target-dir "$target" --command "scripts/benchmarks.sh" --out BENCHMARKS.md

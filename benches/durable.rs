@@ -1,0 +1,159 @@
+//! Durable-state benchmarks, each against baselines run in the same process:
+//!
+//! - `durable_writes`: acknowledged writes (a `modify` that changes the spec)
+//!   with 1 and with 64 in flight, through the in-memory state, through a
+//!   state whose namespace is durable in redb (group commit: one write
+//!   transaction per mailbox drain), and through raw redb with one
+//!   transaction per write (the cost group commit removes) and with 64
+//!   writes per transaction (the ceiling it approaches).
+//! - reopen: how long opening a state file of 100,000 resources takes (load
+//!   into the cache included), and the bytes on disk per resource; written to
+//!   `<target>/bench-report/durable.json`.
+//!
+//! `cargo bench --bench durable` measures; `cargo test --benches` runs a
+//! scaled-down smoke pass that asserts only functional facts.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use actix::SystemRunner;
+use common::{CountingAlloc, IntSpec, Mode, NS, pipelined};
+use cosi_runtime::prelude::*;
+use cosi_runtime::testing::conformance::ScratchDir;
+use criterion::{Criterion, Throughput};
+use redb::{Database, TableDefinition};
+use serde_json::json;
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// The resources the writes cycle over.
+const KEYS: u64 = 1_000;
+
+const RAW: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("raw");
+
+fn ptr(k: u64) -> Pointer {
+    Pointer::of::<IntSpec>(NS, format!("r{}", k % KEYS))
+}
+
+/// `n` acknowledged writes with `window` in flight; the elapsed time.
+async fn writes(state: &State, n: u64, window: u64, base: u64) -> Duration {
+    let started = Instant::now();
+    pipelined(n, window, |k| {
+        let state = state.clone();
+        async move {
+            let v = (base + k) as i64;
+            state
+                .modify(&ptr(k), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = v, None)
+                .await
+                .expect("write");
+        }
+    })
+    .await;
+    started.elapsed()
+}
+
+fn durable_writes(c: &mut Criterion, sys: &SystemRunner) {
+    let mut g = c.benchmark_group("durable_writes");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10);
+    let dir = ScratchDir::new();
+    let memory = sys.block_on(async { State::start() });
+    let durable = sys.block_on(async {
+        State::open_durable(dir.path().join("bench.redb"), [NS]).await.expect("open")
+    });
+    for window in [1u64, 64] {
+        for (name, state) in [("memory", &memory), ("redb_state", &durable)] {
+            let mut base = 0;
+            g.bench_function(format!("{name}_{window}"), |b| {
+                b.iter_custom(|iters| {
+                    base += iters;
+                    sys.block_on(writes(state, iters, window, base))
+                });
+            });
+        }
+    }
+    let db = Database::create(dir.path().join("raw.redb")).expect("raw redb");
+    let value = vec![7u8; 64];
+    for per_txn in [1u64, 64] {
+        g.bench_function(format!("raw_redb_{per_txn}_per_txn"), |b| {
+            b.iter_custom(|iters| {
+                let started = Instant::now();
+                let mut k = 0;
+                while k < iters {
+                    let txn = db.begin_write().expect("txn");
+                    {
+                        let mut t = txn.open_table(RAW).expect("table");
+                        for j in k..(k + per_txn).min(iters) {
+                            let key = format!("default\0Ints\0r{}", j % KEYS);
+                            t.insert(key.as_str(), value.as_slice()).expect("insert");
+                        }
+                    }
+                    txn.commit().expect("commit");
+                    k += per_txn;
+                }
+                started.elapsed()
+            });
+        });
+    }
+    g.finish();
+    sys.block_on(async { durable.close().await.expect("close") });
+}
+
+/// Opens a state file of `n` resources; reports the time and the size.
+fn reopen(mode: &Mode, sys: &SystemRunner, n: u64) {
+    let dir = ScratchDir::new();
+    let file = dir.path().join("reopen.redb");
+    sys.block_on(async {
+        let state = State::open_durable(&file, [NS]).await.expect("open");
+        pipelined(n, 256, |k| {
+            let state = state.clone();
+            async move {
+                let mut r = Resource::new(NS, format!("resource-{k:06}"), IntSpec(k as i64));
+                r.metadata_mut().labels_mut().insert("app", "bench");
+                state.create(r, None).await.expect("create");
+            }
+        })
+        .await;
+        state.close().await.expect("close");
+    });
+    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    let mut times = Vec::new();
+    for _ in 0..mode.scale(5, 1) {
+        let started = Instant::now();
+        let count = sys.block_on(async {
+            let state = State::open_durable(&file, [NS]).await.expect("reopen");
+            let elapsed = started.elapsed();
+            let count =
+                state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.expect("list").len();
+            state.close().await.expect("close");
+            times.push(elapsed);
+            count
+        });
+        assert_eq!(count as u64, n, "every resource is back after the reopen");
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    common::write_report(
+        mode,
+        "durable",
+        &json!({
+            "resources": n,
+            "reopen_ns": common::ns(median),
+            "file_bytes": bytes,
+            "bytes_per_resource": bytes as f64 / n as f64,
+        }),
+    );
+}
+
+fn main() {
+    let mode = Mode::from_args();
+    let mut c = mode.criterion();
+    let sys = actix::System::new();
+    durable_writes(&mut c, &sys);
+    if mode.wants("reopen") {
+        reopen(&mode, &sys, mode.scale(100_000, 2_000));
+    }
+    c.final_summary();
+}
