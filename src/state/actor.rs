@@ -854,3 +854,22 @@ impl fmt::Debug for StateActor {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Namespaces;
+    use super::*;
+
+    #[test]
+    fn routes_send_listed_namespaces_to_their_backend_and_the_rest_to_memory() {
+        let mut routes = Routes::default();
+        assert_eq!(routes.route("config"), None, "everything in memory by default");
+        routes.add(&Namespaces::from(["config", "secrets"]), 0);
+        assert_eq!(routes.route("config"), Some(0));
+        assert_eq!(routes.route("secrets"), Some(0));
+        assert_eq!(routes.route("status"), None);
+        routes.add(&Namespaces::All, 1);
+        assert_eq!(routes.route("status"), Some(1), "All takes what no list names");
+        assert_eq!(routes.route("config"), Some(0));
+    }
+}

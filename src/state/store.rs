@@ -785,6 +785,60 @@ mod tests {
     }
 
     #[test]
+    fn every_write_takes_the_next_revision_and_no_ops_take_none() {
+        let mut s = Store::new();
+        let (a, _) = s.create(num("a", 1), None, t(1)).unwrap();
+        assert_eq!((a.metadata().revision(), s.revision()), (1, 1));
+        let (a2, _) = s.modify(&ptr("a"), &set_num(2), None, ExpectedPhase::Running, t(2)).unwrap();
+        assert_eq!(a2.metadata().revision(), 2);
+        s.modify(&ptr("a"), &set_num(2), None, ExpectedPhase::Running, t(3)).unwrap();
+        assert_eq!(s.revision(), 2, "a no-op modify takes no revision");
+        assert!(s.create(num("a", 9), None, t(4)).is_err());
+        assert_eq!(s.revision(), 2, "a failed write takes no revision");
+        s.add_finalizer(&ptr("a"), "f", t(5)).unwrap();
+        s.add_finalizer(&ptr("a"), "f", t(6)).unwrap();
+        assert_eq!(s.revision(), 3);
+        s.remove_finalizer(&ptr("a"), "f", t(7)).unwrap();
+        s.destroy(&ptr("a"), None).unwrap();
+        assert_eq!(s.revision(), 5, "a destroy takes one too");
+    }
+
+    #[test]
+    fn rollback_restores_what_the_changes_replaced() {
+        let mut s = Store::new();
+        let (kept, _) = s.create(num("kept", 1), None, t(1)).unwrap();
+        let (gone, _) = s.create(num("gone", 1), None, t(1)).unwrap();
+        let mut modify =
+            |n| s.modify(&ptr("kept"), &set_num(n), None, ExpectedPhase::Running, t(2)).unwrap().1;
+        let (five, six) = (modify(5).unwrap(), modify(6).unwrap());
+        let new = s.create(num("new", 1), None, t(2)).unwrap().1;
+        let changes = [five, six, new, s.destroy(&ptr("gone"), None).unwrap()];
+        let revision = s.revision();
+        s.rollback(changes.iter());
+        assert_eq!(s.get(&ptr("kept")).unwrap(), kept);
+        assert_eq!(s.get(&ptr("kept")).unwrap().metadata().revision(), kept.metadata().revision());
+        assert_eq!(s.get(&ptr("gone")).unwrap(), gone);
+        assert!(s.get(&ptr("new")).unwrap_err().is_not_found());
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.revision(), revision, "revisions are never reused");
+        let (next, _) = s.create(num("next", 1), None, t(3)).unwrap();
+        assert_eq!(next.metadata().revision(), revision + 1);
+    }
+
+    #[test]
+    fn load_keeps_what_was_stored_and_moves_the_revision_up() {
+        let mut s = Store::new();
+        let mut r = num("a", 1);
+        r.metadata_mut().set_revision(41);
+        r.metadata_mut().set_version(Version::new(7));
+        s.load(vec![r], 40);
+        let a = s.get(&ptr("a")).unwrap();
+        assert_eq!((a.version(), a.metadata().revision(), s.revision()), (Version::new(7), 41, 41));
+        s.load(Vec::new(), 50);
+        assert_eq!(s.revision(), 50);
+    }
+
+    #[test]
     fn stored_resources_share_one_kind_allocation() {
         let mut s = Store::new();
         let (a, _) = s.create(num("a", 1), None, t(1)).unwrap();

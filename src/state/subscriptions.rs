@@ -168,3 +168,52 @@ impl Watches {
         self.kind_of.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::test_specs::Num;
+    use crate::resource::{LabelQuery, Pointer, Resource};
+
+    fn created(id: &str) -> Change {
+        Change::Created(Resource::new("ns", id, Num(1)).into_any())
+    }
+
+    fn kind_target() -> WatchTarget {
+        WatchTarget::Kind { kind: Kind::of::<Num>("ns"), query: LabelQuery::all() }
+    }
+
+    #[test]
+    fn missed_replays_what_came_after_a_revision() {
+        let mut w = Watches::with_history(10);
+        for (rev, id) in [(1, "a"), (2, "b"), (3, "c")] {
+            w.publish(&created(id), rev);
+        }
+        let ids = |events: Vec<(Event, u64)>| -> Vec<(String, u64)> {
+            events.iter().map(|(e, r)| (e.pointer().unwrap().id().to_owned(), *r)).collect()
+        };
+        assert_eq!(
+            ids(w.missed(&kind_target(), 1, 3).unwrap()),
+            [("b".into(), 2), ("c".into(), 3)]
+        );
+        assert!(w.missed(&kind_target(), 3, 3).unwrap().is_empty());
+        let one = WatchTarget::Resource(Pointer::of::<Num>("ns", "c"));
+        assert_eq!(ids(w.missed(&one, 0, 3).unwrap()), [("c".into(), 3)]);
+        assert!(w.missed(&kind_target(), 4, 3).unwrap_err().is_compacted());
+    }
+
+    #[test]
+    fn a_full_history_forgets_the_oldest_and_says_so() {
+        let mut w = Watches::with_history(2);
+        for rev in 1..=5 {
+            w.publish(&created(&format!("r{rev}")), rev);
+        }
+        assert_eq!(w.missed(&kind_target(), 3, 5).unwrap().len(), 2);
+        let err = w.missed(&kind_target(), 2, 5).unwrap_err();
+        assert!(err.is_compacted() && err.to_string().contains("up to revision 3"), "{err}");
+        let mut off = Watches::with_history(0);
+        off.publish(&created("a"), 1);
+        assert!(off.missed(&kind_target(), 0, 1).unwrap_err().is_compacted());
+        assert!(off.missed(&kind_target(), 1, 1).unwrap().is_empty());
+    }
+}
