@@ -167,7 +167,7 @@ async fn destroying_an_input_is_denied() {
 
 #[actix::test]
 async fn adding_a_finalizer_to_a_weak_input_is_denied() {
-    let (_, r) = run(|cx| Box::pin(async move { cx.add_finalizer(&int()).await })).await;
+    let (_, r) = run(|cx| Box::pin(async move { cx.add_finalizer(&int()).await.map(drop) })).await;
     assert_denied(r, "add_finalizer");
 }
 
@@ -183,7 +183,9 @@ async fn removing_a_finalizer_from_an_output_is_denied() {
 #[actix::test]
 async fn finalizers_on_a_strong_input_are_the_controllers_own() {
     let (runtime, r) = run(|cx| {
-        Box::pin(async move { cx.add_finalizer(&Pointer::of::<StrSpec>(NS, "only")).await })
+        Box::pin(
+            async move { cx.add_finalizer(&Pointer::of::<StrSpec>(NS, "only")).await.map(drop) },
+        )
     })
     .await;
     r.unwrap();

@@ -92,8 +92,10 @@ async fn sync_files<C: Spec>(
             }
             continue;
         }
-        if !config.metadata().finalizers().contains(cx.name()) {
-            cx.add_finalizer(config.pointer()).await?;
+        if !config.metadata().finalizers().contains(cx.name())
+            && !cx.add_finalizer(config.pointer()).await?
+        {
+            continue; // destroyed or tearing down since the list: nothing to render
         }
         match render(config) {
             Some(spec) => {
@@ -308,8 +310,8 @@ impl QController for ApplyController {
             cx.remove_finalizer(ptr).await?;
             return Ok(Outcome::Done);
         }
-        if !file.metadata().finalizers().contains(cx.name()) {
-            cx.add_finalizer(ptr).await?;
+        if !file.metadata().finalizers().contains(cx.name()) && !cx.add_finalizer(ptr).await? {
+            return Ok(Outcome::Done); // going away: its teardown wakes us again
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;

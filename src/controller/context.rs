@@ -253,15 +253,33 @@ impl ReconcileContext {
         }
     }
 
-    /// Puts this controller's finalizer (its name) on a strong input.
+    /// Puts this controller's finalizer (its name) on a strong input, if that
+    /// input is still running, and returns whether the controller now holds it.
+    ///
+    /// `false` is a normal outcome, not an error: the input was destroyed, or is
+    /// tearing down, since the controller read it (inputs churn). Skip it: the
+    /// change that did it triggers another reconcile, where the input shows up
+    /// as tearing down (release what was made from it) or not at all.
+    ///
+    /// ```ignore
+    /// if !cx.add_finalizer(input.pointer()).await? {
+    ///     continue; // gone or going: nothing to build on
+    /// }
+    /// ```
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::NotFound`].
-    pub async fn add_finalizer(&self, ptr: &Pointer) -> Result<(), Error> {
+    /// [`Error::AccessDenied`] (not a strong input); [`Error::InvalidInput`].
+    pub async fn add_finalizer(&self, ptr: &Pointer) -> Result<bool, Error> {
         self.rules.check_finalizer("add_finalizer", ptr)?;
-        let req =
-            StateRequest::AddFinalizer { pointer: ptr.clone(), finalizer: self.name().to_owned() };
-        reply_done(self.write(req).await?, "add_finalizer")
+        let req = StateRequest::AddFinalizer {
+            pointer: ptr.clone(),
+            finalizer: self.name().to_owned(),
+            expected_phase: ExpectedPhase::Running,
+        };
+        match self.write(req).await {
+            Err(e) if e.is_not_found() || e.is_phase_conflict() => Ok(false),
+            reply => reply_done(reply?, "add_finalizer").map(|()| true),
+        }
     }
 
     /// Removes this controller's finalizer from a strong input. A resource that

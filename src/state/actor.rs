@@ -113,6 +113,9 @@ pub enum StateRequest {
         pointer: Pointer,
         /// The finalizer.
         finalizer: String,
+        /// The phase the resource must be in ([`ExpectedPhase::Any`] for users;
+        /// controllers hold inputs only while they run).
+        expected_phase: ExpectedPhase,
     },
     /// Remove a finalizer.
     RemoveFinalizer {
@@ -145,6 +148,8 @@ pub enum StateRequest {
         /// Which.
         id: WatchId,
     },
+    /// How many watches are live.
+    CountWatches,
 }
 
 impl StateRequest {
@@ -163,6 +168,7 @@ impl StateRequest {
             StateRequest::Watch { .. } => "watch",
             StateRequest::Unwatch { .. } => "unwatch",
             StateRequest::WatchStats { .. } => "watch_stats",
+            StateRequest::CountWatches => "count_watches",
         }
     }
 
@@ -203,6 +209,7 @@ impl StateRequest {
                 WatchTarget::Kind { kind, .. } => Subject::Kind(kind.clone()),
             },
             StateRequest::Unwatch { id } | StateRequest::WatchStats { id } => Subject::Watch(*id),
+            StateRequest::CountWatches => Subject::Watch(WatchId(0)),
         }
     }
 }
@@ -270,6 +277,8 @@ pub enum StateReply {
     Watching(WatchId),
     /// `WatchStats`.
     Stats(WatchStats),
+    /// `CountWatches`.
+    Count(usize),
     /// The modify function panicked; the caller re-raises the panic in its own task.
     ModifyPanicked(Box<dyn Any + Send>),
 }
@@ -284,6 +293,7 @@ impl fmt::Debug for StateReply {
             StateReply::Unchanged(r) => f.debug_tuple("Unchanged").field(r).finish(),
             StateReply::Watching(id) => f.debug_tuple("Watching").field(id).finish(),
             StateReply::Stats(s) => f.debug_tuple("Stats").field(s).finish(),
+            StateReply::Count(n) => f.debug_tuple("Count").field(n).finish(),
             StateReply::ModifyPanicked(_) => f.write_str("ModifyPanicked"),
         }
     }
@@ -595,6 +605,7 @@ impl StateActor {
                 self.watches.remove(id);
                 Ok(StateReply::Done)
             }
+            StateRequest::CountWatches => Ok(StateReply::Count(self.watches.len())),
             StateRequest::WatchStats { id } => match self.watches.get_mut(id) {
                 Some(sub) => {
                     let (in_flight, backlog) = sub.outbox.stats();
@@ -764,15 +775,16 @@ pub(crate) fn apply(
                 Err(e) => (Err(e), None),
             }
         }
-        StateRequest::AddFinalizer { pointer, finalizer } => {
-            finalizers(store.add_finalizer(&pointer, &finalizer, now))
+        StateRequest::AddFinalizer { pointer, finalizer, expected_phase } => {
+            finalizers(store.add_finalizer_expecting(&pointer, &finalizer, expected_phase, now))
         }
         StateRequest::RemoveFinalizer { pointer, finalizer } => {
             finalizers(store.remove_finalizer(&pointer, &finalizer, now))
         }
         watch @ (StateRequest::Watch { .. }
         | StateRequest::Unwatch { .. }
-        | StateRequest::WatchStats { .. }) => return Err(watch),
+        | StateRequest::WatchStats { .. }
+        | StateRequest::CountWatches) => return Err(watch),
     })
 }
 

@@ -456,6 +456,7 @@ impl State {
         self.done(StateRequest::AddFinalizer {
             pointer: ptr.clone(),
             finalizer: finalizer.to_owned(),
+            expected_phase: ExpectedPhase::Any,
         })
         .await
     }
@@ -585,7 +586,12 @@ impl State {
         let (tx, rx) = unbounded();
         let sink = WatchSink { sink: Sink::Channel(tx), activity: None };
         let id = self.watch_sink(target, options, sink).await?;
-        Ok(WatchStream { id, rx, revision: options.resume_from.unwrap_or(0) })
+        Ok(WatchStream {
+            id,
+            rx,
+            revision: options.resume_from.unwrap_or(0),
+            state: Some(self.requests.clone()),
+        })
     }
 
     /// [`watch`](State::watch) as a [`Stream`] of [`Event`]s, for code that is not an actor.
@@ -617,6 +623,20 @@ impl State {
         self.done(StateRequest::Unwatch { id }).await
     }
 
+    /// How many watches are registered on this state. A dropped
+    /// [`WatchStream`] unregisters at once; an actor subscriber that stopped
+    /// without [`unwatch`](State::unwatch) stays registered until the next
+    /// change of its kind, or the next watch of its kind, prunes it.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`].
+    pub async fn watch_count(&self) -> Result<usize, Error> {
+        match self.request(StateRequest::CountWatches).await? {
+            StateReply::Count(n) => Ok(n),
+            other => Err(unexpected(other, "count_watches")),
+        }
+    }
+
     /// Flow-control figures of a watch: events in flight and backlog entries.
     ///
     /// # Errors
@@ -642,6 +662,17 @@ pub struct WatchStream {
     id: WatchId,
     rx: UnboundedReceiver<WatchEvent>,
     revision: u64,
+    state: Option<Recipient<StateRequest>>,
+}
+
+impl Drop for WatchStream {
+    fn drop(&mut self) {
+        // Unregister at once: a watch on a quiet kind would otherwise stay
+        // until the next change of that kind.
+        if let Some(state) = self.state.take() {
+            state.do_send(StateRequest::Unwatch { id: self.id });
+        }
+    }
 }
 
 impl WatchStream {

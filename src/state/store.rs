@@ -444,6 +444,7 @@ impl Store {
         finalizer: &str,
         now: Timestamp,
         add: bool,
+        expected: ExpectedPhase,
     ) -> Result<Option<Change>, Error> {
         validate::pointer(ptr)?;
         validate::finalizer(ptr, finalizer)?;
@@ -452,6 +453,9 @@ impl Store {
             let Some(current) = current else {
                 return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
+            if let Err(e) = expected.check(ptr, current.phase()) {
+                return (Slot::Keep, Err(e));
+            }
             let mut md = current.metadata().clone();
             let changed = if add {
                 md.finalizers_mut().add(finalizer)
@@ -480,7 +484,22 @@ impl Store {
         finalizer: &str,
         now: Timestamp,
     ) -> Result<Option<Change>, Error> {
-        self.edit_finalizers(ptr, finalizer, now, true)
+        self.edit_finalizers(ptr, finalizer, now, true, ExpectedPhase::Any)
+    }
+
+    /// [`add_finalizer`](Store::add_finalizer) only if the resource is in the
+    /// `expected` phase: how a controller holds an input only while it runs.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::PhaseConflict`]; [`Error::InvalidInput`].
+    pub fn add_finalizer_expecting(
+        &mut self,
+        ptr: &Pointer,
+        finalizer: &str,
+        expected: ExpectedPhase,
+        now: Timestamp,
+    ) -> Result<Option<Change>, Error> {
+        self.edit_finalizers(ptr, finalizer, now, true, expected)
     }
 
     /// Removes `finalizer` from the resource at `ptr`, whatever its owner and
@@ -494,7 +513,7 @@ impl Store {
         finalizer: &str,
         now: Timestamp,
     ) -> Result<Option<Change>, Error> {
-        self.edit_finalizers(ptr, finalizer, now, false)
+        self.edit_finalizers(ptr, finalizer, now, false, ExpectedPhase::Any)
     }
 }
 

@@ -100,6 +100,10 @@ impl Watches {
 
     pub(crate) fn add(&mut self, sub: Subscription) {
         let kind = sub.target.kind().clone();
+        // Subscribers that went away without unwatching are pruned on the next
+        // change of their kind; a quiet kind gets pruned here instead, so
+        // watches opened and dropped on it never pile up.
+        self.prune_kind(&kind);
         self.kind_of.insert(sub.id, kind.clone());
         self.by_kind.entry(kind).or_default().push(sub);
     }
@@ -161,6 +165,23 @@ impl Watches {
             if subs.is_empty() {
                 self.by_kind.remove(kind);
             }
+        }
+    }
+
+    fn prune_kind(&mut self, kind: &Kind) {
+        let Some(subs) = self.by_kind.get_mut(kind) else {
+            return;
+        };
+        let kind_of = &mut self.kind_of;
+        subs.retain(|s| {
+            let keep = !s.outbox.is_closed();
+            if !keep {
+                kind_of.remove(&s.id);
+            }
+            keep
+        });
+        if subs.is_empty() {
+            self.by_kind.remove(kind);
         }
     }
 

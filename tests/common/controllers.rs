@@ -40,8 +40,10 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
         for input in &inputs {
             let out = Pointer::of::<O>(&self.namespace, input.id());
             if input.phase() == Phase::Running {
-                if !input.metadata().finalizers().contains(self.name) {
-                    cx.add_finalizer(input.pointer()).await?;
+                if !input.metadata().finalizers().contains(self.name)
+                    && !cx.add_finalizer(input.pointer()).await?
+                {
+                    continue; // destroyed or tearing down since the list
                 }
                 let value = (self.map)(input.spec());
                 cx.modify(&out, move |o: &mut Resource<O>| *o.spec_mut() = value.clone()).await?;
