@@ -9,6 +9,7 @@
 //!
 //! Delayed work that was *asked for* (`requeue_after`, a queue item with a
 //! future due time) holds no unit: the system is settled until it comes due.
+//! It holds a *timer* unit instead, which `idle()` waits for too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +19,7 @@ use tokio::sync::Notify;
 #[derive(Default)]
 struct Inner {
     busy: AtomicUsize,
+    timers: AtomicUsize,
     idle: Notify,
 }
 
@@ -61,6 +63,33 @@ impl Activity {
         self.0.busy.load(Ordering::SeqCst)
     }
 
+    /// One armed timer of delayed work, released when the guard drops (the
+    /// timer fired or was cancelled).
+    pub(crate) fn timer(&self) -> TimerGuard {
+        self.0.timers.fetch_add(1, Ordering::SeqCst);
+        TimerGuard(self.clone())
+    }
+
+    /// Timers of delayed work currently armed.
+    pub(crate) fn timers(&self) -> usize {
+        self.0.timers.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no unit is held **and** no timer of delayed work is armed.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let idle = self.0.idle.notified();
+            if self.busy() == 0 && self.timers() == 0 {
+                tokio::task::yield_now().await;
+                if self.busy() == 0 && self.timers() == 0 {
+                    return;
+                }
+                continue;
+            }
+            idle.await;
+        }
+    }
+
     /// Resolves once no unit is held.
     ///
     /// Tasks that are ready to run but have not run yet (typically woken by a
@@ -77,6 +106,19 @@ impl Activity {
                 continue;
             }
             idle.await;
+        }
+    }
+}
+
+/// One armed timer of delayed work, released on drop.
+#[derive(Debug)]
+pub(crate) struct TimerGuard(Activity);
+
+impl Drop for TimerGuard {
+    fn drop(&mut self) {
+        let inner = &(self.0).0;
+        if inner.timers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            inner.idle.notify_waiters();
         }
     }
 }

@@ -285,8 +285,40 @@ impl Runtime {
     /// Resolves when nothing is in flight: no state request awaiting an
     /// answer, no change message undelivered, no reconcile pending, running or
     /// backing off. Tests and tools wait on this instead of sleeping.
+    ///
+    /// Delayed work that was asked for — a `requeue_after`, an
+    /// `enqueue_after`, a queue item due later — is not waited for: the
+    /// runtime is settled until it comes due. [`idle`](Runtime::idle) waits
+    /// for that too.
     pub async fn settled(&self) {
         self.activity.settled().await;
+    }
+
+    /// Resolves when the runtime is [`settled`](Runtime::settled) **and** no
+    /// delayed work is pending either (no `requeue_after` or `enqueue_after`
+    /// timer armed), so that what a caller reads next is final: for tests
+    /// and for shutdown. Gives up after `bound` (virtual time under tokio's
+    /// paused clock).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # actix::System::new().block_on(async {
+    /// let runtime = cosi_runtime::Runtime::start();
+    /// runtime.idle(Duration::from_secs(5)).await?;
+    /// # Ok::<(), cosi_runtime::NotIdle>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`NotIdle`] with what was still pending when `bound` ran out (a
+    /// controller that requeues itself forever never becomes idle).
+    pub async fn idle(&self, bound: std::time::Duration) -> Result<(), NotIdle> {
+        match tokio::time::timeout(bound, self.activity.idle()).await {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                Err(NotIdle { bound, busy: self.activity.busy(), timers: self.activity.timers() })
+            }
+        }
     }
 
     /// Stops every controller (each finishes its running reconcile first).
@@ -325,4 +357,18 @@ impl Runtime {
     pub async fn graph(&self) -> DependencyGraph {
         self.supervisor.send(GetGraph).await.unwrap_or_default()
     }
+}
+
+/// [`Runtime::idle`] ran out of time: work or timers were still pending.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the runtime was not idle after {bound:?}: {busy} units of work in progress, {timers} timers of delayed work armed"
+)]
+pub struct NotIdle {
+    /// The bound that ran out.
+    pub bound: std::time::Duration,
+    /// Units of work in progress (requests, messages, reconciles, retries).
+    pub busy: usize,
+    /// Timers of delayed work armed (`requeue_after`, `enqueue_after`, due queue items).
+    pub timers: usize,
 }

@@ -18,7 +18,7 @@ use futures::channel::oneshot;
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters};
 use super::{Controller, Input, InputKind, ReconcileContext};
-use crate::activity::ActivityGuard;
+use crate::activity::{ActivityGuard, TimerGuard};
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 use crate::supervisor::{Decision, HostReport, RestartPolicy, RestartTracker};
@@ -160,7 +160,7 @@ pub(crate) struct ControllerHost<C, F> {
     dirty: bool,
     /// Held while pending, running or backing off: `settled()` waits for it.
     busy: Option<ActivityGuard>,
-    requeue: Option<SpawnHandle>,
+    requeue: Option<(SpawnHandle, TimerGuard)>,
     stop_waiters: Vec<oneshot::Sender<()>>,
 }
 
@@ -228,7 +228,7 @@ where
         }
         self.stage = Stage::Running;
         self.dirty = false;
-        if let Some(timer) = self.requeue.take() {
+        if let Some((timer, _armed)) = self.requeue.take() {
             ctx.cancel_future(timer);
         }
         let instance = match self.instance.take() {
@@ -353,10 +353,11 @@ where
 
     fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {
         let handle = ctx.run_later(delay, |act, ctx| {
-            act.requeue = None;
+            let timer = act.requeue.take();
             act.trigger(ctx);
+            drop(timer); // after the trigger took its unit: never idle in between
         });
-        self.requeue = Some(handle);
+        self.requeue = Some((handle, self.env.state.activity().timer()));
     }
 
     fn follow_inputs(&mut self, inputs: Vec<Input>, ctx: &mut Context<Self>) {

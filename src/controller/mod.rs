@@ -54,7 +54,8 @@
 //! - `settled()` waits through backoffs, so a controller that fails forever
 //!   (with no intensity limit) keeps the runtime unsettled.
 //! - A `requeue_after` timer does not count as pending work: the runtime is
-//!   settled until it fires.
+//!   settled until it fires. [`Runtime::idle`](crate::Runtime::idle) waits
+//!   for such timers too, with a bound.
 //! - The instance is rebuilt only after a panic; after an error it is kept.
 //!
 //! ## Errors

@@ -27,7 +27,7 @@ use super::pool::WorkerPool;
 use super::queue::{Enqueue, Outcome, QController, TerminalError};
 use super::{Input, InputKind, ReconcileContext, ReconcileError};
 use crate::Error;
-use crate::activity::ActivityGuard;
+use crate::activity::{ActivityGuard, TimerGuard};
 use crate::queue::{Completion, WorkQueue};
 use crate::resource::{Kind, LabelQuery, Pointer};
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
@@ -50,7 +50,7 @@ pub(crate) struct QueueHost<Q> {
     subscriptions: HashMap<Kind, WatchId>,
     /// Held while any key is ready, running, backing off or waiting for a permit.
     busy: Option<ActivityGuard>,
-    timer: Option<(Instant, SpawnHandle)>,
+    timer: Option<(Instant, SpawnHandle, TimerGuard)>,
     waiting_for_permit: bool,
     stop_waiters: Vec<oneshot::Sender<()>>,
 }
@@ -233,23 +233,24 @@ impl<Q: QController> QueueHost<Q> {
     /// Keeps one timer armed for the earliest waiting key.
     fn arm_timer(&mut self, ctx: &mut Context<Self>) {
         let Some(due) = self.queue.next_due() else {
-            if let Some((_, handle)) = self.timer.take() {
+            if let Some((_, handle, _armed)) = self.timer.take() {
                 ctx.cancel_future(handle);
             }
             return;
         };
-        if self.timer.as_ref().is_some_and(|(at, _)| *at == due) {
+        if self.timer.as_ref().is_some_and(|(at, _, _)| *at == due) {
             return;
         }
-        if let Some((_, handle)) = self.timer.take() {
+        if let Some((_, handle, _armed)) = self.timer.take() {
             ctx.cancel_future(handle);
         }
         let delay = due.saturating_duration_since(Instant::now());
         let handle = ctx.run_later(delay, |act, ctx| {
-            act.timer = None;
+            let timer = act.timer.take();
             act.pump(ctx);
+            drop(timer); // after the pump took its unit: never idle in between
         });
-        self.timer = Some((due, handle));
+        self.timer = Some((due, handle, self.env.state.activity().timer()));
     }
 
     /// Publishes queue figures and holds activity while work is pending.
