@@ -1,0 +1,618 @@
+//! A soak under churn: a chain of controllers with strong inputs and
+//! finalizers, fed by many tasks that create, update and tear down sources over
+//! a pool of reused ids, while other tasks open and drop watches of every kind,
+//! push keys into the queue with delays, and both controllers panic and fail
+//! at seeded random moments. It prints one line every 10 s, then stops the
+//! feeders, waits until the runtime is idle (timers included) and checks the
+//! final state. Exit code 0 only if every check holds.
+//!
+//! ```text
+//! cargo run --release --example soak                     # 60 s
+//! cargo run --release --example soak -- --secs 600       # 10 minutes
+//! cargo run --release --example soak -- --seed 7 --panic-rate 0.05 --lanes 16
+//! ```
+//!
+//! The chain: `Source` (written by the feeders) → `Doubler` (a plain
+//! controller; holds a finalizer on each source; writes `Derived` = 2 × value)
+//! → `Summarizer` (a queue controller; holds a finalizer on each derived
+//! resource; writes `Summary` = derived + 1). Tearing a source down cascades
+//! through both.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cosi_runtime::controller::{Outcome, QController, QSettings, QueueHandle, ReconcileError};
+use cosi_runtime::prelude::*;
+use cosi_runtime::state::WatchOptions;
+use cosi_runtime::supervisor::Backoff;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+const NS: &str = "soak";
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Source(i64);
+impl Spec for Source {
+    const TYPE: &'static str = "Sources.soak.cosi.dev";
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Derived(i64);
+impl Spec for Derived {
+    const TYPE: &'static str = "Deriveds.soak.cosi.dev";
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Summary(i64);
+impl Spec for Summary {
+    const TYPE: &'static str = "Summaries.soak.cosi.dev";
+}
+
+/// Command-line options.
+#[derive(Clone, Debug)]
+struct Options {
+    secs: u64,
+    lanes: usize,
+    live: usize,
+    panic_rate: f64,
+    error_rate: f64,
+    seed: u64,
+    report: Option<String>,
+}
+
+impl Options {
+    fn parse() -> Result<Options, String> {
+        let mut o = Options {
+            secs: 60,
+            lanes: 8,
+            live: 256,
+            panic_rate: 0.01,
+            error_rate: 0.05,
+            seed: 1,
+            report: None,
+        };
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            if flag == "-h" || flag == "--help" {
+                println!(
+                    "usage: soak [--secs N] [--lanes N] [--live N] [--panic-rate P] \
+                     [--error-rate P] [--seed N] [--report FILE]\n  defaults: 60 s, 8 lanes, \
+                     256 ids, panics 0.01, errors 0.05 per reconcile, seed 1"
+                );
+                std::process::exit(0);
+            }
+            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+            match flag.as_str() {
+                "--secs" => o.secs = value.parse().map_err(|e| bad(&e))?,
+                "--lanes" => o.lanes = value.parse().map_err(|e| bad(&e))?,
+                "--live" => o.live = value.parse().map_err(|e| bad(&e))?,
+                "--panic-rate" => o.panic_rate = value.parse().map_err(|e| bad(&e))?,
+                "--error-rate" => o.error_rate = value.parse().map_err(|e| bad(&e))?,
+                "--seed" => o.seed = value.parse().map_err(|e| bad(&e))?,
+                "--report" => o.report = Some(value.clone()),
+                other => return Err(format!("unknown flag {other} (try --help)")),
+            }
+        }
+        if o.lanes == 0 || o.live < o.lanes {
+            return Err("need at least one lane and at least one id per lane".into());
+        }
+        Ok(o)
+    }
+}
+
+/// Counters shared by the controllers and the tasks.
+#[derive(Default)]
+struct Tally {
+    mutations: AtomicU64,
+    panics_raised: AtomicU64,
+    errors_raised: AtomicU64,
+    watches_opened: AtomicU64,
+    enqueued: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// A seeded source of faults, one per controller instance.
+struct Faults {
+    rng: fastrand::Rng,
+    panic_rate: f64,
+    error_rate: f64,
+    tally: Arc<Tally>,
+}
+
+impl Faults {
+    fn new(seed: u64, o: &Options, tally: &Arc<Tally>) -> Self {
+        Faults {
+            rng: fastrand::Rng::with_seed(seed),
+            panic_rate: o.panic_rate,
+            error_rate: o.error_rate,
+            tally: tally.clone(),
+        }
+    }
+
+    fn maybe_panic(&mut self, who: &str) {
+        if self.rng.f64() < self.panic_rate {
+            self.tally.panics_raised.fetch_add(1, Ordering::SeqCst);
+            panic!("{who}: a seeded panic");
+        }
+    }
+
+    fn maybe_fail(&mut self, who: &str) -> Result<(), ReconcileError> {
+        if self.rng.f64() < self.error_rate {
+            self.tally.errors_raised.fetch_add(1, Ordering::SeqCst);
+            return Err(format!("{who}: a seeded transient error").into());
+        }
+        Ok(())
+    }
+}
+
+/// Source → Derived (2 × value), holding a finalizer on each source.
+struct Doubler {
+    faults: Faults,
+}
+
+impl Controller for Doubler {
+    fn name(&self) -> &str {
+        "Doubler"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![Input::strong::<Source>(NS), Input::destroy_ready::<Derived>(NS)]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![Output::exclusive::<Derived>()]
+    }
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        self.faults.maybe_panic("Doubler");
+        self.faults.maybe_fail("Doubler")?;
+        let sources = cx.list_typed::<Source>(NS, &LabelQuery::all()).await?;
+        for source in &sources {
+            let out = Pointer::of::<Derived>(NS, source.id());
+            if source.phase() == Phase::TearingDown {
+                if cx.release(&out).await? {
+                    cx.remove_finalizer(source.pointer()).await?;
+                }
+                continue;
+            }
+            if !source.metadata().finalizers().contains("Doubler")
+                && !cx.add_finalizer(source.pointer()).await?
+            {
+                continue; // destroyed or tearing down since the list
+            }
+            let value = 2 * source.spec().0;
+            match cx.modify(&out, move |d: &mut Resource<Derived>| d.spec_mut().0 = value).await {
+                // The previous output of that id is still being torn down:
+                // its destroy-ready event wakes us again.
+                Err(e) if e.is_phase_conflict() => {}
+                other => drop(other?),
+            }
+        }
+        for derived in cx.list(&Kind::of::<Derived>(NS), &LabelQuery::all()).await? {
+            if !sources.iter().any(|s| s.id() == derived.id()) {
+                cx.release(derived.pointer()).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Derived → Summary (derived + 1), one key at a time, holding a finalizer
+/// on each derived resource.
+struct Summarizer {
+    faults: std::sync::Mutex<Faults>,
+}
+
+impl Summarizer {
+    fn fault(&self) -> Result<(), ReconcileError> {
+        let mut f = self.faults.lock().map_err(|_| "poisoned fault source")?;
+        f.maybe_fail("Summarizer")?;
+        let panic = f.rng.f64() < f.panic_rate;
+        if panic {
+            f.tally.panics_raised.fetch_add(1, Ordering::SeqCst);
+        }
+        drop(f); // never panic while holding the lock
+        if panic {
+            panic!("Summarizer: a seeded panic");
+        }
+        Ok(())
+    }
+}
+
+impl QController for Summarizer {
+    fn name(&self) -> &str {
+        "Summarizer"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings {
+            inputs: vec![Input::primary::<Derived>(NS)],
+            outputs: vec![Output::exclusive::<Summary>()],
+            concurrency: 4,
+        }
+    }
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        self.fault()?;
+        let summary = Pointer::of::<Summary>(NS, ptr.id());
+        let derived = match cx.get_typed::<Derived>(ptr).await {
+            Ok(d) if d.phase() == Phase::Running => d,
+            Ok(_) => {
+                match cx.destroy(&summary).await {
+                    Err(e) if !e.is_not_found() => return Err(e.into()),
+                    _ => {}
+                }
+                cx.remove_finalizer(ptr).await?;
+                return Ok(Outcome::Done);
+            }
+            Err(e) if e.is_not_found() => {
+                match cx.destroy(&summary).await {
+                    Err(e) if !e.is_not_found() => return Err(e.into()),
+                    _ => {}
+                }
+                return Ok(Outcome::Done);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !derived.metadata().finalizers().contains("Summarizer") && !cx.add_finalizer(ptr).await?
+        {
+            return Ok(Outcome::Done);
+        }
+        let value = derived.spec().0 + 1;
+        cx.modify(&summary, move |s: &mut Resource<Summary>| s.spec_mut().0 = value).await?;
+        // Now and then, look again a little later (requeue churn), while the
+        // feeders run: a key that requeued itself forever would never let the
+        // runtime become idle.
+        let feeding = self.faults.lock().is_ok_and(|f| !f.tally.stop.load(Ordering::SeqCst));
+        if value % 7 == 0 && feeding {
+            return Ok(Outcome::RequeueAfter(Duration::from_millis(5)));
+        }
+        Ok(Outcome::Done)
+    }
+}
+
+/// One feeder: creates, updates and tears down the sources of its own ids.
+async fn feeder(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    while !tally.stop.load(Ordering::SeqCst) {
+        let id = &ids[rng.usize(..ids.len())];
+        let ptr = Pointer::of::<Source>(NS, id);
+        let value = rng.i64(0..1_000_000);
+        let result = match state.get(&ptr).await {
+            Err(e) if e.is_not_found() => {
+                state.create(Resource::new(NS, id.clone(), Source(value)), None).await.map(drop)
+            }
+            Ok(r) if r.phase() == Phase::Running && rng.f64() < 0.7 => state
+                .modify(&ptr, move |s: &mut Resource<Source>| s.spec_mut().0 = value, None)
+                .await
+                .map(drop),
+            Ok(_) => state.teardown_and_destroy(&ptr, None).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => {
+                tally.mutations.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if e.is_conflict() || e.is_not_found() => {}
+            Err(e) => eprintln!("soak: feeder: {e}"),
+        }
+    }
+}
+
+/// Opens and drops watches of every kind, some of which stall.
+async fn watcher(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let kind = Kind::of::<Source>(NS);
+    while !tally.stop.load(Ordering::SeqCst) {
+        let stream = match rng.u8(..4) {
+            0 => state.watch_stream(&Pointer::of::<Source>(NS, &ids[rng.usize(..ids.len())])).await,
+            1 => state.watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::default()).await,
+            2 => {
+                state.watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::bootstrap()).await
+            }
+            _ => {
+                // A tiny window, never read while changes go on: it stalls.
+                let options = WatchOptions::bootstrap().with_window(2);
+                state.watch_kind_stream(&Kind::of::<Derived>(NS), LabelQuery::all(), &options).await
+            }
+        };
+        let Ok(mut stream) = stream else { continue };
+        tally.watches_opened.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..rng.usize(0..8) {
+            if futures::FutureExt::now_or_never(stream.next()).is_none() {
+                break;
+            }
+        }
+        actix::clock::sleep(Duration::from_millis(rng.u64(0..20))).await;
+        drop(stream);
+    }
+}
+
+/// Pushes keys into the queue controller, some for later.
+async fn enqueuer(queue: QueueHandle, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    while !tally.stop.load(Ordering::SeqCst) {
+        let ptr = Pointer::of::<Derived>(NS, &ids[rng.usize(..ids.len())]);
+        let delay = Duration::from_millis(rng.u64(0..50));
+        if queue.enqueue_after(&ptr, delay).await.is_ok() {
+            tally.enqueued.fetch_add(1, Ordering::Relaxed);
+        }
+        actix::clock::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn rss_bytes() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+struct Sample {
+    secs: f64,
+    rss: u64,
+    mutations: u64,
+}
+
+async fn progress(
+    runtime: &Runtime,
+    tally: &Tally,
+    started: Instant,
+    last: &mut (f64, u64),
+) -> Sample {
+    let metrics = runtime.metrics().await;
+    let sum = |f: fn(&cosi_runtime::controller::ControllerMetrics) -> u64| -> u64 {
+        metrics.iter().map(f).sum()
+    };
+    let depth: u64 = metrics.iter().filter_map(|m| m.queue.as_ref().map(|q| q.depth)).sum();
+    let secs = started.elapsed().as_secs_f64();
+    let mutations = tally.mutations.load(Ordering::Relaxed);
+    let rate = (mutations - last.1) as f64 / (secs - last.0).max(1e-9);
+    *last = (secs, mutations);
+    let rss = rss_bytes();
+    let watches = runtime.state().watch_count().await.unwrap_or(0);
+    let line = format!(
+        "{secs:6.0}s  rss {:7.1} MiB  mutations {mutations:>9} ({rate:>7.0}/s)  reconciles {:>9}  \
+         errors {:>6}  panics {:>5}  restarts {:>6}  watches {watches:>4}  queue {depth:>4}",
+        mib(rss),
+        sum(|m| m.reconciles),
+        sum(|m| m.errors),
+        sum(|m| m.panics),
+        sum(|m| m.restarts),
+    );
+    if std::io::stdout().is_terminal() {
+        println!("\r{line}");
+    } else {
+        println!("{line}");
+    }
+    Sample { secs, rss, mutations }
+}
+
+/// Every check of the final state; the failures, as sentences.
+async fn verify(runtime: &Runtime, tally: &Tally, baseline_watches: usize) -> Vec<String> {
+    let state = runtime.state();
+    let mut failures = Vec::new();
+    let list = |kind: Kind| {
+        let state = state.clone();
+        async move { state.list(&kind, &LabelQuery::all()).await.unwrap_or_default() }
+    };
+    let sources = list(Kind::of::<Source>(NS)).await;
+    let derived: BTreeMap<String, AnyResource> =
+        list(Kind::of::<Derived>(NS)).await.into_iter().map(|r| (r.id().to_owned(), r)).collect();
+    let summaries: BTreeMap<String, AnyResource> =
+        list(Kind::of::<Summary>(NS)).await.into_iter().map(|r| (r.id().to_owned(), r)).collect();
+    for r in sources.iter().chain(derived.values()).chain(summaries.values()) {
+        if r.phase() == Phase::TearingDown {
+            failures.push(format!("{} is stuck tearing down", r.pointer()));
+        }
+    }
+    for source in &sources {
+        let want = 2 * source.typed::<Source>().map(|s| s.spec().0).unwrap_or(i64::MIN);
+        match derived.get(source.id()).and_then(|d| d.typed::<Derived>().ok()) {
+            Some(d) if d.spec().0 == want => {}
+            other => failures.push(format!("{}: derived {other:?}, want {want}", source.id())),
+        }
+        match summaries.get(source.id()).and_then(|s| s.typed::<Summary>().ok()) {
+            Some(s) if s.spec().0 == want + 1 => {}
+            other => {
+                failures.push(format!("{}: summary {other:?}, want {}", source.id(), want + 1))
+            }
+        }
+    }
+    let live: std::collections::BTreeSet<&str> = sources.iter().map(|s| s.id()).collect();
+    for id in derived.keys().chain(summaries.keys()) {
+        if !live.contains(id.as_str()) {
+            failures.push(format!("{id}: an output is left without its source"));
+        }
+    }
+    let metrics = runtime.metrics().await;
+    let counted: u64 = metrics.iter().map(|m| m.panics).sum();
+    let raised = tally.panics_raised.load(Ordering::SeqCst);
+    if counted != raised {
+        failures.push(format!("{raised} panics raised, {counted} counted by the runtime"));
+    }
+    for m in &metrics {
+        if m.status != cosi_runtime::controller::ControllerStatus::Running {
+            failures.push(format!("controller {} is {}", m.controller, m.status));
+        }
+    }
+    let watches = state.watch_count().await.unwrap_or(usize::MAX);
+    if watches != baseline_watches {
+        failures.push(format!(
+            "{watches} watches registered at the end, {baseline_watches} before the churn"
+        ));
+    }
+    failures
+}
+
+async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
+    let tally = Arc::new(Tally::default());
+    let runtime = Runtime::builder()
+        .backoff(Backoff {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(50),
+            ..Backoff::default()
+        })
+        .start();
+    let (t, opts) = (tally.clone(), o.clone());
+    let mut seeds = fastrand::Rng::with_seed(o.seed);
+    let (s1, s2) = (seeds.u64(..), seeds.u64(..));
+    runtime.register(move || Doubler { faults: Faults::new(s1, &opts, &t) }).await?;
+    let (t, opts) = (tally.clone(), o.clone());
+    let queue = runtime
+        .register_queue(move || Summarizer {
+            faults: std::sync::Mutex::new(Faults::new(s2, &opts, &t)),
+        })
+        .await?;
+    runtime.settled().await;
+    let baseline_watches = runtime.state().watch_count().await?;
+    println!(
+        "soak: {} s, {} lanes over {} ids, panics {} and errors {} per reconcile, seed {}",
+        o.secs, o.lanes, o.live, o.panic_rate, o.error_rate, o.seed
+    );
+
+    let ids: Vec<String> = (0..o.live).map(|i| format!("id-{i:05}")).collect();
+    let mut tasks = Vec::new();
+    for lane in 0..o.lanes {
+        let mine: Vec<String> = ids.iter().skip(lane).step_by(o.lanes).cloned().collect();
+        tasks.push(actix::spawn(feeder(runtime.state(), mine, seeds.u64(..), tally.clone())));
+    }
+    for _ in 0..2 {
+        tasks.push(actix::spawn(watcher(
+            runtime.state(),
+            ids.clone(),
+            seeds.u64(..),
+            tally.clone(),
+        )));
+    }
+    tasks.push(actix::spawn(enqueuer(queue, ids.clone(), seeds.u64(..), tally.clone())));
+
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(o.secs);
+    let mut last = (0.0, 0);
+    let mut samples = Vec::new();
+    while Instant::now() < deadline {
+        let next = (Instant::now() + Duration::from_secs(10)).min(deadline);
+        actix::clock::sleep_until(next.into()).await;
+        samples.push(progress(&runtime, &tally, started, &mut last).await);
+    }
+    tally.stop.store(true, Ordering::SeqCst);
+    for task in tasks {
+        let _ = task.await;
+    }
+    let quiet = Instant::now();
+    if let Err(e) = runtime.idle(Duration::from_secs(120)).await {
+        println!("soak: FAIL: {e}");
+        return Ok(false);
+    }
+    println!("soak: quiet {:.1} s after the feeders stopped", quiet.elapsed().as_secs_f64());
+    let mut failures = verify(&runtime, &tally, baseline_watches).await;
+
+    // Memory: growth after the first minute, per million mutations.
+    let end = samples.last().map_or((0, 0), |s| (s.rss, s.mutations));
+    let growth = samples.iter().find(|s| s.secs >= 60.0).filter(|b| b.mutations < end.1).map(|b| {
+        let per_million = (end.0 as f64 - b.rss as f64) / ((end.1 - b.mutations) as f64 / 1e6);
+        (per_million, b)
+    });
+    match &growth {
+        Some((per_million, _)) if *per_million > 0.1 * 1024.0 * 1024.0 => failures.push(format!(
+            "memory grew {:.3} MiB per million mutations after the first minute (limit 0.1)",
+            per_million / (1024.0 * 1024.0)
+        )),
+        Some((per_million, _)) => println!(
+            "soak: memory after the first minute: {:+.4} MiB per million mutations",
+            per_million / (1024.0 * 1024.0)
+        ),
+        None => println!("soak: memory growth: n/a (the run must outlast its first minute)"),
+    }
+
+    let metrics = runtime.metrics().await;
+    let total = |f: fn(&cosi_runtime::controller::ControllerMetrics) -> u64| -> u64 {
+        metrics.iter().map(f).sum()
+    };
+    let mutations = tally.mutations.load(Ordering::SeqCst);
+    println!(
+        "soak: {mutations} mutations ({:.0}/s), {} reconciles, {} errors ({} seeded), {} panics, \
+         {} restarts, {} watches opened and dropped, {} keys enqueued",
+        mutations as f64 / o.secs.max(1) as f64,
+        total(|m| m.reconciles),
+        total(|m| m.errors),
+        tally.errors_raised.load(Ordering::SeqCst),
+        total(|m| m.panics),
+        total(|m| m.restarts),
+        tally.watches_opened.load(Ordering::SeqCst),
+        tally.enqueued.load(Ordering::SeqCst),
+    );
+    if let Some(path) = &o.report {
+        let rss_at = |secs: f64| samples.iter().find(|s| s.secs >= secs - 0.5).map(|s| s.rss);
+        let report = serde_json::json!({
+            "secs": o.secs,
+            "seed": o.seed,
+            "lanes": o.lanes,
+            "live": o.live,
+            "mutations": mutations,
+            "mutations_per_sec": mutations as f64 / o.secs.max(1) as f64,
+            "reconciles": total(|m| m.reconciles),
+            "panics": total(|m| m.panics),
+            "errors": total(|m| m.errors),
+            "rss_1min": rss_at(60.0),
+            "rss_5min": rss_at(300.0),
+            "rss_10min": rss_at(600.0),
+            "rss_end": end.0,
+            "growth_mib_per_million": growth.map(|(g, _)| g / (1024.0 * 1024.0)),
+            "failures": failures,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
+    }
+    runtime.stop().await;
+    if failures.is_empty() {
+        println!(
+            "soak: PASS: every live source has exactly its outputs, nothing stuck, every panic counted, every dropped watch gone"
+        );
+        Ok(true)
+    } else {
+        for f in failures.iter().take(20) {
+            println!("soak: FAIL: {f}");
+        }
+        println!("soak: FAIL: {} problems (seed {} repeats the run)", failures.len(), o.seed);
+        Ok(false)
+    }
+}
+
+#[actix::main]
+async fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("error"))
+        .format_timestamp(None)
+        .init();
+    // Seeded panics are expected; the runtime counts them. Keep stderr readable.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info.to_string();
+        if !msg.contains("a seeded panic") {
+            eprintln!("soak: unexpected panic: {msg}");
+        }
+    }));
+    let options = match Options::parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(options).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("soak: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
