@@ -1,0 +1,348 @@
+//! Rendering a package in one process, on the controller engine.
+//!
+//! Porch drives the condition choreography by rendering a package again and
+//! again. Here one render converges: every item becomes a resource in a
+//! [`State`] (namespace [`NAMESPACE`], type `<apiVersion>.<Kind>`, id
+//! `[<namespace>/]<name>`, spec = the object's YAML text), every function
+//! becomes a controller (For → strong input, Watch and the Kptfile → weak
+//! inputs, Owns → shared outputs), and the render waits for
+//! [`Runtime::settled`]. A reconcile runs the function on the objects it
+//! declares and writes back what changed (a write of equal text is skipped, so
+//! the loop ends). Functions hold one package lock while they read, run and
+//! write, as kpt runs one function at a time on a package.
+//!
+//! KRM objects are co-edited (a downstream function annotates the children an
+//! upstream function created; every function writes the Kptfile), which the
+//! engine's per-resource owner rule would refuse; so the controllers write
+//! through the runtime's [`State`] handle as the package's user (owner none)
+//! rather than through their reconcile context. Inputs and outputs are still
+//! declared, so triggers and the dependency graph are the engine's.
+//!
+//! [`render_pipe`] is the reference: the functions applied once each, in
+//! order, as `kpt fn render` or a shell pipe does.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::error::KrmError;
+use super::function::{Function, apply};
+use super::object::{Gvk, Object};
+use super::package::{read_package, write_package};
+use super::resource_list::ResourceList;
+use super::results::{FnResult, exit_code};
+use super::validate::validate_items;
+use super::yaml;
+use crate::controller::{
+    Controller, Input, InputKind, Output, OutputKind, ReconcileContext, ReconcileResult,
+};
+use crate::resource::{DynamicResource, Kind, LabelQuery, Metadata, Pointer};
+use crate::{Runtime, State};
+
+/// The state namespace items live in during a render.
+pub const NAMESPACE: &str = "krm";
+
+/// Reconciles after which a function that still changes the package is
+/// stopped (a choreography that does not converge) with an `error` result.
+pub const MAX_ROUNDS: usize = 64;
+
+/// How often a function ran during an in-process render.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionRounds {
+    /// The function.
+    pub function: String,
+    /// Reconciles (runs of the function).
+    pub rounds: usize,
+    /// Runs that changed the package.
+    pub changes: usize,
+}
+
+/// What a render produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RenderReport {
+    /// The package's items after the render.
+    pub items: Vec<Object>,
+    /// Results of validation and of each function's last run.
+    pub results: Vec<FnResult>,
+    /// Rounds per function, in registration order.
+    pub rounds: Vec<FunctionRounds>,
+}
+
+impl RenderReport {
+    /// 1 if any result is an `error`, else 0.
+    pub fn exit_code(&self) -> i32 {
+        exit_code(&self.results)
+    }
+}
+
+/// Applies the functions once each, in order (the pipe
+/// `fn1 | fn2 | fn3`). Stops at the first function that fails.
+pub fn render_pipe(items: Vec<Object>, functions: &[&dyn Function]) -> ResourceList {
+    let mut list = ResourceList::new(items);
+    for function in functions {
+        list = apply(*function, list);
+        if list.exit_code() != 0 {
+            break;
+        }
+    }
+    list
+}
+
+fn resource_type(gvk: &Gvk) -> String {
+    gvk.reference()
+}
+
+fn pointer_of(object: &Object) -> Option<Pointer> {
+    let gvk = object.gvk()?;
+    let name = object.name()?;
+    let id = match object.namespace() {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    };
+    Some(Pointer::new(NAMESPACE, resource_type(&gvk), id))
+}
+
+fn text_of(object: &Object) -> String {
+    let mut out = String::new();
+    yaml::emit_document(object.node(), &mut out);
+    out
+}
+
+fn engine(object: impl Into<String>) -> impl FnOnce(crate::Error) -> KrmError {
+    let object = object.into();
+    move |source| KrmError::Engine { object, source }
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    rounds: HashMap<String, FunctionRounds>,
+    results: HashMap<String, Vec<FnResult>>,
+    types: BTreeSet<String>,
+}
+
+struct FnController {
+    function: Arc<dyn Function>,
+    state: State,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl std::fmt::Debug for FnController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnController")
+            .field("function", &self.function.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FnController {
+    fn with_shared<T>(&self, f: impl FnOnce(&mut Shared) -> T) -> T {
+        let mut guard = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut guard)
+    }
+
+    async fn run_once(&self) -> Result<bool, crate::Error> {
+        let name = self.function.name().to_string();
+        let mut before: HashMap<Pointer, (crate::resource::AnyResource, String)> = HashMap::new();
+        let mut items = Vec::new();
+        for gvk in self.function.declaration().reads() {
+            let kind = Kind::new(NAMESPACE, resource_type(&gvk));
+            for resource in self.state.list(&kind, &LabelQuery::all()).await? {
+                let text = resource.to_dynamic()?.spec().as_str().unwrap_or_default().to_string();
+                let node = yaml::parse_document(&text).map_err(|e| crate::Error::InvalidInput {
+                    resource: resource.pointer().to_string(),
+                    reason: e.to_string(),
+                })?;
+                items.push(Object::from_node(node));
+                before.insert(resource.pointer().clone(), (resource, text));
+            }
+        }
+        let out = apply(self.function.as_ref(), ResourceList::new(items));
+        let failed = out.exit_code() != 0;
+        self.with_shared(|s| s.results.insert(name.clone(), out.results.clone()));
+        if failed {
+            return Ok(false);
+        }
+        let mut changed = false;
+        for object in &out.items {
+            let Some(ptr) = pointer_of(object) else { continue };
+            let text = text_of(object);
+            match before.remove(&ptr) {
+                Some((_, old)) if old == text => {}
+                Some((resource, _)) => {
+                    let next = DynamicResource::new(
+                        resource.metadata().clone(),
+                        serde_json::Value::String(text),
+                    );
+                    self.state.update(next.into_any(), None).await?;
+                    changed = true;
+                }
+                None => {
+                    self.with_shared(|s| s.types.insert(ptr.resource_type().to_string()));
+                    let fresh =
+                        DynamicResource::new(Metadata::new(ptr), serde_json::Value::String(text));
+                    self.state.create(fresh.into_any(), None).await?;
+                    changed = true;
+                }
+            }
+        }
+        for ptr in before.into_keys() {
+            self.state.destroy(&ptr, None).await?;
+            changed = true;
+        }
+        Ok(changed)
+    }
+}
+
+impl Controller for FnController {
+    fn name(&self) -> &str {
+        self.function.name()
+    }
+
+    fn inputs(&self) -> Vec<Input> {
+        let declaration = self.function.declaration();
+        let mut inputs: Vec<Input> = Vec::new();
+        let mut add = |gvk: &Gvk, kind: InputKind| {
+            let ty = resource_type(gvk);
+            if !inputs.iter().any(|i| i.resource_type == ty) {
+                inputs.push(Input::new(&Kind::new(NAMESPACE, ty), kind));
+            }
+        };
+        if let Some(parent) = &declaration.for_ {
+            add(parent, InputKind::Strong);
+        }
+        for gvk in declaration.watches.iter().chain(std::iter::once(&Gvk::kptfile())) {
+            add(gvk, InputKind::Weak);
+        }
+        inputs
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        let declaration = self.function.declaration();
+        let mut types: Vec<String> = declaration.owns.iter().map(resource_type).collect();
+        types.push(resource_type(&Gvk::kptfile()));
+        types.dedup();
+        types.into_iter().map(|t| Output::new(t, OutputKind::Shared)).collect()
+    }
+
+    async fn reconcile(&mut self, _cx: &mut ReconcileContext) -> ReconcileResult {
+        let _package = self.lock.lock().await;
+        let name = self.function.name().to_string();
+        let rounds = self.with_shared(|s| {
+            let entry = s.rounds.entry(name.clone()).or_default();
+            entry.function = name.clone();
+            entry.rounds += 1;
+            entry.rounds
+        });
+        if rounds > MAX_ROUNDS {
+            let message = format!("{name}: the package did not converge after {MAX_ROUNDS} rounds");
+            self.with_shared(|s| s.results.insert(name.clone(), vec![FnResult::error(message)]));
+            return Ok(());
+        }
+        let changed = self.run_once().await?;
+        if changed {
+            self.with_shared(|s| s.rounds.entry(name).or_default().changes += 1);
+        }
+        Ok(())
+    }
+}
+
+/// Renders items in process: loads them into a fresh [`Runtime`]'s state,
+/// registers each function as a controller, waits for
+/// [`settled`](Runtime::settled) and reads the package back. Must run inside
+/// an actix system. Invalid input (see [`validate_items`]) is returned
+/// unchanged with `error` results, without starting anything.
+///
+/// # Errors
+/// [`KrmError::Engine`] if the state refuses an item,
+/// [`KrmError::Registration`] if a function cannot be registered.
+pub async fn render(
+    items: Vec<Object>,
+    functions: Vec<Arc<dyn Function>>,
+) -> Result<RenderReport, KrmError> {
+    let mut problems = validate_items(&items);
+    let has_kptfile = ResourceList::new(items.clone()).kptfile().is_some();
+    if !has_kptfile && functions.iter().any(|f| f.requires_kptfile()) {
+        problems.push(FnResult::error("mandatory Kptfile is missing from the package"));
+    }
+    if !problems.is_empty() {
+        return Ok(RenderReport { items, results: problems, rounds: Vec::new() });
+    }
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    for object in &items {
+        let Some(ptr) = pointer_of(object) else { continue };
+        shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .types
+            .insert(ptr.resource_type().to_string());
+        let resource = DynamicResource::new(
+            Metadata::new(ptr.clone()),
+            serde_json::Value::String(text_of(object)),
+        );
+        state.create(resource.into_any(), None).await.map_err(engine(ptr.to_string()))?;
+    }
+    let lock = Arc::new(tokio::sync::Mutex::new(()));
+    for function in &functions {
+        let (function, state, lock, shared) =
+            (function.clone(), state.clone(), lock.clone(), shared.clone());
+        let name = function.name().to_string();
+        let factory = move || FnController {
+            function: function.clone(),
+            state: state.clone(),
+            lock: lock.clone(),
+            shared: shared.clone(),
+        };
+        runtime
+            .register(factory)
+            .await
+            .map_err(|e| KrmError::Registration { function: name, reason: e.to_string() })?;
+    }
+    runtime.settled().await;
+    let types = shared.lock().unwrap_or_else(PoisonError::into_inner).types.clone();
+    let mut out = Vec::new();
+    for ty in types {
+        let kind = Kind::new(NAMESPACE, &ty);
+        for resource in state.list(&kind, &LabelQuery::all()).await.map_err(engine(ty.clone()))? {
+            let dynamic = resource.to_dynamic().map_err(engine(resource.pointer().to_string()))?;
+            let text = dynamic.spec().as_str().unwrap_or_default();
+            let node = yaml::parse_document(text).map_err(|source| KrmError::File {
+                path: resource.pointer().to_string(),
+                source,
+            })?;
+            out.push(Object::from_node(node));
+        }
+    }
+    runtime.stop().await;
+    let mut shared = std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut rounds = Vec::new();
+    let mut results = Vec::new();
+    for function in &functions {
+        let name = function.name();
+        rounds.push(shared.rounds.remove(name).unwrap_or_else(|| FunctionRounds {
+            function: name.to_string(),
+            ..FunctionRounds::default()
+        }));
+        results.extend(shared.results.remove(name).unwrap_or_default());
+    }
+    Ok(RenderReport { items: out, results, rounds })
+}
+
+/// Renders a package directory in process ([`render`]) and writes it back
+/// file by file, unless an `error` result is present (then nothing is written).
+///
+/// # Errors
+/// As [`read_package`], [`render`] and [`write_package`].
+pub async fn render_dir(
+    dir: &Path,
+    functions: Vec<Arc<dyn Function>>,
+) -> Result<RenderReport, KrmError> {
+    let items = read_package(dir)?;
+    let report = render(items, functions).await?;
+    if report.exit_code() == 0 {
+        write_package(dir, &report.items)?;
+    }
+    Ok(report)
+}
