@@ -178,3 +178,15 @@ proptest! {
         prop_assert_eq!(emit_documents(&back), text);
     }
 }
+
+#[test]
+fn a_null_annotations_field_still_receives_kpt_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n",
+    )
+    .unwrap();
+    let items = cosi_runtime::krm::package::read_package(dir.path()).unwrap();
+    assert_eq!(items[0].file(), Some(("cm.yaml".to_string(), 0)));
+}

@@ -6,6 +6,7 @@
 //! (`<apiVersion>.<Kind>.<name>` of the parent) and status `False` while a
 //! downstream function still has work to do.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::object::Object;
@@ -200,4 +201,145 @@ pub fn remove(kptfile: &mut Object, type_: &str) -> bool {
     let Some(seq) = conditions_seq(kptfile) else { return false };
     seq.retain(|n| n.get("type").and_then(Node::as_str) != Some(type_));
     true
+}
+
+/// A batch of condition changes over a snapshot of a Kptfile's conditions:
+/// reads see the changes, [`apply`](ConditionEdits::apply) writes them in one
+/// pass (replaced in place, removed, new ones inserted in type order), so a
+/// function touching thousands of conditions stays linear.
+#[derive(Clone, Debug, Default)]
+pub struct ConditionEdits {
+    current: HashMap<String, Condition>,
+    changes: BTreeMap<String, Option<Condition>>,
+}
+
+impl ConditionEdits {
+    /// The conditions of `kptfile`, ready for edits.
+    pub fn of(kptfile: &Object) -> Self {
+        let current = conditions(kptfile).into_iter().map(|c| (c.type_.clone(), c)).collect();
+        ConditionEdits { current, changes: BTreeMap::new() }
+    }
+
+    /// The condition of type `type_`, edits included.
+    pub fn get(&self, type_: &str) -> Option<&Condition> {
+        match self.changes.get(type_) {
+            Some(change) => change.as_ref(),
+            None => self.current.get(type_),
+        }
+    }
+
+    /// Every condition type, edits included.
+    pub fn types(&self) -> Vec<String> {
+        let mut types: Vec<String> =
+            self.current.keys().filter(|t| !self.changes.contains_key(*t)).cloned().collect();
+        types.extend(self.changes.iter().filter(|(_, c)| c.is_some()).map(|(t, _)| t.clone()));
+        types
+    }
+
+    /// Sets a condition (a no-op if it is already so).
+    pub fn set(&mut self, condition: Condition) {
+        if self.get(&condition.type_) == Some(&condition) {
+            return;
+        }
+        if self.current.get(&condition.type_) == Some(&condition) {
+            self.changes.remove(&condition.type_);
+        } else {
+            self.changes.insert(condition.type_.clone(), Some(condition));
+        }
+    }
+
+    /// Removes the condition of type `type_`, if any.
+    pub fn remove(&mut self, type_: &str) {
+        if self.current.contains_key(type_) {
+            self.changes.insert(type_.to_string(), None);
+        } else {
+            self.changes.remove(type_);
+        }
+    }
+
+    /// Writes the edits into `kptfile`. Returns whether anything changed.
+    pub fn apply(mut self, kptfile: &mut Object) -> bool {
+        if self.changes.is_empty() {
+            return false;
+        }
+        let Some(seq) = conditions_seq(kptfile) else { return false };
+        let mut fresh: Vec<Condition> = Vec::new();
+        for (type_, change) in std::mem::take(&mut self.changes) {
+            if let Some(c) = change {
+                if self.current.contains_key(&type_) {
+                    self.changes.insert(type_, Some(c));
+                } else {
+                    fresh.push(c);
+                }
+            } else {
+                self.changes.insert(type_, None);
+            }
+        }
+        let mut pending = fresh.into_iter().peekable();
+        let mut out = Vec::with_capacity(seq.len() + pending.len());
+        for node in std::mem::take(seq) {
+            let type_ = node.get("type").and_then(Node::as_str).map(str::to_string);
+            if let Some(t) = &type_ {
+                while pending.peek().is_some_and(|p| p.type_.as_str() < t.as_str()) {
+                    if let Some(p) = pending.next() {
+                        out.push(p.to_node());
+                    }
+                }
+            }
+            match type_.and_then(|t| self.changes.remove(&t)) {
+                Some(Some(c)) => out.push(c.to_node()),
+                Some(None) => {}
+                None => out.push(node),
+            }
+        }
+        out.extend(pending.map(|p| p.to_node()));
+        *seq = out;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::krm::object::Gvk;
+
+    fn kptfile(types: &[&str]) -> Object {
+        let mut k = Object::new(&Gvk::kptfile(), "pkg");
+        for t in types {
+            set(&mut k, &Condition::new(*t, Status::True, "", ""));
+        }
+        k
+    }
+
+    #[test]
+    fn batched_edits_give_the_same_kptfile_as_one_by_one_edits() {
+        let start = ["b", "d", "a"]; // deliberately unsorted: inserts go before the first greater type
+        let mut one_by_one = kptfile(&start);
+        let mut batched = one_by_one.clone();
+        let mut edits = ConditionEdits::of(&batched);
+        for (t, status) in
+            [("c", Status::False), ("d", Status::False), ("e", Status::False), ("0", Status::True)]
+        {
+            let c = Condition::new(t, status, "r", "m");
+            set(&mut one_by_one, &c);
+            edits.set(c);
+        }
+        remove(&mut one_by_one, "a");
+        edits.remove("a");
+        assert!(edits.apply(&mut batched));
+        assert_eq!(batched, one_by_one);
+        let order: Vec<String> = conditions(&batched).into_iter().map(|c| c.type_).collect();
+        assert_eq!(order, ["0", "b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn edits_that_change_nothing_write_nothing() {
+        let mut k = kptfile(&["a"]);
+        let before = k.clone();
+        let mut edits = ConditionEdits::of(&k);
+        edits.set(Condition::new("a", Status::True, "", ""));
+        edits.remove("missing");
+        assert!(!edits.apply(&mut k));
+        assert_eq!(k, before);
+    }
 }

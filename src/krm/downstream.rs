@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::conditions::{self, Condition, DEFAULT_PREFIX, Keys, Status};
+use super::conditions::{Condition, ConditionEdits, DEFAULT_PREFIX, Keys, Status};
 use super::function::{Declaration, Function};
 use super::object::{Gvk, Object};
 use super::resource_list::ResourceList;
@@ -78,7 +78,7 @@ impl Function for Downstream {
 
     fn process(&self, list: &mut ResourceList) {
         let Some(kpt) = list.kptfile_index() else { return };
-        let mut kptfile = list.items[kpt].clone();
+        let mut edits = ConditionEdits::of(&list.items[kpt]);
         let mut remove = Vec::new();
         let mut results = Vec::new();
         for (i, item) in list.items.iter_mut().enumerate() {
@@ -89,19 +89,16 @@ impl Function for Downstream {
             let Some(type_) = item.reference() else { continue };
             if self.keys.is_delete_marked(item) {
                 remove.push(i);
-                conditions::remove(&mut kptfile, &type_);
+                edits.remove(&type_);
                 continue;
             }
-            let Some(condition) = conditions::find(&kptfile, &type_) else { continue };
+            let Some(condition) = edits.get(&type_) else { continue };
             if condition.status != Status::False {
                 continue;
             }
             match (self.actuate)(item) {
                 Ok(()) => {
-                    conditions::set(
-                        &mut kptfile,
-                        &Condition::new(&type_, Status::True, &owner, "actuated"),
-                    );
+                    edits.set(Condition::new(&type_, Status::True, &owner, "actuated"));
                 }
                 Err(reason) => {
                     results.push(
@@ -111,7 +108,7 @@ impl Function for Downstream {
                 }
             }
         }
-        list.items[kpt] = kptfile;
+        edits.apply(&mut list.items[kpt]);
         for i in remove.into_iter().rev() {
             list.items.remove(i);
         }

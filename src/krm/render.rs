@@ -20,6 +20,26 @@
 //!
 //! [`render_pipe`] is the reference: the functions applied once each, in
 //! order, as `kpt fn render` or a shell pipe does.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use cosi_runtime::krm::render::render;
+//! use cosi_runtime::krm::{Function, Gvk, Object, Wildcard, conditions};
+//!
+//! // A wildcard that waits for other conditions: alone, it only reports NotReady.
+//! let summary = Wildcard::new("summary", Gvk::new("example.com/v1", "Summary"), |_, _| {
+//!     Ok(Object::new(&Gvk::new("example.com/v1", "Summary"), "x"))
+//! });
+//! let functions: Vec<Arc<dyn Function>> = vec![Arc::new(summary)];
+//! # actix::System::new().block_on(async {
+//! let report = render(vec![Object::new(&Gvk::kptfile(), "pkg")], functions).await?;
+//! let kptfile = &report.items[0];
+//! let own = conditions::find(kptfile, "example.com/v1.Summary.pkg").expect("its condition");
+//! assert_eq!(own.reason, "NotReady");
+//! assert!(report.rounds[0].rounds >= 1);
+//! # Ok::<(), cosi_runtime::krm::KrmError>(())
+//! # }).unwrap();
+//! ```
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -219,9 +239,13 @@ impl Controller for FnController {
 
     fn outputs(&self) -> Vec<Output> {
         let declaration = self.function.declaration();
-        let mut types: Vec<String> = declaration.owns.iter().map(resource_type).collect();
-        types.push(resource_type(&Gvk::kptfile()));
-        types.dedup();
+        let mut types: Vec<String> = Vec::new();
+        for gvk in declaration.owns.iter().chain(std::iter::once(&Gvk::kptfile())) {
+            let ty = resource_type(gvk);
+            if !types.contains(&ty) {
+                types.push(ty);
+            }
+        }
         types.into_iter().map(|t| Output::new(t, OutputKind::Shared)).collect()
     }
 

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use super::conditions::{self, Condition, DEFAULT_PREFIX, Keys, Status};
+use super::conditions::{Condition, ConditionEdits, DEFAULT_PREFIX, Keys, Status};
 use super::function::{Declaration, Function};
 use super::object::{Gvk, Object};
 use super::resource_list::ResourceList;
@@ -253,7 +253,7 @@ impl Function for Upstream {
         let by_id: HashMap<_, usize> =
             desired.iter().enumerate().filter_map(|(i, (_, o))| Some((o.identity()?, i))).collect();
         let mut used = vec![false; desired.len()];
-        let mut kptfile = list.items[kpt].clone();
+        let mut edits = ConditionEdits::of(&list.items[kpt]);
         let family = format!("{}.", self.for_.reference());
         let mut live_conditions = HashSet::new();
 
@@ -278,28 +278,21 @@ impl Function for Upstream {
                 if changed || marked {
                     let message =
                         if marked { "create resource again" } else { "update existing resource" };
-                    conditions::set(
-                        &mut kptfile,
-                        &Condition::new(&type_, Status::False, want_owner, message),
-                    );
-                } else if conditions::find(&kptfile, &type_).is_none() {
+                    edits.set(Condition::new(&type_, Status::False, want_owner, message));
+                } else if edits.get(&type_).is_none() {
                     let message = "create condition again as it was deleted";
-                    conditions::set(
-                        &mut kptfile,
-                        &Condition::new(&type_, Status::False, want_owner, message),
-                    );
+                    edits.set(Condition::new(&type_, Status::False, want_owner, message));
                 }
             } else {
                 if !self.keys.is_delete_marked(item) {
                     item.set_annotation(&self.keys.delete, "true");
                 }
                 let message = if ready { "delete existing resource" } else { "not ready" };
-                let current = conditions::find(&kptfile, &type_);
-                if current.as_ref().is_none_or(|c| c.status != Status::False || c.reason != owner) {
-                    conditions::set(
-                        &mut kptfile,
-                        &Condition::new(&type_, Status::False, &owner, message),
-                    );
+                let stale = edits
+                    .get(&type_)
+                    .is_none_or(|c| c.status != Status::False || c.reason != owner);
+                if stale {
+                    edits.set(Condition::new(&type_, Status::False, &owner, message));
                 }
             }
         }
@@ -325,22 +318,19 @@ impl Function for Upstream {
             }
             let Some(type_) = child.reference() else { continue };
             live_conditions.insert(type_.clone());
-            conditions::set(
-                &mut kptfile,
-                &Condition::new(&type_, Status::False, &owner, "create new resource"),
-            );
+            edits.set(Condition::new(&type_, Status::False, &owner, "create new resource"));
             list.items.push(child);
         }
 
         // Conditions of children that neither exist nor are desired.
-        for c in conditions::conditions(&kptfile) {
-            let ours = self.owns.iter().any(|g| g.name_in(&c.type_).is_some())
-                && c.reason.starts_with(&family);
-            if ours && !live_conditions.contains(&c.type_) {
-                conditions::remove(&mut kptfile, &c.type_);
+        for type_ in edits.types() {
+            let ours = self.owns.iter().any(|g| g.name_in(&type_).is_some())
+                && edits.get(&type_).is_some_and(|c| c.reason.starts_with(&family));
+            if ours && !live_conditions.contains(&type_) {
+                edits.remove(&type_);
             }
         }
-        list.items[kpt] = kptfile;
+        edits.apply(&mut list.items[kpt]);
         list.results.extend(results);
     }
 }

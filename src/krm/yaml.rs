@@ -14,6 +14,10 @@
 //! blocks, and quotes **new** strings ([`Style::Auto`]) that YAML 1.1 or 1.2
 //! would read as a bool, null or number.
 //!
+//! Escapes in double-quoted scalars are normalised (`"\u00e9"` is written
+//! `"é"`; the value and the quoting are the same), flow collections are
+//! written in block style.
+//!
 //! Typed access goes through [`serde_json::Value`] ([`Node::to_json`],
 //! [`Node::from_json`]). Comments, anchors and flow style are not kept: kpt
 //! restores comments by the `internal.config.kubernetes.io/id` annotation,
@@ -283,13 +287,18 @@ impl Node {
         keys.iter().try_fold(self, |node, key| node.get(key))
     }
 
-    /// The mapping at a path of keys, created (empty) where missing; `None` if
-    /// something on the way is not a mapping.
+    /// The mapping at a path of keys, created (empty) where missing or null;
+    /// `None` if something on the way is another scalar or a sequence.
     pub fn map_at(&mut self, keys: &[&str]) -> Option<&mut Map> {
         let mut node = self;
         for key in keys {
             let map = node.as_map_mut()?;
-            if map.get(key).is_none() {
+            let missing = match map.get(key) {
+                None => true,
+                Some(Node::Scalar(s)) => s.to_json().is_null(),
+                Some(_) => false,
+            };
+            if missing {
                 map.insert(key, Node::map());
             }
             node = map.get_mut(key)?;
@@ -331,6 +340,14 @@ impl Node {
         self.to_json() == other.to_json()
     }
 
+    fn depth(&self) -> usize {
+        match self {
+            Node::Scalar(_) => 0,
+            Node::Seq(s) => 1 + s.iter().map(Node::depth).max().unwrap_or(0),
+            Node::Map(m) => 1 + m.entries.iter().map(|(_, v)| v.depth()).max().unwrap_or(0),
+        }
+    }
+
     fn size(&self) -> usize {
         match self {
             Node::Scalar(_) => 1,
@@ -342,6 +359,10 @@ impl Node {
 
 /// Most nodes aliases may expand to in one stream (guards against alias bombs).
 pub const ALIAS_BUDGET: usize = 1_000_000;
+
+/// Deepest nesting of sequences and mappings accepted (guards the recursion
+/// of the emitter and of [`Node::to_json`]).
+pub const MAX_DEPTH: usize = 256;
 
 enum Frame {
     Seq { items: Vec<Node>, anchor: usize },
@@ -395,6 +416,9 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 docs.push(root.take().unwrap_or_else(|| Node::plain("")));
                 continue;
             }
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                return Err(err(line, column, format!("nesting deeper than {MAX_DEPTH} levels")));
+            }
             Event::SequenceStart(anchor, _) => {
                 stack.push(Frame::Seq { items: Vec::new(), anchor });
                 continue;
@@ -432,6 +456,13 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 let Some(node) = anchors.get(&id) else {
                     return Err(err(line, column, format!("unknown alias {id}")));
                 };
+                if stack.len() + node.depth() > 2 * MAX_DEPTH {
+                    return Err(err(
+                        line,
+                        column,
+                        format!("an alias nests deeper than {} levels", 2 * MAX_DEPTH),
+                    ));
+                }
                 let size = node.size();
                 if size > budget {
                     return Err(err(line, column, "aliases expand beyond the budget".into()));
@@ -775,6 +806,13 @@ mod tests {
         assert!(e.line >= 2, "{e}");
         let e = parse_documents("a: 1\na: 2\n").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowing_the_stack() {
+        let text = "- ".repeat(100_000) + "x\n";
+        let e = parse_documents(&text).unwrap_err();
+        assert!(e.message.contains("nesting"), "{e}");
     }
 
     #[test]
