@@ -169,3 +169,49 @@ async fn render_dir_writes_the_package_back_file_by_file_and_removes_emptied_fil
     assert!(summary.contains("- edge-1-config\n") && !summary.contains("edge-2"), "{summary}");
     assert_eq!(std::fs::read_to_string(dir.path().join("clusters.yaml")).unwrap(), clusters);
 }
+
+struct Fighter(&'static str);
+
+impl Function for Fighter {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn declaration(&self) -> cosi_runtime::krm::Declaration {
+        cosi_runtime::krm::Declaration::default()
+    }
+    fn process(&self, list: &mut cosi_runtime::krm::ResourceList) {
+        if let Some(i) = list.kptfile_index() {
+            list.items[i].set_annotation("example.com/winner", self.0);
+        }
+    }
+}
+
+#[actix::test]
+async fn functions_that_never_agree_are_stopped_with_an_error_instead_of_looping() {
+    let functions: Vec<std::sync::Arc<dyn Function>> =
+        vec![std::sync::Arc::new(Fighter("one")), std::sync::Arc::new(Fighter("two"))];
+    let report = render(example(), functions).await.unwrap();
+    assert_eq!(report.exit_code(), 1);
+    assert!(
+        report.results.iter().any(|r| r.message.contains("did not converge")),
+        "{:?}",
+        report.results
+    );
+    assert!(report.rounds.iter().any(|r| r.rounds > cosi_runtime::krm::render::MAX_ROUNDS));
+}
+
+#[actix::test]
+async fn a_failing_function_reports_its_error_and_the_render_still_settles() {
+    let failing = cosi_runtime::krm::Downstream::new("failing", fns::config_map(), |_| {
+        Err("device offline".into())
+    });
+    let functions: Vec<std::sync::Arc<dyn Function>> =
+        vec![std::sync::Arc::new(fns::cluster_config()), std::sync::Arc::new(failing)];
+    let report = render(example(), functions).await.unwrap();
+    assert_eq!(report.exit_code(), 1);
+    assert!(report.results.iter().any(|r| r.message.contains("device offline")));
+    assert!(
+        report.items.iter().any(|o| o.name() == Some("edge-1-config")),
+        "the upstream's work stands"
+    );
+}

@@ -56,7 +56,7 @@ use super::yaml;
 use crate::controller::{
     Controller, Input, InputKind, Output, OutputKind, ReconcileContext, ReconcileResult,
 };
-use crate::resource::{DynamicResource, Kind, LabelQuery, Metadata, Pointer};
+use crate::resource::{AnyResource, DynamicResource, Kind, LabelQuery, Metadata, Pointer};
 use crate::{Runtime, State};
 
 /// The state namespace items live in during a render.
@@ -128,6 +128,16 @@ fn text_of(object: &Object) -> String {
     out
 }
 
+fn parse_spec(resource: &AnyResource) -> Result<Object, crate::Error> {
+    let dynamic = resource.to_dynamic()?;
+    let text = dynamic.spec().as_str().unwrap_or_default();
+    let node = yaml::parse_document(text).map_err(|e| crate::Error::InvalidInput {
+        resource: resource.pointer().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(Object::from_node(node))
+}
+
 fn engine(object: impl Into<String>) -> impl FnOnce(crate::Error) -> KrmError {
     let object = object.into();
     move |source| KrmError::Engine { object, source }
@@ -138,6 +148,8 @@ struct Shared {
     rounds: HashMap<String, FunctionRounds>,
     results: HashMap<String, Vec<FnResult>>,
     types: BTreeSet<String>,
+    /// Parsed objects by pointer and version: a reconcile parses only what changed.
+    parsed: HashMap<Pointer, (u64, Object)>,
 }
 
 struct FnController {
@@ -163,18 +175,28 @@ impl FnController {
 
     async fn run_once(&self) -> Result<bool, crate::Error> {
         let name = self.function.name().to_string();
-        let mut before: HashMap<Pointer, (crate::resource::AnyResource, String)> = HashMap::new();
+        let mut before: HashMap<Pointer, (AnyResource, Object)> = HashMap::new();
         let mut items = Vec::new();
         for gvk in self.function.declaration().reads() {
             let kind = Kind::new(NAMESPACE, resource_type(&gvk));
             for resource in self.state.list(&kind, &LabelQuery::all()).await? {
-                let text = resource.to_dynamic()?.spec().as_str().unwrap_or_default().to_string();
-                let node = yaml::parse_document(&text).map_err(|e| crate::Error::InvalidInput {
-                    resource: resource.pointer().to_string(),
-                    reason: e.to_string(),
-                })?;
-                items.push(Object::from_node(node));
-                before.insert(resource.pointer().clone(), (resource, text));
+                let ptr = resource.pointer().clone();
+                let version = resource.version().get();
+                let cached = self.with_shared(|s| {
+                    s.parsed.get(&ptr).filter(|(v, _)| *v == version).map(|(_, o)| o.clone())
+                });
+                let object = match cached {
+                    Some(object) => object,
+                    None => {
+                        let object = parse_spec(&resource)?;
+                        self.with_shared(|s| {
+                            s.parsed.insert(ptr.clone(), (version, object.clone()))
+                        });
+                        object
+                    }
+                };
+                items.push(object.clone());
+                before.insert(ptr, (resource, object));
             }
         }
         let out = apply(self.function.as_ref(), ResourceList::new(items));
@@ -184,27 +206,34 @@ impl FnController {
             return Ok(false);
         }
         let mut changed = false;
-        for object in &out.items {
-            let Some(ptr) = pointer_of(object) else { continue };
-            let text = text_of(object);
-            match before.remove(&ptr) {
-                Some((_, old)) if old == text => {}
+        for object in out.items {
+            let Some(ptr) = pointer_of(&object) else { continue };
+            let stored = match before.remove(&ptr) {
+                Some((_, old)) if old == object => continue,
                 Some((resource, _)) => {
+                    let text = text_of(&object);
+                    if resource.to_dynamic()?.spec().as_str() == Some(text.as_str()) {
+                        continue;
+                    }
                     let next = DynamicResource::new(
                         resource.metadata().clone(),
                         serde_json::Value::String(text),
                     );
-                    self.state.update(next.into_any(), None).await?;
-                    changed = true;
+                    self.state.update(next.into_any(), None).await?
                 }
                 None => {
                     self.with_shared(|s| s.types.insert(ptr.resource_type().to_string()));
-                    let fresh =
-                        DynamicResource::new(Metadata::new(ptr), serde_json::Value::String(text));
-                    self.state.create(fresh.into_any(), None).await?;
-                    changed = true;
+                    let text = text_of(&object);
+                    let fresh = DynamicResource::new(
+                        Metadata::new(ptr.clone()),
+                        serde_json::Value::String(text),
+                    );
+                    self.state.create(fresh.into_any(), None).await?
                 }
-            }
+            };
+            changed = true;
+            let version = stored.version().get();
+            self.with_shared(|s| s.parsed.insert(ptr, (version, object)));
         }
         for ptr in before.into_keys() {
             self.state.destroy(&ptr, None).await?;
@@ -330,13 +359,18 @@ pub async fn render(
     for ty in types {
         let kind = Kind::new(NAMESPACE, &ty);
         for resource in state.list(&kind, &LabelQuery::all()).await.map_err(engine(ty.clone()))? {
-            let dynamic = resource.to_dynamic().map_err(engine(resource.pointer().to_string()))?;
-            let text = dynamic.spec().as_str().unwrap_or_default();
-            let node = yaml::parse_document(text).map_err(|source| KrmError::File {
-                path: resource.pointer().to_string(),
-                source,
-            })?;
-            out.push(Object::from_node(node));
+            let version = resource.version().get();
+            let cached = shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .parsed
+                .remove(resource.pointer())
+                .filter(|(v, _)| *v == version);
+            let object = match cached {
+                Some((_, object)) => object,
+                None => parse_spec(&resource).map_err(engine(resource.pointer().to_string()))?,
+            };
+            out.push(object);
         }
     }
     runtime.stop().await;

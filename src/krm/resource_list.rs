@@ -3,7 +3,7 @@
 use super::error::KrmError;
 use super::object::Object;
 use super::results::{FnResult, exit_code};
-use super::yaml::{self, Map, Node};
+use super::yaml::{self, Node};
 
 /// The current `ResourceList` API version.
 pub const API_VERSION: &str = "config.kubernetes.io/v1";
@@ -108,18 +108,17 @@ impl ResourceList {
 
     /// The list as one YAML document.
     pub fn to_yaml(&self) -> String {
-        let mut map = Map::new();
-        map.insert("apiVersion", Node::string(self.api_version.clone()));
-        map.insert("kind", Node::string("ResourceList"));
-        map.insert("items", Node::Seq(self.items.iter().map(|o| o.node().clone()).collect()));
+        let mut out = String::new();
+        yaml::emit_entry("apiVersion", &Node::string(self.api_version.clone()), &mut out);
+        out.push_str("kind: ResourceList\n");
+        yaml::emit_seq_entry("items", self.items.iter().map(Object::node), &mut out);
         if let Some(fc) = &self.function_config {
-            map.insert("functionConfig", fc.node().clone());
+            yaml::emit_entry("functionConfig", fc.node(), &mut out);
         }
         if !self.results.is_empty() {
-            map.insert("results", Node::Seq(self.results.iter().map(FnResult::to_node).collect()));
+            let results = Node::Seq(self.results.iter().map(FnResult::to_node).collect());
+            yaml::emit_entry("results", &results, &mut out);
         }
-        let mut out = String::new();
-        yaml::emit_document(&Node::Map(map), &mut out);
         out
     }
 

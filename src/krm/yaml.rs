@@ -544,6 +544,29 @@ pub fn emit_document(doc: &Node, out: &mut String) {
     }
 }
 
+/// Writes a top-level `key: value` entry of a document onto `out`.
+pub fn emit_entry(key: &str, value: &Node, out: &mut String) {
+    emit_key(&Scalar::new(key, Style::Auto, None), out);
+    out.push(':');
+    emit_value(value, 0, true, out);
+}
+
+/// Writes a top-level `key:` whose value is a sequence of `items`, without
+/// building the sequence (used for a ResourceList's many items).
+pub fn emit_seq_entry<'a>(
+    key: &str,
+    items: impl ExactSizeIterator<Item = &'a Node>,
+    out: &mut String,
+) {
+    emit_key(&Scalar::new(key, Style::Auto, None), out);
+    if items.len() == 0 {
+        out.push_str(": []\n");
+    } else {
+        out.push_str(":\n");
+        emit_seq(items, 0, false, out);
+    }
+}
+
 fn indent(out: &mut String, n: usize) {
     out.extend(std::iter::repeat_n(' ', n));
 }
@@ -560,8 +583,13 @@ fn emit_map(map: &Map, level: usize, inline: bool, out: &mut String) {
     }
 }
 
-fn emit_seq(items: &[Node], level: usize, inline: bool, out: &mut String) {
-    for (i, item) in items.iter().enumerate() {
+fn emit_seq<'a>(
+    items: impl IntoIterator<Item = &'a Node>,
+    level: usize,
+    inline: bool,
+    out: &mut String,
+) {
+    for (i, item) in items.into_iter().enumerate() {
         if i > 0 || !inline {
             indent(out, level);
         }
