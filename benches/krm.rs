@@ -100,6 +100,31 @@ fn main() {
     assert_eq!(list.exit_code(), 0, "the generated package renders");
     assert_eq!(rendered, 2 * clusters + 3, "clusters, their ConfigMaps, Kptfile, Site, Summary");
 
+    // One render outside criterion, to report the rounds each function ran.
+    let started = std::time::Instant::now();
+    match actix::System::new().block_on(render(items.clone(), fns::all())) {
+        Ok(report) => {
+            assert_eq!(report.exit_code(), 0, "{:?}", report.results);
+            assert_eq!(
+                report.items.len(),
+                rendered,
+                "the in-process render gives as many items as the pipe"
+            );
+            let rounds: Vec<String> = report
+                .rounds
+                .iter()
+                .map(|r| format!("{} {} round(s) ({} changed)", r.function, r.rounds, r.changes))
+                .collect();
+            eprintln!(
+                "krm/render_in_process: {} items in {:?}: {}",
+                rendered,
+                started.elapsed(),
+                rounds.join(", ")
+            );
+        }
+        Err(e) => panic!("render: {e}"),
+    }
+
     let mut g = c.benchmark_group("krm");
     for ((name, input, n), f) in stages.iter().zip(&functions) {
         g.throughput(Throughput::Elements(*n as u64));
