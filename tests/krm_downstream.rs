@@ -1,6 +1,8 @@
 //! The specific downstream function (configmap-actuator): removes
 //! delete-marked children and their conditions, actuates the others.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::{ResourceList, Status};

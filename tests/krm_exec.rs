@@ -4,6 +4,8 @@
 //! they are absent (a lone `cargo test --test krm_exec`) the test says so and
 //! checks nothing.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use std::io::Write;

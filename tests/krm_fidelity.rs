@@ -1,6 +1,8 @@
 //! Fidelity: objects a function does not change come back with every
 //! scalar's text, type and quoting intact, and kpt's annotations kept.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::yaml::{Map, Node, Scalar, Style, emit_documents, parse_documents};

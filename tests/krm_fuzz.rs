@@ -1,6 +1,8 @@
 //! No input makes a function panic: arbitrary bytes and YAML-ish text always
 //! give a ResourceList on stdout and exit code 0 or 1.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::{ResourceList, run};

@@ -3,6 +3,8 @@
 //! package; a second pass changes nothing; deleting a Cluster removes its
 //! ConfigMap and updates the Summary.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,7 @@
 //! The ResourceList wire format: versions, empty input, results, exit codes.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::{

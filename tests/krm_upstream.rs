@@ -1,6 +1,8 @@
 //! The upstream function (cluster-config): populate, diff, create, update,
 //! delete-mark, not-ready garbage collection, conditions.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::{Gvk, Object, ResourceList, Severity, Status, Upstream, Watch};

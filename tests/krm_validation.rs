@@ -1,6 +1,8 @@
 //! Validation before any mutation, all or nothing: bad input gives `error`
 //! results, the items back unchanged and exit code 1.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::{ResourceList, Severity};

@@ -1,6 +1,8 @@
 //! The wildcard function (package-summary): ready when at least one other
 //! condition exists and all others are True.
 
+#![cfg(feature = "krm")]
+
 mod krm_support;
 
 use cosi_runtime::krm::{ResourceList, Status};
