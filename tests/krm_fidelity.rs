@@ -5,7 +5,7 @@
 
 mod krm_support;
 
-use cosi_runtime::krm::yaml::{Map, Node, Scalar, Style, emit_documents, parse_documents};
+use cosi_runtime::krm::yaml::{Map, Node, Scalar, Seq, Style, emit_documents, parse_documents};
 use krm_support::*;
 use proptest::prelude::*;
 
@@ -31,6 +31,7 @@ spec:
     configMap:
       defaultMode: 0640
       items: []
+    labels: {app: web, tier: \"on\"}
   containers:
   - name: web
     image: nginx:1.27
@@ -63,11 +64,7 @@ fn an_untouched_object_comes_back_byte_for_byte_through_every_function() {
         let (list, out) = run_on(f.as_ref(), &input);
         assert_eq!(out.exit_code, 0, "{}", out.stderr);
         let pod = find(&list, "Pod", "web").expect("the Pod is kept");
-        let expected = TRICKY.replace(
-            "args: [\"--flag\", 'it''s', plain]",
-            "args:\n    - \"--flag\"\n    - 'it''s'\n    - plain",
-        );
-        assert_eq!(emit_documents(&[pod.node().clone()]), expected, "through {}", f.name());
+        assert_eq!(emit_documents(&[pod.node().clone()]), TRICKY, "through {}", f.name());
     }
 }
 
@@ -154,14 +151,21 @@ fn scalar() -> impl Strategy<Value = Node> {
 fn node() -> impl Strategy<Value = Node> {
     scalar().prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(Node::Seq),
-            prop::collection::vec((any_text(), inner), 0..5).prop_map(|entries| {
-                let mut m = Map::new();
-                for (k, v) in entries {
-                    m.insert(&k, v);
-                }
-                Node::Map(m)
+            (prop::collection::vec(inner.clone(), 0..5), any::<bool>()).prop_map(|(v, flow)| {
+                let mut s = Seq::from(v);
+                s.set_flow(flow);
+                Node::Seq(s)
             }),
+            (prop::collection::vec((any_text(), inner), 0..5), any::<bool>()).prop_map(
+                |(entries, flow)| {
+                    let mut m = Map::new();
+                    m.set_flow(flow);
+                    for (k, v) in entries {
+                        m.insert(&k, v);
+                    }
+                    Node::Map(m)
+                }
+            ),
         ]
     })
 }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::object::Object;
-use super::yaml::{Map, Node};
+use super::yaml::{Map, Node, Seq};
 
 /// The default annotation prefix (condkptsdk uses `specializer.nephio.org/`).
 pub const DEFAULT_PREFIX: &str = "fnruntime.nephio.org/";
@@ -158,10 +158,10 @@ pub fn find(kptfile: &Object, type_: &str) -> Option<Condition> {
 fn conditions_seq(kptfile: &mut Object) -> Option<&mut Vec<Node>> {
     let status = kptfile.node_mut().map_at(&["status"])?;
     if !matches!(status.get("conditions"), Some(Node::Seq(_))) {
-        status.insert("conditions", Node::Seq(Vec::new()));
+        status.insert("conditions", Node::Seq(Seq::new()));
     }
     match status.get_mut("conditions") {
-        Some(Node::Seq(s)) => Some(s),
+        Some(Node::Seq(s)) => Some(&mut **s),
         _ => None,
     }
 }

@@ -15,13 +15,13 @@
 //! would read as a bool, null or number.
 //!
 //! Escapes in double-quoted scalars are normalised (`"\u00e9"` is written
-//! `"é"`; the value and the quoting are the same), flow collections are
-//! written in block style.
+//! `"é"`; the value and the quoting are the same); flow collections stay
+//! flow (`[a, b]`, `{k: v}`), each on one line.
 //!
 //! Typed access goes through [`serde_json::Value`] ([`Node::to_json`],
-//! [`Node::from_json`]). Comments, anchors and flow style are not kept: kpt
-//! restores comments by the `internal.config.kubernetes.io/id` annotation,
-//! which this layer never touches.
+//! [`Node::from_json`]). Comments and anchors are not kept (aliases are
+//! expanded): kpt restores comments by the `internal.config.kubernetes.io/id`
+//! annotation, which this layer never touches.
 //!
 //! ```
 //! use cosi_runtime::krm::yaml::{parse_documents, emit_documents};
@@ -164,12 +164,23 @@ fn resolve_plain(v: &str) -> serde_json::Value {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Map {
     entries: Vec<(Scalar, Node)>,
+    flow: bool,
 }
 
 impl Map {
     /// An empty mapping.
     pub fn new() -> Self {
         Map::default()
+    }
+
+    /// Whether it is written in flow style (`{a: 1}`), as it was read.
+    pub fn is_flow(&self) -> bool {
+        self.flow
+    }
+
+    /// Chooses flow (`{a: 1}`) or block style.
+    pub fn set_flow(&mut self, flow: bool) {
+        self.flow = flow;
     }
 
     /// The entries in order.
@@ -218,13 +229,73 @@ impl Map {
     }
 }
 
+/// A sequence: its items, and whether it is written in flow style.
+/// Dereferences to its `Vec` of items.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Seq {
+    items: Vec<Node>,
+    flow: bool,
+}
+
+impl Seq {
+    /// An empty block sequence.
+    pub fn new() -> Self {
+        Seq::default()
+    }
+
+    /// Whether it is written in flow style (`[a, b]`), as it was read.
+    pub fn is_flow(&self) -> bool {
+        self.flow
+    }
+
+    /// Chooses flow (`[a, b]`) or block style.
+    pub fn set_flow(&mut self, flow: bool) {
+        self.flow = flow;
+    }
+}
+
+impl std::ops::Deref for Seq {
+    type Target = Vec<Node>;
+
+    fn deref(&self) -> &Vec<Node> {
+        &self.items
+    }
+}
+
+impl std::ops::DerefMut for Seq {
+    fn deref_mut(&mut self) -> &mut Vec<Node> {
+        &mut self.items
+    }
+}
+
+impl From<Vec<Node>> for Seq {
+    fn from(items: Vec<Node>) -> Self {
+        Seq { items, flow: false }
+    }
+}
+
+impl FromIterator<Node> for Seq {
+    fn from_iter<I: IntoIterator<Item = Node>>(iter: I) -> Self {
+        Seq { items: iter.into_iter().collect(), flow: false }
+    }
+}
+
+impl IntoIterator for Seq {
+    type Item = Node;
+    type IntoIter = std::vec::IntoIter<Node>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
 /// A YAML node.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     /// A scalar.
     Scalar(Scalar),
     /// A sequence.
-    Seq(Vec<Node>),
+    Seq(Seq),
     /// A mapping.
     Map(Map),
 }
@@ -331,6 +402,7 @@ impl Node {
                     .iter()
                     .map(|(k, v)| (Scalar::new(k.clone(), Style::Auto, None), Node::from_json(v)))
                     .collect(),
+                flow: false,
             }),
         }
     }
@@ -365,7 +437,7 @@ pub const ALIAS_BUDGET: usize = 1_000_000;
 pub const MAX_DEPTH: usize = 256;
 
 enum Frame {
-    Seq { items: Vec<Node>, anchor: usize },
+    Seq { items: Vec<Node>, anchor: usize, flow: bool },
     Map { map: Map, key: Option<Scalar>, seen: HashSet<String>, anchor: usize, line: usize },
 }
 
@@ -402,6 +474,18 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
     let mut anchors: HashMap<usize, Node> = HashMap::new();
     let mut budget = ALIAS_BUDGET;
     let mut root: Option<Node> = None;
+    // Whether the token ending at `end` is `open` (a flow collection starts
+    // there); markers count characters, so non-ASCII text needs byte offsets.
+    let offsets: Option<Vec<usize>> =
+        (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect());
+    let opens = |end: saphyr_parser::Marker, open: char| {
+        let Some(last) = end.index().checked_sub(1) else { return false };
+        let byte = match &offsets {
+            Some(offsets) => offsets.get(last).copied(),
+            None => Some(last),
+        };
+        byte.and_then(|b| text.get(b..)).is_some_and(|rest| rest.starts_with(open))
+    };
     let err = |line: usize, column: usize, message: String| YamlError { line, column, message };
     for event in Parser::new_from_str(text) {
         let (event, span) = event
@@ -420,21 +504,19 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 return Err(err(line, column, format!("nesting deeper than {MAX_DEPTH} levels")));
             }
             Event::SequenceStart(anchor, _) => {
-                stack.push(Frame::Seq { items: Vec::new(), anchor });
+                stack.push(Frame::Seq { items: Vec::new(), anchor, flow: opens(span.end, '[') });
                 continue;
             }
             Event::MappingStart(anchor, _) => {
-                stack.push(Frame::Map {
-                    map: Map::new(),
-                    key: None,
-                    seen: HashSet::new(),
-                    anchor,
-                    line,
-                });
+                let mut map = Map::new();
+                map.flow = opens(span.end, '{');
+                stack.push(Frame::Map { map, key: None, seen: HashSet::new(), anchor, line });
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
-                Some(Frame::Seq { items, anchor }) => (Node::Seq(items), anchor),
+                Some(Frame::Seq { items, anchor, flow }) => {
+                    (Node::Seq(Seq { items, flow }), anchor)
+                }
                 _ => return Err(err(line, column, "unbalanced sequence end".into())),
             },
             Event::MappingEnd => match stack.pop() {
@@ -533,8 +615,16 @@ pub fn emit_documents(docs: &[Node]) -> String {
 /// Writes one document (no `---`) onto `out`.
 pub fn emit_document(doc: &Node, out: &mut String) {
     match doc {
+        Node::Map(m) if m.flow && !m.is_empty() => {
+            emit_flow(doc, out);
+            out.push('\n');
+        }
+        Node::Seq(s) if s.flow && !s.is_empty() => {
+            emit_flow(doc, out);
+            out.push('\n');
+        }
         Node::Map(m) if !m.is_empty() => emit_map(m, 0, false, out),
-        Node::Seq(s) if !s.is_empty() => emit_seq(s, 0, false, out),
+        Node::Seq(s) if !s.is_empty() => emit_seq(s.iter(), 0, false, out),
         Node::Map(_) => out.push_str("{}\n"),
         Node::Seq(_) => out.push_str("[]\n"),
         Node::Scalar(s) => {
@@ -595,13 +685,23 @@ fn emit_seq<'a>(
         }
         out.push('-');
         match item {
+            Node::Map(m) if m.flow && !m.is_empty() => {
+                out.push(' ');
+                emit_flow(item, out);
+                out.push('\n');
+            }
+            Node::Seq(s) if s.flow && !s.is_empty() => {
+                out.push(' ');
+                emit_flow(item, out);
+                out.push('\n');
+            }
             Node::Map(m) if !m.is_empty() => {
                 out.push(' ');
                 emit_map(m, level + 2, true, out);
             }
             Node::Seq(s) if !s.is_empty() => {
                 out.push(' ');
-                emit_seq(s, level + 2, true, out);
+                emit_seq(s.iter(), level + 2, true, out);
             }
             other => emit_value(other, level, false, out),
         }
@@ -611,6 +711,19 @@ fn emit_seq<'a>(
 /// Writes ` value\n` (or a nested block) after a `key:` or `-`.
 fn emit_value(value: &Node, level: usize, in_map: bool, out: &mut String) {
     match value {
+        Node::Map(m) if m.flow && !m.is_empty() => {
+            out.push(' ');
+            emit_flow(value, out);
+            out.push('\n');
+        }
+        Node::Seq(s) if s.flow && !s.is_empty() => {
+            out.push(' ');
+            emit_flow(value, out);
+            out.push('\n');
+        }
+        Node::Scalar(s) if s.style == Style::Plain && s.value.is_empty() && s.tag.is_none() => {
+            out.push('\n');
+        }
         Node::Map(m) if !m.is_empty() => {
             out.push('\n');
             emit_map(m, level + 2, false, out);
@@ -619,7 +732,7 @@ fn emit_value(value: &Node, level: usize, in_map: bool, out: &mut String) {
             out.push('\n');
             // Sequences in a mapping are written at the key's indentation (kyaml's
             // compact style); nested sequences one level deeper.
-            emit_seq(s, if in_map { level } else { level + 2 }, false, out);
+            emit_seq(s.iter(), if in_map { level } else { level + 2 }, false, out);
         }
         Node::Map(_) => out.push_str(" {}\n"),
         Node::Seq(_) => out.push_str(" []\n"),
@@ -628,6 +741,55 @@ fn emit_value(value: &Node, level: usize, in_map: bool, out: &mut String) {
             emit_scalar(s, level + 2, out);
             out.push('\n');
         }
+    }
+}
+
+/// Writes a collection (and everything in it) in flow style, on one line.
+fn emit_flow(node: &Node, out: &mut String) {
+    match node {
+        Node::Scalar(s) => emit_flow_scalar(s, out),
+        Node::Seq(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                emit_flow(item, out);
+            }
+            out.push(']');
+        }
+        Node::Map(m) => {
+            out.push('{');
+            for (i, (key, value)) in m.entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                emit_flow_scalar(key, out);
+                out.push_str(": ");
+                emit_flow(value, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn flow_plain_is_safe(v: &str) -> bool {
+    plain_is_safe(v) && !v.contains([',', '[', ']', '{', '}', ':', '#'])
+}
+
+fn emit_flow_scalar(s: &Scalar, out: &mut String) {
+    if let Some(tag) = &s.tag {
+        out.push_str(tag);
+        out.push(' ');
+    }
+    match s.style {
+        Style::Plain if flow_plain_is_safe(&s.value) => out.push_str(&s.value),
+        Style::Plain if s.value.is_empty() && s.tag.is_none() => out.push('~'),
+        Style::Auto if flow_plain_is_safe(&s.value) && !ambiguous_as_string(&s.value) => {
+            out.push_str(&s.value)
+        }
+        Style::SingleQuoted if single_is_safe(&s.value) => single_quoted(&s.value, out),
+        _ => double_quoted(&s.value, out),
     }
 }
 
@@ -814,6 +976,12 @@ mod tests {
             );
             assert!(text.contains('"'), "{v} not quoted: {text}");
         }
+    }
+
+    #[test]
+    fn nulls_and_flow_collections_keep_their_form() {
+        let text = "a:\nb: [x, 'y', \"z\", {k: v}]\nc: {k: [1, 2]}\nd:\n- [1]\n- {}\n";
+        assert_eq!(round(text), text);
     }
 
     #[test]
