@@ -146,7 +146,7 @@ fn an_unowned_object_with_the_childs_name_is_not_taken_over() {
         &list_of(&[KPTFILE, &site("lab", "eu"), &cluster("edge-1", 3), unowned]),
     );
     assert_eq!(out.exit_code, 1);
-    assert!(list.results.iter().any(|r| r.message.contains("without its owner annotation")));
+    assert!(list.results.iter().any(|r| r.message.contains("is not one of its children")));
 }
 
 #[test]

@@ -175,7 +175,7 @@ impl FnController {
 
     async fn run_once(&self) -> Result<bool, crate::Error> {
         let name = self.function.name().to_string();
-        let mut before: HashMap<Pointer, (AnyResource, Object)> = HashMap::new();
+        let mut before: HashMap<Pointer, AnyResource> = HashMap::new();
         let mut items = Vec::new();
         for gvk in self.function.declaration().reads() {
             let kind = Kind::new(NAMESPACE, resource_type(&gvk));
@@ -195,8 +195,8 @@ impl FnController {
                         object
                     }
                 };
-                items.push(object.clone());
-                before.insert(ptr, (resource, object));
+                items.push(object);
+                before.insert(ptr, resource);
             }
         }
         let out = apply(self.function.as_ref(), ResourceList::new(items));
@@ -205,12 +205,20 @@ impl FnController {
         if failed {
             return Ok(false);
         }
-        let mut changed = false;
+        // Writes are sent together (pipelined): the state actor applies them in order.
+        let mut writes: Vec<(Pointer, Object, AnyResource, bool)> = Vec::new();
         for object in out.items {
             let Some(ptr) = pointer_of(&object) else { continue };
-            let stored = match before.remove(&ptr) {
-                Some((_, old)) if old == object => continue,
-                Some((resource, _)) => {
+            match before.remove(&ptr) {
+                Some(resource) => {
+                    // The package lock is held: the cache still holds what was read.
+                    let version = resource.version().get();
+                    let same = self.with_shared(|s| {
+                        s.parsed.get(&ptr).is_some_and(|(v, old)| *v == version && *old == object)
+                    });
+                    if same {
+                        continue;
+                    }
                     let text = text_of(&object);
                     if resource.to_dynamic()?.spec().as_str() == Some(text.as_str()) {
                         continue;
@@ -219,7 +227,7 @@ impl FnController {
                         resource.metadata().clone(),
                         serde_json::Value::String(text),
                     );
-                    self.state.update(next.into_any(), None).await?
+                    writes.push((ptr, object, next.into_any(), true));
                 }
                 None => {
                     self.with_shared(|s| s.types.insert(ptr.resource_type().to_string()));
@@ -228,10 +236,24 @@ impl FnController {
                         Metadata::new(ptr.clone()),
                         serde_json::Value::String(text),
                     );
-                    self.state.create(fresh.into_any(), None).await?
+                    writes.push((ptr, object, fresh.into_any(), false));
                 }
-            };
-            changed = true;
+            }
+        }
+        let mut changed = !writes.is_empty();
+        let stored =
+            futures::future::try_join_all(writes.iter().map(|(_, _, resource, update)| {
+                let (state, resource, update) = (self.state.clone(), resource.clone(), *update);
+                async move {
+                    if update {
+                        state.update(resource, None).await
+                    } else {
+                        state.create(resource, None).await
+                    }
+                }
+            }))
+            .await?;
+        for ((ptr, object, _, _), stored) in writes.into_iter().zip(stored) {
             let version = stored.version().get();
             self.with_shared(|s| s.parsed.insert(ptr, (version, object)));
         }
@@ -324,6 +346,7 @@ pub async fn render(
     let runtime = Runtime::start();
     let state = runtime.state();
     let shared = Arc::new(Mutex::new(Shared::default()));
+    let mut loads = Vec::with_capacity(items.len());
     for object in &items {
         let Some(ptr) = pointer_of(object) else { continue };
         shared
@@ -335,8 +358,12 @@ pub async fn render(
             Metadata::new(ptr.clone()),
             serde_json::Value::String(text_of(object)),
         );
-        state.create(resource.into_any(), None).await.map_err(engine(ptr.to_string()))?;
+        let state = state.clone();
+        loads.push(async move {
+            state.create(resource.into_any(), None).await.map_err(engine(ptr.to_string()))
+        });
     }
+    futures::future::try_join_all(loads).await?;
     let lock = Arc::new(tokio::sync::Mutex::new(()));
     for function in &functions {
         let (function, state, lock, shared) =

@@ -308,9 +308,10 @@ impl Function for Upstream {
             {
                 results.push(
                     FnResult::error(format!(
-                        "{}: {owner} wants to create {:?}, which exists without its owner annotation",
+                        "{}: {owner} wants to create {:?}, which exists and is not one of its children (no owner annotation of {})",
                         self.name,
-                        child.reference()
+                        child.reference(),
+                        self.for_
                     ))
                     .about(clash),
                 );
