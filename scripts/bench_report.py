@@ -33,7 +33,7 @@ class Data:
         self.missing = []
         self.reports = {}
         report_dir = os.path.join(target, "bench-report")
-        for name in ("memory", "runtime", "durable"):
+        for name in ("memory", "runtime", "durable", "soak"):
             path = os.path.join(report_dir, name + ".json")
             try:
                 with open(path) as f:
@@ -55,6 +55,15 @@ class Data:
         """Median time per iteration in ns, or None."""
         m = self._median(group, bench)
         return None if m is None else m["point_estimate"]
+
+    def elements(self, group, bench):
+        """The throughput (elements per iteration) criterion recorded, or None."""
+        path = os.path.join(self.target, "criterion", group, bench, "new", "benchmark.json")
+        try:
+            with open(path) as f:
+                return json.load(f)["throughput"]["Elements"]
+        except (OSError, KeyError, ValueError, TypeError):
+            return None
 
     def median_halfwidth_ns(self, group, bench):
         """Half the width of the median's 95 % confidence interval, in ns, or None."""
@@ -284,6 +293,60 @@ def main():
         f"{fmt_bytes(get(dur, 'bytes_per_resource'))} per resource "
         f"({fmt_bytes(get(dur, 'file_bytes'))} in all; resources of a small spec, one label).\n"
     )
+
+    # ------------------------------------------------------------------ KRM functions
+    krows = []
+    for label, bench in (
+        ("cluster-config (upstream), one call", "cluster-config"),
+        ("configmap-actuator (downstream), one call", "configmap-actuator"),
+        ("package-summary (wildcard), one call", "package-summary"),
+        ("the three, piped in memory", "pipe_in_memory"),
+        ("the three as exec binaries, piped", "exec_pipe"),
+        ("in-process render on the engine (to convergence)", "render_in_process"),
+    ):
+        t = d.median_ns("krm", bench)
+        n = d.elements("krm", bench)
+        per = None if t is None or not n else t / n
+        krows.append([label, f"{n:,}" if n else MISSING, fmt_time(t), fmt_time(per)])
+    md.append("## KRM functions (fn-runtime)\n")
+    md.append(
+        "A generated package of 5,000 `Cluster`s plus a Kptfile and a `Site` (10,003 items once "
+        "rendered) through the three example functions of `examples/krm/`: each function called "
+        "once on the list it sees in the pipe (parse, validate, run, emit), the three piped in "
+        "memory, the three exec binaries piped through real processes, and the in-process render "
+        "where each function is a controller and the package converges on the engine "
+        "(`benches/krm.rs`).\n"
+    )
+    md.append(table(["case", "items", "time", "per item"], krows))
+    md.append("")
+
+    # ------------------------------------------------------------------ soak
+    soak = d.reports["soak"]
+    if soak:
+        failures = soak.get("failures") or []
+        growth = soak.get("growth_mib_per_million")
+        soak_ok = not failures and growth is not None and growth <= 0.1
+        summary.append((
+            f"Soak ({soak.get('secs', 0) // 60} min): verdict PASS, memory growth ≤ 0.1 MiB per million mutations after the first minute",
+            f"{'PASS' if not failures else 'FAIL'}, {MISSING if growth is None else f'{growth:+.4f} MiB'} per million",
+            soak_ok,
+        ))
+        md.append(f"## Soak: {soak.get('secs', 0) // 60} minutes of churn\n")
+        md.append(
+            f"`cargo run --release --example soak -- --secs {soak.get('secs')} --seed {soak.get('seed')}`: "
+            f"{soak.get('lanes')} feeder lanes over {soak.get('live')} reused ids, a plain and a queue "
+            "controller with strong inputs and finalizers, seeded panics and errors, watch and queue churn.\n"
+        )
+        md.append(table(
+            ["mutations", "per second", "reconciles", "panics", "errors", "RSS 1 min", "RSS 5 min",
+             "RSS 10 min", "growth after 1 min", "verdict"],
+            [[f"{soak.get('mutations', 0):,}", f"{soak.get('mutations_per_sec', 0):,.0f}",
+              f"{soak.get('reconciles', 0):,}", f"{soak.get('panics', 0):,}", f"{soak.get('errors', 0):,}",
+              fmt_bytes(soak.get("rss_1min")), fmt_bytes(soak.get("rss_5min")), fmt_bytes(soak.get("rss_10min")),
+              MISSING if growth is None else f"{growth:+.4f} MiB / million mutations",
+              "PASS" if not failures else f"FAIL ({len(failures)})"]],
+        ))
+        md.append("")
 
     # ------------------------------------------------------------------ fan-out
     fan_base = d.median_ns("fanout", "bare_actix_do_send")

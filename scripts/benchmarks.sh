@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark once (release) and regenerates BENCHMARKS.md from that run.
 #
-#   scripts/benchmarks.sh            # ~5-10 minutes on 2 cores
+#   scripts/benchmarks.sh            # ~20 minutes on 2 cores (10 of them the soak)
 #   BENCH_NOTE="text" scripts/benchmarks.sh   # adds a note (e.g. about the machine) to the report
 #
 # Honours CARGO_TARGET_DIR (default: target). The quick smoke pass CI runs is
@@ -15,7 +15,12 @@ rm -rf "$target/bench-report" \
     "$target/criterion/write_sequential" "$target/criterion/write_pipelined_64" \
     "$target/criterion/write_pipelined_1024" "$target/criterion/fanout" \
     "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
-    "$target/criterion/queue" "$target/criterion/durable_writes"
+    "$target/criterion/queue" "$target/criterion/durable_writes" "$target/criterion/krm"
 
-cargo bench --bench state --bench runtime --bench queue --bench durable
+cargo build --release --examples   # the KRM bench pipes the example binaries
+cargo bench --bench state --bench runtime --bench queue --bench durable --bench krm
+# The soak: SOAK_SECS=600 by default (the report shows RSS at 1, 5 and 10 minutes).
+mkdir -p "$target/bench-report"
+cargo run --release --example soak -- --secs "${SOAK_SECS:-600}" --report "$target/bench-report/soak.json" \
+    || echo "the soak failed: its verdict is in the report"
 python3 scripts/bench_report.py --target-dir "$target" --command "scripts/benchmarks.sh" --out BENCHMARKS.md

@@ -22,6 +22,8 @@
 //! - [`finalizer`]: how a teardown waits for the controllers that hold a resource.
 //! - [`supervisor`]: registration rules, restart policy, the dependency graph.
 //! - [`testing`]: test one controller in isolation, deterministically.
+//! - `krm` (feature `krm`, default): KRM functions for kpt and nephio's
+//!   fn-runtime model (For/Owns/Watch, the condition choreography).
 //!
 //! Each layer is usable on its own: the [`Store`](state::Store) is plain data
 //! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
@@ -56,6 +58,8 @@ mod activity;
 pub mod controller;
 mod error;
 pub mod finalizer;
+#[cfg(feature = "krm")]
+pub mod krm;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod queue;

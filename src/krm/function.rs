@@ -1,0 +1,148 @@
+//! [`Function`]: a KRM function, and how it runs: [`apply`] on a parsed list
+//! (validate, then process a copy, all or nothing), [`run`] on bytes, and
+//! [`run_stdio`], the whole `main` of an exec function for kpt.
+
+use std::io::{Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use super::object::Gvk;
+use super::resource_list::ResourceList;
+use super::results::{FnResult, Severity};
+use super::validate::validate_items;
+
+/// What a function reads and writes, by GVK: how it is wired as a controller
+/// when a package renders in process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Declaration {
+    /// The parent GVK (a strong input).
+    pub for_: Option<Gvk>,
+    /// Child GVKs (outputs; read too, to find existing children).
+    pub owns: Vec<Gvk>,
+    /// Extra GVKs read (weak inputs).
+    pub watches: Vec<Gvk>,
+}
+
+impl Declaration {
+    /// Every GVK the function reads, the Kptfile included, without repeats.
+    pub fn reads(&self) -> Vec<Gvk> {
+        let mut all: Vec<Gvk> = Vec::new();
+        let candidates = self.for_.iter().chain(&self.owns).chain(&self.watches).cloned();
+        for gvk in candidates.chain(std::iter::once(Gvk::kptfile())) {
+            if !all.contains(&gvk) {
+                all.push(gvk);
+            }
+        }
+        all
+    }
+}
+
+/// A KRM function: reads a [`ResourceList`] and changes it.
+///
+/// Implement [`process`](Function::process) for a function of your own, or
+/// use the fn-runtime builders: [`Upstream`](super::Upstream),
+/// [`Downstream`](super::Downstream) and [`Wildcard`](super::Wildcard).
+pub trait Function: Send + Sync {
+    /// The function's name (used for controllers and messages).
+    fn name(&self) -> &str;
+
+    /// What it reads and writes.
+    fn declaration(&self) -> Declaration;
+
+    /// Whether a package without a Kptfile is an error (default: yes, as the
+    /// condition choreography lives in the Kptfile).
+    fn requires_kptfile(&self) -> bool {
+        true
+    }
+
+    /// Changes the list (already validated); reports through `list.results`.
+    /// Any `error` result makes the run fail and the input items come back
+    /// unchanged.
+    fn process(&self, list: &mut ResourceList);
+}
+
+/// Validates `list` and runs `function` on a copy. If validation or the
+/// function produce any `error` result (or the function panics), the items
+/// are returned unchanged with all results; otherwise the function's list.
+pub fn apply(function: &dyn Function, mut list: ResourceList) -> ResourceList {
+    let mut problems = validate_items(&list.items);
+    if function.requires_kptfile() && list.kptfile().is_none() {
+        problems.push(FnResult::error("mandatory Kptfile is missing from the package"));
+    }
+    if !problems.is_empty() {
+        list.results.extend(problems);
+        return list;
+    }
+    let mut work = list.clone();
+    let known = work.results.len();
+    let outcome = catch_unwind(AssertUnwindSafe(|| function.process(&mut work)));
+    if outcome.is_err() {
+        list.results.push(FnResult::error(format!("function {} panicked", function.name())));
+        return list;
+    }
+    if work.results[known..].iter().any(|r| r.severity == Severity::Error) {
+        list.results.extend(work.results.drain(known..));
+        return list;
+    }
+    work
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// The output `ResourceList` (YAML).
+    pub stdout: String,
+    /// Human-readable messages (one result per line).
+    pub stderr: String,
+    /// 0 on success, 1 if any `error` result is present.
+    pub exit_code: i32,
+}
+
+/// Runs `function` on the bytes of a `ResourceList`. Never panics: input that
+/// is not a ResourceList gives an empty list with an `error` result.
+pub fn run(function: &dyn Function, input: &[u8]) -> Output {
+    let list = match ResourceList::parse_bytes(input) {
+        Ok(list) => apply(function, list),
+        Err(e) => {
+            let mut list = ResourceList::default();
+            list.results.push(FnResult::error(e.to_string()));
+            list
+        }
+    };
+    let stderr: String =
+        list.results.iter().map(|r| format!("{}: {r}\n", function.name())).collect();
+    Output { stdout: list.to_yaml(), stderr, exit_code: list.exit_code() }
+}
+
+/// The whole binary for `kpt fn eval --exec ./my-fn` (or `kpt fn render`):
+/// reads stdin, writes the list to stdout and messages to stderr.
+///
+/// ```no_run
+/// # struct MyFn;
+/// # impl cosi_runtime::krm::Function for MyFn {
+/// #     fn name(&self) -> &str { "my-fn" }
+/// #     fn declaration(&self) -> cosi_runtime::krm::Declaration { Default::default() }
+/// #     fn process(&self, _: &mut cosi_runtime::krm::ResourceList) {}
+/// # }
+/// fn main() -> std::process::ExitCode {
+///     cosi_runtime::krm::run_stdio(&MyFn)
+/// }
+/// ```
+pub fn run_stdio(function: &dyn Function) -> std::process::ExitCode {
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
+        let _ = writeln!(std::io::stderr(), "{}: reading stdin: {e}", function.name());
+        return std::process::ExitCode::FAILURE;
+    }
+    let out = run(function, &input);
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(out.stdout.as_bytes()).and_then(|()| stdout.flush()) {
+        let _ = writeln!(std::io::stderr(), "{}: writing stdout: {e}", function.name());
+        return std::process::ExitCode::FAILURE;
+    }
+    let _ = std::io::stderr().write_all(out.stderr.as_bytes());
+    if out.exit_code == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,72 @@
+//! Validation before any mutation: every item is a KRM object
+//! (`apiVersion`, `kind`, `metadata.name`), and no two items share
+//! (apiVersion, kind, namespace, name).
+
+use std::collections::HashMap;
+
+use super::object::Object;
+use super::results::{FileRef, FnResult, ResourceRef};
+use super::yaml::Node;
+
+fn non_empty(node: Option<&Node>) -> bool {
+    node.and_then(Node::as_str).is_some_and(|s| !s.is_empty())
+}
+
+/// `error` results for every item that is not a KRM object and for every
+/// duplicate identity. Each result names the item's file and index (from its
+/// path/index annotations) and its position in `items`.
+pub fn validate_items(items: &[Object]) -> Vec<FnResult> {
+    let mut results = Vec::new();
+    let mut seen: HashMap<(String, String, String, String), usize> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let locate = |mut r: FnResult| {
+            r.tags.insert("item".into(), i.to_string());
+            if let Some((path, index)) = item.file() {
+                r.file = Some(FileRef { path, index });
+            }
+            r
+        };
+        let where_ = match item.file() {
+            Some((path, index)) => format!("items[{i}] ({path}, index {index})"),
+            None => format!("items[{i}]"),
+        };
+        let node = item.node();
+        if node.as_map().is_none() {
+            results.push(locate(FnResult::error(format!("{where_} is not a mapping"))));
+            continue;
+        }
+        let mut missing = Vec::new();
+        if !non_empty(node.get("apiVersion")) {
+            missing.push("apiVersion");
+        }
+        if !non_empty(node.get("kind")) {
+            missing.push("kind");
+        }
+        if !non_empty(node.path(&["metadata", "name"])) {
+            missing.push("metadata.name");
+        }
+        if !missing.is_empty() {
+            let mut r = locate(FnResult::error(format!(
+                "{where_} is not a KRM object: missing {}",
+                missing.join(", ")
+            )));
+            r.resource_ref = Some(ResourceRef::to(item));
+            results.push(r);
+            continue;
+        }
+        if let Some(id) = item.identity() {
+            if let Some(first) = seen.get(&id) {
+                let (v, k, ns, n) = &id;
+                results.push(
+                    locate(FnResult::error(format!(
+                        "{where_} duplicates items[{first}]: resource (apiVersion {v}, kind {k}, namespace {ns:?}, name {n})"
+                    )))
+                    .about(item),
+                );
+            } else {
+                seen.insert(id, i);
+            }
+        }
+    }
+    results
+}

@@ -1,0 +1,1026 @@
+//! The YAML fidelity layer: a document tree that remembers how every scalar
+//! was written, and an emitter that writes it back the same way.
+//!
+//! Why not a serde YAML crate: `serde_yaml` is archived, `serde_yml` is unsound
+//! (RUSTSEC-2025-0068), and every serde-based crate measured in the research
+//! note changes scalars on a round trip (`0640` becomes `'0640'` or `640`,
+//! a quoted `"on"` becomes a plain `on`, `1.10` becomes `1.1`). A function that
+//! passes other people's objects through must not change them. So the parse
+//! goes through [`saphyr-parser`](https://docs.rs/saphyr-parser) (pure Rust, no
+//! transpiled C, YAML 1.2, spans with line numbers, MSRV 1.85, maintained by the
+//! saphyr-rs organisation) at the event level, and this module keeps each
+//! scalar's source text, style and tag in a [`Node`]. The emitter writes plain
+//! scalars verbatim, re-escapes quoted ones, writes block scalars as literal
+//! blocks, and quotes **new** strings ([`Style::Auto`]) that YAML 1.1 or 1.2
+//! would read as a bool, null or number.
+//!
+//! Escapes in double-quoted scalars are normalised (`"\u00e9"` is written
+//! `"é"`; the value and the quoting are the same); flow collections stay
+//! flow (`[a, b]`, `{k: v}`), each on one line.
+//!
+//! Typed access goes through [`serde_json::Value`] ([`Node::to_json`],
+//! [`Node::from_json`]). Comments and anchors are not kept (aliases are
+//! expanded): kpt restores comments by the `internal.config.kubernetes.io/id`
+//! annotation, which this layer never touches.
+//!
+//! ```
+//! use cosi_runtime::krm::yaml::{parse_documents, emit_documents};
+//!
+//! let text = "mode: 0640\nflag: \"on\"\nversion: '1.10'\n";
+//! let docs = parse_documents(text)?;
+//! assert_eq!(emit_documents(&docs), text);
+//! # Ok::<(), cosi_runtime::krm::yaml::YamlError>(())
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
+
+/// A YAML syntax error, with the (1-based) line and column where it was found.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("YAML error at line {line}, column {column}: {message}")]
+pub struct YamlError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// How a scalar is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Style {
+    /// Plain (unquoted), written back verbatim.
+    Plain,
+    /// `'single quoted'`.
+    SingleQuoted,
+    /// `"double quoted"`.
+    DoubleQuoted,
+    /// A `|` literal block.
+    Literal,
+    /// A `>` folded block (written back as a literal block with the same value).
+    Folded,
+    /// A new string built in Rust: written plain when that reads back as the
+    /// same string under YAML 1.1 and 1.2, double-quoted otherwise.
+    Auto,
+}
+
+/// A scalar: its value (after unescaping), its style and its tag.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scalar {
+    value: String,
+    style: Style,
+    tag: Option<String>,
+}
+
+impl Scalar {
+    /// A scalar from its parts (`tag` in its written form, e.g. `!!str`).
+    pub fn new(value: impl Into<String>, style: Style, tag: Option<String>) -> Self {
+        Scalar { value: value.into(), style, tag }
+    }
+
+    /// The value, unescaped.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The style it is written in.
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
+    /// The tag, as written (`!!str`, `!custom`), if any.
+    pub fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    /// Whether YAML reads this scalar as a string (quoted, block, `!!str`, or a
+    /// plain scalar that is not a null, bool or number).
+    pub fn is_string(&self) -> bool {
+        matches!(self.to_json(), serde_json::Value::String(_))
+    }
+
+    /// The value this scalar denotes under the YAML 1.2 core schema.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self.tag.as_deref() {
+            Some("!!str") => return Value::String(self.value.clone()),
+            Some("!!null") => return Value::Null,
+            _ => {}
+        }
+        if self.style != Style::Plain || self.tag.is_some() {
+            return Value::String(self.value.clone());
+        }
+        resolve_plain(&self.value)
+    }
+}
+
+fn resolve_plain(v: &str) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = v.parse::<i64>() {
+            return Value::from(i);
+        }
+        if let Ok(u) = v.parse::<u64>() {
+            return Value::from(u);
+        }
+        // Too large for JSON integers: keep the text.
+        return Value::String(v.to_string());
+    }
+    if let Some(hex) = v.strip_prefix("0x")
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return Value::from(i);
+    }
+    if let Some(oct) = v.strip_prefix("0o")
+        && let Ok(i) = i64::from_str_radix(oct, 8)
+    {
+        return Value::from(i);
+    }
+    let looks_float = digits.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && digits.bytes().any(|b| b.is_ascii_digit());
+    if looks_float
+        && let Ok(f) = v.parse::<f64>()
+        && let Some(n) = serde_json::Number::from_f64(f)
+    {
+        return Value::Number(n);
+    }
+    Value::String(v.to_string())
+}
+
+/// A mapping: entries in source order, keys are scalars.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Map {
+    entries: Vec<(Scalar, Node)>,
+    flow: bool,
+}
+
+impl Map {
+    /// An empty mapping.
+    pub fn new() -> Self {
+        Map::default()
+    }
+
+    /// Whether it is written in flow style (`{a: 1}`), as it was read.
+    pub fn is_flow(&self) -> bool {
+        self.flow
+    }
+
+    /// Chooses flow (`{a: 1}`) or block style.
+    pub fn set_flow(&mut self, flow: bool) {
+        self.flow = flow;
+    }
+
+    /// The entries in order.
+    pub fn entries(&self) -> &[(Scalar, Node)] {
+        &self.entries
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entries.iter().find(|(k, _)| k.value == key).map(|(_, v)| v)
+    }
+
+    /// The value under `key`, for changing.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        self.entries.iter_mut().find(|(k, _)| k.value == key).map(|(_, v)| v)
+    }
+
+    /// Sets `key` to `value`: in place (keeping the key as written) when it
+    /// exists, appended otherwise.
+    pub fn insert(&mut self, key: &str, value: Node) {
+        match self.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => self.entries.push((Scalar::new(key, Style::Auto, None), value)),
+        }
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<Node> {
+        let i = self.entries.iter().position(|(k, _)| k.value == key)?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// Keeps only the entries for which `keep` returns true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &Node) -> bool) {
+        self.entries.retain(|(k, v)| keep(&k.value, v));
+    }
+}
+
+/// A sequence: its items, and whether it is written in flow style.
+/// Dereferences to its `Vec` of items.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Seq {
+    items: Vec<Node>,
+    flow: bool,
+}
+
+impl Seq {
+    /// An empty block sequence.
+    pub fn new() -> Self {
+        Seq::default()
+    }
+
+    /// Whether it is written in flow style (`[a, b]`), as it was read.
+    pub fn is_flow(&self) -> bool {
+        self.flow
+    }
+
+    /// Chooses flow (`[a, b]`) or block style.
+    pub fn set_flow(&mut self, flow: bool) {
+        self.flow = flow;
+    }
+}
+
+impl std::ops::Deref for Seq {
+    type Target = Vec<Node>;
+
+    fn deref(&self) -> &Vec<Node> {
+        &self.items
+    }
+}
+
+impl std::ops::DerefMut for Seq {
+    fn deref_mut(&mut self) -> &mut Vec<Node> {
+        &mut self.items
+    }
+}
+
+impl From<Vec<Node>> for Seq {
+    fn from(items: Vec<Node>) -> Self {
+        Seq { items, flow: false }
+    }
+}
+
+impl FromIterator<Node> for Seq {
+    fn from_iter<I: IntoIterator<Item = Node>>(iter: I) -> Self {
+        Seq { items: iter.into_iter().collect(), flow: false }
+    }
+}
+
+impl IntoIterator for Seq {
+    type Item = Node;
+    type IntoIter = std::vec::IntoIter<Node>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+/// A YAML node.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// A scalar.
+    Scalar(Scalar),
+    /// A sequence.
+    Seq(Seq),
+    /// A mapping.
+    Map(Map),
+}
+
+impl Node {
+    /// A new string, quoted on output if YAML would read it as something else.
+    pub fn string(value: impl Into<String>) -> Node {
+        Node::Scalar(Scalar::new(value, Style::Auto, None))
+    }
+
+    /// A plain scalar written exactly as `text` (a number, `true`, `null`...).
+    pub fn plain(text: impl Into<String>) -> Node {
+        Node::Scalar(Scalar::new(text, Style::Plain, None))
+    }
+
+    /// An empty mapping.
+    pub fn map() -> Node {
+        Node::Map(Map::new())
+    }
+
+    /// The mapping, if this is one.
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The mapping, for changing, if this is one.
+    pub fn as_map_mut(&mut self) -> Option<&mut Map> {
+        match self {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The sequence, if this is one.
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match self {
+            Node::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The scalar's value, if this is a scalar.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Scalar(s) => Some(&s.value),
+            _ => None,
+        }
+    }
+
+    /// The node under `key` of a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?.get(key)
+    }
+
+    /// The node at a path of mapping keys.
+    pub fn path(&self, keys: &[&str]) -> Option<&Node> {
+        keys.iter().try_fold(self, |node, key| node.get(key))
+    }
+
+    /// The mapping at a path of keys, created (empty) where missing or null;
+    /// `None` if something on the way is another scalar or a sequence.
+    pub fn map_at(&mut self, keys: &[&str]) -> Option<&mut Map> {
+        let mut node = self;
+        for key in keys {
+            let map = node.as_map_mut()?;
+            let missing = match map.get(key) {
+                None => true,
+                Some(Node::Scalar(s)) => s.to_json().is_null(),
+                Some(_) => false,
+            };
+            if missing {
+                map.insert(key, Node::map());
+            }
+            node = map.get_mut(key)?;
+        }
+        node.as_map_mut()
+    }
+
+    /// The value this node denotes, as JSON (mapping keys by their value).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Node::Scalar(s) => s.to_json(),
+            Node::Seq(items) => serde_json::Value::Array(items.iter().map(Node::to_json).collect()),
+            Node::Map(m) => serde_json::Value::Object(
+                m.entries.iter().map(|(k, v)| (k.value.clone(), v.to_json())).collect(),
+            ),
+        }
+    }
+
+    /// A node from a JSON value; strings become [`Style::Auto`] scalars.
+    pub fn from_json(value: &serde_json::Value) -> Node {
+        use serde_json::Value;
+        match value {
+            Value::Null => Node::plain("null"),
+            Value::Bool(b) => Node::plain(b.to_string()),
+            Value::Number(n) => Node::plain(n.to_string()),
+            Value::String(s) => Node::string(s.clone()),
+            Value::Array(items) => Node::Seq(items.iter().map(Node::from_json).collect()),
+            Value::Object(o) => Node::Map(Map {
+                entries: o
+                    .iter()
+                    .map(|(k, v)| (Scalar::new(k.clone(), Style::Auto, None), Node::from_json(v)))
+                    .collect(),
+                flow: false,
+            }),
+        }
+    }
+
+    /// Whether two nodes denote the same value (style and key text ignored).
+    pub fn same_value(&self, other: &Node) -> bool {
+        self.to_json() == other.to_json()
+    }
+
+    fn depth(&self) -> usize {
+        match self {
+            Node::Scalar(_) => 0,
+            Node::Seq(s) => 1 + s.iter().map(Node::depth).max().unwrap_or(0),
+            Node::Map(m) => 1 + m.entries.iter().map(|(_, v)| v.depth()).max().unwrap_or(0),
+        }
+    }
+
+    fn size(&self) -> usize {
+        match self {
+            Node::Scalar(_) => 1,
+            Node::Seq(s) => 1 + s.iter().map(Node::size).sum::<usize>(),
+            Node::Map(m) => 1 + m.entries.iter().map(|(_, v)| 1 + v.size()).sum::<usize>(),
+        }
+    }
+}
+
+/// Most nodes aliases may expand to in one stream (guards against alias bombs).
+pub const ALIAS_BUDGET: usize = 1_000_000;
+
+/// Deepest nesting of sequences and mappings accepted (guards the recursion
+/// of the emitter and of [`Node::to_json`]).
+pub const MAX_DEPTH: usize = 256;
+
+enum Frame {
+    Seq { items: Vec<Node>, anchor: usize, flow: bool },
+    Map { map: Map, key: Option<Scalar>, seen: HashSet<String>, anchor: usize, line: usize },
+}
+
+fn tag_text(tag: &Tag) -> String {
+    if tag.handle == "tag:yaml.org,2002:" {
+        format!("!!{}", tag.suffix)
+    } else if tag.handle == "!" {
+        format!("!{}", tag.suffix)
+    } else {
+        format!("!<{}{}>", tag.handle, tag.suffix)
+    }
+}
+
+fn style_of(style: ScalarStyle) -> Style {
+    match style {
+        ScalarStyle::Plain => Style::Plain,
+        ScalarStyle::SingleQuoted => Style::SingleQuoted,
+        ScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+        ScalarStyle::Literal => Style::Literal,
+        ScalarStyle::Folded => Style::Folded,
+    }
+}
+
+/// Parses a stream of YAML documents. Empty documents (`---` with nothing
+/// after it) are kept as a null scalar; a stream of only comments and blanks
+/// has no documents.
+///
+/// # Errors
+/// [`YamlError`] naming the line: malformed YAML, duplicate mapping keys,
+/// non-scalar mapping keys, unknown aliases, aliases that expand too far.
+pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
+    let mut docs = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut budget = ALIAS_BUDGET;
+    let mut root: Option<Node> = None;
+    // Whether the token ending at `end` is `open` (a flow collection starts
+    // there); markers count characters, so non-ASCII text needs byte offsets.
+    let offsets: Option<Vec<usize>> =
+        (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect());
+    let opens = |end: saphyr_parser::Marker, open: char| {
+        let Some(last) = end.index().checked_sub(1) else { return false };
+        let byte = match &offsets {
+            Some(offsets) => offsets.get(last).copied(),
+            None => Some(last),
+        };
+        byte.and_then(|b| text.get(b..)).is_some_and(|rest| rest.starts_with(open))
+    };
+    let err = |line: usize, column: usize, message: String| YamlError { line, column, message };
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event
+            .map_err(|e| err(e.marker().line(), e.marker().col() + 1, e.info().to_string()))?;
+        let (line, column) = (span.start.line(), span.start.col() + 1);
+        let (node, anchor) = match event {
+            Event::DocumentStart(_) => {
+                root = None;
+                continue;
+            }
+            Event::DocumentEnd => {
+                docs.push(root.take().unwrap_or_else(|| Node::plain("")));
+                continue;
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                return Err(err(line, column, format!("nesting deeper than {MAX_DEPTH} levels")));
+            }
+            Event::SequenceStart(anchor, _) => {
+                stack.push(Frame::Seq { items: Vec::new(), anchor, flow: opens(span.end, '[') });
+                continue;
+            }
+            Event::MappingStart(anchor, _) => {
+                let mut map = Map::new();
+                map.flow = opens(span.end, '{');
+                stack.push(Frame::Map { map, key: None, seen: HashSet::new(), anchor, line });
+                continue;
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq { items, anchor, flow }) => {
+                    (Node::Seq(Seq { items, flow }), anchor)
+                }
+                _ => return Err(err(line, column, "unbalanced sequence end".into())),
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map { map, key: None, anchor, .. }) => (Node::Map(map), anchor),
+                Some(Frame::Map { line, .. }) => {
+                    return Err(err(line, 1, "mapping key without a value".into()));
+                }
+                _ => return Err(err(line, column, "unbalanced mapping end".into())),
+            },
+            Event::Scalar(value, style, anchor, tag) => (
+                Node::Scalar(Scalar::new(
+                    value.into_owned(),
+                    style_of(style),
+                    tag.map(|t| tag_text(&t)),
+                )),
+                anchor,
+            ),
+            Event::Alias(id) => {
+                let Some(node) = anchors.get(&id) else {
+                    return Err(err(line, column, format!("unknown alias {id}")));
+                };
+                if stack.len() + node.depth() > 2 * MAX_DEPTH {
+                    return Err(err(
+                        line,
+                        column,
+                        format!("an alias nests deeper than {} levels", 2 * MAX_DEPTH),
+                    ));
+                }
+                let size = node.size();
+                if size > budget {
+                    return Err(err(line, column, "aliases expand beyond the budget".into()));
+                }
+                budget -= size;
+                (node.clone(), 0)
+            }
+            Event::StreamStart | Event::StreamEnd | Event::Nothing => continue,
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, node.clone());
+        }
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map { map, key, seen, .. }) => match key.take() {
+                Some(k) => map.entries.push((k, node)),
+                None => match node {
+                    Node::Scalar(s) => {
+                        if !seen.insert(s.value.clone()) {
+                            return Err(err(
+                                line,
+                                column,
+                                format!("duplicated mapping key {:?}", s.value),
+                            ));
+                        }
+                        *key = Some(s);
+                    }
+                    _ => {
+                        return Err(err(line, column, "mapping keys must be scalars".into()));
+                    }
+                },
+            },
+        }
+    }
+    Ok(docs)
+}
+
+/// Parses exactly one document (an empty text is a null scalar).
+///
+/// # Errors
+/// [`YamlError`] as [`parse_documents`], or when the text holds several documents.
+pub fn parse_document(text: &str) -> Result<Node, YamlError> {
+    let mut docs = parse_documents(text)?;
+    match docs.len() {
+        0 => Ok(Node::plain("")),
+        1 => Ok(docs.remove(0)),
+        n => Err(YamlError {
+            line: 1,
+            column: 1,
+            message: format!("expected one document, found {n}"),
+        }),
+    }
+}
+
+/// Writes documents separated by `---`.
+pub fn emit_documents(docs: &[Node]) -> String {
+    let mut out = String::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        emit_document(doc, &mut out);
+    }
+    out
+}
+
+/// Writes one document (no `---`) onto `out`.
+pub fn emit_document(doc: &Node, out: &mut String) {
+    match doc {
+        Node::Map(m) if m.flow && !m.is_empty() => {
+            emit_flow(doc, out);
+            out.push('\n');
+        }
+        Node::Seq(s) if s.flow && !s.is_empty() => {
+            emit_flow(doc, out);
+            out.push('\n');
+        }
+        Node::Map(m) if !m.is_empty() => emit_map(m, 0, false, out),
+        Node::Seq(s) if !s.is_empty() => emit_seq(s.iter(), 0, false, out),
+        Node::Map(_) => out.push_str("{}\n"),
+        Node::Seq(_) => out.push_str("[]\n"),
+        Node::Scalar(s) => {
+            emit_scalar(s, 0, out);
+            out.push('\n');
+        }
+    }
+}
+
+/// Writes a top-level `key: value` entry of a document onto `out`.
+pub fn emit_entry(key: &str, value: &Node, out: &mut String) {
+    emit_key(&Scalar::new(key, Style::Auto, None), out);
+    out.push(':');
+    emit_value(value, 0, true, out);
+}
+
+/// Writes a top-level `key:` whose value is a sequence of `items`, without
+/// building the sequence (used for a ResourceList's many items).
+pub fn emit_seq_entry<'a>(
+    key: &str,
+    items: impl ExactSizeIterator<Item = &'a Node>,
+    out: &mut String,
+) {
+    emit_key(&Scalar::new(key, Style::Auto, None), out);
+    if items.len() == 0 {
+        out.push_str(": []\n");
+    } else {
+        out.push_str(":\n");
+        emit_seq(items, 0, false, out);
+    }
+}
+
+fn indent(out: &mut String, n: usize) {
+    out.extend(std::iter::repeat_n(' ', n));
+}
+
+/// `inline`: the first entry goes on the current line (after `- `).
+fn emit_map(map: &Map, level: usize, inline: bool, out: &mut String) {
+    for (i, (key, value)) in map.entries.iter().enumerate() {
+        if i > 0 || !inline {
+            indent(out, level);
+        }
+        emit_key(key, out);
+        out.push(':');
+        emit_value(value, level, true, out);
+    }
+}
+
+fn emit_seq<'a>(
+    items: impl IntoIterator<Item = &'a Node>,
+    level: usize,
+    inline: bool,
+    out: &mut String,
+) {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 || !inline {
+            indent(out, level);
+        }
+        out.push('-');
+        match item {
+            Node::Map(m) if m.flow && !m.is_empty() => {
+                out.push(' ');
+                emit_flow(item, out);
+                out.push('\n');
+            }
+            Node::Seq(s) if s.flow && !s.is_empty() => {
+                out.push(' ');
+                emit_flow(item, out);
+                out.push('\n');
+            }
+            Node::Map(m) if !m.is_empty() => {
+                out.push(' ');
+                emit_map(m, level + 2, true, out);
+            }
+            Node::Seq(s) if !s.is_empty() => {
+                out.push(' ');
+                emit_seq(s.iter(), level + 2, true, out);
+            }
+            other => emit_value(other, level, false, out),
+        }
+    }
+}
+
+/// Writes ` value\n` (or a nested block) after a `key:` or `-`.
+fn emit_value(value: &Node, level: usize, in_map: bool, out: &mut String) {
+    match value {
+        Node::Map(m) if m.flow && !m.is_empty() => {
+            out.push(' ');
+            emit_flow(value, out);
+            out.push('\n');
+        }
+        Node::Seq(s) if s.flow && !s.is_empty() => {
+            out.push(' ');
+            emit_flow(value, out);
+            out.push('\n');
+        }
+        Node::Scalar(s) if s.style == Style::Plain && s.value.is_empty() && s.tag.is_none() => {
+            out.push('\n');
+        }
+        Node::Map(m) if !m.is_empty() => {
+            out.push('\n');
+            emit_map(m, level + 2, false, out);
+        }
+        Node::Seq(s) if !s.is_empty() => {
+            out.push('\n');
+            // Sequences in a mapping are written at the key's indentation (kyaml's
+            // compact style); nested sequences one level deeper.
+            emit_seq(s.iter(), if in_map { level } else { level + 2 }, false, out);
+        }
+        Node::Map(_) => out.push_str(" {}\n"),
+        Node::Seq(_) => out.push_str(" []\n"),
+        Node::Scalar(s) => {
+            out.push(' ');
+            emit_scalar(s, level + 2, out);
+            out.push('\n');
+        }
+    }
+}
+
+/// Writes a collection (and everything in it) in flow style, on one line.
+fn emit_flow(node: &Node, out: &mut String) {
+    match node {
+        Node::Scalar(s) => emit_flow_scalar(s, out),
+        Node::Seq(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                emit_flow(item, out);
+            }
+            out.push(']');
+        }
+        Node::Map(m) => {
+            out.push('{');
+            for (i, (key, value)) in m.entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                emit_flow_scalar(key, out);
+                out.push_str(": ");
+                emit_flow(value, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn flow_plain_is_safe(v: &str) -> bool {
+    plain_is_safe(v) && !v.contains([',', '[', ']', '{', '}', ':', '#'])
+}
+
+fn emit_flow_scalar(s: &Scalar, out: &mut String) {
+    if let Some(tag) = &s.tag {
+        out.push_str(tag);
+        out.push(' ');
+    }
+    match s.style {
+        Style::Plain if flow_plain_is_safe(&s.value) => out.push_str(&s.value),
+        Style::Plain if s.value.is_empty() && s.tag.is_none() => out.push('~'),
+        Style::Auto if flow_plain_is_safe(&s.value) && !ambiguous_as_string(&s.value) => {
+            out.push_str(&s.value)
+        }
+        Style::SingleQuoted if single_is_safe(&s.value) => single_quoted(&s.value, out),
+        _ => double_quoted(&s.value, out),
+    }
+}
+
+fn emit_key(key: &Scalar, out: &mut String) {
+    if let Some(tag) = &key.tag {
+        out.push_str(tag);
+        out.push(' ');
+    }
+    match key.style {
+        Style::Plain if plain_is_safe(&key.value) => out.push_str(&key.value),
+        Style::SingleQuoted if single_is_safe(&key.value) => single_quoted(&key.value, out),
+        Style::Auto | Style::Plain
+            if plain_is_safe(&key.value) && !ambiguous_as_string(&key.value) =>
+        {
+            out.push_str(&key.value)
+        }
+        _ => double_quoted(&key.value, out),
+    }
+}
+
+/// `content_indent`: where a block scalar's lines go.
+fn emit_scalar(s: &Scalar, content_indent: usize, out: &mut String) {
+    if let Some(tag) = &s.tag {
+        out.push_str(tag);
+        out.push(' ');
+    }
+    match s.style {
+        Style::Plain if plain_is_safe(&s.value) => out.push_str(&s.value),
+        Style::Plain if s.value.is_empty() => {}
+        Style::Auto if plain_is_safe(&s.value) && !ambiguous_as_string(&s.value) => {
+            out.push_str(&s.value)
+        }
+        Style::SingleQuoted if single_is_safe(&s.value) => single_quoted(&s.value, out),
+        Style::Literal | Style::Folded if literal_is_safe(&s.value) => {
+            literal(&s.value, content_indent, out)
+        }
+        _ => double_quoted(&s.value, out),
+    }
+}
+
+fn printable(c: char) -> bool {
+    matches!(c, '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fefe}' | '\u{ff00}'..='\u{fffd}' | '\u{10000}'..)
+        && c != '\u{2028}'
+        && c != '\u{2029}'
+}
+
+/// Whether `v` written plain in block context reads back as the same text.
+fn plain_is_safe(v: &str) -> bool {
+    let Some(first) = v.chars().next() else { return false };
+    if !v.chars().all(printable) {
+        return false;
+    }
+    if first == ' ' || v.ends_with(' ') || v.ends_with(':') {
+        return false;
+    }
+    if "[]{},#&*!|>'\"%@`".contains(first) {
+        return false;
+    }
+    if matches!(first, '-' | '?' | ':') {
+        let second = v[1..].chars().next();
+        if second.is_none_or(|c| c == ' ') {
+            return false;
+        }
+    }
+    if v.starts_with("---") || v.starts_with("...") {
+        return false;
+    }
+    !(v.contains(": ") || v.contains(" #"))
+}
+
+/// Whether a new string written plain could be read (by YAML 1.1 or 1.2) as
+/// something other than that string.
+pub fn ambiguous_as_string(v: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
+        "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", "=",
+        "<<",
+    ];
+    if v.is_empty() || WORDS.contains(&v) {
+        return true;
+    }
+    let body = v.strip_prefix(['-', '+']).unwrap_or(v);
+    let lower = body.to_ascii_lowercase();
+    if lower == ".inf" || lower == ".nan" {
+        return true;
+    }
+    if !resolve_plain(v).is_string() {
+        return true;
+    }
+    // Anything that starts like a number and only holds number-ish characters
+    // (decimal, octal `0640`, hex `0x1F`, base 60 `12:30`, `1e3`, `1_000`, `1.10`).
+    body.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && body.chars().all(|c| c.is_ascii_hexdigit() || "xXoObB._:+-".contains(c))
+}
+
+fn single_is_safe(v: &str) -> bool {
+    v.chars().all(printable)
+}
+
+fn single_quoted(v: &str, out: &mut String) {
+    out.push('\'');
+    out.push_str(&v.replace('\'', "''"));
+    out.push('\'');
+}
+
+fn double_quoted(v: &str, out: &mut String) {
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c if printable(c) => out.push(c),
+            c if (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02X}", c as u32);
+            }
+            c if (c as u32) < 0x10000 => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08X}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+}
+
+fn literal_is_safe(v: &str) -> bool {
+    let body = v.trim_end_matches('\n');
+    !body.is_empty()
+        && body.chars().all(|c| c == '\n' || printable(c))
+        && !body.starts_with([' ', '\n'])
+        && body.split('\n').all(|line| !line.is_empty() && !line.ends_with(' '))
+}
+
+fn literal(v: &str, content_indent: usize, out: &mut String) {
+    let body = v.trim_end_matches('\n');
+    let trailing = v.len() - body.len();
+    out.push('|');
+    match trailing {
+        0 => out.push('-'),
+        1 => {}
+        _ => out.push('+'),
+    }
+    for line in body.split('\n') {
+        out.push('\n');
+        indent(out, content_indent);
+        out.push_str(line);
+    }
+    for _ in 1..trailing {
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(text: &str) -> String {
+        emit_documents(&parse_documents(text).unwrap())
+    }
+
+    #[test]
+    fn scalars_keep_their_text_and_quoting() {
+        let text = "a: 0640\nb: \"on\"\nc: '1.10'\nd: no\ne: 0x1F\nf: 123456789012345678901234567890\ng: !!str 12\n";
+        assert_eq!(round(text), text);
+    }
+
+    #[test]
+    fn new_strings_that_look_like_other_types_are_quoted() {
+        for v in ["on", "no", "y", "1.10", "0640", "0x1F", "12:30", "1e3", "", "null", "~", ".inf"]
+        {
+            let mut m = Map::new();
+            m.insert("k", Node::string(v));
+            let text = emit_documents(&[Node::Map(m)]);
+            let back = parse_document(&text).unwrap();
+            assert_eq!(
+                back.get("k").unwrap().to_json(),
+                serde_json::Value::String(v.into()),
+                "{v}: {text}"
+            );
+            assert!(text.contains('"'), "{v} not quoted: {text}");
+        }
+    }
+
+    #[test]
+    fn nulls_and_flow_collections_keep_their_form() {
+        let text = "a:\nb: [x, 'y', \"z\", {k: v}]\nc: {k: [1, 2]}\nd:\n- [1]\n- {}\n";
+        assert_eq!(round(text), text);
+    }
+
+    #[test]
+    fn quotes_are_re_escaped() {
+        let text = "a: 'it''s'\nb: \"tab\\there \\\"q\\\"\"\n";
+        assert_eq!(round(text), text);
+    }
+
+    #[test]
+    fn literal_blocks_survive() {
+        let text = "script: |\n  echo 1\n  echo 2\nkeep: |+\n  x\n\nstrip: |-\n  y\nitems:\n- a\n- b: 1\n  c: []\n";
+        assert_eq!(round(text), text);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse_documents("a: 1\nb: [\n").unwrap_err();
+        assert!(e.line >= 2, "{e}");
+        let e = parse_documents("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowing_the_stack() {
+        let text = "- ".repeat(100_000) + "x\n";
+        let e = parse_documents(&text).unwrap_err();
+        assert!(e.message.contains("nesting"), "{e}");
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            let _ = writeln!(
+                text,
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]"
+            );
+        }
+        assert!(parse_documents(&text).is_err());
+    }
+}

@@ -1,0 +1,78 @@
+//! The specific downstream function (configmap-actuator): removes
+//! delete-marked children and their conditions, actuates the others.
+
+#![cfg(feature = "krm")]
+
+mod krm_support;
+
+use cosi_runtime::krm::{ResourceList, Status};
+use krm_support::*;
+
+#[path = "../examples/krm/fns.rs"]
+mod fns;
+
+fn kptfile_with(conditions: &[(&str, &str)]) -> String {
+    let mut k = format!("{KPTFILE}status:\n  conditions:\n");
+    for (cm, status) in conditions {
+        k.push_str(&format!("  - type: v1.ConfigMap.{cm}\n    status: \"{status}\"\n    reason: example.com/v1.Cluster.{cm}\n"));
+    }
+    k
+}
+
+fn owned(name: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  annotations:\n    fnruntime.nephio.org/owner: example.com/v1.Cluster.{name}\n{extra}"
+    )
+}
+
+fn actuate(docs: &[&str]) -> ResourceList {
+    let (list, out) = run_on(&fns::configmap_actuator(), &list_of(docs));
+    assert_eq!(out.exit_code, 0, "{}", out.stderr);
+    list
+}
+
+#[test]
+fn a_pending_child_is_actuated_and_its_condition_set_true() {
+    let list = actuate(&[&kptfile_with(&[("a", "False")]), &owned("a", "")]);
+    assert_eq!(
+        find(&list, "ConfigMap", "a").unwrap().annotation("example.com/actuated"),
+        Some("true")
+    );
+    let c = condition(&list, "v1.ConfigMap.a").unwrap();
+    assert_eq!((c.status, c.reason.as_str()), (Status::True, "example.com/v1.Cluster.a"));
+}
+
+#[test]
+fn a_delete_marked_child_and_its_condition_are_removed() {
+    let list = actuate(&[
+        &kptfile_with(&[("a", "False"), ("b", "True")]),
+        &owned("a", "    fnruntime.nephio.org/delete: \"true\"\n"),
+        &owned("b", ""),
+    ]);
+    assert!(find(&list, "ConfigMap", "a").is_none());
+    assert!(condition(&list, "v1.ConfigMap.a").is_none());
+    assert!(find(&list, "ConfigMap", "b").is_some());
+    assert!(condition(&list, "v1.ConfigMap.b").is_some());
+}
+
+#[test]
+fn a_done_child_is_not_actuated_again() {
+    let docs = [kptfile_with(&[("a", "True")]), owned("a", "")];
+    let input = list_of(&[&docs[0], &docs[1]]);
+    let list = actuate(&[&docs[0], &docs[1]]);
+    assert_eq!(items_text(&list), items_text(&ResourceList::parse(&input).unwrap()));
+}
+
+#[test]
+fn unowned_config_maps_are_ignored_entirely() {
+    let unowned = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    fnruntime.nephio.org/delete: \"true\"\n";
+    let input = list_of(&[&kptfile_with(&[("a", "False")]), unowned]);
+    let list = actuate(&[&kptfile_with(&[("a", "False")]), unowned]);
+    assert_eq!(items_text(&list), items_text(&ResourceList::parse(&input).unwrap()));
+}
+
+#[test]
+fn a_child_without_a_condition_waits_for_upstream() {
+    let list = actuate(&[KPTFILE, &owned("a", "")]);
+    assert_eq!(find(&list, "ConfigMap", "a").unwrap().annotation("example.com/actuated"), None);
+}
