@@ -238,7 +238,10 @@ impl<Q: QController> QueueHost<Q> {
             }
             return;
         };
-        if self.timer.as_ref().is_some_and(|(at, _, _)| *at == due) {
+        // An armed timer that fires no later than `due` serves: when it fires
+        // early, the pump finds nothing due and arms the next one. Cancelling
+        // and re-arming on every later due time churns the actor's timers.
+        if self.timer.as_ref().is_some_and(|(at, _, _)| *at <= due) {
             return;
         }
         if let Some((_, handle, _armed)) = self.timer.take() {
