@@ -10,7 +10,17 @@
 //! cargo run --release --example soak                     # 60 s
 //! cargo run --release --example soak -- --secs 600       # 10 minutes
 //! cargo run --release --example soak -- --seed 7 --panic-rate 0.05 --lanes 16
+//! cargo run --release --example soak -- --state /tmp/s   # on a durable state
+//! cargo run --release --example soak -- --state /tmp/s --crash-every 3
 //! ```
+//!
+//! With `--state DIR` the chain runs on a durable state (`DIR/state.redb`).
+//! With `--crash-every SECS` as well, the soak runs itself as a child process
+//! and kills it with SIGKILL every few seconds; the child reports each
+//! acknowledged write, and after every kill the parent reopens the file and
+//! checks that every acknowledged write is there and that revisions never go
+//! back. At the end the controllers resume on what the crashes left, and the
+//! usual checks run.
 //!
 //! The chain: `Source` (written by the feeders) → `Doubler` (a plain
 //! controller; holds a finalizer on each source; writes `Derived` = 2 × value)
@@ -62,6 +72,10 @@ struct Options {
     error_rate: f64,
     seed: u64,
     report: Option<String>,
+    state: Option<std::path::PathBuf>,
+    crash_every: Option<u64>,
+    /// Internal: run as the crash mode's child (print acknowledged writes).
+    child: bool,
 }
 
 impl Options {
@@ -74,6 +88,9 @@ impl Options {
             error_rate: 0.05,
             seed: 1,
             report: None,
+            state: None,
+            crash_every: None,
+            child: false,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut it = args.iter();
@@ -81,10 +98,15 @@ impl Options {
             if flag == "-h" || flag == "--help" {
                 println!(
                     "usage: soak [--secs N] [--lanes N] [--live N] [--panic-rate P] \
-                     [--error-rate P] [--seed N] [--report FILE]\n  defaults: 60 s, 8 lanes, \
-                     256 ids, panics 0.01, errors 0.05 per reconcile, seed 1"
+                     [--error-rate P] [--seed N] [--report FILE] [--state DIR [--crash-every SECS]]\n  \
+                     defaults: 60 s, 8 lanes, 256 ids, panics 0.01, errors 0.05 per reconcile, \
+                     seed 1, in memory"
                 );
                 std::process::exit(0);
+            }
+            if flag == "--child" {
+                o.child = true;
+                continue;
             }
             let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
             let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
@@ -96,11 +118,16 @@ impl Options {
                 "--error-rate" => o.error_rate = value.parse().map_err(|e| bad(&e))?,
                 "--seed" => o.seed = value.parse().map_err(|e| bad(&e))?,
                 "--report" => o.report = Some(value.clone()),
+                "--state" => o.state = Some(value.into()),
+                "--crash-every" => o.crash_every = Some(value.parse().map_err(|e| bad(&e))?),
                 other => return Err(format!("unknown flag {other} (try --help)")),
             }
         }
         if o.lanes == 0 || o.live < o.lanes {
             return Err("need at least one lane and at least one id per lane".into());
+        }
+        if o.crash_every.is_some() && o.state.is_none() {
+            return Err("--crash-every needs --state DIR (a durable state to crash)".into());
         }
         Ok(o)
     }
@@ -115,6 +142,8 @@ struct Tally {
     watches_opened: AtomicU64,
     enqueued: AtomicU64,
     stop: AtomicBool,
+    /// Crash mode's child: print every acknowledged source write.
+    acks: AtomicBool,
 }
 
 /// A seeded source of faults, one per controller instance.
@@ -283,15 +312,27 @@ async fn feeder(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
         let id = &ids[rng.usize(..ids.len())];
         let ptr = Pointer::of::<Source>(NS, id);
         let value = rng.i64(0..1_000_000);
-        let result = match state.get(&ptr).await {
-            Err(e) if e.is_not_found() => {
-                state.create(Resource::new(NS, id.clone(), Source(value)), None).await.map(drop)
+        let acks = tally.acks.load(Ordering::Relaxed);
+        let written = |r: &AnyResource| {
+            if acks {
+                println!("ACK {} {} {}", r.id(), r.version().get(), r.metadata().revision());
             }
+        };
+        let result = match state.get(&ptr).await {
+            Err(e) if e.is_not_found() => state
+                .create(Resource::new(NS, id.clone(), Source(value)), None)
+                .await
+                .map(|r| written(&r)),
             Ok(r) if r.phase() == Phase::Running && rng.f64() < 0.7 => state
                 .modify(&ptr, move |s: &mut Resource<Source>| s.spec_mut().0 = value, None)
                 .await
-                .map(drop),
-            Ok(_) => state.teardown_and_destroy(&ptr, None).await,
+                .map(|r| written(&r.into_any())),
+            Ok(_) => {
+                if acks {
+                    println!("DESTROYING {id}");
+                }
+                state.teardown_and_destroy(&ptr, None).await
+            }
             Err(e) => Err(e),
         };
         match result {
@@ -389,11 +430,7 @@ async fn progress(
         sum(|m| m.panics),
         sum(|m| m.restarts),
     );
-    if std::io::stdout().is_terminal() {
-        println!("\r{line}");
-    } else {
-        println!("{line}");
-    }
+    println!("{line}");
     Sample { secs, rss, mutations }
 }
 
@@ -456,13 +493,16 @@ async fn verify(runtime: &Runtime, tally: &Tally, baseline_watches: usize) -> Ve
 
 async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
     let tally = Arc::new(Tally::default());
-    let runtime = Runtime::builder()
-        .backoff(Backoff {
-            initial: Duration::from_millis(1),
-            max: Duration::from_millis(50),
-            ..Backoff::default()
-        })
-        .start();
+    tally.acks.store(o.child, Ordering::SeqCst);
+    let builder = Runtime::builder().backoff(Backoff {
+        initial: Duration::from_millis(1),
+        max: Duration::from_millis(50),
+        ..Backoff::default()
+    });
+    let runtime = match &o.state {
+        Some(dir) => builder.open_durable(dir.join("state.redb"), [NS]).await?,
+        None => builder.start(),
+    };
     let (t, opts) = (tally.clone(), o.clone());
     let mut seeds = fastrand::Rng::with_seed(o.seed);
     let (s1, s2) = (seeds.u64(..), seeds.u64(..));
@@ -473,12 +513,30 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
             faults: std::sync::Mutex::new(Faults::new(s2, &opts, &t)),
         })
         .await?;
+    // A teardown_and_destroy that a crash interrupted: its caller is gone,
+    // so issue it again, as the user would on restart.
+    for source in runtime.state().list(&Kind::of::<Source>(NS), &LabelQuery::all()).await? {
+        if source.phase() == Phase::TearingDown {
+            let (state, ptr) = (runtime.state(), source.pointer().clone());
+            actix::spawn(async move {
+                let _ = state.teardown_and_destroy(&ptr, None).await;
+            });
+        }
+    }
     runtime.settled().await;
     let baseline_watches = runtime.state().watch_count().await?;
-    println!(
-        "soak: {} s, {} lanes over {} ids, panics {} and errors {} per reconcile, seed {}",
-        o.secs, o.lanes, o.live, o.panic_rate, o.error_rate, o.seed
-    );
+    if !o.child {
+        println!(
+            "soak: {} s, {} lanes over {} ids, panics {} and errors {} per reconcile, seed {}, {}",
+            o.secs,
+            o.lanes,
+            o.live,
+            o.panic_rate,
+            o.error_rate,
+            o.seed,
+            o.state.as_ref().map_or("in memory".into(), |d| format!("durable in {}", d.display()))
+        );
+    }
 
     let ids: Vec<String> = (0..o.live).map(|i| format!("id-{i:05}")).collect();
     let mut tasks = Vec::new();
@@ -500,10 +558,35 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
     let deadline = started + Duration::from_secs(o.secs);
     let mut last = (0.0, 0);
     let mut samples = Vec::new();
+    let terminal = std::io::stdout().is_terminal() && !o.child;
+    let mut next_line = started + Duration::from_secs(10);
     while Instant::now() < deadline {
-        let next = (Instant::now() + Duration::from_secs(10)).min(deadline);
+        // In a terminal, a progress display every second between the lines.
+        let tick = if terminal { Duration::from_secs(1) } else { Duration::from_secs(10) };
+        let next = (Instant::now() + tick).min(next_line).min(deadline);
         actix::clock::sleep_until(next.into()).await;
-        samples.push(progress(&runtime, &tally, started, &mut last).await);
+        if o.child {
+            continue; // its stdout carries acknowledgements only
+        }
+        if Instant::now() >= next_line || Instant::now() >= deadline {
+            if terminal {
+                print!("\r\x1b[2K");
+            }
+            samples.push(progress(&runtime, &tally, started, &mut last).await);
+            next_line += Duration::from_secs(10);
+        } else if terminal {
+            let done = started.elapsed().as_secs_f64() / o.secs.max(1) as f64;
+            let width = 30;
+            let filled = ((done * width as f64) as usize).min(width);
+            print!(
+                "\r\x1b[2K[{}{}] {:3.0}%  {} mutations",
+                "#".repeat(filled),
+                " ".repeat(width - filled),
+                done * 100.0,
+                tally.mutations.load(Ordering::Relaxed)
+            );
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+        }
     }
     tally.stop.store(true, Ordering::SeqCst);
     for task in tasks {
@@ -574,6 +657,7 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
     }
     runtime.stop().await;
+    runtime.state().close().await?;
     if failures.is_empty() {
         println!(
             "soak: PASS: every live source has exactly its outputs, nothing stuck, every panic counted, every dropped watch gone"
@@ -586,6 +670,136 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
         println!("soak: FAIL: {} problems (seed {} repeats the run)", failures.len(), o.seed);
         Ok(false)
     }
+}
+
+/// The last thing the child said about one id.
+#[derive(Clone, Copy, Debug)]
+enum Said {
+    Written { version: u64, revision: u64 },
+    Destroying,
+}
+
+/// Sources in the file: id → (version, revision), and the store's revision.
+async fn stored_sources(
+    dir: &std::path::Path,
+) -> Result<(BTreeMap<String, (u64, u64)>, u64), Error> {
+    let state = State::open_durable(dir.join("state.redb"), [NS]).await?;
+    let mut out = BTreeMap::new();
+    let mut top = 0;
+    for kind in [Kind::of::<Source>(NS), Kind::of::<Derived>(NS), Kind::of::<Summary>(NS)] {
+        for r in state.list(&kind, &LabelQuery::all()).await? {
+            top = top.max(r.metadata().revision());
+            if kind.resource_type() == Source::TYPE {
+                r.typed::<Source>()?; // every record decodes: nothing torn
+                out.insert(r.id().to_owned(), (r.version().get(), r.metadata().revision()));
+            }
+        }
+    }
+    state.close().await?;
+    Ok((out, top))
+}
+
+/// Crash mode: run the soak as a child, SIGKILL it every `every` seconds,
+/// check the file after each kill, then resume the chain on what is left.
+async fn crash(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
+    use std::io::BufRead;
+    let (Some(dir), Some(every)) = (o.state.clone(), o.crash_every) else {
+        return Err("--crash-every needs --state".into());
+    };
+    println!(
+        "soak: crash mode: the chain runs in a child killed with SIGKILL every ~{every} s, for {} s",
+        o.secs
+    );
+    let exe = std::env::current_exe()?;
+    let deadline = Instant::now() + Duration::from_secs(o.secs);
+    let mut rng = fastrand::Rng::with_seed(o.seed);
+    let mut failures = Vec::new();
+    let (mut kills, mut acked_total, mut last_top) = (0u64, 0u64, 0u64);
+    let mut previous: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    while Instant::now() < deadline {
+        let mut child = std::process::Command::new(&exe)
+            .args(["--child", "--secs", "1000000", "--seed", &rng.u64(..).to_string()])
+            .args(["--lanes", &o.lanes.to_string(), "--live", &o.live.to_string()])
+            .args([
+                "--panic-rate",
+                &o.panic_rate.to_string(),
+                "--error-rate",
+                &o.error_rate.to_string(),
+            ])
+            .arg("--state")
+            .arg(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let reader = std::thread::spawn(move || {
+            let mut said: BTreeMap<String, Said> = BTreeMap::new();
+            let mut acks = 0u64;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let parts: Vec<&str> = line.split(' ').collect();
+                match parts[..] {
+                    ["ACK", id, v, r] => {
+                        let (Ok(version), Ok(revision)) = (v.parse(), r.parse()) else { continue };
+                        said.insert(id.to_owned(), Said::Written { version, revision });
+                        acks += 1;
+                    }
+                    ["DESTROYING", id] => {
+                        said.insert(id.to_owned(), Said::Destroying);
+                    }
+                    _ => {}
+                }
+            }
+            (said, acks)
+        });
+        let wait = Duration::from_millis(every * 1000 / 2 + rng.u64(0..every * 1000));
+        actix::clock::sleep(wait).await;
+        child.kill()?; // SIGKILL
+        child.wait()?;
+        kills += 1;
+        let (said, acks) = reader.join().map_err(|_| "the reader thread panicked")?;
+        acked_total += acks;
+        let (now, top) = stored_sources(&dir).await?;
+        if top < last_top {
+            failures.push(format!(
+                "kill {kills}: the store went back from revision {last_top} to {top}"
+            ));
+        }
+        last_top = last_top.max(top);
+        for (id, what) in &said {
+            if let Said::Written { version, revision } = what {
+                match now.get(id) {
+                    Some((v, r)) if v >= version && r >= revision => {}
+                    other => failures.push(format!(
+                        "kill {kills}: {id} acknowledged at version {version} (revision {revision}), found {other:?}"
+                    )),
+                }
+            }
+        }
+        for (id, (_, revision)) in &previous {
+            if let Some((_, r)) = now.get(id)
+                && r < revision
+            {
+                failures
+                    .push(format!("kill {kills}: {id} went back from revision {revision} to {r}"));
+            }
+        }
+        println!(
+            "soak: kill {kills} after {:.1} s: {acks} writes acknowledged, all there; {} sources in the file",
+            wait.as_secs_f64(),
+            now.len()
+        );
+        previous = now;
+    }
+    println!(
+        "soak: {kills} kills, {acked_total} acknowledged writes checked; resuming the chain on what is left"
+    );
+    let resumed = run(Options { secs: 0, crash_every: None, ..o }).await?;
+    if !failures.is_empty() {
+        for f in failures.iter().take(20) {
+            println!("soak: FAIL: {f}");
+        }
+    }
+    Ok(resumed && failures.is_empty())
 }
 
 #[actix::main]
@@ -607,7 +821,12 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(options).await {
+    let outcome = if options.crash_every.is_some() && !options.child {
+        crash(options).await
+    } else {
+        run(options).await
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

@@ -18,7 +18,9 @@
 //! - [`queue`]: the work queue behind queue controllers, usable on its own.
 //! - [`resource`]: the data model ([`Resource`](resource::Resource),
 //!   [`Spec`](resource::Spec), [`Pointer`](resource::Pointer), ...).
-//! - [`State`]: create, read, update, tear down and watch resources.
+//! - [`State`]: create, read, update, tear down and watch resources; keep
+//!   chosen namespaces durable on disk ([`State::open_durable`], the
+//!   [`Backend`](state::Backend) contract in [`state::backend`]).
 //! - [`finalizer`]: how a teardown waits for the controllers that hold a resource.
 //! - [`supervisor`]: registration rules, restart policy, the dependency graph.
 //! - [`testing`]: test one controller in isolation, deterministically.

@@ -34,7 +34,7 @@ impl Default for Watches {
 }
 
 /// How many changes a state keeps for watches that resume, by default.
-pub const DEFAULT_HISTORY: usize = 4096;
+pub const DEFAULT_HISTORY: usize = 1024;
 
 impl Watches {
     pub(crate) fn with_history(history_limit: usize) -> Self {
