@@ -154,17 +154,8 @@ impl Watches {
             }
         }
         if closed {
-            let kind_of = &mut self.kind_of;
-            subs.retain(|s| {
-                let keep = !s.outbox.is_closed();
-                if !keep {
-                    kind_of.remove(&s.id);
-                }
-                keep
-            });
-            if subs.is_empty() {
-                self.by_kind.remove(kind);
-            }
+            let kind = kind.clone();
+            self.prune_kind(&kind);
         }
     }
 
