@@ -12,7 +12,9 @@ use futures::channel::mpsc::{UnboundedReceiver, unbounded};
 use super::actor::{Close, StateActor, StateReply, StateRequest, WatchSink, WatchStats};
 use super::delivery::{Sink, WatchEvent};
 use super::event::{Event, WatchId};
-use super::open::{Namespaces, StateBuilder};
+#[cfg(feature = "redb")]
+use super::open::Namespaces;
+use super::open::StateBuilder;
 use super::store::{ExpectedPhase, ModifyFn};
 use super::watch::WatchTarget;
 use crate::Error;

@@ -34,7 +34,9 @@ use serde::{Deserialize, Serialize};
 use crate::State;
 use crate::prelude::*;
 use crate::resource::{DynamicResource, Id};
-use crate::state::{Backend, Namespaces, StateBuilder, WatchOptions};
+#[cfg(feature = "redb")]
+use crate::state::StateBuilder;
+use crate::state::{Backend, Namespaces, WatchOptions};
 
 /// The namespace the checks write to.
 pub const NS: &str = "conformance";
