@@ -92,7 +92,7 @@ async fn a_chain_whose_inputs_are_created_and_destroyed_rapidly_converges_withou
                 _ => {}
             }
         }
-        actix::clock::sleep(std::time::Duration::ZERO).await;
+        tokio::task::yield_now().await;
     }
     runtime.settled().await;
     let ints = state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap();

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cosi_runtime::prelude::*;
 use cosi_runtime::testing::conformance::{IntSpec, ScratchDir};
@@ -111,27 +111,30 @@ fn acknowledged_writes_survive_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut acked: BTreeMap<String, u64> = BTreeMap::new();
-            let mut count = 0usize;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let parts: Vec<&str> = line.split(' ').collect();
-                if let ["ACK", id, version, _value] = parts[..] {
-                    let v: u64 = version.parse().unwrap();
-                    let e = acked.entry(id.to_owned()).or_default();
-                    *e = (*e).max(v);
-                    count += 1;
+        // Kill after a random number of acknowledged writes: a random moment
+        // of the run, chosen by events rather than by a clock.
+        let kill_after = fastrand::usize(20..1_500);
+        let mut acked: BTreeMap<String, u64> = BTreeMap::new();
+        let mut count = 0usize;
+        let mut killed = false;
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let Ok(line) = line else { break };
+            let parts: Vec<&str> = line.split(' ').collect();
+            if let ["ACK", id, version, _value] = parts[..] {
+                let v: u64 = version.parse().unwrap();
+                let e = acked.entry(id.to_owned()).or_default();
+                *e = (*e).max(v);
+                count += 1;
+                if count == kill_after && !killed {
+                    child.kill().unwrap(); // SIGKILL; the lines already written still count
+                    killed = true;
                 }
             }
-            (acked, count)
-        });
-        // Time is the subject here: kill at a random moment of the run.
-        std::thread::sleep(Duration::from_millis(fastrand::u64(150..400)));
-        child.kill().unwrap(); // SIGKILL
+        }
+        if !killed {
+            child.kill().unwrap();
+        }
         child.wait().unwrap();
-        let (acked, count) = reader.join().unwrap();
         acks_total += count;
         assert!(count > 0 || round > 0, "the child acknowledged no write before the first kill");
         let now = reopen_and_check(&file);
