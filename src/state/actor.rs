@@ -209,7 +209,7 @@ impl StateRequest {
                 WatchTarget::Kind { kind, .. } => Subject::Kind(kind.clone()),
             },
             StateRequest::Unwatch { id } | StateRequest::WatchStats { id } => Subject::Watch(*id),
-            StateRequest::CountWatches => Subject::Watch(WatchId(0)),
+            StateRequest::CountWatches => Subject::State,
         }
     }
 }
@@ -223,6 +223,8 @@ pub enum Subject {
     Kind(Kind),
     /// A watch.
     Watch(WatchId),
+    /// The state as a whole (`CountWatches`).
+    State,
 }
 
 impl fmt::Display for Subject {
@@ -231,6 +233,7 @@ impl fmt::Display for Subject {
             Subject::Resource(p) => fmt::Display::fmt(p, f),
             Subject::Kind(k) => fmt::Display::fmt(k, f),
             Subject::Watch(id) => fmt::Display::fmt(id, f),
+            Subject::State => f.write_str("the state"),
         }
     }
 }
@@ -393,7 +396,7 @@ struct Batch {
     /// Each write: the change, its revision, its backend.
     changes: Vec<(Change, u64, usize)>,
     /// Callers waiting for the batch: their resource and what to answer on success.
-    waiting: Vec<(ReplySlot, String, Result<StateReply, Error>)>,
+    waiting: Vec<(ReplySlot, Subject, Result<StateReply, Error>)>,
 }
 
 /// Asks the state actor to commit what it staged (sent to itself, so it runs
@@ -531,7 +534,7 @@ impl StateActor {
         let kind = match req.about() {
             Subject::Resource(p) => p.kind().clone(),
             Subject::Kind(k) => k,
-            Subject::Watch(_) => return (None, None),
+            Subject::Watch(_) | Subject::State => return (None, None),
         };
         (self.routes.route(kind.namespace()), Some(kind))
     }
@@ -559,7 +562,8 @@ impl StateActor {
         if !req.is_write() {
             return Response::Now(self.serve(req));
         }
-        let about = req.subject();
+        // Formatted only if the commit fails.
+        let about = req.about();
         let (reply, change) = match apply(&mut self.store, req, Timestamp::now()) {
             Ok(applied) => applied,
             Err(other) => (self.serve(other), None),
@@ -676,6 +680,7 @@ impl StateActor {
                 self.store.rollback(batch.changes.iter().map(|(c, _, _)| c));
                 for (slot, resource, _) in batch.waiting {
                     let reason = reason.clone();
+                    let resource = resource.to_string();
                     answer(&slot, Err(Error::Storage { resource, failure, reason }));
                 }
             }
