@@ -164,6 +164,13 @@ pub enum StorageFailure {
     /// A write's precondition did not hold in the store (another writer, or
     /// the cache and the store disagree); nothing of the batch applied.
     Conflict,
+    /// The store cannot be reached (etcd down or partitioned away). The write
+    /// was not acknowledged; retry later.
+    Unavailable,
+    /// This process no longer holds the claim on the exclusive output type
+    /// the write is for (its lease lapsed and another process may own it):
+    /// the write was refused by the store, not applied.
+    Fenced,
 }
 
 impl fmt::Display for StorageFailure {
@@ -176,6 +183,8 @@ impl fmt::Display for StorageFailure {
             StorageFailure::Io => "io",
             StorageFailure::Closed => "closed",
             StorageFailure::Conflict => "conflict",
+            StorageFailure::Unavailable => "unavailable",
+            StorageFailure::Fenced => "fenced: the claim on the output type was lost",
         })
     }
 }
@@ -245,6 +254,14 @@ impl Error {
     /// [`Error::Storage`].
     pub fn is_storage(&self) -> bool {
         matches!(self, Error::Storage { .. })
+    }
+
+    /// What kind of storage failure this is, for [`Error::Storage`].
+    pub fn storage_failure(&self) -> Option<StorageFailure> {
+        match self {
+            Error::Storage { failure, .. } => Some(*failure),
+            _ => None,
+        }
     }
 
     /// [`Error::Compacted`]: bootstrap the watch again.

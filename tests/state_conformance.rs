@@ -12,3 +12,8 @@ state_conformance!(redb_reopened, RedbTarget::new(true));
 state_conformance!(routed_durable, RedbTarget::routed([NS], true));
 // The suite's namespace in memory, next to a durable one.
 state_conformance!(routed_memory, RedbTarget::routed(["config"], false));
+// A shared state on a throwaway etcd (skipped loudly without an `etcd` binary).
+#[cfg(feature = "etcd")]
+state_conformance!(etcd, cosi_runtime::testing::conformance::EtcdTarget::new(false));
+#[cfg(feature = "etcd")]
+state_conformance!(etcd_reopened, cosi_runtime::testing::conformance::EtcdTarget::new(true));

@@ -346,9 +346,9 @@ impl Routes {
 
 /// Where a deferred reply goes: filled with the caller's channel by actix
 /// right after the handler returns.
-type ReplySlot = Rc<Cell<Option<OneshotSender<Result<StateReply, Error>>>>>;
+pub(crate) type ReplySlot = Rc<Cell<Option<OneshotSender<Result<StateReply, Error>>>>>;
 
-fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
+pub(crate) fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
     if let Some(tx) = slot.take() {
         let _ = tx.send(reply);
     }
@@ -359,7 +359,7 @@ fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
 #[derive(Debug)]
 pub struct StateResponse(Response);
 
-enum Response {
+pub(crate) enum Response {
     Now(Result<StateReply, Error>),
     Later(ReplySlot),
 }
@@ -420,8 +420,8 @@ pub struct Close;
 /// [`Backend`] are staged and committed as one batch per mailbox drain; see
 /// [`backend`](super::backend) for the commit contract.
 pub struct StateActor {
-    store: Store,
-    watches: Watches,
+    pub(crate) store: Store,
+    pub(crate) watches: Watches,
     flush: Option<WeakRecipient<Flush>>,
     routes: Routes,
     backends: Vec<Box<dyn Backend>>,
@@ -435,6 +435,9 @@ pub struct StateActor {
     parked: VecDeque<(StateRequest, ReplySlot)>,
     commit_scheduled: bool,
     closing: Option<ReplySlotClose>,
+    /// An etcd state: every namespace there, the cache fed by its change feed.
+    #[cfg(feature = "etcd")]
+    pub(crate) shared: Option<Box<super::etcd::shared::Shared>>,
 }
 
 type ReplySlotClose = Rc<Cell<Option<OneshotSender<Result<(), Error>>>>>;
@@ -460,6 +463,8 @@ impl StateActor {
             parked: VecDeque::new(),
             commit_scheduled: false,
             closing: None,
+            #[cfg(feature = "etcd")]
+            shared: None,
         }
     }
 
@@ -539,6 +544,18 @@ impl StateActor {
         (self.routes.route(kind.namespace()), Some(kind))
     }
 
+    /// A state actor over an etcd state whose cache holds `store`.
+    #[cfg(feature = "etcd")]
+    pub(crate) fn with_shared(
+        store: Store,
+        shared: super::etcd::shared::Shared,
+        history: usize,
+    ) -> Self {
+        let mut actor = StateActor::with_parts(store, Routes::default(), Vec::new(), history);
+        actor.shared = Some(Box::new(shared));
+        actor
+    }
+
     /// Serves `req` now, stages it, or parks it until the batch in flight is done.
     fn dispatch(
         &mut self,
@@ -546,6 +563,10 @@ impl StateActor {
         ctx: &mut Context<Self>,
         slot: Option<ReplySlot>,
     ) -> Response {
+        #[cfg(feature = "etcd")]
+        if self.shared.is_some() {
+            return self.dispatch_shared(req, ctx, slot);
+        }
         let (route, kind) = self.route_of(&req);
         let Some(backend) = route else {
             return Response::Now(self.serve(req));
@@ -591,7 +612,7 @@ impl StateActor {
     }
 
     /// Serves a request at once (memory namespaces, reads, watches).
-    fn serve(&mut self, req: StateRequest) -> Result<StateReply, Error> {
+    pub(crate) fn serve(&mut self, req: StateRequest) -> Result<StateReply, Error> {
         let req = match apply(&mut self.store, req, Timestamp::now()) {
             Ok((reply, change)) => {
                 if let Some(change) = change {
@@ -693,13 +714,21 @@ impl StateActor {
         self.close_if_idle(ctx);
     }
 
-    fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
+    pub(crate) fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
         if self.committing || self.commit_scheduled || !self.parked.is_empty() {
+            return;
+        }
+        #[cfg(feature = "etcd")]
+        if self.shared.as_ref().is_some_and(|s| !s.is_idle()) {
             return;
         }
         let Some(slot) = self.closing.take() else {
             return;
         };
+        #[cfg(feature = "etcd")]
+        if let Some(shared) = self.shared.as_mut() {
+            shared.stop();
+        }
         let closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
         ctx.wait(futures::future::join_all(closes).into_actor(self).map(move |_, _, ctx| {
             if let Some(tx) = slot.take() {
@@ -711,7 +740,7 @@ impl StateActor {
 }
 
 /// The backend write that makes `change` durable.
-fn write_of(change: &Change, revision: u64) -> Write {
+pub(crate) fn write_of(change: &Change, revision: u64) -> Write {
     let (pointer, precondition, op) = match change {
         Change::Created(r) => (r.pointer(), Precondition::Absent, WriteOp::Put(r.clone())),
         Change::Updated { old, new } => (
@@ -729,6 +758,21 @@ fn write_of(change: &Change, revision: u64) -> Write {
 /// What a store request produced: the reply, and the change to publish.
 pub(crate) type Applied = (Result<StateReply, Error>, Option<Change>);
 
+fn written(r: Result<(AnyResource, Change), Error>) -> Applied {
+    match r {
+        Ok((resource, change)) => (Ok(StateReply::Resource(resource)), Some(change)),
+        Err(e) => (Err(e), None),
+    }
+}
+
+fn finalizers(r: Result<Option<Change>, Error>) -> Applied {
+    match r {
+        Ok(Some(change)) => (Ok(StateReply::Done), Some(change)),
+        Ok(None) => (Ok(StateReply::Unchanged(None)), None),
+        Err(e) => (Err(e), None),
+    }
+}
+
 /// Applies a store request (anything but the watch requests) to `store`.
 /// Watch requests are handed back: watches belong to whoever runs the store.
 ///
@@ -739,29 +783,39 @@ pub(crate) fn apply(
     req: StateRequest,
     now: Timestamp,
 ) -> Result<Applied, StateRequest> {
-    let written = |r: Result<(AnyResource, Change), Error>| match r {
-        Ok((resource, change)) => (Ok(StateReply::Resource(resource)), Some(change)),
-        Err(e) => (Err(e), None),
-    };
-    let finalizers = |r: Result<Option<Change>, Error>| match r {
-        Ok(Some(change)) => (Ok(StateReply::Done), Some(change)),
-        Ok(None) => (Ok(StateReply::Unchanged(None)), None),
-        Err(e) => (Err(e), None),
-    };
+    // Moved, not cloned: stamping a resource nobody else holds is in place.
     Ok(match req {
-        StateRequest::Get { pointer } => (store.get(&pointer).map(StateReply::Resource), None),
-        StateRequest::List { kind, query } => {
-            (store.list(&kind, &query).map(StateReply::Resources), None)
-        }
         StateRequest::Create { resource, owner } => {
             written(store.create(resource, owner.as_deref(), now))
         }
         StateRequest::Update { resource, owner, expected_phase } => {
             written(store.update(resource, owner.as_deref(), expected_phase, now))
         }
+        other => match apply_ref(store, &other, now) {
+            Some(applied) => applied,
+            None => return Err(other),
+        },
+    })
+}
+
+/// [`apply`] without consuming the request, so that it can run again (a
+/// shared backend's conflict re-runs the rules on fresh data); `None` for the
+/// watch requests.
+pub(crate) fn apply_ref(store: &mut Store, req: &StateRequest, now: Timestamp) -> Option<Applied> {
+    Some(match req {
+        StateRequest::Get { pointer } => (store.get(pointer).map(StateReply::Resource), None),
+        StateRequest::List { kind, query } => {
+            (store.list(kind, query).map(StateReply::Resources), None)
+        }
+        StateRequest::Create { resource, owner } => {
+            written(store.create(resource.clone(), owner.as_deref(), now))
+        }
+        StateRequest::Update { resource, owner, expected_phase } => {
+            written(store.update(resource.clone(), owner.as_deref(), *expected_phase, now))
+        }
         StateRequest::Modify { pointer, owner, expected_phase, modify } => {
             match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                store.modify(&pointer, &modify, owner.as_deref(), expected_phase, now)
+                store.modify(pointer, modify, owner.as_deref(), *expected_phase, now)
             })) {
                 Ok(Ok((r, None))) => (Ok(StateReply::Unchanged(Some(r))), None),
                 Ok(Ok((r, change))) => (Ok(StateReply::Resource(r)), change),
@@ -769,27 +823,28 @@ pub(crate) fn apply(
                 Err(panic) => (Ok(StateReply::ModifyPanicked(panic)), None),
             }
         }
-        StateRequest::Destroy { pointer, owner } => match store.destroy(&pointer, owner.as_deref())
-        {
-            Ok(change) => (Ok(StateReply::Done), Some(change)),
-            Err(e) => (Err(e), None),
-        },
+        StateRequest::Destroy { pointer, owner } => {
+            match store.destroy(pointer, owner.as_deref()) {
+                Ok(change) => (Ok(StateReply::Done), Some(change)),
+                Err(e) => (Err(e), None),
+            }
+        }
         StateRequest::Teardown { pointer, owner } => {
-            match store.teardown(&pointer, owner.as_deref(), now) {
+            match store.teardown(pointer, owner.as_deref(), now) {
                 Ok((ready, change)) => (Ok(StateReply::Ready(ready)), change),
                 Err(e) => (Err(e), None),
             }
         }
         StateRequest::AddFinalizer { pointer, finalizer, expected_phase } => {
-            finalizers(store.add_finalizer_expecting(&pointer, &finalizer, expected_phase, now))
+            finalizers(store.add_finalizer_expecting(pointer, finalizer, *expected_phase, now))
         }
         StateRequest::RemoveFinalizer { pointer, finalizer } => {
-            finalizers(store.remove_finalizer(&pointer, &finalizer, now))
+            finalizers(store.remove_finalizer(pointer, finalizer, now))
         }
-        watch @ (StateRequest::Watch { .. }
+        StateRequest::Watch { .. }
         | StateRequest::Unwatch { .. }
         | StateRequest::WatchStats { .. }
-        | StateRequest::CountWatches) => return Err(watch),
+        | StateRequest::CountWatches => return None,
     })
 }
 
@@ -802,6 +857,10 @@ impl Actor for StateActor {
         ctx.set_mailbox_capacity(0);
         let weak: WeakRecipient<Flush> = ctx.address().downgrade().recipient();
         self.flush = Some(weak);
+        #[cfg(feature = "etcd")]
+        if let Some(shared) = self.shared.as_mut() {
+            ctx.add_stream(shared.start_feed());
+        }
     }
 }
 

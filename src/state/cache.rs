@@ -131,6 +131,15 @@ impl Cache {
         }
     }
 
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn pointers(&self) -> Vec<Pointer> {
+        let mut out = Vec::with_capacity(self.len);
+        for collection in self.collections.values() {
+            out.extend(collection.values().map(|r| r.pointer().clone()));
+        }
+        out
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len
     }

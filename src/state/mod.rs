@@ -76,6 +76,8 @@ pub mod backend;
 mod cache;
 mod client;
 mod delivery;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 mod event;
 mod open;
 #[cfg(feature = "redb")]
@@ -91,6 +93,8 @@ pub use actor::{
 pub use backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
 pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
 pub use delivery::WatchEvent;
+#[cfg(feature = "etcd")]
+pub use etcd::EtcdConfig;
 pub use event::{Event, WatchId};
 pub use open::{Namespaces, StateBuilder};
 #[cfg(feature = "redb")]

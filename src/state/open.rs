@@ -60,6 +60,8 @@ type Opener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, Error> + Send>;
 #[must_use]
 pub struct StateBuilder {
     backends: Vec<(Namespaces, Opener)>,
+    #[cfg(feature = "etcd")]
+    etcd: Option<super::EtcdConfig>,
     history: usize,
     pub(crate) activity: Option<Activity>,
 }
@@ -82,7 +84,13 @@ impl fmt::Debug for StateBuilder {
 impl StateBuilder {
     /// Everything in memory, the default history.
     pub fn new() -> Self {
-        StateBuilder { backends: Vec::new(), history: DEFAULT_HISTORY, activity: None }
+        StateBuilder {
+            backends: Vec::new(),
+            #[cfg(feature = "etcd")]
+            etcd: None,
+            history: DEFAULT_HISTORY,
+            activity: None,
+        }
     }
 
     /// Keeps `namespaces` in `backend`. The first backend that claims a
@@ -118,7 +126,19 @@ impl StateBuilder {
     /// # Errors
     /// [`Error::Storage`] when a backend cannot be opened or read.
     pub async fn open(self) -> Result<State, Error> {
-        let StateBuilder { backends, history, activity } = self;
+        #[cfg(feature = "etcd")]
+        let (this, etcd) = {
+            let mut this = self;
+            let etcd = this.etcd.take();
+            (this, etcd)
+        };
+        #[cfg(not(feature = "etcd"))]
+        let this = self;
+        #[cfg(feature = "etcd")]
+        if let Some(config) = etcd {
+            return this.open_etcd(config).await;
+        }
+        let StateBuilder { backends, history, activity, .. } = this;
         let (namespaces, openers): (Vec<_>, Vec<_>) = backends.into_iter().unzip();
         let loaded =
             actix_rt::task::spawn_blocking(move || load_all(openers)).await.map_err(|e| {
@@ -136,6 +156,44 @@ impl StateBuilder {
         }
         let actor = StateActor::with_parts(store, routes, backends, history);
         Ok(State::start_actor(actor, activity.unwrap_or_default()))
+    }
+}
+
+#[cfg(feature = "etcd")]
+impl StateBuilder {
+    /// Every namespace on a shared etcd state (feature `etcd`): see
+    /// [`state::etcd`](super::etcd) for what it guarantees.
+    ///
+    /// ```no_run
+    /// use cosi_runtime::State;
+    /// use cosi_runtime::state::EtcdConfig;
+    /// # actix::System::new().block_on(async {
+    /// let state = State::builder().etcd(EtcdConfig::new(["http://127.0.0.1:12379"])).open().await?;
+    /// # Ok::<(), cosi_runtime::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// An etcd state holds every namespace: [`open`](Self::open) refuses it
+    /// next to another backend ([`Error::InvalidInput`]).
+    pub fn etcd(mut self, config: super::EtcdConfig) -> Self {
+        self.etcd = Some(config);
+        self
+    }
+
+    async fn open_etcd(self, config: super::EtcdConfig) -> Result<State, Error> {
+        if !self.backends.is_empty() {
+            return Err(Error::InvalidInput {
+                resource: config.describe(),
+                reason: "an etcd state holds every namespace; it cannot be combined with \
+                         other backends (open a second, in-memory State for local data)"
+                    .into(),
+            });
+        }
+        let (shared, resources, revision) = super::etcd::connect(config).await?;
+        let mut store = Store::new();
+        store.load(resources, revision);
+        let actor = StateActor::with_shared(store, shared, self.history);
+        Ok(State::start_actor(actor, self.activity.unwrap_or_default()))
     }
 }
 

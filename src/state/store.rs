@@ -177,6 +177,44 @@ impl Store {
         }
     }
 
+    /// Stores `res` as another writer made it (a shared backend's change
+    /// feed): kind and owner interned, nothing checked, the change returned.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn put_external(&mut self, mut res: AnyResource) -> Change {
+        let kind = self.backend.intern(res.pointer().kind());
+        let owner = self.intern_owner(res.owner());
+        let md = res.metadata_mut();
+        md.intern_kind(&kind);
+        md.set_owner(owner);
+        let ptr = res.pointer().clone();
+        self.backend.with_slot(&ptr, |current| {
+            let change = match current {
+                Some(old) => Change::Updated { old: old.clone(), new: res.clone() },
+                None => Change::Created(res.clone()),
+            };
+            (Slot::Put(res), change)
+        })
+    }
+
+    /// Removes the resource at `ptr` as another writer did (a shared
+    /// backend's change feed); `None` if it was not cached.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn remove_external(&mut self, ptr: &Pointer) -> Option<Change> {
+        self.backend.remove(ptr).map(Change::Destroyed)
+    }
+
+    /// Every cached address.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn pointers(&self) -> Vec<Pointer> {
+        self.backend.pointers()
+    }
+
+    /// Sets the store revision (a shared backend's revisions are its own).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn set_revision(&mut self, revision: u64) {
+        self.revision = revision;
+    }
+
     /// How many resources are stored.
     pub fn len(&self) -> usize {
         self.backend.len()

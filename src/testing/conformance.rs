@@ -67,6 +67,12 @@ pub trait Target {
     fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
         Box::pin(std::future::ready(state))
     }
+
+    /// Why the checks cannot run here (a server binary is missing): the
+    /// suite prints it and passes. `None` (the default) runs them.
+    fn skipped(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The in-memory state ([`State::start`]); reopening keeps the same state.
@@ -160,6 +166,56 @@ impl Target for RedbTarget {
     }
 }
 
+/// A state on a throwaway etcd ([`TestEtcd`](super::etcd::TestEtcd)), under
+/// a prefix of its own; with `reopen`, [`Target::reopen`] closes the state
+/// and opens the same prefix again (the data stays in etcd). Skipped, loudly,
+/// without an `etcd` binary (failing instead when `CI` is set).
+#[cfg(feature = "etcd")]
+#[derive(Debug)]
+pub struct EtcdTarget {
+    etcd: Option<super::etcd::TestEtcd>,
+    prefix: String,
+    reopen: bool,
+}
+
+#[cfg(feature = "etcd")]
+impl EtcdTarget {
+    /// A fresh etcd; reopened between steps when `reopen`.
+    pub fn new(reopen: bool) -> Self {
+        EtcdTarget {
+            etcd: super::etcd::TestEtcd::start(),
+            prefix: format!("conformance-{:016x}", fastrand::u64(..)),
+            reopen,
+        }
+    }
+
+    async fn start(&self) -> State {
+        let etcd = self.etcd.as_ref().expect("an etcd (the suite skips without one)");
+        State::builder().etcd(etcd.config(&self.prefix)).open().await.expect("open the etcd state")
+    }
+}
+
+#[cfg(feature = "etcd")]
+impl Target for EtcdTarget {
+    fn open(&mut self) -> LocalBoxFuture<'_, State> {
+        Box::pin(self.start())
+    }
+
+    fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
+        Box::pin(async move {
+            if !self.reopen {
+                return state;
+            }
+            state.close().await.expect("close the etcd state");
+            self.start().await
+        })
+    }
+
+    fn skipped(&self) -> Option<String> {
+        self.etcd.is_none().then(|| "no `etcd` binary: the etcd conformance checks".into())
+    }
+}
+
 /// A state with every namespace on a backend made by a factory: how a
 /// third-party backend runs the suite. Reopening builds a new backend from the
 /// factory after closing the old one, so a backend over persistent storage
@@ -206,6 +262,10 @@ pub fn run<T: Target>(
 ) {
     actix::System::new().block_on(async move {
         let mut target = make();
+        if let Some(why) = target.skipped() {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
         check(&mut target).await;
     });
 }

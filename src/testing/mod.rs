@@ -54,6 +54,8 @@
 //! ```
 
 pub mod conformance;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 mod harness;
 mod panics;
 mod probe;

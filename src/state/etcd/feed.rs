@@ -1,0 +1,219 @@
+//! The change feed: one prefix watch that brings every change of the shared
+//! state, made by this process or any other, to the state actor in etcd's order.
+
+use std::time::Duration;
+
+use etcd_client::{Client, EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
+use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use super::keys::{Keys, decode};
+use crate::resource::{AnyResource, Pointer};
+
+/// One change the feed saw.
+#[derive(Debug)]
+pub(crate) enum FeedEvent {
+    /// A resource was written (created or updated); its revision is etcd's.
+    Put(AnyResource),
+    /// A resource was deleted at this revision.
+    Delete(Pointer, u64),
+}
+
+/// What the feed tells the state actor, in order.
+#[derive(Debug)]
+pub(crate) enum Feed {
+    /// Changes, in etcd's order; the feed has applied everything up to `revision`.
+    Events(Vec<FeedEvent>, u64),
+    /// Nothing changed up to this revision (a progress report).
+    Progress(u64),
+    /// The watch fell behind a compaction: everything under the prefix as of
+    /// `revision`; the actor emits the differences.
+    Resync(Vec<AnyResource>, u64),
+    /// etcd cannot be reached; the feed keeps trying.
+    Lost(String),
+    /// The feed runs again (after a `Lost`).
+    Restored,
+}
+
+/// Decodes the resources of a range read; values that are not resources are
+/// logged and skipped (someone else wrote under the prefix).
+pub(crate) fn decode_all(keys: &Keys, kvs: &[KeyValue]) -> Vec<AnyResource> {
+    kvs.iter().filter_map(|kv| decode_kv(keys, kv)).collect()
+}
+
+fn decode_kv(keys: &Keys, kv: &KeyValue) -> Option<AnyResource> {
+    let Some(ptr) = keys.pointer(kv.key()) else {
+        log::warn!("etcd: {:?} is not a resource key; skipped", String::from_utf8_lossy(kv.key()));
+        return None;
+    };
+    match decode(&ptr, kv.value(), kv.mod_revision() as u64) {
+        Ok(res) => Some(res),
+        Err(e) => {
+            log::error!("etcd: skipped a value that is not a resource: {e}");
+            None
+        }
+    }
+}
+
+fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedEvent>, u64) {
+    let mut last = 0;
+    let mut out = Vec::with_capacity(resp.events().len());
+    for event in resp.events() {
+        let Some(kv) = event.kv() else { continue };
+        last = last.max(kv.mod_revision() as u64);
+        match event.event_type() {
+            EventType::Put => out.extend(decode_kv(keys, kv).map(FeedEvent::Put)),
+            EventType::Delete => {
+                if let Some(ptr) = keys.pointer(kv.key()) {
+                    out.push(FeedEvent::Delete(ptr, kv.mod_revision() as u64));
+                }
+            }
+        }
+    }
+    (out, last)
+}
+
+/// Everything under the prefix, and the revision it was read at.
+pub(crate) async fn list_all(
+    client: &mut Client,
+    keys: &Keys,
+    timeout: Duration,
+) -> Result<(Vec<AnyResource>, u64), String> {
+    let get = client.get(keys.range(), Some(GetOptions::new().with_prefix()));
+    let resp = match tokio::time::timeout(timeout, get).await {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(_) => return Err(format!("no answer within {timeout:?}")),
+    };
+    let revision = resp.header().map_or(0, |h| h.revision() as u64);
+    Ok((decode_all(keys, resp.kvs()), revision))
+}
+
+/// How the feed ended one watch.
+enum Ended {
+    /// The state actor went away: stop.
+    Stop,
+    /// The connection failed: report it, back off, watch again.
+    Lost(String),
+    /// The watch was compacted away: re-list, then watch again.
+    Compacted,
+}
+
+/// Runs the feed from `next` (the revision after the bootstrap read) until the
+/// state actor drops its end. Progress requests arrive on `progress`.
+pub(crate) async fn run(
+    mut client: Client,
+    keys: Keys,
+    mut next: u64,
+    tx: UnboundedSender<Feed>,
+    mut progress: UnboundedReceiver<()>,
+    timeout: Duration,
+) {
+    let mut lost = false;
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        if tx.is_closed() {
+            return;
+        }
+        let ended =
+            watch_once(&mut client, &keys, &mut next, &tx, &mut progress, &mut lost, timeout).await;
+        match ended {
+            Ended::Stop => return,
+            Ended::Compacted => match list_all(&mut client, &keys, timeout).await {
+                Ok((resources, revision)) => {
+                    next = revision + 1;
+                    if tx.unbounded_send(Feed::Resync(resources, revision)).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Err(reason) => report_lost(&tx, &mut lost, reason),
+            },
+            Ended::Lost(reason) => report_lost(&tx, &mut lost, reason),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+        if !lost {
+            backoff = Duration::from_millis(50);
+        }
+    }
+}
+
+fn report_lost(tx: &UnboundedSender<Feed>, lost: &mut bool, reason: String) {
+    if !*lost {
+        *lost = true;
+        let _ = tx.unbounded_send(Feed::Lost(reason));
+    }
+}
+
+async fn watch_once(
+    client: &mut Client,
+    keys: &Keys,
+    next: &mut u64,
+    tx: &UnboundedSender<Feed>,
+    progress: &mut UnboundedReceiver<()>,
+    lost: &mut bool,
+    timeout: Duration,
+) -> Ended {
+    let options = WatchOptions::new().with_prefix().with_start_revision(*next as i64);
+    let stream =
+        match tokio::time::timeout(timeout, client.watch(keys.range(), Some(options))).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Ended::Lost(e.to_string()),
+            Err(_) => return Ended::Lost(format!("no answer within {timeout:?}")),
+        };
+    let (mut requests, responses) = stream.split();
+    let mut responses = responses.fuse();
+    loop {
+        let resp = futures::select! {
+            resp = responses.next() => resp,
+            asked = progress.next() => {
+                if asked.is_none() {
+                    return Ended::Stop;
+                }
+                if let Err(e) = requests.request_progress().await {
+                    return Ended::Lost(e.to_string());
+                }
+                continue;
+            }
+        };
+        let resp = match resp {
+            Some(Ok(resp)) => resp,
+            Some(Err(e)) => return Ended::Lost(e.to_string()),
+            None => return Ended::Lost("etcd closed the watch".into()),
+        };
+        if *lost {
+            *lost = false;
+            if tx.unbounded_send(Feed::Restored).is_err() {
+                return Ended::Stop;
+            }
+        }
+        if resp.canceled() {
+            if resp.compact_revision() > 0 {
+                log::warn!(
+                    "etcd: the feed fell behind a compaction at revision {}; listing again",
+                    resp.compact_revision()
+                );
+                return Ended::Compacted;
+            }
+            return Ended::Lost(format!("etcd cancelled the watch: {}", resp.cancel_reason()));
+        }
+        if resp.created() {
+            continue;
+        }
+        let msg = if resp.events().is_empty() {
+            let revision = resp.header().map_or(0, |h| h.revision() as u64);
+            if revision == 0 {
+                continue;
+            }
+            Feed::Progress(revision)
+        } else {
+            let (events, last) = events_of(keys, &resp);
+            *next = last + 1;
+            Feed::Events(events, last)
+        };
+        if tx.unbounded_send(msg).is_err() {
+            return Ended::Stop;
+        }
+    }
+}
