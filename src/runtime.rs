@@ -341,6 +341,16 @@ impl Runtime {
         self.stopped.borrow().clone()
     }
 
+    /// Who owns what, on a shared (etcd) state: each exclusive output type a
+    /// controller of this runtime claims, and whether this process holds the
+    /// claim (the controller reconciles) or stands by. Empty on a state that
+    /// one process owns. A standby controller's status is
+    /// [`Standby`](crate::controller::ControllerStatus::Standby) in
+    /// [`metrics`](Self::metrics) (`cosi_controller_status{status="standby"}`).
+    pub async fn claims(&self) -> Vec<crate::state::ClaimStatus> {
+        self.state.claims().await
+    }
+
     /// Every controller's counters, in registration order.
     pub async fn metrics(&self) -> Vec<ControllerMetrics> {
         self.supervisor.send(GetMetrics).await.unwrap_or_default()

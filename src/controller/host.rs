@@ -20,6 +20,7 @@ use super::metrics::{ControllerStatus, Counters};
 use super::{Controller, Input, InputKind, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::resource::{AnyResource, Kind, Phase};
+use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 use crate::supervisor::{Decision, HostReport, RestartPolicy, RestartTracker};
 
@@ -162,6 +163,8 @@ pub(crate) struct ControllerHost<C, F> {
     busy: Option<ActivityGuard>,
     requeue: Option<(SpawnHandle, TimerGuard)>,
     stop_waiters: Vec<oneshot::Sender<()>>,
+    /// Another process holds the claim on the exclusive outputs: do not reconcile.
+    standby: bool,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -193,7 +196,15 @@ where
             busy: Some(busy),
             requeue: None,
             stop_waiters: Vec::new(),
+            standby: false,
         }
+    }
+
+    /// Starts standing by: no reconcile until [`Ownership`] says it owns its outputs.
+    pub(crate) fn standing_by(mut self) -> Self {
+        self.standby = true;
+        self.counters.set_status(ControllerStatus::Standby);
+        self
     }
 
     fn wants(&self, event: &Event) -> bool {
@@ -224,6 +235,12 @@ where
 
     fn run(&mut self, ctx: &mut Context<Self>) {
         if self.stage != Stage::Pending {
+            return;
+        }
+        if self.standby {
+            // Ownership(true) triggers a reconcile of everything.
+            self.stage = Stage::Idle;
+            self.busy = None;
             return;
         }
         self.stage = Stage::Running;
@@ -284,7 +301,11 @@ where
             Ok(Ok(())) => {
                 Counters::bump(&self.counters.reconciles);
                 self.tracker.on_success();
-                self.counters.set_status(ControllerStatus::Running);
+                self.counters.set_status(if self.standby {
+                    ControllerStatus::Standby
+                } else {
+                    ControllerStatus::Running
+                });
                 if let Some(delay) = cx.take_requeue() {
                     self.schedule_requeue(delay, ctx);
                 }
@@ -437,6 +458,35 @@ where
 
     fn handle(&mut self, _: RunReconcile, ctx: &mut Context<Self>) {
         self.run(ctx);
+    }
+}
+
+impl<C, F> Handler<Ownership> for ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    type Result = ();
+
+    fn handle(&mut self, Ownership(owner): Ownership, ctx: &mut Context<Self>) {
+        if owner != self.standby || self.stage == Stage::Stopped {
+            return;
+        }
+        self.standby = !owner;
+        if owner {
+            log::info!("controller {}: owns its outputs; reconciling", self.name);
+            self.counters.set_status(ControllerStatus::Running);
+            self.trigger(ctx);
+            return;
+        }
+        log::warn!("controller {}: lost its claim; standing by", self.name);
+        self.counters.set_status(ControllerStatus::Standby);
+        // A fresh instance on takeover: nothing learnt as owner carries over.
+        self.instance = None;
+        if matches!(self.stage, Stage::Pending | Stage::BackingOff) {
+            self.stage = Stage::Idle;
+            self.busy = None;
+        }
     }
 }
 

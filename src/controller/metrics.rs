@@ -15,6 +15,9 @@ pub enum ControllerStatus {
     Failed,
     /// The runtime stopped it.
     Stopped,
+    /// Registered and watching, not reconciling: on a shared (etcd) state,
+    /// another process holds the claim on its exclusive outputs.
+    Standby,
 }
 
 impl ControllerStatus {
@@ -23,6 +26,7 @@ impl ControllerStatus {
             1 => ControllerStatus::BackingOff,
             2 => ControllerStatus::Failed,
             3 => ControllerStatus::Stopped,
+            4 => ControllerStatus::Standby,
             _ => ControllerStatus::Running,
         }
     }
@@ -33,6 +37,7 @@ impl ControllerStatus {
             ControllerStatus::BackingOff => 1,
             ControllerStatus::Failed => 2,
             ControllerStatus::Stopped => 3,
+            ControllerStatus::Standby => 4,
         }
     }
 }
@@ -44,6 +49,7 @@ impl fmt::Display for ControllerStatus {
             ControllerStatus::BackingOff => "backing-off",
             ControllerStatus::Failed => "failed",
             ControllerStatus::Stopped => "stopped",
+            ControllerStatus::Standby => "standby",
         })
     }
 }

@@ -30,6 +30,7 @@ use crate::Error;
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::queue::{Completion, WorkQueue};
 use crate::resource::{Kind, LabelQuery, Pointer};
+use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 
 /// What one reconcile came back with.
@@ -53,6 +54,9 @@ pub(crate) struct QueueHost<Q> {
     timer: Option<(Instant, SpawnHandle, TimerGuard)>,
     waiting_for_permit: bool,
     stop_waiters: Vec<oneshot::Sender<()>>,
+    /// Another process holds the claim on the exclusive outputs: keys queue
+    /// up, nothing runs.
+    standby: bool,
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -83,7 +87,16 @@ impl<Q: QController> QueueHost<Q> {
             timer: None,
             waiting_for_permit: false,
             stop_waiters: Vec::new(),
+            standby: false,
         }
+    }
+
+    /// Starts standing by: keys queue up, none runs until [`Ownership`] says
+    /// it owns its outputs.
+    pub(crate) fn standing_by(mut self) -> Self {
+        self.standby = true;
+        self.counters.set_status(ControllerStatus::Standby);
+        self
     }
 
     fn inputs_of(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
@@ -135,6 +148,10 @@ impl<Q: QController> QueueHost<Q> {
     /// Starts reconciles while there is ready work, room under the
     /// concurrency, and a pool permit.
     fn pump(&mut self, ctx: &mut Context<Self>) {
+        if self.standby {
+            self.refresh();
+            return;
+        }
         let now = Instant::now();
         while self.running < self.concurrency && self.queue.has_ready(now) {
             let Some(permit) = self.pool.try_acquire() else {
@@ -264,13 +281,17 @@ impl<Q: QController> QueueHost<Q> {
         self.queue_counters
             .processing
             .store(self.running as u64, std::sync::atomic::Ordering::Relaxed);
-        self.counters.set_status(if stats.backing_off > 0 {
+        self.counters.set_status(if self.standby {
+            ControllerStatus::Standby
+        } else if stats.backing_off > 0 {
             ControllerStatus::BackingOff
         } else {
             ControllerStatus::Running
         });
-        let pending =
-            stats.ready > 0 || stats.backing_off > 0 || self.running > 0 || self.waiting_for_permit;
+        // A standby's queued keys are not pending work: `settled()` passes them.
+        let pending = self.running > 0
+            || (!self.standby
+                && (stats.ready > 0 || stats.backing_off > 0 || self.waiting_for_permit));
         if pending && self.busy.is_none() {
             self.busy = Some(self.env.state.activity().guard());
         } else if !pending {
@@ -357,6 +378,23 @@ impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
         self.queue.add_after(msg.pointer, msg.after, Instant::now());
         self.pump(ctx);
         Ok(())
+    }
+}
+
+impl<Q: QController> Handler<Ownership> for QueueHost<Q> {
+    type Result = ();
+
+    fn handle(&mut self, Ownership(owner): Ownership, ctx: &mut Context<Self>) {
+        if owner != self.standby {
+            return;
+        }
+        self.standby = !owner;
+        if owner {
+            log::info!("queue controller {}: owns its outputs; reconciling", self.name);
+        } else {
+            log::warn!("queue controller {}: lost its claim; standing by", self.name);
+        }
+        self.pump(ctx);
     }
 }
 

@@ -725,11 +725,12 @@ impl StateActor {
         let Some(slot) = self.closing.take() else {
             return;
         };
+        #[allow(unused_mut)]
+        let mut closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
         #[cfg(feature = "etcd")]
         if let Some(shared) = self.shared.as_mut() {
-            shared.stop();
+            closes.push(Box::pin(shared.stop()));
         }
-        let closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
         ctx.wait(futures::future::join_all(closes).into_actor(self).map(move |_, _, ctx| {
             if let Some(tx) = slot.take() {
                 let _ = tx.send(Ok(()));

@@ -96,6 +96,8 @@ pub struct State {
     coordinator: Option<Recipient<TeardownAndDestroy>>,
     activity: Activity,
     closer: Option<Recipient<Close>>,
+    /// Claims of exclusive outputs: only on a shared (etcd) state.
+    claims: Option<(Recipient<super::claims::ClaimOutputs>, Recipient<super::claims::GetClaims>)>,
 }
 
 impl fmt::Debug for State {
@@ -198,14 +200,50 @@ impl State {
         State::builder().durable(path, namespaces).open().await
     }
 
+    /// The exclusive output types this process claims on a shared (etcd)
+    /// state, and whether it holds each claim or stands by. Empty on a state
+    /// that one process owns (memory, redb): there the supervisor's checks
+    /// are enough.
+    pub async fn claims(&self) -> Vec<super::ClaimStatus> {
+        match &self.claims {
+            Some((_, get)) => get.send(super::claims::GetClaims).await.unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether exclusive outputs must be claimed across processes (an etcd state).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.claims.is_some()
+    }
+
+    /// Claims `types` for `controller`; `notify` hears when it owns them and
+    /// when it loses them. A no-op on a state that is not shared.
+    pub(crate) fn claim_outputs(
+        &self,
+        controller: std::sync::Arc<str>,
+        types: Vec<String>,
+        notify: Recipient<super::claims::Ownership>,
+    ) {
+        if let Some((claim, _)) = &self.claims {
+            claim.do_send(super::claims::ClaimOutputs { controller, types, notify });
+        }
+    }
+
     pub(crate) fn start_actor(actor: StateActor, activity: Activity) -> State {
+        #[cfg(feature = "etcd")]
+        let shared = actor.shared.is_some();
         let actor = actor.start();
         let closer = actor.clone().recipient();
+        #[cfg(feature = "etcd")]
+        let claims = shared.then(|| (actor.clone().recipient(), actor.clone().recipient()));
+        #[cfg(not(feature = "etcd"))]
+        let claims = None;
         let bare = State {
             requests: actor.recipient(),
             coordinator: None,
             activity,
             closer: Some(closer),
+            claims,
         };
         let coordinator = FinalizerCoordinator::new(bare.clone()).start();
         State { coordinator: Some(coordinator.recipient()), ..bare }
@@ -232,7 +270,7 @@ impl State {
     /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
     /// [`Error::Unavailable`].
     pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
-        State { requests, coordinator: None, activity: Activity::new(), closer: None }
+        State { requests, coordinator: None, activity: Activity::new(), closer: None, claims: None }
     }
 
     pub(crate) fn requests(&self) -> &Recipient<StateRequest> {

@@ -74,6 +74,7 @@
 mod actor;
 pub mod backend;
 mod cache;
+pub(crate) mod claims;
 mod client;
 mod delivery;
 #[cfg(feature = "etcd")]
@@ -91,6 +92,7 @@ pub use actor::{
     WatchStats,
 };
 pub use backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
+pub use claims::ClaimStatus;
 pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
 pub use delivery::WatchEvent;
 #[cfg(feature = "etcd")]

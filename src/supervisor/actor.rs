@@ -17,9 +17,11 @@ use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
 use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::QueueHost;
 use crate::controller::{
-    AccessRules, Controller, Input, InputKind, Output, QController, QSettings, QueueHandle,
+    AccessRules, Controller, Input, InputKind, Output, OutputKind, QController, QSettings,
+    QueueHandle,
 };
 use crate::state::State;
+use crate::state::claims::Ownership;
 
 /// Why a runtime stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -309,11 +311,39 @@ where
         let counters = Arc::new(Counters::default());
         let rules = AccessRules::new(Arc::from(name.as_str()), inputs, &outputs);
         let busy = env.state.activity().guard();
-        let host =
-            ControllerHost::new(instance, self.factory, rules, env, counters.clone(), busy).start();
+        let exclusive = claimed_types(&env.state, &outputs);
+        let state = env.state.clone();
+        let mut host =
+            ControllerHost::new(instance, self.factory, rules, env, counters.clone(), busy);
+        if !exclusive.is_empty() {
+            host = host.standing_by();
+        }
+        let host = host.start();
+        claim(&state, &name, exclusive, host.clone().recipient());
         log::debug!("controller {name} registered");
         sup.adopt(name, counters, None, host.recipient());
         Ok(Registered::Controller)
+    }
+}
+
+/// The exclusive output types a controller must claim across processes:
+/// none unless the state is shared (etcd).
+fn claimed_types(state: &State, outputs: &[Output]) -> Vec<String> {
+    if !state.is_shared() {
+        return Vec::new();
+    }
+    outputs
+        .iter()
+        .filter(|o| o.kind == OutputKind::Exclusive)
+        .map(|o| o.resource_type.to_string())
+        .collect()
+}
+
+/// Claims `types` for a controller that starts standing by.
+fn claim(state: &State, name: &str, types: Vec<String>, host: Recipient<Ownership>) {
+    if !types.is_empty() {
+        log::info!("controller {name}: claiming {} across processes", types.join(", "));
+        state.claim_outputs(Arc::from(name), types, host);
     }
 }
 
@@ -366,7 +396,9 @@ where
         let queue_counters = Arc::new(QueueCounters::default());
         let rules = AccessRules::new(Arc::from(name.as_str()), settings.inputs, &settings.outputs);
         let busy = env.state.activity().guard();
-        let host = QueueHost::new(
+        let exclusive = claimed_types(&env.state, &settings.outputs);
+        let state = env.state.clone();
+        let mut host = QueueHost::new(
             instance,
             rules,
             settings.concurrency,
@@ -375,8 +407,12 @@ where
             counters.clone(),
             queue_counters.clone(),
             busy,
-        )
-        .start();
+        );
+        if !exclusive.is_empty() {
+            host = host.standing_by();
+        }
+        let host = host.start();
+        claim(&state, &name, exclusive, host.clone().recipient());
         log::debug!("queue controller {name} registered");
         let handle = QueueHandle::new(Arc::from(name.as_str()), host.clone().recipient());
         sup.adopt(name, counters, Some(queue_counters), host.recipient());

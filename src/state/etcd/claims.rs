@@ -1,8 +1,27 @@
 //! Claims of exclusive output types across processes, and their fences.
+//!
+//! One lease per process (TTL [`EtcdConfig::lease_ttl`](super::EtcdConfig::lease_ttl),
+//! kept alive every TTL/3). A controller's exclusive output types are claimed
+//! together, in one transaction that creates every claim key only if none
+//! exists, on that lease: all or nothing, so two processes can never each
+//! hold half of a controller's claims. The transaction's revision, the keys'
+//! create revision, is the fencing token. A controller that did not win
+//! stands by and tries again every TTL/4 (at least 100 ms): the owner's keys
+//! vanish with its lease. When the lease is lost (etcd said so, or no
+//! keep-alive was answered for a whole TTL), every held claim is lost: its
+//! controllers stand by, their writes are refused, and the process campaigns
+//! again on a new lease.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use actix::prelude::*;
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use futures::channel::mpsc;
+
+use super::super::actor::StateActor;
+use super::super::claims::{ClaimOutputs, ClaimStatus, GetClaims, Ownership};
 use crate::resource::Pointer;
 use crate::{Error, StorageFailure};
 
@@ -38,10 +57,48 @@ impl Fence {
     }
 }
 
-/// The claims this process holds, by resource type.
-#[derive(Debug, Default)]
+/// A controller's claim, won or not.
+struct Campaign {
+    controller: Arc<str>,
+    types: Vec<String>,
+    notify: Recipient<Ownership>,
+    /// The fencing token while the claim is held.
+    token: Option<i64>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Lease {
+    #[default]
+    None,
+    Granting,
+    Held(i64),
+}
+
+/// The claims of this process: campaigns, the lease, and the fences of the
+/// claims held (by resource type).
+#[derive(Default)]
 pub(crate) struct Claims {
     held: HashMap<String, Fence>,
+    campaigns: Vec<Campaign>,
+    lease: Lease,
+    keepalive: Option<actix_rt::task::JoinHandle<()>>,
+    /// A round of campaign transactions is in flight.
+    campaigning: bool,
+    /// A retry of the campaign is scheduled.
+    retry_armed: bool,
+}
+
+impl std::fmt::Debug for Claims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claims").field("held", &self.held).field("lease", &self.lease).finish()
+    }
+}
+
+/// The lease of this process ended (expired, revoked, or unanswered for a TTL).
+#[derive(Debug)]
+pub(crate) struct LeaseLost {
+    id: i64,
+    reason: String,
 }
 
 impl Claims {
@@ -51,9 +108,8 @@ impl Claims {
         self.held.get(resource_type).filter(|f| &*f.controller == owner)
     }
 
-    /// Records a claim won.
-    #[allow(dead_code)] // the campaigns arrive in the next commit
-    pub(crate) fn won(&mut self, resource_type: &str, fence: Fence) {
+    #[cfg(test)]
+    fn won(&mut self, resource_type: &str, fence: Fence) {
         self.held.insert(resource_type.to_owned(), fence);
     }
 
@@ -64,6 +120,272 @@ impl Claims {
                 held.lost = true;
             }
         }
+    }
+
+    /// What this process claims, and whether it holds it.
+    pub(crate) fn status(&self) -> Vec<ClaimStatus> {
+        let mut out = Vec::new();
+        for c in &self.campaigns {
+            for t in &c.types {
+                out.push(ClaimStatus {
+                    resource_type: t.clone(),
+                    controller: c.controller.to_string(),
+                    owner: c.token.is_some(),
+                    token: c.token,
+                });
+            }
+        }
+        out
+    }
+
+    /// Stops keeping the lease alive, and revokes it (a clean shutdown: the
+    /// standbys take over at once instead of after the TTL).
+    pub(crate) fn release(
+        &mut self,
+        client: &Client,
+        timeout: Duration,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        if let Some(task) = self.keepalive.take() {
+            task.abort();
+        }
+        let lease = std::mem::take(&mut self.lease);
+        let mut client = client.clone();
+        async move {
+            if let Lease::Held(id) = lease {
+                let _ = tokio::time::timeout(timeout, client.lease_revoke(id)).await;
+            }
+        }
+    }
+}
+
+/// Keeps lease `id` alive every TTL/3 until etcd says it expired or no
+/// keep-alive was answered for a whole TTL; then reports it lost.
+async fn keep_alive(
+    mut client: Client,
+    id: i64,
+    ttl: Duration,
+    tx: mpsc::UnboundedSender<LeaseLost>,
+) {
+    let period = ttl / 3;
+    let mut last_ok = Instant::now();
+    let mut conn = None;
+    loop {
+        if conn.is_none() {
+            conn = tokio::time::timeout(period, client.lease_keep_alive(id))
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        if let Some((keeper, stream)) = conn.as_mut() {
+            let beat = async {
+                keeper.keep_alive().await?;
+                stream.message().await
+            };
+            match tokio::time::timeout(period, beat).await {
+                Ok(Ok(Some(resp))) if resp.ttl() > 0 => last_ok = Instant::now(),
+                Ok(Ok(Some(_))) => {
+                    let _ = tx.unbounded_send(LeaseLost {
+                        id,
+                        reason: "etcd says the lease expired".into(),
+                    });
+                    return;
+                }
+                _ => conn = None,
+            }
+        }
+        if last_ok.elapsed() >= ttl {
+            let reason = format!("no keep-alive was answered for {ttl:?}");
+            let _ = tx.unbounded_send(LeaseLost { id, reason });
+            return;
+        }
+        tokio::time::sleep(period).await;
+    }
+}
+
+/// The transaction that claims every type of a campaign, all or none.
+fn claim_txn(keys: &super::keys::Keys, types: &[String], controller: &str, lease: i64) -> Txn {
+    let when: Vec<_> = types
+        .iter()
+        .map(|t| Compare::create_revision(keys.claim(t), CompareOp::Equal, 0))
+        .collect();
+    let holder = format!("{controller} (pid {})", std::process::id());
+    let puts: Vec<_> = types
+        .iter()
+        .map(|t| {
+            TxnOp::put(keys.claim(t), holder.clone(), Some(PutOptions::new().with_lease(lease)))
+        })
+        .collect();
+    Txn::new().when(when).and_then(puts)
+}
+
+impl StateActor {
+    fn claims_mut(&mut self) -> &mut Claims {
+        &mut self.shared.as_mut().expect("an etcd state").claims
+    }
+
+    /// Tries to win every claim not held; grants a lease first if needed.
+    fn campaign(&mut self, ctx: &mut Context<Self>) {
+        let shared = self.shared.as_mut().expect("an etcd state");
+        let ttl = shared.config.lease_ttl.max(Duration::from_secs(1));
+        let claims = &mut shared.claims;
+        if claims.campaigning || claims.campaigns.iter().all(|c| c.token.is_some()) {
+            return;
+        }
+        let lease = match claims.lease {
+            Lease::Granting => return,
+            Lease::Held(id) => id,
+            Lease::None => {
+                claims.lease = Lease::Granting;
+                let mut client = shared.client.clone();
+                let timeout = shared.config.request_timeout;
+                let grant = async move {
+                    tokio::time::timeout(timeout, client.lease_grant(ttl.as_secs() as i64, None))
+                        .await
+                };
+                ctx.spawn(grant.into_actor(self).map(move |result, act, ctx| match result {
+                    Ok(Ok(resp)) => act.lease_granted(resp.id(), ttl, ctx),
+                    Ok(Err(e)) => act.campaign_later(format!("no lease: {e}"), ctx),
+                    Err(_) => act.campaign_later("no lease: etcd did not answer".into(), ctx),
+                }));
+                return;
+            }
+        };
+        claims.campaigning = true;
+        let keys = shared.keys.clone();
+        let timeout = shared.config.request_timeout;
+        let rounds: Vec<_> = claims
+            .campaigns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.token.is_none())
+            .map(|(i, c)| {
+                let txn = claim_txn(&keys, &c.types, &c.controller, lease);
+                let mut client = shared.client.clone();
+                async move { (i, tokio::time::timeout(timeout, client.txn(txn)).await) }
+            })
+            .collect();
+        let done = futures::future::join_all(rounds);
+        ctx.spawn(done.into_actor(self).map(move |results, act, ctx| {
+            act.claims_mut().campaigning = false;
+            for (i, result) in results {
+                match result {
+                    Ok(Ok(resp)) if resp.succeeded() => {
+                        let token = resp.header().map_or(0, |h| h.revision());
+                        act.won(i, token, lease);
+                    }
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => log::debug!("claims: campaign failed: {e}"),
+                    Err(_) => log::debug!("claims: campaign unanswered"),
+                }
+            }
+            act.campaign_later(String::new(), ctx);
+        }));
+    }
+
+    fn won(&mut self, i: usize, token: i64, lease: i64) {
+        let shared = self.shared.as_mut().expect("an etcd state");
+        let claims = &mut shared.claims;
+        if claims.lease != Lease::Held(lease) {
+            return; // the lease was lost meanwhile: the keys go with it
+        }
+        let Some(c) = claims.campaigns.get_mut(i) else { return };
+        c.token = Some(token);
+        for t in &c.types {
+            let fence = Fence {
+                key: shared.keys.claim(t),
+                token,
+                controller: c.controller.clone(),
+                lost: false,
+            };
+            claims.held.insert(t.clone(), fence);
+        }
+        log::info!(
+            "claims: controller {} owns {} (fencing token {token})",
+            c.controller,
+            c.types.join(", ")
+        );
+        c.notify.do_send(Ownership(true));
+    }
+
+    /// Campaigns again after TTL/4 while some claim is not held.
+    fn campaign_later(&mut self, why: String, ctx: &mut Context<Self>) {
+        let shared = self.shared.as_mut().expect("an etcd state");
+        if shared.claims.lease == Lease::Granting {
+            shared.claims.lease = Lease::None;
+            log::warn!("claims: {why}; trying again");
+        }
+        let claims = &mut shared.claims;
+        if claims.retry_armed || claims.campaigns.iter().all(|c| c.token.is_some()) {
+            return;
+        }
+        claims.retry_armed = true;
+        let every =
+            (shared.config.lease_ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+        ctx.run_later(every, |act, ctx| {
+            act.claims_mut().retry_armed = false;
+            act.campaign(ctx);
+        });
+    }
+
+    fn lease_granted(&mut self, id: i64, ttl: Duration, ctx: &mut Context<Self>) {
+        let shared = self.shared.as_mut().expect("an etcd state");
+        let (tx, rx) = mpsc::unbounded();
+        let task = actix_rt::spawn(keep_alive(shared.client.clone(), id, ttl, tx));
+        shared.claims.lease = Lease::Held(id);
+        if let Some(old) = shared.claims.keepalive.replace(task) {
+            old.abort();
+        }
+        ctx.add_stream(rx);
+        self.campaign(ctx);
+    }
+}
+
+impl StreamHandler<LeaseLost> for StateActor {
+    fn handle(&mut self, lost: LeaseLost, ctx: &mut Context<Self>) {
+        let claims = self.claims_mut();
+        if claims.lease != Lease::Held(lost.id) {
+            return;
+        }
+        claims.lease = Lease::None;
+        for fence in claims.held.values_mut() {
+            fence.lost = true;
+        }
+        for c in &mut claims.campaigns {
+            if c.token.take().is_some() {
+                log::warn!(
+                    "claims: controller {} lost {} ({}); standing by",
+                    c.controller,
+                    c.types.join(", "),
+                    lost.reason
+                );
+                c.notify.do_send(Ownership(false));
+            }
+        }
+        self.campaign(ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
+}
+
+impl Handler<ClaimOutputs> for StateActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ClaimOutputs, ctx: &mut Context<Self>) {
+        if self.shared.is_none() {
+            msg.notify.do_send(Ownership(true));
+            return;
+        }
+        let ClaimOutputs { controller, types, notify } = msg;
+        self.claims_mut().campaigns.push(Campaign { controller, types, notify, token: None });
+        self.campaign(ctx);
+    }
+}
+
+impl Handler<GetClaims> for StateActor {
+    type Result = MessageResult<GetClaims>;
+
+    fn handle(&mut self, _: GetClaims, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.shared.as_ref().map(|s| s.claims.status()).unwrap_or_default())
     }
 }
 

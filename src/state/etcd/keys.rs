@@ -103,7 +103,6 @@ impl Keys {
     }
 
     /// The claim key of an exclusive output type.
-    #[allow(dead_code)] // the campaigns arrive in the next commit
     pub(crate) fn claim(&self, resource_type: &str) -> String {
         let mut key = self.owners.clone();
         escape(resource_type, &mut key);

@@ -91,12 +91,14 @@ impl Shared {
         rx
     }
 
-    /// Stops the change feed (closing).
-    pub(crate) fn stop(&mut self) {
+    /// Stops the change feed and gives up the claims (closing); resolves
+    /// once etcd revoked the lease (or did not answer in time).
+    pub(crate) fn stop(&mut self) -> impl Future<Output = ()> + Send + 'static {
         if let Some(task) = self.feed_task.take() {
             task.abort();
         }
         self.progress = None;
+        self.claims.release(&self.client, self.config.request_timeout)
     }
 
     fn ask_progress(&self) {
@@ -296,6 +298,7 @@ impl StateActor {
             }
         };
         let revision = resp.header().map_or(0, |h| h.revision() as u64);
+        log::trace!("etcd: write of {ptr} answered at {revision}: succeeded {}", resp.succeeded());
         if resp.succeeded() {
             let reply = stamped(reply, revision);
             shared.acked.entry(revision).or_default().push(Acked {
@@ -399,6 +402,7 @@ impl StateActor {
     /// Applies what the feed brought: the cache changes, watchers hear it,
     /// and the writes it completes are answered.
     pub(crate) fn apply_feed(&mut self, msg: Feed, ctx: &mut Context<Self>) {
+        log::trace!("etcd: feed {msg:?}");
         match msg {
             Feed::Events(events, last) => {
                 for event in events {
