@@ -42,7 +42,7 @@
 //!   order they arrived; writes to different resources are pipelined.
 //! - A feed that fell behind a compaction lists again and emits the
 //!   differences as events.
-//! - etcd lost: writes fail with [`StorageFailure::Unavailable`](crate::StorageFailure::Unavailable)
+//! - etcd lost: writes fail with [`StorageFailure::Unavailable`]
 //!   (controllers back off as after any error); the feed reconnects on its
 //!   own and every watcher converges to the true state, without a restart.
 //!   Nothing acknowledged is lost: an acknowledged write was committed by etcd.
@@ -55,7 +55,7 @@
 //! [`EtcdConfig::lease_ttl`], default 10 s, kept alive every TTL/3). The
 //! claim's create revision is a **fencing token**: every write the owning
 //! controller makes to that type also compares it, so a process whose lease
-//! lapsed cannot write even one late resource ([`StorageFailure::Fenced`](crate::StorageFailure::Fenced)).
+//! lapsed cannot write even one late resource ([`StorageFailure::Fenced`]).
 //! A second process that registers the same controller is a **standby**: it
 //! does not reconcile until the owner's claim goes away (lease lapsed: the
 //! owner was killed or partitioned), then takes over. A process that loses
@@ -77,9 +77,9 @@
 //!   seen once the feed brings it (usually well under a millisecond on a LAN).
 //!
 //! # Errors
-//! Opening: [`StorageFailure::Unavailable`](crate::StorageFailure::Unavailable)
+//! Opening: [`StorageFailure::Unavailable`]
 //! if etcd does not answer within [`EtcdConfig::connect_timeout`];
-//! [`Error::InvalidInput`](crate::Error::InvalidInput) for a bad prefix or no
+//! [`Error::InvalidInput`] for a bad prefix or no
 //! endpoint.
 
 pub(crate) mod claims;
