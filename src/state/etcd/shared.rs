@@ -454,36 +454,50 @@ impl StateActor {
     /// Replaces the cache with `resources` (read at `rev`), publishing the
     /// differences.
     fn resync(&mut self, resources: Vec<AnyResource>, rev: u64) {
-        let mut fresh: HashMap<Pointer, AnyResource> =
-            resources.into_iter().map(|r| (r.pointer().clone(), r)).collect();
+        let cached = self.store.pointers().into_iter().filter_map(|p| self.store.get(&p).ok());
+        let diffs = differences(cached.collect(), resources);
+        log::info!("etcd: re-listed at revision {rev}: {} differences", diffs.len());
         self.store.set_revision(self.store.revision().max(rev));
-        for ptr in self.store.pointers() {
-            match fresh.remove(&ptr) {
-                Some(res) => {
-                    let same = self
-                        .store
-                        .get(&ptr)
-                        .is_ok_and(|cur| cur.metadata().revision() == res.metadata().revision());
-                    if !same {
-                        let change = self.store.put_external(res);
-                        self.watches.publish(&change, rev);
-                    }
-                }
-                None => {
-                    if let Some(change) = self.store.remove_external(&ptr) {
-                        self.watches.publish(&change, rev);
-                    }
-                }
+        for diff in diffs {
+            let change = match diff {
+                Diff::Put(res) => Some(self.store.put_external(res)),
+                Diff::Remove(ptr) => self.store.remove_external(&ptr),
+            };
+            if let Some(change) = change {
+                self.watches.publish(&change, rev);
             }
-        }
-        let mut created: Vec<_> = fresh.into_values().collect();
-        created.sort_by(|a, b| a.pointer().cmp(b.pointer()));
-        for res in created {
-            let change = self.store.put_external(res);
-            self.watches.publish(&change, rev);
         }
         self.caught_up(rev);
     }
+}
+
+/// One step from the cached view to a fresh listing.
+#[derive(Debug, PartialEq)]
+enum Diff {
+    /// Store this (created or changed since).
+    Put(AnyResource),
+    /// Gone since.
+    Remove(Pointer),
+}
+
+/// What turns `cached` into `fresh`: resources whose mod revision moved are
+/// put, missing ones removed, new ones put (sorted by address, so watchers
+/// see a stable order).
+fn differences(cached: Vec<AnyResource>, fresh: Vec<AnyResource>) -> Vec<Diff> {
+    let mut fresh: HashMap<Pointer, AnyResource> =
+        fresh.into_iter().map(|r| (r.pointer().clone(), r)).collect();
+    let mut out = Vec::new();
+    for cur in cached {
+        match fresh.remove(cur.pointer()) {
+            Some(res) if res.metadata().revision() == cur.metadata().revision() => {}
+            Some(res) => out.push(Diff::Put(res)),
+            None => out.push(Diff::Remove(cur.pointer().clone())),
+        }
+    }
+    let mut created: Vec<_> = fresh.into_values().collect();
+    created.sort_by(|a, b| a.pointer().cmp(b.pointer()));
+    out.extend(created.into_iter().map(Diff::Put));
+    out
 }
 
 impl StreamHandler<Feed> for StateActor {
@@ -493,5 +507,41 @@ impl StreamHandler<Feed> for StateActor {
 
     fn finished(&mut self, _: &mut Context<Self>) {
         // The feed ends only when the state closes; the actor decides when to stop.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Resource;
+    use crate::resource::test_specs::Num;
+
+    fn at(id: &str, n: i64, rev: u64) -> AnyResource {
+        let mut r = Resource::new("ns", id, Num(n)).into_any();
+        r.metadata_mut().set_revision(rev);
+        r
+    }
+
+    #[test]
+    fn a_relist_yields_exactly_what_changed() {
+        let cached = vec![at("same", 1, 5), at("changed", 1, 6), at("gone", 1, 7)];
+        let fresh =
+            vec![at("same", 1, 5), at("changed", 2, 9), at("new-b", 3, 10), at("new-a", 4, 11)];
+        let diffs = differences(cached, fresh);
+        assert_eq!(
+            diffs,
+            vec![
+                Diff::Put(at("changed", 2, 9)),
+                Diff::Remove(at("gone", 1, 7).pointer().clone()),
+                Diff::Put(at("new-a", 4, 11)),
+                Diff::Put(at("new-b", 3, 10)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_relist_of_the_same_state_yields_nothing() {
+        let both = || vec![at("a", 1, 2), at("b", 2, 3)];
+        assert!(differences(both(), both()).is_empty());
     }
 }
