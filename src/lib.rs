@@ -72,7 +72,7 @@ pub mod supervisor;
 pub mod testing;
 
 pub use error::{Error, Result, StorageFailure};
-pub use runtime::{NotIdle, Runtime, RuntimeBuilder};
+pub use runtime::{NotIdle, NotSettled, Runtime, RuntimeBuilder};
 pub use state::State;
 
 /// The names most programs need, in one import.

@@ -172,6 +172,8 @@ mod tests {
             errors: 1,
             panics: 0,
             restarts: 1,
+            failures_in_a_row: 0,
+            last_error: None,
             reads: 5,
             writes: 4,
             queue: queue.then(|| QueueMetrics {

@@ -351,6 +351,43 @@ impl Runtime {
         self.state.claims().await
     }
 
+    /// How every controller is doing: running, standing by, backing off
+    /// (with the attempt count and the last error), or failed (with why).
+    /// See [`Health`](crate::controller::Health).
+    pub async fn health(&self) -> crate::controller::Health {
+        let metrics = self.metrics().await;
+        crate::controller::Health { controllers: metrics.iter().map(Into::into).collect() }
+    }
+
+    /// [`settled`](Self::settled), giving up after `deadline` with what is
+    /// still busy: the controllers backing off or with queued keys, and their
+    /// last errors. For tests and tools that must not hang in silence.
+    ///
+    /// ```
+    /// # actix::System::new().block_on(async {
+    /// let runtime = cosi_runtime::Runtime::start();
+    /// runtime.settled_within(std::time::Duration::from_secs(5)).await.unwrap();
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// [`NotSettled`] naming what was busy when the deadline passed.
+    pub async fn settled_within(&self, deadline: std::time::Duration) -> Result<(), NotSettled> {
+        if tokio::time::timeout(deadline, self.settled()).await.is_ok() {
+            return Ok(());
+        }
+        let health = self.health().await;
+        let busy = health
+            .controllers
+            .into_iter()
+            .filter(|c| {
+                !c.is_healthy() && c.status != crate::controller::ControllerStatus::Failed
+                    || c.queued.is_some_and(|(waiting, running)| waiting + running > 0)
+            })
+            .collect();
+        Err(NotSettled { deadline, units: self.activity.busy(), busy })
+    }
+
     /// Every controller's counters, in registration order.
     pub async fn metrics(&self) -> Vec<ControllerMetrics> {
         self.supervisor.send(GetMetrics).await.unwrap_or_default()
@@ -367,6 +404,25 @@ impl Runtime {
     pub async fn graph(&self) -> DependencyGraph {
         self.supervisor.send(GetGraph).await.unwrap_or_default()
     }
+}
+
+/// The runtime was still busy when [`Runtime::settled_within`]'s deadline passed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the runtime had not settled after {deadline:?} ({units} units of work in progress){}", describe_busy(.busy))]
+pub struct NotSettled {
+    /// The deadline that passed.
+    pub deadline: std::time::Duration,
+    /// Units of work in progress (requests, messages, reconciles, retries).
+    pub units: usize,
+    /// The controllers that were busy or failing, with their last errors.
+    pub busy: Vec<crate::controller::ControllerHealth>,
+}
+
+fn describe_busy(busy: &[crate::controller::ControllerHealth]) -> String {
+    if busy.is_empty() {
+        return "; no controller was busy (a request or a watch delivery was)".into();
+    }
+    busy.iter().map(|c| format!("\n  {c}")).collect()
 }
 
 /// [`Runtime::idle`] ran out of time: work or timers were still pending.

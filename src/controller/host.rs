@@ -17,6 +17,7 @@ use futures::channel::oneshot;
 
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters};
+use super::queue::TerminalError;
 use super::{Controller, Input, InputKind, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::resource::{AnyResource, Kind, Phase};
@@ -300,6 +301,7 @@ where
         match outcome {
             Ok(Ok(())) => {
                 Counters::bump(&self.counters.reconciles);
+                self.counters.succeeded();
                 self.tracker.on_success();
                 self.counters.set_status(if self.standby {
                     ControllerStatus::Standby
@@ -320,6 +322,15 @@ where
                     self.busy = None;
                 }
             }
+            Ok(Err(error)) if TerminalError::is_terminal(&error) => {
+                Counters::bump(&self.counters.errors);
+                let error = error.to_string();
+                self.counters.failed(&error);
+                self.give_up(error, "returned a terminal error", ctx);
+                if !self.stop_waiters.is_empty() {
+                    self.finish_stop(ctx);
+                }
+            }
             Ok(Err(error)) => {
                 Counters::bump(&self.counters.errors);
                 self.failed(error.to_string(), false, ctx);
@@ -332,6 +343,7 @@ where
     }
 
     fn failed(&mut self, error: String, panicked: bool, ctx: &mut Context<Self>) {
+        self.counters.failed(&error);
         if !self.stop_waiters.is_empty() {
             self.finish_stop(ctx);
             return;
@@ -358,18 +370,23 @@ where
                 });
             }
             Decision::GiveUp => {
-                log::error!(
-                    "controller {}: reconcile {what}: {error}; restart intensity exceeded, giving up",
-                    self.name
-                );
-                self.stage = Stage::Failed;
-                self.counters.set_status(ControllerStatus::Failed);
-                self.busy = None;
-                self.env
-                    .supervisor
-                    .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
+                self.give_up(error, &format!("{what}; restart intensity exceeded"), ctx);
             }
         }
+    }
+
+    /// Marks the controller failed for good and tells the supervisor.
+    fn give_up(&mut self, error: String, why: &str, ctx: &mut Context<Self>) {
+        log::error!("controller {}: reconcile {why}: {error}; giving up", self.name);
+        self.stage = Stage::Failed;
+        self.counters.set_status(ControllerStatus::Failed);
+        self.busy = None;
+        if let Some((timer, _armed)) = self.requeue.take() {
+            ctx.cancel_future(timer);
+        }
+        self.env
+            .supervisor
+            .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
     }
 
     fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {

@@ -65,6 +65,10 @@ pub(crate) struct Counters {
     pub(crate) reads: AtomicU64,
     pub(crate) writes: AtomicU64,
     status: AtomicU8,
+    /// Failed reconciles since the last success (errors and panics).
+    failures_in_a_row: AtomicU64,
+    /// The last failure's message, until a reconcile succeeds.
+    last_error: std::sync::Mutex<Option<String>>,
 }
 
 impl Counters {
@@ -74,6 +78,20 @@ impl Counters {
 
     pub(crate) fn set_status(&self, status: ControllerStatus) {
         self.status.store(status.as_u8(), Ordering::Relaxed);
+    }
+
+    /// Records a failed reconcile (an error or a panic) for [`ControllerMetrics::last_error`].
+    pub(crate) fn failed(&self, error: &str) {
+        self.failures_in_a_row.fetch_add(1, Ordering::Relaxed);
+        *self.last_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(error.to_owned());
+    }
+
+    /// Records a successful reconcile: the failure streak ends.
+    pub(crate) fn succeeded(&self) {
+        if self.failures_in_a_row.swap(0, Ordering::Relaxed) > 0 {
+            *self.last_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        }
     }
 
     pub(crate) fn status(&self) -> ControllerStatus {
@@ -97,6 +115,12 @@ impl Counters {
             restarts: get(&self.restarts),
             reads: get(&self.reads),
             writes: get(&self.writes),
+            failures_in_a_row: get(&self.failures_in_a_row),
+            last_error: self
+                .last_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
         }
     }
 }
@@ -128,6 +152,11 @@ pub struct ControllerMetrics {
     pub reads: u64,
     /// State writes through its context.
     pub writes: u64,
+    /// Failed reconciles (errors and panics) since the last success.
+    pub failures_in_a_row: u64,
+    /// The last failure's message while the controller is failing (cleared by
+    /// a successful reconcile); for a failed controller, why it gave up.
+    pub last_error: Option<String>,
     /// Queue figures, for queue controllers.
     pub queue: Option<QueueMetrics>,
 }

@@ -74,6 +74,7 @@
 
 mod access;
 mod context;
+mod health;
 pub(crate) mod host;
 pub(crate) mod metrics;
 pub(crate) mod pool;
@@ -83,6 +84,7 @@ mod spec;
 
 pub(crate) use access::AccessRules;
 pub use context::ReconcileContext;
+pub use health::{ControllerHealth, Health};
 pub use metrics::{
     ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,
 };

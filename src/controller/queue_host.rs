@@ -213,24 +213,29 @@ impl<Q: QController> QueueHost<Q> {
         let completion = match outcome {
             Ok(Ok(Outcome::Done)) => {
                 Counters::bump(&self.counters.reconciles);
+                self.counters.succeeded();
                 Completion::Success
             }
             Ok(Ok(Outcome::RequeueAfter(d))) => {
                 Counters::bump(&self.counters.reconciles);
+                self.counters.succeeded();
                 Completion::RequeueAfter(d)
             }
             Ok(Err(e)) if TerminalError::is_terminal(&e) => {
                 Counters::bump(&self.counters.errors);
+                self.counters.failed(&format!("{ptr}: {e}"));
                 log::error!("queue controller {}: {ptr}: {e}; not retried", self.name);
                 Completion::Terminal
             }
             Ok(Err(e)) => {
                 Counters::bump(&self.counters.errors);
+                self.counters.failed(&format!("{ptr}: {e}"));
                 log::warn!("queue controller {}: {ptr}: reconcile failed: {e}", self.name);
                 Completion::Failure
             }
             Err(panic) => {
                 Counters::bump(&self.counters.panics);
+                self.counters.failed(&format!("{ptr}: panicked: {panic}"));
                 log::warn!("queue controller {}: {ptr}: reconcile panicked: {panic}", self.name);
                 Completion::Failure
             }

@@ -1,0 +1,88 @@
+//! Failures that speak up: terminal errors end a plain controller at once,
+//! `health()` reports attempts and last errors, and `settled_within` names
+//! what is still busy instead of hanging. Time is tokio's paused clock.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{IntSpec, NS};
+use cosi_runtime::controller::{ControllerStatus, TerminalError};
+use cosi_runtime::prelude::*;
+
+/// Fails every reconcile: terminally, or with a retryable error.
+struct Failing {
+    terminal: bool,
+    runs: Arc<AtomicUsize>,
+}
+
+impl Controller for Failing {
+    fn name(&self) -> &str {
+        "Failing"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![Input::weak::<IntSpec>(NS)]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if self.terminal {
+            Err(TerminalError::new("the spec asks for an MTU of 12").into())
+        } else {
+            Err("the device is busy".into())
+        }
+    }
+}
+
+async fn failing(terminal: bool) -> (Runtime, Arc<AtomicUsize>) {
+    tokio::time::pause();
+    let runtime = Runtime::start();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    runtime.register(move || Failing { terminal, runs: r.clone() }).await.unwrap();
+    (runtime, runs)
+}
+
+#[actix::test]
+async fn a_terminal_error_fails_a_plain_controller_without_retries() {
+    let (runtime, runs) = failing(true).await;
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
+    runtime.idle(Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "never retried, not even after an hour");
+    let health = runtime.health().await;
+    let c = &health.controllers[0];
+    assert_eq!(c.status, ControllerStatus::Failed);
+    assert_eq!(c.failures_in_a_row, 1);
+    assert!(c.last_error.as_deref().is_some_and(|e| e.contains("MTU of 12")), "{c}");
+    assert!(!health.is_healthy());
+    assert_eq!(runtime.metrics().await[0].restarts, 0);
+}
+
+#[actix::test]
+async fn health_reports_the_attempts_and_the_last_error_of_a_controller_backing_off() {
+    let (runtime, runs) = failing(false).await;
+    // Give up on settling after a virtual minute: the retries never end.
+    let err = runtime.settled_within(Duration::from_secs(60)).await.unwrap_err();
+    let tries = runs.load(Ordering::SeqCst) as u64;
+    assert!(tries > 3, "retried with backoff meanwhile: {tries}");
+    let text = err.to_string();
+    assert!(text.contains("Failing") && text.contains("the device is busy"), "{text}");
+    assert_eq!(err.busy.len(), 1, "{text}");
+    let health = runtime.health().await;
+    let c = &health.controllers[0];
+    assert_eq!(c.status, ControllerStatus::BackingOff, "{c}");
+    assert!(c.failures_in_a_row >= tries - 1, "{c} after {tries} runs");
+    assert_eq!(health.unhealthy().count(), 1);
+}
+
+#[actix::test]
+async fn a_settled_runtime_passes_settled_within_and_is_healthy() {
+    tokio::time::pause();
+    let runtime = Runtime::start();
+    runtime.settled_within(Duration::from_secs(1)).await.unwrap();
+    assert!(runtime.health().await.is_healthy());
+}
