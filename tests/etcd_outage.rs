@@ -15,8 +15,10 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, TcpListener};
+use std::io::{Read, Write as _};
+use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::rc::Rc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use cosi_runtime::StorageFailure;
@@ -134,6 +136,69 @@ async fn fails_unavailable<T: std::fmt::Debug>(
 fn closed_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a loopback port");
     listener.local_addr().expect("a local address").port()
+}
+
+/// A TCP proxy in front of etcd that can stop passing bytes on (a stuck
+/// etcd, or a network partition that drops nothing and answers nothing).
+struct Proxy {
+    port: u16,
+    frozen: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Proxy {
+    /// Forwards every connection on a free loopback port to `upstream`.
+    fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a loopback port");
+        let port = listener.local_addr().expect("a local address").port();
+        let frozen = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = frozen.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect((Ipv4Addr::LOCALHOST, upstream)) else {
+                    continue;
+                };
+                let (c, s) =
+                    (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+                let (g1, g2) = (gate.clone(), gate.clone());
+                std::thread::spawn(move || pump(client, server, &g1));
+                std::thread::spawn(move || pump(s, c, &g2));
+            }
+        });
+        Proxy { port, frozen }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Holds every byte from now on, in both directions (the connections stay open).
+    fn freeze(&self) {
+        *self.frozen.0.lock().expect("the gate") = true;
+    }
+
+    /// Passes the held bytes on, and everything after them.
+    fn thaw(&self) {
+        *self.frozen.0.lock().expect("the gate") = false;
+        self.frozen.1.notify_all();
+    }
+}
+
+/// Copies `from` to `to`, holding each chunk while the gate is frozen.
+fn pump(mut from: TcpStream, mut to: TcpStream, gate: &(Mutex<bool>, Condvar)) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let frozen = gate.0.lock().expect("the gate");
+        drop(gate.1.wait_while(frozen, |frozen| *frozen).expect("the gate"));
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
 }
 
 /// Nobody listens at the endpoint: `open` fails with a typed
@@ -396,6 +461,77 @@ fn writes_acknowledged_before_a_kill_mid_run_are_there_after_the_restart() {
             .expect("a write after the restart");
         assert_eq!(after.spec().0, truth.get("counter-0").copied().unwrap_or(0) + 1);
         fresh.close().await.expect("close");
+        state.close().await.expect("close");
+    });
+}
+
+/// etcd stops answering without closing anything (a stuck server, a
+/// partition): writes in flight fail with a typed `Unavailable` once the
+/// request timeout has passed, none hangs; reads answer from the cache.
+/// When the bytes flow again, a write that timed out may still be committed
+/// (etcd's own caveat): the caller retries each, the rules make the retries
+/// safe, and the same `State` converges and writes on.
+#[test]
+fn writes_fail_unavailable_within_the_request_timeout_while_etcd_does_not_answer() {
+    let Some(etcd) = TestEtcd::start() else { return };
+    let port: u16 =
+        etcd.endpoint().rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+    let proxy = Proxy::start(port);
+    let prefix = unique_prefix("stuck");
+    let config = EtcdConfig::new([proxy.endpoint()])
+        .prefix(prefix.clone())
+        .connect_timeout(REQUEST_TIMEOUT)
+        .request_timeout(REQUEST_TIMEOUT);
+    block_on(async move {
+        let state = open(config).await;
+        let mut view = View::open(&state).await;
+        state.create(int("a", 1), None).await.expect("create");
+        state.create(int("b", 2), None).await.expect("create");
+        let mut expected: BTreeMap<String, i64> = [("a".to_owned(), 1), ("b".to_owned(), 2)].into();
+        view.converge_to(&expected).await;
+
+        proxy.freeze();
+        // Three writes in flight at once, to three resources.
+        let (a, b) = (ptr("a"), ptr("b"));
+        let create = fails_unavailable("create", state.create(int("c", 3), None));
+        let modify = fails_unavailable(
+            "modify",
+            state.modify(&a, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None),
+        );
+        let destroy = fails_unavailable("destroy", state.destroy(&b, None));
+        futures::join!(create, modify, destroy);
+        assert_eq!(contents(&state).await, expected, "reads answer from the cache meanwhile");
+
+        proxy.thaw();
+        // The timed-out writes may reach etcd now, or may never have: the
+        // caller retries them, and the rules make the retries safe whatever
+        // happened (a create that finds the resource, a destroy that does not).
+        match state.create(int("c", 3), None).await {
+            Ok(_) => {}
+            Err(e) => assert!(e.is_already_exists(), "retried create: {e}"),
+        }
+        state
+            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None)
+            .await
+            .expect("retried modify");
+        match state.destroy(&ptr("b"), None).await {
+            Ok(()) => {}
+            Err(e) => assert!(e.is_not_found(), "retried destroy: {e}"),
+        }
+        expected = [("a".to_owned(), 10), ("c".to_owned(), 3)].into();
+        view.converge_to(&expected).await;
+        assert_eq!(contents(&state).await, expected, "the cache converged");
+        let other = open(etcd.config(&prefix)).await;
+        assert_eq!(contents(&other).await, expected, "and etcd holds the same");
+
+        // The same state writes on.
+        state
+            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20, None)
+            .await
+            .expect("a write once etcd answers again");
+        expected.insert("a".into(), 20);
+        view.converge_to(&expected).await;
+        other.close().await.expect("close");
         state.close().await.expect("close");
     });
 }
