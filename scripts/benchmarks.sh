@@ -15,10 +15,14 @@ rm -rf "$target/bench-report" \
     "$target/criterion/write_sequential" "$target/criterion/write_pipelined_64" \
     "$target/criterion/write_pipelined_1024" "$target/criterion/fanout" \
     "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
-    "$target/criterion/queue" "$target/criterion/durable_writes" "$target/criterion/krm"
+    "$target/criterion/queue" "$target/criterion/durable_writes" "$target/criterion/krm" \
+    "$target/criterion/etcd_writes"
 
 cargo build --release --examples   # the KRM bench pipes the example binaries
 cargo bench --bench state --bench runtime --bench queue --bench durable --bench krm
+# The shared state: needs protoc to build and an etcd binary (the bench starts its own
+# etcd on free loopback ports; without the binary it says SKIPPED and the report shows n/a).
+cargo bench --features etcd --bench etcd
 # The soak: SOAK_SECS=600 by default (the report shows RSS at 1, 5 and 10 minutes).
 mkdir -p "$target/bench-report"
 cargo run --release --example soak -- --secs "${SOAK_SECS:-600}" --report "$target/bench-report/soak.json" \
