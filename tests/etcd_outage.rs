@@ -561,13 +561,10 @@ fn writes_fail_unavailable_within_the_request_timeout_while_etcd_does_not_answer
 /// timeout: a write etcd committed through the other endpoint must not wait
 /// without bound for a feed that does not move.
 ///
-/// Fails today: those writes are committed by etcd and then wait in
-/// `Shared::acked` (`src/state/etcd/shared.rs`, `txn_done`) until the feed
-/// moves again, which it does only when the proxy thaws: their callers get
-/// no answer at all (nor would `close`). Nothing notices the silent watch:
-/// progress is requested only while a conflicted write waits.
+/// The state's watchdog answers a committed write that the feed has not
+/// delivered within the request timeout with `Unavailable` (saying it is
+/// durable), and has the feed watch again.
 #[test]
-#[ignore = "bug: a committed write waits without bound for a stalled change feed (see the doc comment)"]
 fn writes_are_answered_within_the_request_timeout_while_the_feed_stalls() {
     let Some(etcd) = TestEtcd::start() else { return };
     let port: u16 =
@@ -625,11 +622,9 @@ fn writes_are_answered_within_the_request_timeout_while_the_feed_stalls() {
 /// with a typed error that does not say `Unavailable` (a controller would
 /// back off and retry it forever), and the state serves on.
 ///
-/// Fails today: `txn_done` in `src/state/etcd/shared.rs` reports every
-/// error of the transaction as `StorageFailure::Unavailable`, here etcd's
-/// `InvalidArgument` "etcdserver: request is too large".
+/// etcd's `InvalidArgument` ("request is too large") comes back as
+/// `Error::InvalidInput` naming the resource.
 #[test]
-#[ignore = "bug: a write etcd refuses as too large is reported as Unavailable (see the doc comment)"]
 fn a_write_etcd_refuses_as_too_large_is_not_reported_as_unavailable() {
     let Some(etcd) = TestEtcd::start() else { return };
     let prefix = unique_prefix("large");

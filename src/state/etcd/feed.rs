@@ -73,26 +73,72 @@ fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedEvent>, u64) {
     (out, last)
 }
 
-/// Everything under the prefix, and the revision it was read at.
+/// How many keys one page of a listing reads (a page must stay well under
+/// the client's 4 MiB message limit, and resources are small).
+const PAGE: i64 = 500;
+
+/// The end of the range of keys that start with `prefix`.
+fn range_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    // The prefix ends with '/', never with 0xff: incrementing its last byte is enough.
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// Everything under the prefix, and the revision it was read at: in pages,
+/// all at the revision of the first, so a state of any size is read whole
+/// and consistent.
 pub(crate) async fn list_all(
     client: &mut Client,
     keys: &Keys,
     timeout: Duration,
 ) -> Result<(Vec<AnyResource>, u64), String> {
-    let get = client.get(keys.range(), Some(GetOptions::new().with_prefix()));
-    let resp = match tokio::time::timeout(timeout, get).await {
-        Ok(Ok(resp)) => resp,
-        Ok(Err(e)) => return Err(e.to_string()),
-        Err(_) => return Err(format!("no answer within {timeout:?}")),
-    };
-    let revision = resp.header().map_or(0, |h| h.revision() as u64);
-    Ok((decode_all(keys, resp.kvs()), revision))
+    let end = range_end(keys.range());
+    let mut from = keys.range().as_bytes().to_vec();
+    let mut revision = 0;
+    let mut out = Vec::new();
+    loop {
+        let mut options = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+        if revision > 0 {
+            options = options.with_revision(revision as i64);
+        }
+        let resp =
+            match tokio::time::timeout(timeout, client.get(from.clone(), Some(options))).await {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(e)) => return Err(e.to_string()),
+                Err(_) => return Err(format!("no answer within {timeout:?}")),
+            };
+        if revision == 0 {
+            revision = resp.header().map_or(0, |h| h.revision() as u64);
+        }
+        out.extend(decode_all(keys, resp.kvs()));
+        match resp.kvs().last() {
+            Some(last) if resp.more() => {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            _ => return Ok((out, revision)),
+        }
+    }
+}
+
+/// What the state actor asks of the feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FeedCommand {
+    /// Report progress (the revision everything is delivered up to).
+    Progress,
+    /// The feed looks stalled: drop the watch and start another.
+    Reconnect,
 }
 
 /// How the feed ended one watch.
 enum Ended {
     /// The state actor went away: stop.
     Stop,
+    /// Asked to: watch again at once, from where it was.
+    Restart,
     /// The connection failed: report it, back off, watch again.
     Lost(String),
     /// The watch was compacted away: re-list, then watch again.
@@ -106,7 +152,7 @@ pub(crate) async fn run(
     keys: Keys,
     mut next: u64,
     tx: UnboundedSender<Feed>,
-    mut progress: UnboundedReceiver<()>,
+    mut progress: UnboundedReceiver<FeedCommand>,
     timeout: Duration,
 ) {
     let mut lost = false;
@@ -119,6 +165,7 @@ pub(crate) async fn run(
             watch_once(&mut client, &keys, &mut next, &tx, &mut progress, &mut lost, timeout).await;
         match ended {
             Ended::Stop => return,
+            Ended::Restart => continue,
             Ended::Compacted => match list_all(&mut client, &keys, timeout).await {
                 Ok((resources, revision)) => {
                     next = revision + 1;
@@ -151,7 +198,7 @@ async fn watch_once(
     keys: &Keys,
     next: &mut u64,
     tx: &UnboundedSender<Feed>,
-    progress: &mut UnboundedReceiver<()>,
+    progress: &mut UnboundedReceiver<FeedCommand>,
     lost: &mut bool,
     timeout: Duration,
 ) -> Ended {
@@ -168,8 +215,13 @@ async fn watch_once(
         let resp = futures::select! {
             resp = responses.next() => resp,
             asked = progress.next() => {
-                if asked.is_none() {
-                    return Ended::Stop;
+                match asked {
+                    None => return Ended::Stop,
+                    Some(FeedCommand::Reconnect) => {
+                        log::warn!("etcd: the change feed stalled; watching again from revision {next}");
+                        return Ended::Restart;
+                    }
+                    Some(FeedCommand::Progress) => {}
                 }
                 if let Err(e) = requests.request_progress().await {
                     return Ended::Lost(e.to_string());

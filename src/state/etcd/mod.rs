@@ -174,9 +174,12 @@ pub(crate) async fn connect(
             reason: "no etcd endpoint given".into(),
         });
     }
+    // require_leader: a member cut off from its cluster fails requests and
+    // cancels watches instead of serving stale data or a silent feed.
     let options = ConnectOptions::new()
         .with_connect_timeout(config.connect_timeout)
-        .with_timeout(config.request_timeout);
+        .with_timeout(config.request_timeout)
+        .with_require_leader(true);
     let deadline = config.connect_timeout;
     let connecting = Client::connect(config.endpoints.clone(), Some(options));
     let mut client = match tokio::time::timeout(deadline, connecting).await {

@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use etcd_client::{Client, Compare, CompareOp, KvClient, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use futures::channel::mpsc;
 
 use super::super::actor::{ReplySlot, Response, StateActor, StateReply, StateRequest, answer};
@@ -14,7 +14,7 @@ use super::super::backend::{Precondition, WriteOp};
 use super::super::store::Change;
 use super::EtcdConfig;
 use super::claims::{Claims, Fence};
-use super::feed::{self, Feed, FeedEvent};
+use super::feed::{self, Feed, FeedCommand, FeedEvent};
 use super::keys::{self, Keys};
 use crate::resource::{AnyResource, Pointer, Timestamp};
 use crate::{Error, StorageFailure};
@@ -28,6 +28,8 @@ pub(crate) struct Queued {
     req: StateRequest,
     slot: ReplySlot,
     attempts: u32,
+    /// When it started waiting for fresh data (a retry).
+    since: Option<Instant>,
 }
 
 /// A committed write waiting for the feed to apply it.
@@ -35,11 +37,33 @@ struct Acked {
     slot: ReplySlot,
     reply: Result<StateReply, Error>,
     pointer: Pointer,
+    since: Instant,
+    revision: u64,
+}
+
+/// gRPC's `InvalidArgument`, `FailedPrecondition` and `OutOfRange`: etcd
+/// refused the request itself (too large, too many operations), so sending
+/// it again cannot help.
+const REFUSED_CODES: [i32; 3] = [3, 9, 11];
+
+/// The typed error of a failed etcd request about `ptr`.
+fn request_error(ptr: &Pointer, store: &str, e: &etcd_client::Error) -> Error {
+    if let etcd_client::Error::GRpcStatus(status) = e
+        && REFUSED_CODES.contains(&i32::from(status.code()))
+    {
+        return Error::InvalidInput {
+            resource: ptr.to_string(),
+            reason: format!("{store} refused the write: {}", status.message()),
+        };
+    }
+    super::unavailable(ptr.to_string(), format!("{store}: {e}"))
 }
 
 /// The etcd side of a state actor.
 pub(crate) struct Shared {
     pub(crate) client: Client,
+    /// Cloned per write (cheaper than the whole client).
+    kv: KvClient,
     pub(crate) keys: Keys,
     pub(crate) config: EtcdConfig,
     /// Everything up to this etcd revision is in the cache.
@@ -50,8 +74,10 @@ pub(crate) struct Shared {
     acked: BTreeMap<u64, Vec<Acked>>,
     /// Conflicted writes by the revision etcd was at, re-run once the feed reaches it.
     retries: BTreeMap<u64, Vec<Queued>>,
-    progress: Option<mpsc::UnboundedSender<()>>,
+    progress: Option<mpsc::UnboundedSender<FeedCommand>>,
     feed_task: Option<actix_rt::task::JoinHandle<()>>,
+    /// A check of overdue writes is scheduled.
+    watchdog: bool,
     /// Whether the feed is connected.
     available: bool,
     pub(crate) claims: Claims,
@@ -60,6 +86,7 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(client: Client, keys: Keys, config: EtcdConfig, revision: u64) -> Self {
         Shared {
+            kv: client.kv_client(),
             client,
             keys,
             config,
@@ -69,6 +96,7 @@ impl Shared {
             retries: BTreeMap::new(),
             progress: None,
             feed_task: None,
+            watchdog: false,
             available: true,
             claims: Claims::default(),
         }
@@ -102,8 +130,12 @@ impl Shared {
     }
 
     fn ask_progress(&self) {
+        self.tell_feed(FeedCommand::Progress);
+    }
+
+    fn tell_feed(&self, command: FeedCommand) {
         if let Some(p) = &self.progress {
-            let _ = p.unbounded_send(());
+            let _ = p.unbounded_send(command);
         }
     }
 
@@ -221,10 +253,11 @@ impl StateActor {
         let slot = slot.unwrap_or_default();
         let shared = self.shared_mut();
         if let Some(queue) = shared.busy.get_mut(&ptr) {
-            queue.push_back(Queued { req, slot: slot.clone(), attempts: 0 });
+            queue.push_back(Queued { req, slot: slot.clone(), attempts: 0, since: None });
             return Response::Later(slot);
         }
-        match self.start_write(Queued { req, slot: slot.clone(), attempts: 0 }, ptr, ctx) {
+        let queued = Queued { req, slot: slot.clone(), attempts: 0, since: None };
+        match self.start_write(queued, ptr, ctx) {
             Some(reply) => Response::Now(reply),
             None => Response::Later(slot),
         }
@@ -263,14 +296,19 @@ impl StateActor {
         };
         let shared = self.shared.as_mut().expect("an etcd state");
         shared.busy.entry(ptr.clone()).or_default();
-        let mut client = shared.client.clone();
+        let mut kv = shared.kv.clone();
         let timeout = shared.config.request_timeout;
-        let sent = async move { tokio::time::timeout(timeout, client.txn(txn)).await };
+        let store = shared.describe();
+        let about = ptr.clone();
+        let sent = async move { tokio::time::timeout(timeout, kv.txn(txn)).await };
         ctx.spawn(sent.into_actor(self).map(move |result, act, ctx| {
             let result = match result {
                 Ok(Ok(resp)) => Ok(resp),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("no answer within {timeout:?}")),
+                Ok(Err(e)) => Err(request_error(&about, &store, &e)),
+                Err(_) => Err(super::unavailable(
+                    about.to_string(),
+                    format!("{store}: no answer within {timeout:?}"),
+                )),
             };
             act.txn_done(q, ptr, reply, fence, result, ctx);
         }));
@@ -283,15 +321,13 @@ impl StateActor {
         ptr: Pointer,
         reply: Result<StateReply, Error>,
         fence: Option<Fence>,
-        result: Result<TxnResponse, String>,
+        result: Result<TxnResponse, Error>,
         ctx: &mut Context<Self>,
     ) {
         let shared = self.shared_mut();
         let resp = match result {
             Ok(resp) => resp,
-            Err(reason) => {
-                let e =
-                    super::unavailable(ptr.to_string(), format!("{}: {reason}", shared.describe()));
+            Err(e) => {
                 answer(&q.slot, Err(e));
                 self.release(&ptr, ctx);
                 return;
@@ -301,12 +337,11 @@ impl StateActor {
         log::trace!("etcd: write of {ptr} answered at {revision}: succeeded {}", resp.succeeded());
         if resp.succeeded() {
             let reply = stamped(reply, revision);
-            shared.acked.entry(revision).or_default().push(Acked {
-                slot: q.slot,
-                reply,
-                pointer: ptr,
-            });
+            let acked =
+                Acked { slot: q.slot, reply, pointer: ptr, since: Instant::now(), revision };
+            shared.acked.entry(revision).or_default().push(acked);
             self.settle_shared(ctx);
+            self.arm_watchdog(ctx);
             return;
         }
         if fence_lost(&resp, fence.as_ref()) {
@@ -329,10 +364,85 @@ impl StateActor {
         }
         // The cache was behind etcd: run the rules again once the feed has
         // caught up with the revision the transaction saw.
+        q.since.get_or_insert_with(Instant::now);
         shared.retries.entry(revision).or_default().push(q);
         shared.ask_progress();
         self.settle_shared(ctx);
         self.nudge_progress(ctx);
+        self.arm_watchdog(ctx);
+    }
+
+    /// Checks every 100 ms, while writes wait for the feed, that none waits
+    /// longer than the request timeout: a feed that does not move (its etcd
+    /// member partitioned away, a silent connection) must not hold callers
+    /// without bound.
+    fn arm_watchdog(&mut self, ctx: &mut Context<Self>) {
+        let shared = self.shared_mut();
+        if shared.watchdog {
+            return;
+        }
+        shared.watchdog = true;
+        ctx.run_later(Duration::from_millis(100), |act, ctx| {
+            act.shared_mut().watchdog = false;
+            act.expire_overdue(ctx);
+        });
+    }
+
+    /// Answers the writes that waited for the feed longer than the request
+    /// timeout with [`StorageFailure::Unavailable`], and has the feed watch
+    /// again.
+    fn expire_overdue(&mut self, ctx: &mut Context<Self>) {
+        let shared = self.shared_mut();
+        let limit = shared.config.request_timeout;
+        let store = shared.describe();
+        let overdue = |since: Instant| since.elapsed() >= limit;
+        let mut expired_acks = Vec::new();
+        for waiting in shared.acked.values_mut() {
+            let (late, on_time): (Vec<_>, Vec<_>) =
+                std::mem::take(waiting).into_iter().partition(|a| overdue(a.since));
+            *waiting = on_time;
+            expired_acks.extend(late);
+        }
+        shared.acked.retain(|_, v| !v.is_empty());
+        let mut expired_retries = Vec::new();
+        for waiting in shared.retries.values_mut() {
+            let (late, on_time): (Vec<_>, Vec<_>) =
+                std::mem::take(waiting).into_iter().partition(|q| q.since.is_some_and(overdue));
+            *waiting = on_time;
+            expired_retries.extend(late);
+        }
+        shared.retries.retain(|_, v| !v.is_empty());
+        let stalled = !expired_acks.is_empty() || !expired_retries.is_empty();
+        if stalled {
+            log::warn!(
+                "state: the change feed of {store} has not moved for {limit:?}; failing {} writes and watching again",
+                expired_acks.len() + expired_retries.len()
+            );
+            shared.tell_feed(FeedCommand::Reconnect);
+        }
+        let waiting = !shared.acked.is_empty() || !shared.retries.is_empty();
+        for a in expired_acks {
+            let reason = format!(
+                "{store} committed the write at revision {}, but the change feed has not \
+                 delivered it within {limit:?}; it is durable and shows once the feed recovers",
+                a.revision
+            );
+            answer(&a.slot, Err(super::unavailable(a.pointer.to_string(), reason)));
+            self.release(&a.pointer, ctx);
+        }
+        for q in expired_retries {
+            let ptr = written_pointer(&q.req);
+            let about = ptr.as_ref().map_or_else(String::new, ToString::to_string);
+            let reason = format!("{store}: the change feed has not caught up within {limit:?}");
+            answer(&q.slot, Err(super::unavailable(about, reason)));
+            if let Some(ptr) = ptr {
+                self.release(&ptr, ctx);
+            }
+        }
+        if waiting {
+            self.arm_watchdog(ctx);
+        }
+        self.close_if_idle(ctx);
     }
 
     /// Asks the feed for a progress report until no retry waits (a progress
