@@ -20,9 +20,12 @@
 //!   [`Spec`](resource::Spec), [`Pointer`](resource::Pointer), ...).
 //! - [`State`]: create, read, update, tear down and watch resources; keep
 //!   chosen namespaces durable on disk ([`State::open_durable`], the
-//!   [`Backend`](state::Backend) contract in [`state::backend`]).
+//!   [`Backend`](state::Backend) contract in [`state::backend`]); or share
+//!   one state between processes on etcd (`state::etcd`, feature `etcd`:
+//!   exclusive outputs claimed cluster-wide, standbys that take over).
 //! - [`finalizer`]: how a teardown waits for the controllers that hold a resource.
-//! - [`supervisor`]: registration rules, restart policy, the dependency graph.
+//! - [`supervisor`]: registration rules, restart policy, the dependency graph;
+//!   [`Runtime::health`] and [`Runtime::settled_within`] when something fails.
 //! - [`testing`]: test one controller in isolation, deterministically.
 //! - `krm` (feature `krm`, default): KRM functions for kpt and nephio's
 //!   fn-runtime model (For/Owns/Watch, the condition choreography).
