@@ -248,3 +248,64 @@ async fn queue_controllers_run_in_the_harness_and_the_probe() {
     );
     assert_eq!(host.metrics().queue.unwrap().reconcile_latency.count, 1);
 }
+
+/// Fails every reconcile with the same retryable error.
+struct NeverWorks;
+
+impl Controller for NeverWorks {
+    fn name(&self) -> &str {
+        "NeverWorks"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![Input::weak::<IntSpec>(NS)]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult {
+        Err("the disk is read-only".into())
+    }
+}
+
+#[actix::test]
+#[should_panic(expected = "NeverWorks: backing-off")]
+async fn settle_fails_a_test_whose_controller_never_succeeds_with_its_last_error() {
+    tokio::time::pause();
+    let h = Harness::new(|| NeverWorks).await;
+    // Retried with backoff forever: settle gives up after its 10 s (virtual)
+    // and says which controller and which error, instead of hanging.
+    h.settle().await;
+}
+
+/// Asks to run again in 30 s, each time.
+struct Every30s;
+
+impl Controller for Every30s {
+    fn name(&self) -> &str {
+        "Every30s"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        cx.requeue_after(Duration::from_secs(30));
+        Ok(())
+    }
+}
+
+#[actix::test]
+async fn advance_moves_the_paused_clock_past_a_requeue() {
+    tokio::time::pause();
+    let h = Harness::new(|| Every30s).await;
+    h.settle().await;
+    assert_eq!(h.reconciles().await, 1);
+    h.advance(Duration::from_secs(29)).await;
+    assert_eq!(h.reconciles().await, 1, "not due yet");
+    h.advance(Duration::from_secs(1)).await;
+    assert_eq!(h.reconciles().await, 2, "due exactly 30 s later");
+    h.advance(Duration::from_secs(90)).await;
+    assert_eq!(h.reconciles().await, 5, "three more periods");
+}

@@ -97,7 +97,9 @@ impl HarnessBuilder {
         self
     }
 
-    /// How long [`Harness::wait_for`] waits (virtual time under a paused clock).
+    /// How long [`Harness::wait_for`] and [`Harness::settle`] wait before they
+    /// fail the test with what is still busy (default 10 s; virtual time
+    /// under a paused clock).
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -274,9 +276,56 @@ impl Harness {
 
     /// Waits until the system is settled, then fails the test if anything
     /// panicked (at once, if a panic happens while waiting).
+    ///
+    /// # Panics
+    /// After the [timeout](HarnessBuilder::timeout) (10 s by default, virtual
+    /// under a paused clock), naming what is still busy: a controller that
+    /// fails forever ends the test with its last error instead of hanging it.
     pub async fn settle(&self) {
-        self.until_panic(self.runtime.settled()).await;
+        let settled = self.until_panic(self.runtime.settled_within(self.timeout)).await;
+        if let Some(Err(busy)) = settled {
+            panic!("harness: {busy}");
+        }
         self.check_panics();
+    }
+
+    /// Moves tokio's paused clock `d` forward (plus the millisecond by which
+    /// the timer wheel rounds deadlines up), then [settles](Self::settle):
+    /// how a test gets past a `requeue_after`, an `enqueue_after` or a
+    /// backoff without sleeping.
+    ///
+    /// ```
+    /// # use cosi_runtime::testing::Harness;
+    /// # use cosi_runtime::prelude::*;
+    /// # struct Tick;
+    /// # impl Controller for Tick {
+    /// #     fn name(&self) -> &str { "Tick" }
+    /// #     fn inputs(&self) -> Vec<Input> { vec![] }
+    /// #     fn outputs(&self) -> Vec<Output> { vec![] }
+    /// #     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+    /// #         cx.requeue_after(std::time::Duration::from_secs(30));
+    /// #         Ok(())
+    /// #     }
+    /// # }
+    /// # actix::System::new().block_on(async {
+    /// tokio::time::pause();
+    /// let h = Harness::new(|| Tick).await;
+    /// h.settle().await;
+    /// assert_eq!(h.reconciles().await, 1);
+    /// h.advance(std::time::Duration::from_secs(30)).await; // the requeue comes due
+    /// assert_eq!(h.reconciles().await, 2);
+    /// # });
+    /// ```
+    ///
+    /// Without `tokio::time::pause()` this really waits `d`.
+    ///
+    /// # Panics
+    /// As [`settle`](Self::settle).
+    pub async fn advance(&self, d: Duration) {
+        // Under a paused clock a sleep is an advance: the runtime auto-advances
+        // to each timer due on the way, so the work they start runs in order.
+        tokio::time::sleep(d + Duration::from_millis(1)).await;
+        self.settle().await;
     }
 
     /// Runs `work`, cut short by a panic anywhere unless panics are allowed.
