@@ -57,9 +57,10 @@ async fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp(None)
         .init();
-    // The supervisor logs every reconcile panic (a warning naming the
-    // controller); keep the default hook's second report out of the way.
-    std::panic::set_hook(Box::new(|info| log::debug!("panic: {info}")));
+    // Every panic is one warning line with its location (the supervisor adds
+    // another naming the controller and what it does next), instead of the
+    // default hook's multi-line report: never hidden at debug level.
+    std::panic::set_hook(Box::new(|info| log::warn!("panic: {info}")));
     let (dir, state) = match options() {
         Ok(options) => options,
         Err(e) => {
