@@ -5,7 +5,7 @@
 //!
 //! - [`Poller`]: a feeder that calls your function on an interval and mirrors
 //!   the items it returns into resources (creates, updates, destroys what
-//!   vanished). Controllers then react to those resources.
+//!   vanished). A supervised controller itself; others react to its resources.
 //! - [`Enqueuer`]: pushes keys into a queue controller from any event source:
 //!   async code, streams, or plain threads.
 

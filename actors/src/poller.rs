@@ -7,9 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::time::Duration;
 
-use actix::prelude::*;
 use cosi_runtime::prelude::*;
-use cosi_runtime::state::BusyGuard;
 
 /// The error a poll may fail with: logged, and the next poll tries again.
 pub type PollError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -24,35 +22,38 @@ type PollFuture<S> = Pin<Box<dyn Future<Output = PollResult<S>>>>;
 /// updates the changed ones (writing nothing when nothing changed) and tears
 /// down and destroys the ones that vanished.
 ///
-/// The poller writes as owner `name`, so it only ever touches the resources it
-/// created, and destroys respect finalizers: a vanished resource held by a
-/// controller is torn down at once and destroyed on a later poll, once
-/// released. Polls never overlap; a failed poll is logged and changes nothing.
+/// The poller is a controller (no inputs, a shared output on `S`), so it runs
+/// **under supervision**: registered with the runtime, counted in its metrics
+/// and health, restarted with a fresh instance when the poll function
+/// panics, stopped with the runtime. It writes as owner `name`, so it only
+/// ever touches the resources it created, and destroys respect finalizers: a
+/// vanished resource held by a controller is torn down at once and destroyed
+/// on a later poll, once released. Polls never overlap. A poll that returns
+/// an error is logged (warn) and changes nothing; the next one comes after
+/// the interval. A state error while mirroring is a reconcile error: retried
+/// with the runtime's backoff.
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use actix::Actor;
 /// use cosi_actors::Poller;
 /// use cosi_runtime::prelude::*;
 /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 /// # struct Interface { up: bool }
 /// # impl Spec for Interface { const TYPE: &'static str = "Interfaces.net.cosi.dev"; }
 ///
-/// # async fn example(runtime: Runtime) {
-/// let poller = Poller::new(runtime.state(), "InterfacePoller", "network", Duration::from_secs(5), || async {
+/// # async fn example(runtime: Runtime) -> Result<(), Box<dyn std::error::Error>> {
+/// Poller::register(&runtime, "InterfacePoller", "network", Duration::from_secs(5), || async {
 ///     // Ask the OS, a cloud API, a file...
 ///     Ok(vec![("eth0".to_owned(), Interface { up: true })])
 /// })
-/// .start();
-/// # }
+/// .await?;
+/// # Ok(()) }
 /// ```
 pub struct Poller<S: Spec> {
-    state: State,
     name: String,
     namespace: String,
     interval: Duration,
     poll: Box<dyn FnMut() -> PollFuture<S>>,
-    polling: bool,
     polls: u64,
     failures: u64,
     _spec: PhantomData<fn() -> S>,
@@ -65,15 +66,18 @@ impl<S: Spec> fmt::Debug for Poller<S> {
             .field("kind", &Kind::of::<S>(&self.namespace))
             .field("interval", &self.interval)
             .field("polls", &self.polls)
+            .field("failed_polls", &self.failures)
             .finish()
     }
 }
 
 impl<S: Spec> Poller<S> {
-    /// A poller named `name` (its owner name in the state) mirroring what
-    /// `poll` returns into `namespace` every `interval` (the first poll runs at start).
+    /// A poller named `name` (its controller name, and its owner name in the
+    /// state) mirroring what `poll` returns into `namespace` every `interval`
+    /// (the first poll runs at registration). Register it with
+    /// [`Runtime::register`] (the factory builds a fresh one after a panic),
+    /// or use [`Poller::register`].
     pub fn new<F, Fut>(
-        state: State,
         name: impl Into<String>,
         namespace: impl Into<String>,
         interval: Duration,
@@ -84,55 +88,83 @@ impl<S: Spec> Poller<S> {
         Fut: Future<Output = PollResult<S>> + 'static,
     {
         Poller {
-            state,
             name: name.into(),
             namespace: namespace.into(),
             interval,
             poll: Box::new(move || Box::pin(poll())),
-            polling: false,
             polls: 0,
             failures: 0,
             _spec: PhantomData,
         }
     }
 
-    fn tick(&mut self, ctx: &mut Context<Self>) {
-        if self.polling {
-            return;
-        }
-        self.polling = true;
-        // Hold the runtime unsettled from the moment the poll is due.
-        let busy = self.state.busy();
-        let fetch = (self.poll)();
-        let state = self.state.clone();
-        let (name, namespace) = (self.name.clone(), self.namespace.clone());
-        let work = async move { mirror::<S>(state, name, namespace, fetch, busy).await };
-        ctx.spawn(work.into_actor(self).map(|result, act, _| {
-            act.polling = false;
-            act.polls += 1;
-            if let Err(e) = result {
-                act.failures += 1;
-                log::warn!("poller {}: {e}", act.name);
-            }
-        }));
+    /// Registers a poller with `runtime`: the one-line form of
+    /// `runtime.register(move || Poller::new(name, namespace, interval, poll.clone()))`.
+    ///
+    /// # Errors
+    /// As [`Runtime::register`] (a controller of that name exists already, ...).
+    pub async fn register<F, Fut>(
+        runtime: &Runtime,
+        name: impl Into<String>,
+        namespace: impl Into<String>,
+        interval: Duration,
+        poll: F,
+    ) -> Result<(), cosi_runtime::supervisor::RegistrationError>
+    where
+        F: FnMut() -> Fut + Clone + Send + 'static,
+        Fut: Future<Output = PollResult<S>> + 'static,
+    {
+        let (name, namespace) = (name.into(), namespace.into());
+        runtime
+            .register(move || Poller::new(name.clone(), namespace.clone(), interval, poll.clone()))
+            .await
     }
 }
 
-/// One poll: fetch, then bring the state in line with what was fetched.
+impl<S: Spec> Controller for Poller<S> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn inputs(&self) -> Vec<Input> {
+        Vec::new()
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        vec![Output::shared::<S>()]
+    }
+
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        cx.requeue_after(self.interval);
+        self.polls += 1;
+        let items = match (self.poll)().await {
+            Ok(items) => items,
+            Err(e) => {
+                self.failures += 1;
+                log::warn!(
+                    "poller {}: poll failed: {e}; trying again in {:?}",
+                    self.name,
+                    self.interval
+                );
+                return Ok(());
+            }
+        };
+        mirror::<S>(cx, &self.name, &self.namespace, items).await
+    }
+}
+
+/// Brings the state in line with what one poll returned.
 async fn mirror<S: Spec>(
-    state: State,
-    name: String,
-    namespace: String,
-    fetch: PollFuture<S>,
-    _busy: BusyGuard,
-) -> Result<(), PollError> {
-    let items = fetch.await.map_err(|e| format!("poll failed: {e}"))?;
-    let owner = Some(name.as_str());
+    cx: &ReconcileContext,
+    name: &str,
+    namespace: &str,
+    items: Vec<(String, S)>,
+) -> ReconcileResult {
     let mut seen = HashSet::new();
     for (id, spec) in items {
-        let ptr = Pointer::of::<S>(&namespace, &id);
-        let (ns, new_id, initial) = (namespace.clone(), id.clone(), spec.clone());
-        let written = state
+        let ptr = Pointer::of::<S>(namespace, &id);
+        let (ns, new_id, initial) = (namespace.to_owned(), id.clone(), spec.clone());
+        let written = cx
             .modify_with(
                 &ptr,
                 move || Resource::new(ns.clone(), new_id.clone(), initial.clone()),
@@ -141,7 +173,6 @@ async fn mirror<S: Spec>(
                         r.set_spec(spec.clone());
                     }
                 },
-                owner,
                 ExpectedPhase::Running,
             )
             .await;
@@ -156,27 +187,11 @@ async fn mirror<S: Spec>(
         }
         seen.insert(id);
     }
-    let existing = state.list(&Kind::of::<S>(&namespace), &LabelQuery::all()).await?;
-    for r in existing {
-        if r.owner() != owner || seen.contains(r.id()) {
+    for r in cx.list(&Kind::of::<S>(namespace), &LabelQuery::all()).await? {
+        if r.owner() != Some(name) || seen.contains(r.id()) {
             continue;
         }
-        if state.teardown(r.pointer(), owner).await? {
-            match state.destroy(r.pointer(), owner).await {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() || e.is_pending_finalizers() => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        cx.release(r.pointer()).await?;
     }
     Ok(())
-}
-
-impl<S: Spec> Actor for Poller<S> {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        self.tick(ctx);
-        ctx.run_interval(self.interval, |act, ctx| act.tick(ctx));
-    }
 }

@@ -6,7 +6,6 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::Actor;
 use common::controllers::int_to_str;
 use common::{IntSpec, NS, StrSpec};
 use cosi_actors::Poller;
@@ -42,11 +41,12 @@ async fn the_poller_mirrors_additions_changes_and_removals_and_a_controller_foll
     let external: External = Arc::default();
     set(&external, &[("a", 1), ("b", 2)]);
     let source = external.clone();
-    Poller::new(state.clone(), "IntPoller", NS, Duration::from_secs(10), move || {
+    Poller::register(&runtime, "IntPoller", NS, Duration::from_secs(10), move || {
         let items = source.lock().unwrap().clone();
         async move { Ok(items) }
     })
-    .start();
+    .await
+    .unwrap();
     runtime.settled().await;
     assert_eq!(
         ids::<StrSpec>(&state).await,
@@ -83,7 +83,7 @@ async fn a_failed_poll_changes_nothing_and_the_next_one_recovers() {
     let state = runtime.state();
     let fail = Arc::new(Mutex::new(true));
     let f = fail.clone();
-    Poller::new(state.clone(), "Flaky", NS, Duration::from_secs(10), move || {
+    Poller::register(&runtime, "Flaky", NS, Duration::from_secs(10), move || {
         let failing = *f.lock().unwrap();
         async move {
             if failing {
@@ -93,7 +93,8 @@ async fn a_failed_poll_changes_nothing_and_the_next_one_recovers() {
             }
         }
     })
-    .start();
+    .await
+    .unwrap();
     runtime.settled().await;
     assert!(state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap().is_empty());
     *fail.lock().unwrap() = false;
@@ -107,12 +108,44 @@ async fn the_poller_never_touches_resources_it_did_not_create() {
     let runtime = Runtime::start();
     let state = runtime.state();
     state.create(Resource::new(NS, "mine", IntSpec(7)), None).await.unwrap();
-    Poller::new(state.clone(), "P", NS, Duration::from_secs(10), || async {
+    Poller::register(&runtime, "P", NS, Duration::from_secs(10), || async {
         Ok(vec![("mine".to_owned(), IntSpec(1)), ("new".to_owned(), IntSpec(2))])
     })
-    .start();
+    .await
+    .unwrap();
     runtime.settled().await;
     let mine = state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "mine")).await.unwrap();
     assert_eq!(mine.spec(), &IntSpec(7), "a user resource under the same id is left alone");
     assert!(state.get(&Pointer::of::<IntSpec>(NS, "new")).await.is_ok());
+}
+
+#[actix::test]
+async fn a_panicking_poll_is_restarted_by_the_supervisor_and_stops_with_the_runtime() {
+    tokio::time::pause();
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    let calls = Arc::new(Mutex::new(0u32));
+    let c = calls.clone();
+    Poller::register(&runtime, "Crashy", NS, Duration::from_secs(10), move || {
+        let call = {
+            let mut n = c.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        assert!(call != 1, "the first poll panics");
+        async move { Ok(vec![("x".to_owned(), IntSpec(i64::from(call)))]) }
+    })
+    .await
+    .unwrap();
+    runtime.settled().await;
+    let x = state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "x")).await.unwrap();
+    assert_eq!(x.spec(), &IntSpec(2), "the fresh instance polled");
+    let m = &runtime.metrics().await[0];
+    assert_eq!((m.controller.as_str(), m.panics, m.reconciles), ("Crashy", 1, 1));
+
+    runtime.stop().await;
+    let before = *calls.lock().unwrap();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    runtime.settled().await;
+    assert_eq!(*calls.lock().unwrap(), before, "no poll after the runtime stopped");
 }
