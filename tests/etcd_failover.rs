@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cosi_runtime::StorageFailure;
-use cosi_runtime::controller::ControllerStatus;
+use cosi_runtime::controller::{ControllerStatus, Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::{EtcdConfig, WatchOptions, WatchStream};
 use cosi_runtime::testing::conformance::{IntSpec, NS, StrSpec};
@@ -201,6 +201,74 @@ async fn a_stale_owner_cannot_write_after_losing_its_lease() {
     // Readers in the stale process still write their finalizers: only the
     // owning controller is fenced.
     a.state().add_finalizer(&stamp("x"), "reader").await.unwrap();
+}
+
+/// The per-object form of the stamper: one key per input.
+struct QStamper {
+    who: String,
+}
+
+impl QController for QStamper {
+    fn name(&self) -> &str {
+        "qstamper"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings {
+            inputs: vec![Input::primary::<IntSpec>(NS)],
+            outputs: vec![Output::exclusive::<StrSpec>()],
+            concurrency: 4,
+        }
+    }
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        let Ok(int) = cx.get_typed::<IntSpec>(ptr).await else { return Ok(Outcome::Done) };
+        let text = format!("{}:{}", self.who, int.spec().0);
+        cx.modify(&stamp(ptr.id()), move |r: &mut Resource<StrSpec>| r.spec_mut().0 = text.clone())
+            .await?;
+        Ok(Outcome::Done)
+    }
+}
+
+async fn queue_runtime(endpoint: &str, prefix: &str, who: &str) -> Runtime {
+    let runtime = Runtime::builder().open(State::builder().etcd(config(endpoint, prefix))).await;
+    let runtime = runtime.expect("open the etcd state");
+    let who = who.to_owned();
+    runtime.register_queue(move || QStamper { who: who.clone() }).await.expect("register");
+    runtime
+}
+
+#[actix::test]
+async fn a_standby_queue_controller_queues_keys_and_reconciles_them_all_on_takeover() {
+    let Some(etcd) = TestEtcd::start() else { return };
+    let prefix = "queue-failover";
+    let a = queue_runtime(&etcd.endpoint(), prefix, "a").await;
+    let mut watch = stamps(&a.state()).await;
+    a.state().create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
+    stamped_by(&mut watch, "a:1").await;
+    let b = queue_runtime(&etcd.endpoint(), prefix, "b").await;
+    // Keys reach the standby's queue but do not run; settled() is not held up.
+    a.state().create(Resource::new(NS, "y", IntSpec(2)), None).await.unwrap();
+    stamped_by(&mut watch, "a:2").await;
+    b.settled().await;
+    let m = &b.metrics().await[0];
+    assert_eq!((m.status, m.reconciles), (ControllerStatus::Standby, 0), "{m:?}");
+
+    // A's claim goes (its lease revoked, as by a partition): B takes over and
+    // reconciles every key it queued while standing by.
+    let mut client = etcd_client::Client::connect([etcd.endpoint()], None).await.unwrap();
+    let key = format!("/{prefix}~owners/{}", StrSpec::TYPE);
+    let lease = client.get(key.as_str(), None).await.unwrap().kvs()[0].lease();
+    client.lease_revoke(lease).await.unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut watch = stamps(&b.state()).await;
+    while seen.len() < 2 {
+        seen.insert(stamped_by(&mut watch, "b:").await);
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["b:1", "b:2"]);
+    assert_eq!(b.metrics().await[0].status, ControllerStatus::Running);
 }
 
 #[actix::test]
