@@ -17,7 +17,7 @@ mod any;
 mod dynamic;
 mod labels;
 mod metadata;
-mod pointer;
+pub(crate) mod pointer;
 mod query;
 mod spec;
 pub mod validate;

@@ -139,9 +139,78 @@ impl Ord for Kind {
     }
 }
 
+/// Writes one part of an address with `%` and `/` escaped (`%25`, `%2F`), so
+/// that a displayed kind or pointer always splits back into its parts.
+pub(crate) fn escape_part(part: &str, out: &mut impl fmt::Write) -> fmt::Result {
+    if !part.contains(['%', '/']) {
+        return out.write_str(part);
+    }
+    for c in part.chars() {
+        match c {
+            '%' => out.write_str("%25")?,
+            '/' => out.write_str("%2F")?,
+            c => out.write_char(c)?,
+        }
+    }
+    Ok(())
+}
+
+/// The part [`escape_part`] wrote; `None` for an unknown escape.
+pub(crate) fn unescape_part(part: &str) -> Option<String> {
+    let mut out = String::with_capacity(part.len());
+    let mut rest = part;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        match rest.get(at..at + 3)? {
+            "%25" => out.push('%'),
+            "%2F" => out.push('/'),
+            _ => return None,
+        }
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// `namespace/type`, each part escaped: parses back with [`str::parse`].
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace(), self.resource_type())
+        escape_part(self.namespace(), f)?;
+        f.write_str("/")?;
+        escape_part(self.resource_type(), f)
+    }
+}
+
+fn bad_address(text: &str, expected: &str) -> crate::Error {
+    crate::Error::InvalidInput {
+        resource: text.to_owned(),
+        reason: format!(
+            "not {expected} (parts separated by '/', with '%' and '/' inside a part written %25 and %2F)"
+        ),
+    }
+}
+
+fn parts<const N: usize>(text: &str, expected: &str) -> Result<[String; N], crate::Error> {
+    let split: Vec<&str> = text.split('/').collect();
+    if split.len() != N {
+        return Err(bad_address(text, expected));
+    }
+    let mut out: [String; N] = std::array::from_fn(|_| String::new());
+    for (slot, part) in out.iter_mut().zip(split) {
+        *slot = unescape_part(part).ok_or_else(|| bad_address(text, expected))?;
+    }
+    Ok(out)
+}
+
+/// Parses what [`Display`](fmt::Display) wrote: `namespace/type`.
+impl std::str::FromStr for Kind {
+    type Err = crate::Error;
+
+    fn from_str(text: &str) -> Result<Kind, crate::Error> {
+        let [namespace, resource_type] = parts::<2>(text, "a kind (namespace/type)")?;
+        let kind = Kind::new(namespace, resource_type);
+        super::validate::kind(&kind)?;
+        Ok(kind)
     }
 }
 
@@ -322,9 +391,33 @@ impl Pointer {
     }
 }
 
+/// `namespace/type/id`, each part escaped (`%` and `/` as `%25` and `%2F`),
+/// so that any pointer displays unambiguously and parses back with
+/// [`str::parse`]:
+///
+/// ```
+/// use cosi_runtime::resource::Pointer;
+///
+/// let odd = Pointer::new("net", "Routes.net.cosi.dev", "10.0.0.0/8");
+/// assert_eq!(odd.to_string(), "net/Routes.net.cosi.dev/10.0.0.0%2F8");
+/// assert_eq!(odd.to_string().parse::<Pointer>().unwrap(), odd);
+/// ```
 impl fmt::Display for Pointer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.kind, self.id)
+        write!(f, "{}/", self.kind)?;
+        escape_part(self.id(), f)
+    }
+}
+
+/// Parses what [`Display`](fmt::Display) wrote: `namespace/type/id`.
+impl std::str::FromStr for Pointer {
+    type Err = crate::Error;
+
+    fn from_str(text: &str) -> Result<Pointer, crate::Error> {
+        let [namespace, resource_type, id] = parts::<3>(text, "a pointer (namespace/type/id)")?;
+        let ptr = Pointer::new(namespace, resource_type, id);
+        super::validate::pointer(&ptr)?;
+        Ok(ptr)
     }
 }
 
@@ -373,6 +466,33 @@ pub(crate) type KindMap<V> = std::collections::HashMap<Kind, V, KindHashing>;
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    #[test]
+    fn displays_parse_back_and_bad_text_is_refused() {
+        let p = Pointer::new("a/b", "T%", "x/y%2F");
+        assert_eq!(p.to_string(), "a%2Fb/T%25/x%2Fy%252F");
+        assert_eq!(p.to_string().parse::<Pointer>().unwrap(), p);
+        assert_eq!(p.kind().to_string().parse::<Kind>().unwrap(), *p.kind());
+        for bad in ["a/b", "a/b/c/d", "a/b/%zz", "a//c", "a/b/c\n"] {
+            let e = bad.parse::<Pointer>().unwrap_err();
+            assert!(e.is_invalid_input(), "{bad}: {e}");
+        }
+        assert!("only-one".parse::<Kind>().unwrap_err().is_invalid_input());
+    }
+
+    proptest! {
+        #[test]
+        fn any_valid_pointer_round_trips_through_its_display(
+            ns in "[^\\p{Cc}]{1,20}",
+            ty in "[^\\p{Cc}]{1,20}",
+            id in "[^\\p{Cc}]{1,40}",
+        ) {
+            let p = Pointer::new(&ns, &ty, id.as_str());
+            prop_assert_eq!(p.to_string().parse::<Pointer>().unwrap(), p);
+        }
+    }
+
     use super::*;
     use std::collections::HashSet;
 

@@ -12,6 +12,7 @@
 
 use crate::Error;
 use crate::StorageFailure;
+use crate::resource::pointer::{escape_part, unescape_part as unescape};
 use crate::resource::{AnyResource, DynamicResource, Kind, Pointer};
 
 /// The keys of one state (one prefix).
@@ -23,32 +24,12 @@ pub(crate) struct Keys {
     owners: String,
 }
 
-/// Escapes one key part: `%` and `/` only (validation already refuses
-/// control characters), so keys stay readable in `etcdctl get --prefix`.
+/// Escapes one key part as a pointer's display does (`%` and `/` only:
+/// validation already refuses control characters), so keys stay readable in
+/// `etcdctl get --prefix`.
 fn escape(part: &str, out: &mut String) {
-    for c in part.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '/' => out.push_str("%2F"),
-            c => out.push(c),
-        }
-    }
-}
-
-fn unescape(part: &str) -> Option<String> {
-    let mut out = String::with_capacity(part.len());
-    let mut rest = part;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
-        match rest.get(at..at + 3)? {
-            "%25" => out.push('%'),
-            "%2F" => out.push('/'),
-            _ => return None,
-        }
-        rest = &rest[at + 3..];
-    }
-    out.push_str(rest);
-    Some(out)
+    // Writing to a String cannot fail.
+    let _ = escape_part(part, out);
 }
 
 impl Keys {
