@@ -24,7 +24,8 @@ cat /proc/loadavg > "$target/bench-report/loadavg-start" 2>/dev/null || true
 cargo build --release --examples   # the KRM bench pipes the example binaries
 cargo bench --bench state --bench runtime --bench queue --bench durable --bench krm
 # The kube-runtime peer of the chain bench (benches/kube-peer, a project of its own): same scenario.
-cargo run --release --manifest-path benches/kube-peer/Cargo.toml > "$target/bench-report/kube-peer.json"
+cargo run --release --manifest-path benches/kube-peer/Cargo.toml > "$target/bench-report/kube-peer.json" \
+    || echo "the kube-runtime peer failed: the report shows its figures as n/a"
 # The soak: SOAK_SECS=600 by default (the report shows RSS at 1, 5 and 10 minutes).
 mkdir -p "$target/bench-report"
 cargo run --release --example soak -- --secs "${SOAK_SECS:-600}" --report "$target/bench-report/soak.json" \
