@@ -2,8 +2,14 @@
 //!
 //! - `chain`: N = 10,000 integers through two plain controllers (integer →
 //!   string → sentence) until settled, vs the same reads and writes as bare
-//!   actix round trips. External reference (not run here): kube-runtime's
-//!   in-memory machinery, about 100–130 ms median for this scenario.
+//!   actix round trips. `chain_1000` and `chain_100000`: the `live` and
+//!   `queue_live` variants (clock from the first create) at the other sizes.
+//!   The peer is `benches/kube-peer`, the same scenario on kube-runtime, which
+//!   `scripts/benchmarks.sh` runs in the same invocation.
+//! - `latency` (outside criterion): one queue controller, integers created one
+//!   at a time, each timed from its create to the watch event of its string;
+//!   p50 and p99 of 1,000. `chain_peak`: peak heap growth of one run of each
+//!   live variant at N = 100,000. The peer measures both the same way.
 //! - `coalescing`: 100,000 updates to the input of a controller whose
 //!   reconcile is blocked on a gate: time, reconciles triggered, peak memory;
 //!   vs the same burst with nobody watching, and vs a 1,000-update burst for
@@ -29,8 +35,10 @@ use cosi_runtime::controller::{
     ControllerMetrics, Outcome, QController, QSettings, ReconcileError,
 };
 use cosi_runtime::prelude::*;
+use cosi_runtime::state::WatchOptions;
 use cosi_runtime::supervisor::Backoff;
 use criterion::{Criterion, SamplingMode, Throughput};
+use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
@@ -210,6 +218,9 @@ struct ChainVariant {
 struct ChainRun {
     elapsed: Duration,
     metrics: Vec<ControllerMetrics>,
+    /// With `track_peak`: the peak live heap over the heap before the runtime
+    /// started, up to settled (before the final check lists the sentences).
+    peak_growth: Option<isize>,
 }
 
 async fn create_ints(state: &State, n: u64) {
@@ -230,6 +241,17 @@ async fn check_sentences(state: &State, n: u64) {
 }
 
 async fn chain_run(n: u64, variant: ChainVariant) -> ChainRun {
+    chain_run_tracked(n, variant, false).await
+}
+
+async fn chain_run_tracked(n: u64, variant: ChainVariant, track_peak: bool) -> ChainRun {
+    let heap0 = if track_peak {
+        // Whatever a previous run left is dropped first, so it frees nothing in here.
+        common::quiesce().await;
+        common::peak_start()
+    } else {
+        common::heap_now()
+    };
     let runtime = Runtime::start();
     let state = runtime.state();
     let tuning = variant.tuning;
@@ -272,10 +294,11 @@ async fn chain_run(n: u64, variant: ChainVariant) -> ChainRun {
     };
     runtime.settled().await;
     let elapsed = t.elapsed();
+    let peak_growth = track_peak.then(|| common::peak_stop() - heap0);
     check_sentences(&state, n).await;
     let metrics = runtime.metrics().await;
     runtime.stop().await;
-    ChainRun { elapsed, metrics }
+    ChainRun { elapsed, metrics, peak_growth }
 }
 
 // The bare-actix baseline: one actor holding the three tables; one task
@@ -400,8 +423,24 @@ const CHAIN_VARIANTS: [(&str, ChainVariant); 7] = [
     ("queue_live", ChainVariant { queue: true, preloaded: false, tuning: PLAIN }),
 ];
 
-fn chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode, n: u64) -> serde_json::Value {
-    let mut g = c.benchmark_group("chain");
+/// The variants measured at the other sizes: the two whose clock starts at the
+/// first create, as the kube-runtime peer's does (`benches/kube-peer`).
+const LIVE_VARIANTS: [(&str, ChainVariant); 2] = [
+    ("live", ChainVariant { queue: false, preloaded: false, tuning: PLAIN }),
+    ("queue_live", ChainVariant { queue: true, preloaded: false, tuning: PLAIN }),
+];
+
+/// The criterion group `group` (bare actix, then `variants`) at size `n`, and
+/// one probe run per variant for the counts.
+fn chain(
+    c: &mut Criterion,
+    sys: &SystemRunner,
+    mode: &Mode,
+    group: &str,
+    n: u64,
+    variants: &[(&str, ChainVariant)],
+) -> serde_json::Value {
+    let mut g = c.benchmark_group(group);
     g.sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .measurement_time(Duration::from_secs(4))
@@ -420,8 +459,8 @@ fn chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode, n: u64) -> serde_js
     });
 
     let mut probes = serde_json::Map::new();
-    for (name, variant) in CHAIN_VARIANTS {
-        if mode.wants("chain") {
+    for &(name, variant) in variants {
+        if mode.wants(group) {
             // One run outside criterion for the counts (and a sanity check).
             let run = sys.block_on(chain_run(n, variant));
             let per_controller: Vec<_> = run
@@ -464,6 +503,94 @@ fn chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode, n: u64) -> serde_js
         "variants": probes,
         "controller": "Level<I, O>: weak input, exclusive output, no finalizers; lists all inputs (cx.list + spec_ref), cx.modify per output",
     })
+}
+
+// ---------------------------------------------------------------------------
+// Single-object latency and peak memory (`benches/kube-peer` measures the same
+// on kube-runtime)
+
+/// One queue controller (integer → string); `warmup + samples` integers
+/// created one at a time, each timed from its create to the watch event of
+/// its string.
+async fn latency_run(warmup: u64, samples: u64) -> Vec<Duration> {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    runtime
+        .register_queue(|| QLevel {
+            name: "IntToStr",
+            map: |i: &IntSpec| StrSpec(i.0.to_string()),
+            _types: PhantomData,
+        })
+        .await
+        .unwrap();
+    runtime.settled().await;
+    let mut events = state
+        .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &WatchOptions::default())
+        .await
+        .unwrap();
+    let mut times = Vec::with_capacity(samples as usize);
+    for k in 0..warmup + samples {
+        let id = format!("n{k}");
+        let t = Instant::now();
+        state.create(Resource::new(NS, id.clone(), IntSpec(k as i64)), None).await.unwrap();
+        loop {
+            match events.next().await.expect("the watch goes on") {
+                Event::Created(r) if r.id() == id => break,
+                _ => {}
+            }
+        }
+        if k >= warmup {
+            times.push(t.elapsed());
+        }
+    }
+    drop(events);
+    runtime.settled().await;
+    let m = runtime.metrics().await;
+    assert_eq!(m[0].reconciles, warmup + samples, "one reconcile per object");
+    runtime.stop().await;
+    times
+}
+
+/// The nearest-rank percentile `p` (0–100) of sorted `v`.
+fn percentile(v: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+fn latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
+    let samples: u64 = mode.scale(1_000, 20);
+    let warmup = samples / 10;
+    if !mode.wants("latency") {
+        return json!({});
+    }
+    let mut times = sys.block_on(latency_run(warmup, samples));
+    times.sort();
+    json!({
+        "samples": samples,
+        "warmup": warmup,
+        "p50_ns": common::ns(percentile(&times, 50.0)),
+        "p99_ns": common::ns(percentile(&times, 99.0)),
+        "mean_ns": common::ns(times.iter().sum::<Duration>() / times.len() as u32),
+        "controller": "QLevel IntToStr: a queue controller (concurrency 16), get_typed + modify",
+    })
+}
+
+/// Peak live heap growth over one run of each live variant at `n`.
+fn chain_peak(sys: &SystemRunner, mode: &Mode, n: u64) -> serde_json::Value {
+    let mut variants = serde_json::Map::new();
+    if mode.wants("chain_peak") {
+        for (name, variant) in LIVE_VARIANTS {
+            let run = sys.block_on(chain_run_tracked(n, variant, true));
+            variants.insert(
+                name.to_owned(),
+                json!({
+                    "peak_heap_growth_bytes": run.peak_growth,
+                    "probe_elapsed_ns": common::ns(run.elapsed),
+                }),
+            );
+        }
+    }
+    json!({ "n": n, "variants": variants })
 }
 
 // ---------------------------------------------------------------------------
@@ -763,13 +890,24 @@ fn main() {
     let mut c = mode.criterion();
     let sys = actix::System::new();
 
-    let chain = chain(&mut c, &sys, &mode, mode.scale(10_000, 300));
+    let chain_10k = chain(&mut c, &sys, &mode, "chain", mode.scale(10_000, 300), &CHAIN_VARIANTS);
+    let mut chain_sizes = serde_json::Map::new();
+    for (size, quick) in [(1_000, 50), (100_000, 200)] {
+        let n = mode.scale(size, quick);
+        let report = chain(&mut c, &sys, &mode, &format!("chain_{size}"), n, &LIVE_VARIANTS);
+        chain_sizes.insert(size.to_string(), report);
+    }
+    let latency = latency(&sys, &mode);
+    let peak = chain_peak(&sys, &mode, mode.scale(100_000, 200));
     let coalescing = coalescing(&mut c, &sys, &mode);
     let supervisor = supervisor(&mut c, &sys);
     if !mode.list {
         let report = json!({
             "quick": !mode.full,
-            "chain": chain,
+            "chain": chain_10k,
+            "chain_sizes": chain_sizes,
+            "latency": latency,
+            "chain_peak": peak,
             "coalescing": coalescing,
             "supervisor": supervisor,
         });

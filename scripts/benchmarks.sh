@@ -17,12 +17,19 @@ rm -rf "$target/bench-report" \
     "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
     "$target/criterion/queue" "$target/criterion/durable_writes" "$target/criterion/krm" \
     "$target/criterion/etcd_writes"
+rm -rf "$target/criterion/chain_1000" "$target/criterion/chain_100000"
+# The load at the start, for the report (the report records the machine itself).
+mkdir -p "$target/bench-report"
+cat /proc/loadavg > "$target/bench-report/loadavg-start" 2>/dev/null || true
 
 cargo build --release --examples   # the KRM bench pipes the example binaries
 cargo bench --bench state --bench runtime --bench queue --bench durable --bench krm
 # The shared state: needs protoc to build and an etcd binary (the bench starts its own
 # etcd on free loopback ports; without the binary it says SKIPPED and the report shows n/a).
 cargo bench --features etcd --bench etcd
+# The kube-runtime peer of the chain bench (benches/kube-peer, a project of its own): same scenario.
+cargo run --release --manifest-path benches/kube-peer/Cargo.toml > "$target/bench-report/kube-peer.json" \
+    || echo "the kube-runtime peer failed: the report shows its figures as n/a"
 # The soak: SOAK_SECS=600 by default (the report shows RSS at 1, 5 and 10 minutes).
 mkdir -p "$target/bench-report"
 cargo run --release --example soak -- --secs "${SOAK_SECS:-600}" --report "$target/bench-report/soak.json" \
