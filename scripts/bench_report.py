@@ -115,7 +115,10 @@ def ratio(a, b):
 
 
 def fmt_ratio(r, suffix="×"):
-    return MISSING if r is None else f"{r:.2f}{suffix}"
+    if r is None:
+        return MISSING
+    # Small ratios keep their digits: 0.0044× says something, 0.00× does not.
+    return f"{r:.2f}{suffix}" if r >= 0.1 else f"{r:.2g}{suffix}"
 
 
 def fmt_bytes(b):
