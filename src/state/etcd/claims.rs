@@ -226,7 +226,8 @@ impl StateActor {
     /// Tries to win every claim not held; grants a lease first if needed.
     fn campaign(&mut self, ctx: &mut Context<Self>) {
         let shared = self.shared.as_mut().expect("an etcd state");
-        let ttl = shared.config.lease_ttl.max(Duration::from_secs(1));
+        // etcd grants whole seconds: keep alive and time out by what it granted.
+        let ttl = Duration::from_secs(shared.config.lease_ttl.as_secs().max(1));
         let claims = &mut shared.claims;
         if claims.campaigning || claims.campaigns.iter().all(|c| c.token.is_some()) {
             return;
