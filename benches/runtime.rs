@@ -162,6 +162,11 @@ fn str_to_sentence(tuning: Tuning) -> Level<StrSpec, SentenceSpec> {
 /// The per-object form of a level: a queue controller whose reconcile of one
 /// input reads it and `modify`s the output with the same id (or destroys the
 /// output when the input is gone).
+/// The per-object integer → string level.
+fn q_int_to_str() -> QLevel<IntSpec, StrSpec> {
+    QLevel { name: "IntToStr", map: |i| StrSpec(i.0.to_string()), _types: PhantomData }
+}
+
 struct QLevel<I, O> {
     name: &'static str,
     map: fn(&I) -> O,
@@ -258,14 +263,7 @@ async fn chain_run_tracked(n: u64, variant: ChainVariant, track_peak: bool) -> C
     let queue = variant.queue;
     let register = || async {
         if queue {
-            runtime
-                .register_queue(|| QLevel {
-                    name: "IntToStr",
-                    map: |i: &IntSpec| StrSpec(i.0.to_string()),
-                    _types: PhantomData,
-                })
-                .await
-                .unwrap();
+            runtime.register_queue(q_int_to_str).await.unwrap();
             runtime
                 .register_queue(|| QLevel {
                     name: "StrToSentence",
@@ -515,14 +513,7 @@ fn chain(
 async fn latency_run(warmup: u64, samples: u64) -> Vec<Duration> {
     let runtime = Runtime::start();
     let state = runtime.state();
-    runtime
-        .register_queue(|| QLevel {
-            name: "IntToStr",
-            map: |i: &IntSpec| StrSpec(i.0.to_string()),
-            _types: PhantomData,
-        })
-        .await
-        .unwrap();
+    runtime.register_queue(q_int_to_str).await.unwrap();
     runtime.settled().await;
     let mut events = state
         .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &WatchOptions::default())

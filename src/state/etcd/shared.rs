@@ -203,6 +203,18 @@ fn fence_lost(resp: &TxnResponse, fence: Option<&Fence>) -> bool {
     }
 }
 
+/// Removes and returns the entries of `waiting` that are `late`.
+fn take_late<T>(waiting: &mut BTreeMap<u64, Vec<T>>, late: impl Fn(&T) -> bool) -> Vec<T> {
+    let mut out = Vec::new();
+    for entries in waiting.values_mut() {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(entries).into_iter().partition(&late);
+        *entries = kept;
+        out.extend(gone);
+    }
+    waiting.retain(|_, v| !v.is_empty());
+    out
+}
+
 /// The reply's resource carries the revision etcd gave the write.
 fn stamped(reply: Result<StateReply, Error>, revision: u64) -> Result<StateReply, Error> {
     match reply {
@@ -368,14 +380,15 @@ impl StateActor {
         shared.retries.entry(revision).or_default().push(q);
         shared.ask_progress();
         self.settle_shared(ctx);
-        self.nudge_progress(ctx);
         self.arm_watchdog(ctx);
     }
 
-    /// Checks every 100 ms, while writes wait for the feed, that none waits
-    /// longer than the request timeout: a feed that does not move (its etcd
-    /// member partitioned away, a silent connection) must not hold callers
-    /// without bound.
+    /// One timer, every 100 ms while writes wait for the feed: asks the feed
+    /// for progress again while conflicted writes wait (a progress request
+    /// is ignored while the watch catches up), and checks that no write
+    /// waits longer than the request timeout: a feed that does not move (its
+    /// etcd member partitioned away, a silent connection) must not hold
+    /// callers without bound.
     fn arm_watchdog(&mut self, ctx: &mut Context<Self>) {
         let shared = self.shared_mut();
         if shared.watchdog {
@@ -396,22 +409,11 @@ impl StateActor {
         let limit = shared.config.request_timeout;
         let store = shared.describe();
         let overdue = |since: Instant| since.elapsed() >= limit;
-        let mut expired_acks = Vec::new();
-        for waiting in shared.acked.values_mut() {
-            let (late, on_time): (Vec<_>, Vec<_>) =
-                std::mem::take(waiting).into_iter().partition(|a| overdue(a.since));
-            *waiting = on_time;
-            expired_acks.extend(late);
+        let expired_acks = take_late(&mut shared.acked, |a| overdue(a.since));
+        let expired_retries = take_late(&mut shared.retries, |q| q.since.is_some_and(overdue));
+        if !shared.retries.is_empty() {
+            shared.ask_progress();
         }
-        shared.acked.retain(|_, v| !v.is_empty());
-        let mut expired_retries = Vec::new();
-        for waiting in shared.retries.values_mut() {
-            let (late, on_time): (Vec<_>, Vec<_>) =
-                std::mem::take(waiting).into_iter().partition(|q| q.since.is_some_and(overdue));
-            *waiting = on_time;
-            expired_retries.extend(late);
-        }
-        shared.retries.retain(|_, v| !v.is_empty());
         let stalled = !expired_acks.is_empty() || !expired_retries.is_empty();
         if stalled {
             log::warn!(
@@ -443,19 +445,6 @@ impl StateActor {
             self.arm_watchdog(ctx);
         }
         self.close_if_idle(ctx);
-    }
-
-    /// Asks the feed for a progress report until no retry waits (a progress
-    /// request is ignored while the watch catches up).
-    fn nudge_progress(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_later(Duration::from_millis(50), |act, ctx| {
-            if let Some(shared) = act.shared.as_ref()
-                && !shared.retries.is_empty()
-            {
-                shared.ask_progress();
-                act.nudge_progress(ctx);
-            }
-        });
     }
 
     /// Drops the busy mark of `ptr` if nothing is queued behind it.
