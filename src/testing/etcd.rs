@@ -86,17 +86,30 @@ impl TestEtcd {
             );
             return None;
         }
-        let mut etcd = TestEtcd {
-            child: None,
-            dir: ScratchDir::new(),
-            client_port: free_port(),
-            peer_port: free_port(),
-        };
-        etcd.launch();
-        Some(etcd)
+        // A free port can be taken again between our probe and etcd's bind
+        // (tests run in parallel, and every client connection takes an
+        // ephemeral port): on "address already in use", try other ports.
+        let mut attempts = 0;
+        loop {
+            let client_port = free_port();
+            let mut peer_port = free_port();
+            while peer_port == client_port {
+                peer_port = free_port();
+            }
+            let mut etcd = TestEtcd { child: None, dir: ScratchDir::new(), client_port, peer_port };
+            match etcd.launch() {
+                Ok(()) => return Some(etcd),
+                Err(log) if log.contains("address already in use") && attempts < 10 => {
+                    attempts += 1;
+                }
+                Err(log) => panic!("etcd did not start: {log}"),
+            }
+        }
     }
 
-    fn launch(&mut self) {
+    /// Starts the etcd process and waits until it is healthy; on an early
+    /// exit, returns its log.
+    fn launch(&mut self) -> Result<(), String> {
         let (c, p) = (self.client_port, self.peer_port);
         let client = format!("http://127.0.0.1:{c}");
         let peer = format!("http://127.0.0.1:{p}");
@@ -120,11 +133,13 @@ impl TestEtcd {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !healthy(c) {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                panic!("etcd exited with {status}: {}", self.log());
+                self.child = None;
+                return Err(format!("etcd exited with {status}: {}", self.log()));
             }
             assert!(Instant::now() < deadline, "etcd not healthy after 20 s: {}", self.log());
             std::thread::sleep(Duration::from_millis(20));
         }
+        Ok(())
     }
 
     fn log(&self) -> String {
@@ -159,7 +174,18 @@ impl TestEtcd {
     /// As [`start`](Self::start).
     pub fn restart(&mut self) {
         self.kill();
-        self.launch();
+        // The ports must stay the same (clients hold the endpoint); another
+        // process may have grabbed one meanwhile, so wait for it to go.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.launch() {
+                Ok(()) => return,
+                Err(log) if log.contains("address already in use") && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(log) => panic!("etcd did not restart: {log}"),
+            }
+        }
     }
 }
 
