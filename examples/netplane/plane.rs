@@ -12,15 +12,17 @@
 //!                                          NetworkStatus (ns "status")
 //! ```
 //!
-//! - The four render controllers hold a finalizer on their config (strong
-//!   input), share the `FileSpec` output type (each file owned by its
-//!   renderer), and watch `FileSpec` as destroy-ready to finish a teardown.
+//! - The four render controllers are `cosi_actors::Transform`s (generic
+//!   controllers): each maps one config object to one `FileSpec`, holds a
+//!   finalizer on its config until that file is gone, and shares the
+//!   `FileSpec` output type with the others (each file owned by its renderer).
+//!   Addresses and routes render only once their link exists.
 //! - The apply controller is a queue controller: one file per reconcile,
 //!   four at a time; it holds a finalizer on each `FileSpec` until the file
 //!   is removed from disk.
 //! - `HostnameController` has a deliberate stale-cache bug: it panics the
-//!   first time it sees the hostname change. The supervisor drops that
-//!   instance, builds a fresh one after a backoff, and the fresh one converges.
+//!   first time it sees the hostname change. The panic is caught, that one
+//!   config is retried after a backoff, and the retry converges.
 
 #![allow(dead_code)]
 
@@ -30,6 +32,7 @@ use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use cosi_actors::Transform;
 use cosi_runtime::controller::{
     ControllerMetrics, Outcome, QController, QSettings, ReconcileError, TerminalError,
 };
@@ -73,189 +76,103 @@ NetworkStatus, "NetworkStatuses.net.cosi.dev" {
     files_desired: usize, files_applied: usize, ready: bool,
 });
 
-/// The common part of the four render controllers: one `FileSpec` per config
-/// object, kept while the config runs and released before the config is.
-async fn sync_files<C: Spec>(
-    cx: &ReconcileContext,
-    configs: &[Resource<C>],
-    render: impl Fn(&Resource<C>) -> Option<FileSpec>,
-) -> Result<(), Error> {
-    let mut wanted = Vec::new();
-    for config in configs {
-        // One file per object, named after the object's type and id.
-        let kind = C::TYPE.split('.').next().unwrap_or_default().trim_end_matches("Configs");
-        let id = format!("{}-{}", kind.to_lowercase(), config.id());
-        let file = Pointer::of::<FileSpec>(FILES, &id);
-        if config.phase() == Phase::TearingDown {
-            if cx.release(&file).await? {
-                cx.remove_finalizer(config.pointer()).await?;
-            }
-            continue;
-        }
-        if !config.metadata().finalizers().contains(cx.name())
-            && !cx.add_finalizer(config.pointer()).await?
-        {
-            continue; // destroyed or tearing down since the list: nothing to render
-        }
-        match render(config) {
-            Some(spec) => {
-                wanted.push(id);
-                match cx
-                    .modify(&file, move |f: &mut Resource<FileSpec>| *f.spec_mut() = spec.clone())
-                    .await
-                {
-                    Ok(_) => {}
-                    // The previous file of that name is still being removed:
-                    // the destroy-ready input wakes us when it is gone.
-                    Err(e) if e.is_phase_conflict() => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            None => {
-                cx.release(&file).await?;
-            }
-        }
-    }
-    // Files of ours whose config is gone or no longer renders.
-    for file in cx.list(&Kind::of::<FileSpec>(FILES), &LabelQuery::all()).await? {
-        if file.owner() == Some(cx.name()) && !wanted.iter().any(|w| w == file.id()) {
-            cx.release(file.pointer()).await?;
-        }
-    }
-    Ok(())
+/// A render controller: a [`Transform`] from one config type to the
+/// `FileSpec`s it implies (one file per config object, named after the
+/// object's type and id). It holds a finalizer on each config while it runs,
+/// so a config's teardown waits until its file is gone from disk; the four
+/// renderers share the `FileSpec` type (each file owned by its renderer).
+fn renderer<C: Spec>(
+    name: &str,
+    render: impl Fn(&Resource<C>) -> Option<FileSpec> + 'static,
+) -> Transform<C, FileSpec> {
+    Transform::new(name, CONFIG, FILES, move |config: &Resource<C>| {
+        Ok(render(config).map(|file| (file_id::<C>(config.id()), file)))
+    })
+    .with_input_finalizers()
+    .shared_output()
 }
 
-fn render_inputs<C: Spec>(extra: Vec<Input>) -> Vec<Input> {
-    let mut inputs = vec![Input::strong::<C>(CONFIG), Input::destroy_ready::<FileSpec>(FILES)];
-    inputs.extend(extra);
-    inputs
+/// `link-eth0` for `LinkConfig` `eth0`.
+fn file_id<C: Spec>(id: &str) -> String {
+    let kind = C::TYPE.split('.').next().unwrap_or_default().trim_end_matches("Configs");
+    format!("{}-{id}", kind.to_lowercase())
+}
+
+/// A renderer whose config names a link: rendered only while that link runs
+/// (the link type is an extra input, so a new link renders what waited for it).
+fn on_link<C: Spec>(
+    name: &str,
+    link_of: fn(&C) -> &str,
+    render: fn(&Resource<C>) -> FileSpec,
+) -> Transform<C, FileSpec> {
+    Transform::new_async(
+        name,
+        CONFIG,
+        FILES,
+        async move |cx: &ReconcileContext, config: &Resource<C>| {
+            let link = Pointer::of::<LinkConfig>(CONFIG, link_of(config.spec()));
+            match cx.get(&link).await {
+                Ok(link) if link.phase() == Phase::Running => {
+                    Ok(Some((file_id::<C>(config.id()), render(config))))
+                }
+                Ok(_) => Ok(None),
+                Err(e) if e.is_not_found() => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        },
+    )
+    .with_extra_input(Input::weak::<LinkConfig>(CONFIG))
+    .with_input_finalizers()
+    .shared_output()
 }
 
 /// LinkConfig → `links/<name>.conf`.
-pub struct LinkController;
-
-impl Controller for LinkController {
-    fn name(&self) -> &str {
-        "LinkController"
-    }
-    fn inputs(&self) -> Vec<Input> {
-        render_inputs::<LinkConfig>(vec![])
-    }
-    fn outputs(&self) -> Vec<Output> {
-        vec![Output::shared::<FileSpec>()]
-    }
-    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        let links = cx.list_typed::<LinkConfig>(CONFIG, &LabelQuery::all()).await?;
-        sync_files(cx, &links, |l| {
-            let state = if l.spec().up { "up" } else { "down" };
-            let content = format!("name={}\nmtu={}\nstate={state}\n", l.id(), l.spec().mtu);
-            Some(FileSpec { path: format!("links/{}.conf", l.id()), content })
-        })
-        .await?;
-        Ok(())
-    }
-}
-
-/// The running links, by name.
-async fn links(cx: &ReconcileContext) -> Result<BTreeMap<String, LinkConfig>, Error> {
-    Ok(cx
-        .list_typed::<LinkConfig>(CONFIG, &LabelQuery::all())
-        .await?
-        .into_iter()
-        .filter(|l| l.phase() == Phase::Running)
-        .map(|l| (l.id().to_owned(), l.into_spec()))
-        .collect())
+pub fn link_controller() -> Transform<LinkConfig, FileSpec> {
+    renderer("LinkController", |l: &Resource<LinkConfig>| {
+        let state = if l.spec().up { "up" } else { "down" };
+        let content = format!("name={}\nmtu={}\nstate={state}\n", l.id(), l.spec().mtu);
+        Some(FileSpec { path: format!("links/{}.conf", l.id()), content })
+    })
 }
 
 /// AddressConfig → `addresses/<id>.conf`, once its link exists.
-pub struct AddressController;
-
-impl Controller for AddressController {
-    fn name(&self) -> &str {
-        "AddressController"
-    }
-    fn inputs(&self) -> Vec<Input> {
-        render_inputs::<AddressConfig>(vec![Input::weak::<LinkConfig>(CONFIG)])
-    }
-    fn outputs(&self) -> Vec<Output> {
-        vec![Output::shared::<FileSpec>()]
-    }
-    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        let links = links(cx).await?;
-        let addresses = cx.list_typed::<AddressConfig>(CONFIG, &LabelQuery::all()).await?;
-        sync_files(cx, &addresses, |a| {
-            let a_spec = a.spec();
-            links.contains_key(&a_spec.link).then(|| {
-                let content = format!("link={}\naddress={}\n", a_spec.link, a_spec.cidr);
-                FileSpec { path: format!("addresses/{}.conf", a.id()), content }
-            })
-        })
-        .await?;
-        Ok(())
-    }
+pub fn address_controller() -> Transform<AddressConfig, FileSpec> {
+    on_link(
+        "AddressController",
+        |a| &a.link,
+        |a| {
+            let content = format!("link={}\naddress={}\n", a.spec().link, a.spec().cidr);
+            FileSpec { path: format!("addresses/{}.conf", a.id()), content }
+        },
+    )
 }
 
 /// RouteConfig → `routes/<id>.conf`, once its link exists.
-pub struct RouteController;
-
-impl Controller for RouteController {
-    fn name(&self) -> &str {
-        "RouteController"
-    }
-    fn inputs(&self) -> Vec<Input> {
-        render_inputs::<RouteConfig>(vec![Input::weak::<LinkConfig>(CONFIG)])
-    }
-    fn outputs(&self) -> Vec<Output> {
-        vec![Output::shared::<FileSpec>()]
-    }
-    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        let links = links(cx).await?;
-        let routes = cx.list_typed::<RouteConfig>(CONFIG, &LabelQuery::all()).await?;
-        sync_files(cx, &routes, |r| {
+pub fn route_controller() -> Transform<RouteConfig, FileSpec> {
+    on_link(
+        "RouteController",
+        |r| &r.link,
+        |r| {
             let s = r.spec();
-            links.contains_key(&s.link).then(|| {
-                let content = format!("to={}\nvia={}\ndev={}\n", s.destination, s.gateway, s.link);
-                FileSpec { path: format!("routes/{}.conf", r.id()), content }
-            })
-        })
-        .await?;
-        Ok(())
-    }
+            let content = format!("to={}\nvia={}\ndev={}\n", s.destination, s.gateway, s.link);
+            FileSpec { path: format!("routes/{}.conf", r.id()), content }
+        },
+    )
 }
 
 /// HostnameConfig → `hostname`. Has a deliberate stale-cache bug: it panics
-/// the first time it sees the hostname change; a fresh instance is fine.
-#[derive(Default)]
-pub struct HostnameController {
-    cached: Option<String>,
-}
-
-impl Controller for HostnameController {
-    fn name(&self) -> &str {
-        "HostnameController"
-    }
-    fn inputs(&self) -> Vec<Input> {
-        render_inputs::<HostnameConfig>(vec![])
-    }
-    fn outputs(&self) -> Vec<Output> {
-        vec![Output::shared::<FileSpec>()]
-    }
-    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        let configs = cx.list_typed::<HostnameConfig>(CONFIG, &LabelQuery::all()).await?;
-        for c in configs.iter().filter(|c| c.phase() == Phase::Running) {
-            let fqdn = format!("{}.{}", c.spec().hostname, c.spec().domain);
-            if let Some(cached) = self.cached.as_ref().filter(|cached| **cached != fqdn) {
-                panic!("stale hostname cache: {cached} != {fqdn}");
-            }
-            self.cached = Some(fqdn);
+/// the first time it sees the hostname change (after updating its cache).
+/// The queue catches the panic and retries that config after a backoff; the
+/// retry finds the cache current and converges.
+pub fn hostname_controller() -> Transform<HostnameConfig, FileSpec> {
+    let cached = std::cell::RefCell::new(None::<String>);
+    renderer("HostnameController", move |c: &Resource<HostnameConfig>| {
+        let fqdn = format!("{}.{}", c.spec().hostname, c.spec().domain);
+        if let Some(stale) = cached.replace(Some(fqdn.clone())).filter(|old| *old != fqdn) {
+            panic!("stale hostname cache: {stale} != {fqdn}");
         }
-        sync_files(cx, &configs, |c| {
-            let content = format!("{}.{}\n", c.spec().hostname, c.spec().domain);
-            Some(FileSpec { path: "hostname".into(), content })
-        })
-        .await?;
-        Ok(())
-    }
+        Some(FileSpec { path: "hostname".into(), content: format!("{fqdn}\n") })
+    })
 }
 
 /// Materializes each `FileSpec` as a file under `root` (a queue controller:
@@ -407,10 +324,10 @@ pub async fn start(
         Some(dir) => builder.open_durable(dir.join("state.redb"), [CONFIG]).await?,
         None => builder.start(),
     };
-    runtime.register(|| LinkController).await?;
-    runtime.register(|| AddressController).await?;
-    runtime.register(|| RouteController).await?;
-    runtime.register(HostnameController::default).await?;
+    runtime.register_queue(link_controller).await?;
+    runtime.register_queue(address_controller).await?;
+    runtime.register_queue(route_controller).await?;
+    runtime.register_queue(hostname_controller).await?;
     let root = root.to_path_buf();
     runtime.register_queue(move || ApplyController { root: root.clone() }).await?;
     runtime.register(|| StatusController).await?;
@@ -625,7 +542,7 @@ pub async fn run_with_state(
     show_status(&runtime, root, out).await;
 
     line(out, "\n▶ 2. change it: jumbo frames on eth1, a storage route, hostname node-2");
-    line(out, "     (HostnameController's stale cache makes it panic; the supervisor restarts it)");
+    line(out, "     (HostnameController's stale cache makes it panic; it is caught and retried)");
     let step = Instant::now();
     let eth1 = Pointer::of::<LinkConfig>(CONFIG, "eth1");
     state.modify(&eth1, |l: &mut Resource<LinkConfig>| l.spec_mut().mtu = 9000, None).await?;
@@ -644,7 +561,7 @@ pub async fn run_with_state(
         line(
             out,
             format!(
-                "  HostnameController: {} panic(s), {} restart(s), status {}",
+                "  HostnameController: {} panic(s), {} retry(ies), status {}",
                 h.panics, h.restarts, h.status
             ),
         );

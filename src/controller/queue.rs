@@ -8,7 +8,7 @@ use actix::prelude::*;
 
 use super::{Input, InputKind, Output, ReconcileContext, ReconcileError};
 use crate::Error;
-use crate::resource::Pointer;
+use crate::resource::{AnyResource, Pointer};
 
 /// What a queue controller's reconcile of one resource asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +146,24 @@ pub trait QController: 'static {
             .filter(|i| i.kind == InputKind::Primary)
             .map(|i| Pointer::new(&i.namespace, &i.resource_type, ptr.id()))
             .collect()
+    }
+
+    /// Maps a changed mapped-input resource, when the mapping needs more than
+    /// its pointer (a label, the owner, the spec). The resource is the new
+    /// state of a created or updated resource, or the last state of a
+    /// destroyed one. By default: [`map_input`](QController::map_input) of its pointer.
+    fn map_resource(&self, input: &AnyResource) -> Vec<Pointer> {
+        self.map_input(input.pointer())
+    }
+
+    /// Whether a change to this mapped-input resource queues **every**
+    /// primary resource (for an input that all of them read, such as a
+    /// shared configuration). The host lists the primary kinds and queues
+    /// each resource; [`map_resource`](QController::map_resource) still runs.
+    /// By default: `false`.
+    fn requeues_all(&self, input: &AnyResource) -> bool {
+        let _ = input;
+        false
     }
 }
 

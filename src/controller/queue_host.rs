@@ -29,7 +29,7 @@ use super::{Input, InputKind, ReconcileContext, ReconcileError};
 use crate::Error;
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::queue::{Completion, WorkQueue};
-use crate::resource::{Kind, LabelQuery, Pointer};
+use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 
@@ -113,36 +113,74 @@ impl<Q: QController> QueueHost<Q> {
             .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()))
     }
 
-    /// Queues the primary resources a change asks for.
-    fn on_change(&mut self, ptr: &Pointer) {
+    /// Queues the primary resources a change asks for; returns whether the
+    /// controller asked for every primary resource.
+    fn on_change(&mut self, resource: &AnyResource) -> bool {
+        let ptr = resource.pointer();
         let now = Instant::now();
         if self.is_primary(ptr) {
             Counters::bump(&self.counters.wakeups);
             self.queue.add(ptr.clone(), now);
         }
-        if self.is_mapped(ptr) {
-            Counters::bump(&self.counters.wakeups);
-            let controller = self.controller.clone();
-            match std::panic::catch_unwind(AssertUnwindSafe(|| controller.map_input(ptr))) {
-                Ok(targets) => {
-                    for target in targets {
-                        if self.is_primary(&target) {
-                            self.queue.add(target, now);
-                        } else {
-                            log::error!(
-                                "queue controller {}: map_input({ptr}) returned {target}, which is not a primary input",
-                                self.name
-                            );
-                        }
+        if !self.is_mapped(ptr) {
+            return false;
+        }
+        Counters::bump(&self.counters.wakeups);
+        let controller = self.controller.clone();
+        let mapped = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            (controller.map_resource(resource), controller.requeues_all(resource))
+        }));
+        match mapped {
+            Ok((targets, all)) => {
+                for target in targets {
+                    if self.is_primary(&target) {
+                        self.queue.add(target, now);
+                    } else {
+                        log::error!(
+                            "queue controller {}: map_input({ptr}) returned {target}, which is not a primary input",
+                            self.name
+                        );
                     }
                 }
-                Err(panic) => log::error!(
+                all
+            }
+            Err(panic) => {
+                log::error!(
                     "queue controller {}: map_input({ptr}) panicked: {}",
                     self.name,
                     panic_message(&*panic)
-                ),
+                );
+                false
             }
         }
+    }
+
+    /// Lists every primary kind and queues each resource (see
+    /// [`QController::requeues_all`]). Holds activity until they are queued.
+    fn requeue_all(&mut self, ctx: &mut Context<Self>) {
+        let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
+        let state = self.env.state.clone();
+        let busy = self.env.state.activity().guard();
+        let list = async move {
+            let mut all = Vec::new();
+            for kind in kinds {
+                match state.list(&kind, &LabelQuery::all()).await {
+                    Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
+                    Err(e) => log::warn!("cannot list {kind} to requeue it: {e}"),
+                }
+            }
+            (all, busy)
+        };
+        ctx.spawn(list.into_actor(self).map(|(all, busy), act, ctx| {
+            let now = Instant::now();
+            for ptr in all {
+                if act.is_primary(&ptr) {
+                    act.queue.add(ptr, now);
+                }
+            }
+            act.pump(ctx);
+            drop(busy); // after the pump took its unit: never idle in between
+        }));
     }
 
     /// Starts reconciles while there is ready work, room under the
@@ -316,8 +354,9 @@ impl<Q: QController> Actor for QueueHost<Q> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        // Primary kinds bootstrap (every existing primary resource is queued);
-        // mapped kinds only deliver changes.
+        // Every kind bootstraps: each existing primary resource is queued, and
+        // each existing mapped resource is mapped (so a primary whose mapped
+        // resource outlived it, say an output left behind, is found at start).
         let env = self.env.clone();
         let recipient: Recipient<WatchEvent> = ctx.address().recipient();
         let primary: Vec<Kind> =
@@ -327,9 +366,7 @@ impl<Q: QController> Actor for QueueHost<Q> {
         let name = self.name.clone();
         let subscribe = async move {
             let mut subs = HashMap::new();
-            for (kind, bootstrap) in
-                primary.into_iter().map(|k| (k, true)).chain(mapped.into_iter().map(|k| (k, false)))
-            {
+            for kind in primary.into_iter().chain(mapped) {
                 if subs.contains_key(&kind) {
                     continue;
                 }
@@ -337,7 +374,7 @@ impl<Q: QController> Actor for QueueHost<Q> {
                     sink: Sink::Actor(recipient.clone()),
                     activity: Some(env.state.activity().clone()),
                 };
-                let options = WatchOptions { bootstrap, ..WatchOptions::default() };
+                let options = WatchOptions { bootstrap: true, ..WatchOptions::default() };
                 let target = WatchTarget::Kind { kind: kind.clone(), query: LabelQuery::all() };
                 match env.state.watch_sink(target, &options, sink).await {
                     Ok(id) => {
@@ -362,9 +399,10 @@ impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
         if let Event::Bootstrapped(_) = msg.event() {
             return;
         }
-        if let Some(ptr) = msg.event().pointer() {
-            let ptr = ptr.clone();
-            self.on_change(&ptr);
+        if let Some(resource) = msg.event().resource() {
+            if self.on_change(resource) {
+                self.requeue_all(ctx);
+            }
             self.pump(ctx);
         }
     }
