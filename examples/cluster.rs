@@ -24,23 +24,17 @@ use serde::{Deserialize, Serialize};
 const NS: &str = "cluster";
 
 /// Work to place on a node.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Jobs.cluster.cosi.dev")]
 struct Job {
     cpu: u32,
 }
 
-impl Spec for Job {
-    const TYPE: &'static str = "Jobs.cluster.cosi.dev";
-}
-
 /// Where a job runs, written only by the scheduler that owns the claim.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Assignments.cluster.cosi.dev")]
 struct Assignment {
     node: String,
-}
-
-impl Spec for Assignment {
-    const TYPE: &'static str = "Assignments.cluster.cosi.dev";
 }
 
 /// Assigns every job to the node it runs on: the owner takes them all.

@@ -8,21 +8,21 @@
 use cosi_runtime::prelude::*;
 use serde::{Deserialize, Serialize};
 
-macro_rules! spec {
-    ($name:ident, $ty:literal) => {
-        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        struct $name;
-        impl Spec for $name {
-            const TYPE: &'static str = $ty;
-        }
-    };
-}
-
-spec!(LinkConfig, "LinkConfigs.net.cosi.dev");
-spec!(LinkSpec, "LinkSpecs.net.cosi.dev");
-spec!(AddressConfig, "AddressConfigs.net.cosi.dev");
-spec!(AddressSpec, "AddressSpecs.net.cosi.dev");
-spec!(LinkStatus, "LinkStatuses.net.cosi.dev");
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "LinkConfigs.net.cosi.dev")]
+struct LinkConfig;
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "LinkSpecs.net.cosi.dev")]
+struct LinkSpec;
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "AddressConfigs.net.cosi.dev")]
+struct AddressConfig;
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "AddressSpecs.net.cosi.dev")]
+struct AddressSpec;
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "LinkStatuses.net.cosi.dev")]
+struct LinkStatus;
 
 /// A controller that only declares its inputs and outputs.
 struct Node {

@@ -10,14 +10,11 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 /// The spec of a network link: the payload the runtime never looks inside.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Links.net.cosi.dev")]
 struct LinkSpec {
     mtu: u32,
     up: bool,
-}
-
-impl Spec for LinkSpec {
-    const TYPE: &'static str = "Links.net.cosi.dev";
 }
 
 fn describe(event: &Event) -> String {

@@ -44,23 +44,17 @@ use serde::{Deserialize, Serialize};
 
 const NS: &str = "soak";
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Sources.soak.cosi.dev")]
 struct Source(i64);
-impl Spec for Source {
-    const TYPE: &'static str = "Sources.soak.cosi.dev";
-}
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Deriveds.soak.cosi.dev")]
 struct Derived(i64);
-impl Spec for Derived {
-    const TYPE: &'static str = "Deriveds.soak.cosi.dev";
-}
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Summaries.soak.cosi.dev")]
 struct Summary(i64);
-impl Spec for Summary {
-    const TYPE: &'static str = "Summaries.soak.cosi.dev";
-}
 
 /// Command-line options.
 #[derive(Clone, Debug)]

@@ -7,15 +7,12 @@ use cosi_runtime::testing::conformance::ScratchDir;
 use cosi_runtime::{Runtime, StorageFailure};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Routes.net.cosi.dev")]
 struct Route {
     destination: String,
     gateway: Option<String>,
     metric: u32,
-}
-
-impl Spec for Route {
-    const TYPE: &'static str = "Routes.net.cosi.dev";
 }
 
 fn failure(err: &Error) -> Option<StorageFailure> {

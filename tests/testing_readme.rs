@@ -4,17 +4,13 @@ use cosi_runtime::prelude::*;
 use cosi_runtime::testing::{Fault, Harness};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Hostnames.net.cosi.dev")]
 struct Hostname(String);
-impl Spec for Hostname {
-    const TYPE: &'static str = "Hostnames.net.cosi.dev";
-}
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Motds.os.cosi.dev")]
 struct Motd(String);
-impl Spec for Motd {
-    const TYPE: &'static str = "Motds.os.cosi.dev";
-}
 
 /// The README's controller.
 struct MotdController;

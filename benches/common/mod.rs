@@ -227,28 +227,19 @@ pub fn write_report(mode: &Mode, name: &str, value: &serde_json::Value) {
 pub const NS: &str = "default";
 
 /// An integer resource (8 bytes of spec).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Ints.bench.cosi.dev")]
 pub struct IntSpec(pub i64);
 
-impl Spec for IntSpec {
-    const TYPE: &'static str = "Ints.bench.cosi.dev";
-}
-
 /// A string resource: the decimal value of an integer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Strs.bench.cosi.dev")]
 pub struct StrSpec(pub String);
 
-impl Spec for StrSpec {
-    const TYPE: &'static str = "Strs.bench.cosi.dev";
-}
-
 /// A sentence resource: "<string> sentence".
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Sentences.bench.cosi.dev")]
 pub struct SentenceSpec(pub String);
-
-impl Spec for SentenceSpec {
-    const TYPE: &'static str = "Sentences.bench.cosi.dev";
-}
 
 /// Runs `op(k)` for every `k` in `0..n`, with at most `window` in flight
 /// (`futures::future::join_all` over consecutive windows).

@@ -47,34 +47,68 @@ pub const FILES: &str = "files";
 /// Namespace of applied-file records and the overall status.
 pub const STATUS: &str = "status";
 
-macro_rules! spec {
-    ($(#[$doc:meta])* $name:ident, $ty:literal { $($field:ident: $fty:ty),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        pub struct $name { $(pub $field: $fty),* }
-        impl Spec for $name {
-            const TYPE: &'static str = $ty;
-        }
-    };
+/// A network link the user wants.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "LinkConfigs.net.cosi.dev")]
+pub struct LinkConfig {
+    pub mtu: u32,
+    pub up: bool,
 }
 
-spec!(/// A network link the user wants.
-    LinkConfig, "LinkConfigs.net.cosi.dev" { mtu: u32, up: bool });
-spec!(/// An address on a link.
-    AddressConfig, "AddressConfigs.net.cosi.dev" { link: String, cidr: String });
-spec!(/// A route through a gateway on a link.
-    RouteConfig, "RouteConfigs.net.cosi.dev" { destination: String, gateway: String, link: String });
-spec!(/// The host's name.
-    HostnameConfig, "HostnameConfigs.net.cosi.dev" { hostname: String, domain: String });
-spec!(/// A file that should exist in the sandbox, with this content.
-    FileSpec, "FileSpecs.net.cosi.dev" { path: String, content: String });
-spec!(/// A file the apply controller wrote, and which FileSpec version it came from.
-    AppliedFile, "AppliedFiles.net.cosi.dev" { path: String, bytes: u64, from_version: u64 });
-spec!(/// What the status controller reports.
-NetworkStatus, "NetworkStatuses.net.cosi.dev" {
-    links_up: usize, addresses: usize, routes: usize, hostname: String,
-    files_desired: usize, files_applied: usize, ready: bool,
-});
+/// An address on a link.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "AddressConfigs.net.cosi.dev")]
+pub struct AddressConfig {
+    pub link: String,
+    pub cidr: String,
+}
+
+/// A route through a gateway on a link.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "RouteConfigs.net.cosi.dev")]
+pub struct RouteConfig {
+    pub destination: String,
+    pub gateway: String,
+    pub link: String,
+}
+
+/// The host's name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "HostnameConfigs.net.cosi.dev")]
+pub struct HostnameConfig {
+    pub hostname: String,
+    pub domain: String,
+}
+
+/// A file that should exist in the sandbox, with this content.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "FileSpecs.net.cosi.dev")]
+pub struct FileSpec {
+    pub path: String,
+    pub content: String,
+}
+
+/// A file the apply controller wrote, and which FileSpec version it came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "AppliedFiles.net.cosi.dev")]
+pub struct AppliedFile {
+    pub path: String,
+    pub bytes: u64,
+    pub from_version: u64,
+}
+
+/// What the status controller reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "NetworkStatuses.net.cosi.dev")]
+pub struct NetworkStatus {
+    pub links_up: usize,
+    pub addresses: usize,
+    pub routes: usize,
+    pub hostname: String,
+    pub files_desired: usize,
+    pub files_applied: usize,
+    pub ready: bool,
+}
 
 /// A render controller: a [`Transform`] from one config type to the
 /// `FileSpec`s it implies (one file per config object, named after the

@@ -24,6 +24,8 @@ pub mod validate;
 mod version;
 
 pub use any::AnyResource;
+/// `#[derive(Spec)]` with `#[spec(type = "Plural.group.example")]`: see [`Spec`](trait@Spec).
+pub use cosi_derive::Spec;
 pub use dynamic::DynamicResource;
 pub use labels::{Annotations, Finalizers, Labels, StringMap};
 pub use metadata::Metadata;
