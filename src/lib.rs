@@ -78,15 +78,35 @@ pub use error::{Error, Result, StorageFailure};
 pub use runtime::{NotIdle, NotSettled, Runtime, RuntimeBuilder};
 pub use state::State;
 
-/// The names most programs need, in one import.
+/// The names most programs need, in one import: resources and specs
+/// (with `#[derive(Spec)]`), the state and its watches, both controller
+/// kinds and what their reconciles return, the runtime and its policies.
 pub mod prelude {
     pub use crate::Runtime;
     pub use crate::controller::{
-        Controller, Input, InputKind, Output, OutputKind, ReconcileContext, ReconcileResult,
+        Controller, Input, InputKind, Outcome, Output, OutputKind, QController, QSettings,
+        QueueHandle, ReconcileContext, ReconcileError, ReconcileResult, TerminalError,
     };
     pub use crate::error::Error;
     pub use crate::resource::{
         AnyResource, Kind, LabelQuery, Metadata, Phase, Pointer, Resource, Spec, Version,
     };
-    pub use crate::state::{Event, ExpectedPhase, State, WatchEvent};
+    pub use crate::state::{Event, ExpectedPhase, State, WatchEvent, WatchOptions};
+    pub use crate::supervisor::{Backoff, RestartPolicy};
+}
+
+/// For backend and actor authors: the state actor and its messages, the
+/// pure [`Store`](dev::Store) it wraps, the supervisor and the finalizer
+/// coordinator. Programs that only use a runtime never need these (actix
+/// keeps its own such items in a `dev` module too).
+pub mod dev {
+    pub use crate::finalizer::coordinator::{FinalizerCoordinator, TeardownAndDestroy};
+    pub use crate::state::actor::{
+        Close, CloseResponse, StateActor, StateReply, StateRequest, StateResponse, Subject,
+        WatchSink,
+    };
+    pub use crate::state::backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
+    pub use crate::state::store::{Change, ModifyFn, Store};
+    pub use crate::state::watch::WatchTarget;
+    pub use crate::supervisor::actor::Supervisor;
 }

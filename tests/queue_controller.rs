@@ -125,6 +125,9 @@ impl Mirror {
         if id.starts_with("requeue") && attempt == 1 {
             return Ok(Outcome::RequeueAfter(Duration::from_secs(10)));
         }
+        if id.starts_with("cx-requeue") && attempt == 1 {
+            cx.requeue_after(Duration::from_secs(10)); // the same, through the context
+        }
         Ok(Outcome::Done)
     }
 }
@@ -163,7 +166,10 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
     let (_open, gate) = watch::channel(true);
     let ids: Vec<String> = (0..12)
         .map(|i| format!("plain{i}"))
-        .chain(["fail-a", "fail-b", "panic-a", "requeue-a", "terminal-a"].map(String::from))
+        .chain(
+            ["fail-a", "fail-b", "panic-a", "requeue-a", "cx-requeue-a", "terminal-a"]
+                .map(String::from),
+        )
         .collect();
     for (n, id) in ids.iter().enumerate() {
         state.create(Resource::new(NS, id.as_str(), IntSpec(n as i64)), None).await.unwrap();
@@ -171,6 +177,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
     runtime.register_queue(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
     runtime.settled().await;
     assert_eq!(probe.attempts("Mirror/requeue-a"), 1, "a requested delay is not pending work");
+    assert_eq!(probe.attempts("Mirror/cx-requeue-a"), 1);
     tokio::time::advance(Duration::from_secs(11)).await;
     runtime.settled().await;
 
@@ -181,6 +188,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
     assert_eq!(probe.attempts("Mirror/fail-a"), 3, "two failures, then success");
     assert_eq!(probe.attempts("Mirror/panic-a"), 2, "a panic is retried");
     assert_eq!(probe.attempts("Mirror/requeue-a"), 2, "requeued once");
+    assert_eq!(probe.attempts("Mirror/cx-requeue-a"), 2, "cx.requeue_after requeues the key too");
     assert_eq!(probe.attempts("Mirror/terminal-a"), 1, "never retried");
     assert!(probe.max.load(Ordering::SeqCst) <= 4);
 

@@ -105,7 +105,7 @@ struct Model {
 
 /// What an operation returned, reduced to comparable facts.
 #[derive(Debug, PartialEq)]
-enum Outcome {
+enum Observed {
     Resource(Model),
     Ids(Vec<String>),
     Ready(bool),
@@ -139,14 +139,14 @@ fn observe(r: &AnyResource) -> Model {
     }
 }
 
-fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
-    use Outcome::{Done, Err, Ready};
+fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Observed {
+    use Observed::{Done, Err, Ready};
     match *op {
         Op::Get(id) => match models.get(IDS[id]) {
-            Some(m) => Outcome::Resource(m.clone()),
+            Some(m) => Observed::Resource(m.clone()),
             None => Err("not found"),
         },
-        Op::List(app) => Outcome::Ids(
+        Op::List(app) => Observed::Ids(
             models
                 .iter()
                 .filter(|(_, m)| app.is_none() || m.app == app)
@@ -166,7 +166,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
                 app,
             };
             models.insert(IDS[id], m.clone());
-            Outcome::Resource(m)
+            Observed::Resource(m)
         }
         Op::Update { id, value, owner, version_skew, expect_teardown } => {
             let Some(m) = models.get_mut(IDS[id]) else {
@@ -183,7 +183,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
             }
             m.value = value;
             m.version += 1;
-            Outcome::Resource(m.clone())
+            Observed::Resource(m.clone())
         }
         Op::Modify { id, value, owner, app } => match models.get_mut(IDS[id]) {
             None => {
@@ -196,7 +196,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
                     app,
                 };
                 models.insert(IDS[id], m.clone());
-                Outcome::Resource(m)
+                Observed::Resource(m)
             }
             Some(m) => {
                 if m.owner != OWNERS[owner] {
@@ -210,7 +210,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
                     m.app = app;
                     m.version += 1;
                 }
-                Outcome::Resource(m.clone())
+                Observed::Resource(m.clone())
             }
         },
         Op::Destroy { id, owner } => {
@@ -272,21 +272,21 @@ fn with_app(r: &mut Resource<IntSpec>, app: Option<&'static str>) {
     };
 }
 
-async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: &Op) -> Outcome {
+async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: &Op) -> Observed {
     let resource = |r: Result<AnyResource, Error>| match r {
-        Ok(r) => Outcome::Resource(observe(&r)),
-        Err(e) => Outcome::Err(error_kind(&e)),
+        Ok(r) => Observed::Resource(observe(&r)),
+        Err(e) => Observed::Err(error_kind(&e)),
     };
     let done = |r: Result<(), Error>| match r {
-        Ok(()) => Outcome::Done,
-        Err(e) => Outcome::Err(error_kind(&e)),
+        Ok(()) => Observed::Done,
+        Err(e) => Observed::Err(error_kind(&e)),
     };
     match *op {
         Op::Get(id) => resource(state.get(&ptr(id)).await),
         Op::List(app) => {
             let query = app.map_or_else(LabelQuery::all, |a| LabelQuery::all().equal("app", a));
             let list = state.list(&Kind::of::<IntSpec>(NS), &query).await.unwrap();
-            Outcome::Ids(list.iter().map(|r| r.id().to_owned()).collect())
+            Observed::Ids(list.iter().map(|r| r.id().to_owned()).collect())
         }
         Op::Create { id, value, owner, app, fin } => {
             let mut r = Resource::new(NS, IDS[id], IntSpec(value));
@@ -325,8 +325,8 @@ async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: 
         }
         Op::Destroy { id, owner } => done(state.destroy(&ptr(id), OWNERS[owner]).await),
         Op::Teardown { id, owner } => match state.teardown(&ptr(id), OWNERS[owner]).await {
-            Ok(ready) => Outcome::Ready(ready),
-            Err(e) => Outcome::Err(error_kind(&e)),
+            Ok(ready) => Observed::Ready(ready),
+            Err(e) => Observed::Err(error_kind(&e)),
         },
         Op::AddFinalizer { id, fin } => done(state.add_finalizer(&ptr(id), FINALIZERS[fin]).await),
         Op::RemoveFinalizer { id, fin } => {

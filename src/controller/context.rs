@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Input;
@@ -27,7 +28,8 @@ pub struct ReconcileContext {
     state: State,
     rules: Arc<AccessRules>,
     counters: Arc<Counters>,
-    requeue_after: Option<Duration>,
+    /// The shortest requeue asked for, in nanoseconds; `u64::MAX`: none.
+    requeue_after: AtomicU64,
     new_inputs: Option<Vec<Input>>,
     queue: bool,
 }
@@ -36,7 +38,7 @@ impl fmt::Debug for ReconcileContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReconcileContext")
             .field("controller", &self.name())
-            .field("requeue_after", &self.requeue_after)
+            .field("requeue_after", &self.requeued())
             .finish_non_exhaustive()
     }
 }
@@ -48,7 +50,14 @@ impl ReconcileContext {
         counters: Arc<Counters>,
         queue: bool,
     ) -> Self {
-        ReconcileContext { state, rules, counters, requeue_after: None, new_inputs: None, queue }
+        ReconcileContext {
+            state,
+            rules,
+            counters,
+            requeue_after: AtomicU64::new(u64::MAX),
+            new_inputs: None,
+            queue,
+        }
     }
 
     /// The controller's name (also its owner name and finalizer).
@@ -299,11 +308,24 @@ impl ReconcileContext {
         }
     }
 
-    /// Asks for another reconcile after `delay` (once this one succeeded). The
-    /// shortest request of a reconcile wins; a reconcile triggered earlier by a
-    /// change cancels it.
-    pub fn requeue_after(&mut self, delay: Duration) {
-        self.requeue_after = Some(self.requeue_after.map_or(delay, |d| d.min(delay)));
+    /// Asks for another reconcile after `delay` (once this one succeeded).
+    /// The shortest request of a reconcile wins; a reconcile triggered earlier
+    /// by a change cancels it.
+    ///
+    /// This is the one requeue mechanism of both controller kinds: a queue
+    /// controller may call it for the key it reconciles, which is the same as
+    /// returning [`Outcome::RequeueAfter`](super::Outcome::RequeueAfter)
+    /// (when both are used, the shorter delay wins).
+    pub fn requeue_after(&self, delay: Duration) {
+        let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX - 1);
+        self.requeue_after.fetch_min(nanos, Ordering::Relaxed);
+    }
+
+    fn requeued(&self) -> Option<Duration> {
+        match self.requeue_after.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
     }
 
     /// Replaces the controller's inputs. Reads and finalizer rights follow at
@@ -320,8 +342,10 @@ impl ReconcileContext {
         Ok(())
     }
 
-    pub(crate) fn take_requeue(&mut self) -> Option<Duration> {
-        self.requeue_after.take()
+    pub(crate) fn take_requeue(&self) -> Option<Duration> {
+        let requeued = self.requeued();
+        self.requeue_after.store(u64::MAX, Ordering::Relaxed);
+        requeued
     }
 
     pub(crate) fn take_new_inputs(&mut self) -> Option<(Vec<Input>, Arc<AccessRules>)> {

@@ -36,6 +36,15 @@ use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, Wa
 /// What one reconcile came back with.
 type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Duration);
 
+/// A reconcile's outcome with the `cx.requeue_after` it asked for: the shorter delay wins.
+fn with_requeue(outcome: Outcome, requeue: Option<Duration>) -> Outcome {
+    match (outcome, requeue) {
+        (Outcome::RequeueAfter(d), Some(r)) => Outcome::RequeueAfter(d.min(r)),
+        (Outcome::Done, Some(r)) => Outcome::RequeueAfter(r),
+        (outcome, None) => outcome,
+    }
+}
+
 /// The actor that runs one queue controller.
 pub(crate) struct QueueHost<Q> {
     name: Arc<str>,
@@ -239,7 +248,8 @@ impl<Q: QController> QueueHost<Q> {
             let outcome = AssertUnwindSafe(controller.reconcile(&cx, &ptr))
                 .catch_unwind()
                 .await
-                .map_err(|panic| panic_message(&*panic));
+                .map_err(|panic| panic_message(&*panic))
+                .map(|result| result.map(|outcome| with_requeue(outcome, cx.take_requeue())));
             (ptr, outcome, started.elapsed())
         };
         ctx.spawn(work.into_actor(self).map(|finished, act, ctx| act.finished(finished, ctx)));

@@ -39,6 +39,6 @@
 //! - [`Error::OwnerConflict`](crate::Error::OwnerConflict) if the caller does not own `I`.
 //! - [`Error::Unavailable`](crate::Error::Unavailable) if the state or the coordinator is not running.
 
-mod coordinator;
+pub(crate) mod coordinator;
 
-pub use coordinator::{FinalizerCoordinator, TeardownAndDestroy};
+pub(crate) use coordinator::{FinalizerCoordinator, TeardownAndDestroy};

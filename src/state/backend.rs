@@ -1,7 +1,7 @@
 //! The backend contract: where committed writes go.
 //!
 //! # The commit contract
-//! Reads never reach a backend. The [`StateActor`](super::StateActor) owns a
+//! Reads never reach a backend. The [`StateActor`](crate::dev::StateActor) owns a
 //! cached view of every resource and serves `get`, `list` and watches from it,
 //! synchronously and borrowed, whatever the backend. A backend only
 //!
@@ -99,7 +99,7 @@ pub type CloseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Where the writes of some namespaces go (see the [module docs](self)).
 ///
 /// A backend stores and returns resources; every rule of the state contract
-/// lives in the [`Store`](super::Store) above it, so backends behave alike.
+/// lives in the [`Store`](crate::dev::Store) above it, so backends behave alike.
 pub trait Backend: Send + 'static {
     /// A short description for errors and logs (`redb at /var/lib/x.redb`).
     fn describe(&self) -> String;

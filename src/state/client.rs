@@ -46,6 +46,19 @@ impl Default for WatchOptions {
     }
 }
 
+/// `true` or `false`: bootstrap or not, other options at their defaults.
+impl From<bool> for WatchOptions {
+    fn from(bootstrap: bool) -> Self {
+        WatchOptions { bootstrap, ..WatchOptions::default() }
+    }
+}
+
+impl From<&WatchOptions> for WatchOptions {
+    fn from(options: &WatchOptions) -> Self {
+        options.clone()
+    }
+}
+
 impl WatchOptions {
     /// Options with bootstrap on.
     pub fn bootstrap() -> Self {
@@ -67,8 +80,8 @@ impl WatchOptions {
 
 /// A cloneable handle to the state.
 ///
-/// All operations go to one [`StateActor`] that applies them one at a time;
-/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`]. Owners are
+/// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
+/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). Owners are
 /// controller names; users act as `None`.
 ///
 /// ```
@@ -173,7 +186,7 @@ pub(crate) fn check_type<S: Spec>(ptr: &Pointer) -> Result<(), Error> {
 }
 
 impl State {
-    /// Starts an in-memory state (a [`StateActor`] and a [`FinalizerCoordinator`])
+    /// Starts an in-memory state (a [`StateActor`](crate::dev::StateActor) and a [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator))
     /// on the current arbiter. Must be called inside a running actix `System`.
     pub fn start() -> State {
         State::start_actor(StateActor::new(), Activity::new())
@@ -515,7 +528,7 @@ impl State {
 
     /// Tears the resource down, waits until its finalizers are gone, and destroys it.
     ///
-    /// Served by the [`FinalizerCoordinator`]; see its documentation for the
+    /// Served by the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator); see its documentation for the
     /// lifecycle. A resource that is destroyed by someone else while this waits
     /// counts as success, so many concurrent calls for one resource all finish
     /// without error (or with `NotFound` if it was already gone when they started).
@@ -581,38 +594,25 @@ impl State {
     }
 
     /// Watches every resource of `kind` matching `query`, delivered to
-    /// `recipient`. With `bootstrap`, existing matches come first as `Created`
-    /// (sorted by id), then one `Bootstrapped`. With a non-empty query, an
-    /// update that starts matching arrives as `Created` and one that stops
-    /// matching as `Destroyed`.
+    /// `recipient`. `options` is a [`WatchOptions`], or just `true`/`false`
+    /// for bootstrap: with bootstrap, existing matches come first as
+    /// `Created` (sorted by id), then one `Bootstrapped`. With a non-empty
+    /// query, an update that starts matching arrives as `Created` and one
+    /// that stops matching as `Destroyed`.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`].
+    /// [`Error::InvalidInput`]; [`Error::Compacted`] when resuming from a
+    /// revision the state no longer keeps.
     pub async fn watch_kind(
         &self,
         kind: &Kind,
         query: LabelQuery,
-        bootstrap: bool,
-        recipient: Recipient<WatchEvent>,
-    ) -> Result<WatchId, Error> {
-        let options = WatchOptions { bootstrap, ..WatchOptions::default() };
-        self.watch_kind_with(kind, query, &options, recipient).await
-    }
-
-    /// [`watch_kind`](State::watch_kind) with explicit [`WatchOptions`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`].
-    pub async fn watch_kind_with(
-        &self,
-        kind: &Kind,
-        query: LabelQuery,
-        options: &WatchOptions,
+        options: impl Into<WatchOptions>,
         recipient: Recipient<WatchEvent>,
     ) -> Result<WatchId, Error> {
         self.watch_sink(
             WatchTarget::Kind { kind: kind.clone(), query },
-            options,
+            &options.into(),
             WatchSink::recipient(recipient),
         )
         .await
@@ -650,9 +650,9 @@ impl State {
         &self,
         kind: &Kind,
         query: LabelQuery,
-        options: &WatchOptions,
+        options: impl Into<WatchOptions>,
     ) -> Result<WatchStream, Error> {
-        self.stream(WatchTarget::Kind { kind: kind.clone(), query }, options).await
+        self.stream(WatchTarget::Kind { kind: kind.clone(), query }, &options.into()).await
     }
 
     /// Ends a watch (a watch also ends by itself once its subscriber is gone).

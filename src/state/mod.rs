@@ -1,7 +1,7 @@
 //! The state: where resources live, and the only way to change them.
 //!
 //! - [`Store`] is the pure engine: it applies every rule of the state contract
-//!   over a [`Backend`] and reports each [`Change`]. No actors; unit-tested directly.
+//!   over a [`Backend`] and reports each [`Change`](crate::dev::Change). No actors; unit-tested directly.
 //! - [`StateActor`] owns one `Store` and serializes every request to it
 //!   ([`StateRequest`]); it publishes each change to the watches that see it.
 //! - [`Backend`]s make the writes of chosen namespaces durable
@@ -38,7 +38,7 @@
 //! - `add_finalizer`/`remove_finalizer`: ignore owner and phase; concurrent
 //!   calls converge.
 //! - `teardown_and_destroy`: served by the
-//!   [`FinalizerCoordinator`](crate::finalizer::FinalizerCoordinator).
+//!   [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator).
 //! - Watches: see below.
 //!
 //! # Watches and slow subscribers
@@ -71,7 +71,7 @@
 //! came after it). Otherwise the watch fails with
 //! [`Error::Compacted`](crate::Error::Compacted), and the caller bootstraps again.
 
-mod actor;
+pub(crate) mod actor;
 pub mod backend;
 mod cache;
 pub(crate) mod claims;
@@ -83,14 +83,13 @@ mod event;
 mod open;
 #[cfg(feature = "redb")]
 mod redb;
-mod store;
+pub(crate) mod store;
 mod subscriptions;
-mod watch;
+pub(crate) mod watch;
 
-pub use actor::{
-    Close, CloseResponse, StateActor, StateReply, StateRequest, StateResponse, Subject, WatchSink,
-    WatchStats,
-};
+pub use actor::WatchStats;
+// For backend and actor authors: re-exported in `crate::dev`, not here.
+pub(crate) use actor::{StateActor, StateReply, StateRequest, WatchSink};
 pub use backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
 pub use claims::ClaimStatus;
 pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
@@ -101,9 +100,10 @@ pub use event::{Event, WatchId};
 pub use open::{Namespaces, StateBuilder};
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
-pub use store::{Change, ExpectedPhase, ModifyFn, Store};
+pub use store::ExpectedPhase;
+pub(crate) use store::Store;
 pub use subscriptions::DEFAULT_HISTORY;
-pub use watch::WatchTarget;
+pub(crate) use watch::WatchTarget;
 
 pub(crate) use actor::apply;
 pub(crate) use client::{check_type, reply_done, reply_ready, reply_resource, typed_modify};

@@ -2,7 +2,7 @@
 //!
 //! No actors, no IO beyond the [`Backend`]: every method takes the current time
 //! as an argument and returns the [`Change`] to publish, so the rules are unit
-//! tested directly. The [`StateActor`](super::StateActor) owns one `Store` and
+//! tested directly. The [`StateActor`](crate::dev::StateActor) owns one `Store` and
 //! serializes every call to it.
 
 use std::collections::HashSet;
@@ -82,7 +82,7 @@ pub type ModifyFn =
 ///
 /// ```
 /// use cosi_runtime::resource::{Resource, Spec, Timestamp, Version};
-/// use cosi_runtime::state::Store;
+/// use cosi_runtime::dev::Store;
 /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 /// # struct Mtu(u32);
 /// # impl Spec for Mtu { const TYPE: &'static str = "Mtus.net.cosi.dev"; }

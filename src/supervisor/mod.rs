@@ -18,12 +18,13 @@
 //! - A failed registration leaves nothing behind (the Go original keeps the
 //!   outputs it added before a failing input; we roll back).
 
-mod actor;
+pub(crate) mod actor;
 mod dependency;
 mod graph;
 mod restart;
 
-pub use actor::{StopReason, Supervisor};
+pub use actor::StopReason;
+pub(crate) use actor::Supervisor;
 pub use dependency::RegistrationError;
 pub use graph::{DependencyGraph, Edge, EdgeKind};
 pub use restart::{Backoff, Intensity, OnExceeded, RestartPolicy};

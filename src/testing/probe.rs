@@ -22,7 +22,7 @@ use crate::supervisor::{
     describe,
 };
 
-/// The probe actor: answers from a plain in-memory [`Store`], records every
+/// The probe actor: answers from a plain in-memory [`Store`](crate::dev::Store), records every
 /// request, and never delivers watch events (the test does).
 struct ProbeActor {
     store: Store,
