@@ -89,9 +89,10 @@ pub mod prelude {
     };
     pub use crate::error::Error;
     pub use crate::resource::{
-        AnyResource, Kind, LabelQuery, Metadata, Phase, Pointer, Resource, Spec, Version,
+        AnyResource, Kind, LabelQuery, Metadata, Phase, Pointer, Resource, Spec, TypedPointer,
+        Version,
     };
-    pub use crate::state::{Event, ExpectedPhase, State, WatchEvent, WatchOptions};
+    pub use crate::state::{Client, Event, ExpectedPhase, State, WatchEvent, WatchOptions};
     pub use crate::supervisor::{Backoff, RestartPolicy};
 }
 

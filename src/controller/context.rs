@@ -9,9 +9,9 @@ use super::Input;
 use super::access::AccessRules;
 use super::metrics::Counters;
 use crate::Error;
-use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 use crate::state::{
-    ExpectedPhase, State, StateReply, StateRequest, check_type, reply_done, reply_ready,
+    Decoded, ExpectedPhase, State, StateReply, StateRequest, check_type, reply_done, reply_ready,
     reply_resource, typed_modify,
 };
 use crate::supervisor::{RegistrationError, check_inputs};
@@ -98,12 +98,15 @@ impl ReconcileContext {
         reply
     }
 
-    /// Reads a resource of an input or output type.
+    /// Reads a resource of an input or output type: an [`AnyResource`] for
+    /// a plain [`Pointer`], a [`Resource<S>`] for a
+    /// [`TypedPointer<S>`](crate::resource::TypedPointer).
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::InvalidInput`].
-    pub async fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
-        self.rules.check_get(ptr)?;
+    /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::InvalidInput`];
+    /// [`Error::TypeMismatch`] (typed pointer, stored spec of another type).
+    pub async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
+        self.rules.check_get(ptr.pointer())?;
         self.read();
         self.state.get(ptr).await
     }
@@ -129,13 +132,28 @@ impl ReconcileContext {
     /// Lists spec type `S` in `namespace`, sorted by id.
     ///
     /// # Errors
-    /// As [`list`](ReconcileContext::list), and [`Error::TypeMismatch`].
+    /// As [`list`](ReconcileContext::list), and [`Error::TypeMismatch`]
+    /// naming the first resource that does not decode as `S` (use
+    /// [`list_decoded`](ReconcileContext::list_decoded) to read the others).
     pub async fn list_typed<S: Spec>(
         &self,
         namespace: &str,
         query: &LabelQuery,
     ) -> Result<Vec<Resource<S>>, Error> {
         self.list(&Kind::of::<S>(namespace), query).await?.iter().map(AnyResource::typed).collect()
+    }
+
+    /// Lists spec type `S` in `namespace`, decoding each resource on its
+    /// own: the ones that do not decode as `S` are set apart, named.
+    ///
+    /// # Errors
+    /// As [`list`](ReconcileContext::list).
+    pub async fn list_decoded<S: Spec>(
+        &self,
+        namespace: &str,
+        query: &LabelQuery,
+    ) -> Result<Decoded<S>, Error> {
+        Ok(Decoded::from_list(self.list(&Kind::of::<S>(namespace), query).await?))
     }
 
     /// Creates an output resource, owned by this controller.
@@ -177,11 +195,13 @@ impl ReconcileContext {
     ///
     /// # Errors
     /// [`Error::AccessDenied`], then as [`State::modify`].
-    pub async fn modify<S, F>(&self, ptr: &Pointer, f: F) -> Result<Resource<S>, Error>
+    pub async fn modify<S, P, F>(&self, ptr: &P, f: F) -> Result<Resource<S>, Error>
     where
         S: Spec + Default,
+        P: PointerTo<S> + ?Sized,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
+        let ptr = ptr.pointer();
         let at = ptr.clone();
         self.modify_with(
             ptr,
@@ -197,18 +217,20 @@ impl ReconcileContext {
     ///
     /// # Errors
     /// As [`modify`](ReconcileContext::modify).
-    pub async fn modify_with<S, E, F>(
+    pub async fn modify_with<S, P, E, F>(
         &self,
-        ptr: &Pointer,
+        ptr: &P,
         empty: E,
         f: F,
         expected_phase: ExpectedPhase,
     ) -> Result<Resource<S>, Error>
     where
         S: Spec,
+        P: PointerTo<S> + ?Sized,
         E: Fn() -> Resource<S> + Send + 'static,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
+        let ptr = ptr.pointer();
         self.rules.check_write("modify", ptr)?;
         check_type::<S>(ptr)?;
         let req = StateRequest::Modify {

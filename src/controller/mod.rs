@@ -74,6 +74,7 @@
 
 mod access;
 mod context;
+mod from_fn;
 mod health;
 pub(crate) mod host;
 pub(crate) mod metrics;
@@ -84,6 +85,7 @@ mod spec;
 
 pub(crate) use access::AccessRules;
 pub use context::ReconcileContext;
+pub use from_fn::{FnController, from_fn};
 pub use health::{ControllerHealth, Health};
 pub use metrics::{
     ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,

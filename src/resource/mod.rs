@@ -20,6 +20,7 @@ mod metadata;
 pub(crate) mod pointer;
 mod query;
 mod spec;
+mod typed;
 pub mod validate;
 mod version;
 
@@ -33,6 +34,7 @@ pub(crate) use pointer::KindMap;
 pub use pointer::{Id, Kind, Pointer};
 pub use query::{LabelQuery, LabelTerm};
 pub use spec::{Resource, Spec};
+pub use typed::{Address, PointerTo, TypedPointer};
 pub use version::{Phase, Timestamp, Version};
 
 #[cfg(test)]

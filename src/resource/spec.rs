@@ -146,6 +146,11 @@ impl<S: Spec> Resource<S> {
         self.metadata.phase()
     }
 
+    /// The owner (the controller that created it; `None` for the user's).
+    pub fn owner(&self) -> Option<&str> {
+        self.metadata.owner()
+    }
+
     /// The type-erased form the state stores.
     pub fn into_any(self) -> AnyResource {
         AnyResource::from_typed(self.metadata, self.spec)

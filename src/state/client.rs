@@ -20,7 +20,7 @@ use super::watch::WatchTarget;
 use crate::Error;
 use crate::activity::Activity;
 use crate::finalizer::{FinalizerCoordinator, TeardownAndDestroy};
-use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 
 /// How many events a watch keeps in flight before it coalesces (see [`WatchEvent`]).
 pub const DEFAULT_WATCH_WINDOW: usize = 1024;
@@ -333,12 +333,14 @@ impl State {
         reply_done(self.request(req).await?, op)
     }
 
-    /// The resource at `ptr`.
+    /// The resource at `ptr`: an [`AnyResource`] for a plain [`Pointer`], a
+    /// [`Resource<S>`] for a [`TypedPointer<S>`](crate::resource::TypedPointer).
     ///
     /// # Errors
-    /// [`Error::NotFound`]; [`Error::InvalidInput`].
-    pub async fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::Get { pointer: ptr.clone() }).await
+    /// [`Error::NotFound`]; [`Error::InvalidInput`]; [`Error::TypeMismatch`]
+    /// (typed pointer, stored spec of another type).
+    pub async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
+        P::read(self.resource(StateRequest::Get { pointer: ptr.pointer().clone() }).await?)
     }
 
     /// The resource at `ptr` as spec type `S`.
@@ -364,7 +366,9 @@ impl State {
     /// The resources of spec type `S` in `namespace` matching `query`, sorted by id.
     ///
     /// # Errors
-    /// As [`list`](State::list), and [`Error::TypeMismatch`].
+    /// As [`list`](State::list), and [`Error::TypeMismatch`] naming the
+    /// first resource that does not decode as `S` (use
+    /// [`list_decoded`](State::list_decoded) to read the others).
     pub async fn list_typed<S: Spec>(
         &self,
         namespace: &str,
@@ -432,16 +436,18 @@ impl State {
     /// # Errors
     /// [`Error::OwnerConflict`]; [`Error::PhaseConflict`] if the resource is
     /// tearing down; [`Error::TypeMismatch`]; [`Error::InvalidInput`].
-    pub async fn modify<S, F>(
+    pub async fn modify<S, P, F>(
         &self,
-        ptr: &Pointer,
+        ptr: &P,
         f: F,
         owner: Option<&str>,
     ) -> Result<Resource<S>, Error>
     where
         S: Spec + Default,
+        P: PointerTo<S> + ?Sized,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
+        let ptr = ptr.pointer();
         let at = ptr.clone();
         self.modify_with(
             ptr,
@@ -458,9 +464,9 @@ impl State {
     ///
     /// # Errors
     /// As [`modify`](State::modify).
-    pub async fn modify_with<S, E, F>(
+    pub async fn modify_with<S, P, E, F>(
         &self,
-        ptr: &Pointer,
+        ptr: &P,
         empty: E,
         f: F,
         owner: Option<&str>,
@@ -468,9 +474,11 @@ impl State {
     ) -> Result<Resource<S>, Error>
     where
         S: Spec,
+        P: PointerTo<S> + ?Sized,
         E: Fn() -> Resource<S> + Send + 'static,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
+        let ptr = ptr.pointer();
         check_type::<S>(ptr)?;
         self.resource(StateRequest::Modify {
             pointer: ptr.clone(),

@@ -81,6 +81,7 @@ mod delivery;
 pub mod etcd;
 mod event;
 mod open;
+mod owned;
 #[cfg(feature = "redb")]
 mod redb;
 pub(crate) mod store;
@@ -98,6 +99,7 @@ pub use delivery::WatchEvent;
 pub use etcd::EtcdConfig;
 pub use event::{Event, WatchId};
 pub use open::{Namespaces, StateBuilder};
+pub use owned::{Client, Decoded};
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use store::ExpectedPhase;
