@@ -1,11 +1,12 @@
-//! Quickstart: create, update, watch, tear down and destroy resources.
+//! Quickstart: create, update, watch, tear down and destroy resources, and a
+//! controller made from a closure.
 //!
 //! ```text
 //! cargo run --release --example quickstart
 //! ```
 
+use cosi_runtime::controller::from_fn;
 use cosi_runtime::prelude::*;
-use cosi_runtime::state::WatchOptions;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,11 @@ struct LinkSpec {
     mtu: u32,
     up: bool,
 }
+
+/// How many links are up: written by a controller made from a closure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "LinksUp.net.cosi.dev")]
+struct LinksUp(usize);
 
 fn describe(event: &Event) -> String {
     let link = |r: &AnyResource| match r.typed::<LinkSpec>() {
@@ -41,65 +47,87 @@ fn describe(event: &Event) -> String {
 }
 
 #[actix::main]
-async fn main() -> Result<(), Error> {
-    let state = State::start();
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = Runtime::start();
+    let user = runtime.state().client(); // writes as the user: no owner on every call
     let links = Kind::of::<LinkSpec>("network");
 
     // A watcher, printing every change it is told about.
-    let mut events =
-        state.watch_kind_stream(&links, LabelQuery::all(), &WatchOptions::bootstrap()).await?;
+    let mut events = user.watch_kind(&links, LabelQuery::all(), true).await?;
     let printer = actix::spawn(async move {
         while let Some(event) = events.next().await {
             println!("  watch: {}", describe(&event));
         }
     });
 
+    // A controller from a closure: counts the links that are up.
+    runtime
+        .register(|| {
+            from_fn(
+                "UpCounter",
+                vec![Input::weak::<LinkSpec>("network")],
+                vec![Output::exclusive::<LinksUp>()],
+                async |cx| {
+                    let links = cx.list_typed::<LinkSpec>("network", &LabelQuery::all()).await?;
+                    let up = links.iter().filter(|l| l.spec().up).count();
+                    let count = Pointer::typed::<LinksUp>("network", "count");
+                    cx.modify(&count, move |c| c.spec_mut().0 = up).await?;
+                    Ok(())
+                },
+            )
+        })
+        .await?;
+
     println!("create eth0 and eth1");
-    state.create(Resource::new("network", "eth0", LinkSpec { mtu: 1500, up: false }), None).await?;
-    state.create(Resource::new("network", "eth1", LinkSpec { mtu: 1500, up: true }), None).await?;
+    user.create(Resource::new("network", "eth0", LinkSpec { mtu: 1500, up: false })).await?;
+    user.create(Resource::new("network", "eth1", LinkSpec { mtu: 1500, up: true })).await?;
 
     println!("bring eth0 up with modify (atomic read-modify-write)");
-    let eth0 = Pointer::of::<LinkSpec>("network", "eth0");
-    state.modify(&eth0, |l: &mut Resource<LinkSpec>| l.spec_mut().up = true, None).await?;
+    let eth0 = Pointer::typed::<LinkSpec>("network", "eth0");
+    user.modify(&eth0, LinkSpec::default, |l| l.spec_mut().up = true).await?;
 
     println!("modify again with the same value: nothing is written, no event");
-    let same =
-        state.modify(&eth0, |l: &mut Resource<LinkSpec>| l.spec_mut().up = true, None).await?;
+    let same = user.modify(&eth0, LinkSpec::default, |l| l.spec_mut().up = true).await?;
     println!("  eth0 is still at version {}", same.version());
 
+    runtime.settled().await;
+    let up = user.get(&Pointer::typed::<LinksUp>("network", "count")).await?;
+    println!("the UpCounter controller says {} links are up", up.spec().0);
+
     println!("update eth1 with a stale version: refused");
-    let mut stale =
-        state.get_typed::<LinkSpec>(&Pointer::of::<LinkSpec>("network", "eth1")).await?;
+    let mut stale = user.get(&Pointer::typed::<LinkSpec>("network", "eth1")).await?;
     stale.metadata_mut().set_version(Version::new(7));
-    match state.update(stale, None).await {
+    match user.update(stale).await {
         Err(e) => println!("  {e}"),
         Ok(_) => unreachable!("a stale version never updates"),
     }
 
     println!("a dependent holds eth0 with a finalizer; teardown_and_destroy waits for it");
-    state.add_finalizer(&eth0, "address-controller").await?;
+    user.add_finalizer(&eth0, "address-controller").await?;
     let waiting = {
-        let state = state.clone();
-        let eth0 = eth0.clone();
-        actix::spawn(async move { state.teardown_and_destroy(&eth0, None).await })
+        let (user, eth0) = (user.clone(), eth0.clone());
+        actix::spawn(async move { user.teardown_and_destroy(&eth0).await })
     };
     // Let the teardown land (the watcher shows it), then release the finalizer.
-    let mut probe = state.watch_stream(&eth0).await?;
+    let mut probe = user.watch(&eth0).await?;
     while let Some(event) = probe.next().await {
         if event.resource().is_some_and(|r| r.phase() == Phase::TearingDown) {
             break;
         }
     }
     println!("the dependent releases eth0");
-    state.remove_finalizer(&eth0, "address-controller").await?;
+    user.remove_finalizer(&eth0, "address-controller").await?;
     waiting.await.expect("the teardown task ran")?;
-    println!("eth0 destroyed: get says {}", state.get(&eth0).await.unwrap_err());
+    println!("eth0 destroyed: get says {}", user.get(&eth0).await.unwrap_err());
 
+    runtime.settled().await;
     println!("final contents:");
-    for link in state.list_typed::<LinkSpec>("network", &LabelQuery::all()).await? {
+    for link in user.list_typed::<LinkSpec>("network", &LabelQuery::all()).await?.resources {
         println!("  {} v{} {:?}", link.id(), link.version(), link.spec());
     }
-    drop(state);
+    let up = user.get(&Pointer::typed::<LinksUp>("network", "count")).await?;
+    println!("  links up: {}", up.spec().0);
+    runtime.stop().await;
     printer.abort();
     Ok(())
 }

@@ -27,6 +27,13 @@
 //! - [`supervisor`]: registration rules, restart policy, the dependency graph;
 //!   [`Runtime::health`] and [`Runtime::settled_within`] when something fails.
 //! - [`testing`]: test one controller in isolation, deterministically.
+//! - Shortcuts: [`State::client`] (a handle with its owner bound once),
+//!   [`TypedPointer`](resource::TypedPointer) (reads and modifies infer the
+//!   spec type), `#[derive(Spec)]`, closure controllers
+//!   ([`controller::from_fn`]); the generic controllers (`Transform`,
+//!   `Cleanup`, `Destroy`) are in the `cosi-actors` crate.
+//! - [`prelude`] for programs and controller authors; [`dev`] for backend
+//!   and actor authors (the state actor and its messages, the supervisor).
 //! - `krm` (feature `krm`, default): KRM functions for kpt and nephio's
 //!   fn-runtime model (For/Owns/Watch, the condition choreography).
 //!
