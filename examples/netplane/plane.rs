@@ -565,29 +565,25 @@ pub async fn run_with_state(
 
     line(out, "\n▶ 1. apply a configuration: 2 links, 2 addresses, 1 route, a hostname");
     let step = Instant::now();
-    state.create(link("eth0", 1500), None).await?;
-    state.create(link("eth1", 1500), None).await?;
-    state.create(address("eth0-lan", "eth0", "10.0.0.2/24"), None).await?;
-    state.create(address("eth1-storage", "eth1", "192.168.10.2/24"), None).await?;
-    state.create(route("default", "0.0.0.0/0", "10.0.0.1", "eth0"), None).await?;
+    let user = state.client(); // the user's writes: no owner
+    user.create(link("eth0", 1500)).await?;
+    user.create(link("eth1", 1500)).await?;
+    user.create(address("eth0-lan", "eth0", "10.0.0.2/24")).await?;
+    user.create(address("eth1-storage", "eth1", "192.168.10.2/24")).await?;
+    user.create(route("default", "0.0.0.0/0", "10.0.0.1", "eth0")).await?;
     let host = HostnameConfig { hostname: "node-1".into(), domain: "example.org".into() };
-    state.create(Resource::new(CONFIG, "hostname", host), None).await?;
+    user.create(Resource::new(CONFIG, "hostname", host)).await?;
     settle(&runtime, step, out).await;
     show_status(&runtime, root, out).await;
 
     line(out, "\n▶ 2. change it: jumbo frames on eth1, a storage route, hostname node-2");
     line(out, "     (HostnameController's stale cache makes it panic; it is caught and retried)");
     let step = Instant::now();
-    let eth1 = Pointer::of::<LinkConfig>(CONFIG, "eth1");
-    state.modify(&eth1, |l: &mut Resource<LinkConfig>| l.spec_mut().mtu = 9000, None).await?;
-    state.create(route("storage", "192.168.20.0/24", "192.168.10.1", "eth1"), None).await?;
-    let hostname = Pointer::of::<HostnameConfig>(CONFIG, "hostname");
-    state
-        .modify(
-            &hostname,
-            |h: &mut Resource<HostnameConfig>| h.spec_mut().hostname = "node-2".into(),
-            None,
-        )
+    let eth1 = Pointer::typed::<LinkConfig>(CONFIG, "eth1");
+    user.modify(&eth1, LinkConfig::default, |l| l.spec_mut().mtu = 9000).await?;
+    user.create(route("storage", "192.168.20.0/24", "192.168.10.1", "eth1")).await?;
+    let hostname = Pointer::typed::<HostnameConfig>(CONFIG, "hostname");
+    user.modify(&hostname, HostnameConfig::default, |h| h.spec_mut().hostname = "node-2".into())
         .await?;
     settle(&runtime, step, out).await;
     let m = runtime.metrics().await;
@@ -607,10 +603,10 @@ pub async fn run_with_state(
     for ptr in [
         Pointer::of::<RouteConfig>(CONFIG, "storage"),
         Pointer::of::<AddressConfig>(CONFIG, "eth1-storage"),
-        eth1.clone(),
+        eth1.erase(),
     ] {
         let started = Instant::now();
-        state.teardown_and_destroy(&ptr, None).await?;
+        user.teardown_and_destroy(&ptr).await?;
         line(
             out,
             format!(
