@@ -3,17 +3,20 @@
 //! project ships: add a line here for each new one.
 
 use cosi_runtime::state_conformance;
-use cosi_runtime::testing::conformance::{MemoryTarget, NS, RedbTarget};
+use cosi_runtime::testing::conformance::{MemoryTarget, NS, RedbTarget, Reopen};
 
 state_conformance!(memory, MemoryTarget);
-state_conformance!(redb, RedbTarget::new(false));
-state_conformance!(redb_reopened, RedbTarget::new(true));
+state_conformance!(redb, RedbTarget::new(Reopen::Never));
+state_conformance!(redb_reopened, RedbTarget::new(Reopen::BetweenSteps));
 // The suite's namespace durable, every other one in memory.
-state_conformance!(routed_durable, RedbTarget::routed([NS], true));
+state_conformance!(routed_durable, RedbTarget::routed([NS], Reopen::BetweenSteps));
 // The suite's namespace in memory, next to a durable one.
-state_conformance!(routed_memory, RedbTarget::routed(["config"], false));
+state_conformance!(routed_memory, RedbTarget::routed(["config"], Reopen::Never));
 // A shared state on a throwaway etcd (skipped loudly without an `etcd` binary).
 #[cfg(feature = "etcd")]
-state_conformance!(etcd, cosi_runtime::testing::conformance::EtcdTarget::new(false));
+state_conformance!(etcd, cosi_runtime::testing::conformance::EtcdTarget::new(Reopen::Never));
 #[cfg(feature = "etcd")]
-state_conformance!(etcd_reopened, cosi_runtime::testing::conformance::EtcdTarget::new(true));
+state_conformance!(
+    etcd_reopened,
+    cosi_runtime::testing::conformance::EtcdTarget::new(Reopen::BetweenSteps)
+);

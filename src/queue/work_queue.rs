@@ -43,15 +43,15 @@ impl Again {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Slot {
+enum Stage {
     Ready { since: Instant },
     Delayed { due: Instant, seq: u64, backoff: bool },
     Processing { again: Again },
 }
 
 #[derive(Debug)]
-struct Entry {
-    slot: Slot,
+struct KeyState {
+    stage: Stage,
     failures: u32,
 }
 
@@ -88,7 +88,7 @@ pub struct QueueStats {
 /// assert_eq!(q.get(now).unwrap().0, "eth0");
 /// ```
 pub struct WorkQueue<K> {
-    entries: rustc_hash::FxHashMap<K, Entry>,
+    entries: rustc_hash::FxHashMap<K, KeyState>,
     ready: VecDeque<K>,
     delayed: BTreeMap<(Instant, u64), K>,
     seq: u64,
@@ -140,16 +140,16 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     fn make_ready(&mut self, key: K, since: Instant) {
         self.ready.push_back(key.clone());
-        self.entries.insert(key, Entry { slot: Slot::Ready { since }, failures: 0 });
+        self.entries.insert(key, KeyState { stage: Stage::Ready { since }, failures: 0 });
     }
 
-    fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Slot {
+    fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Stage {
         let seq = self.next_seq();
         self.delayed.insert((due, seq), key.clone());
         if backoff {
             self.backing_off += 1;
         }
-        Slot::Delayed { due, seq, backoff }
+        Stage::Delayed { due, seq, backoff }
     }
 
     /// Queues `key` now.
@@ -165,15 +165,15 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             self.make_ready(key, now);
             return;
         };
-        match entry.slot {
-            Slot::Ready { .. } | Slot::Delayed { backoff: true, .. } => {}
-            Slot::Delayed { due, seq, backoff: false } => {
+        match entry.stage {
+            Stage::Ready { .. } | Stage::Delayed { backoff: true, .. } => {}
+            Stage::Delayed { due, seq, backoff: false } => {
                 self.delayed.remove(&(due, seq));
-                entry.slot = Slot::Ready { since: now };
+                entry.stage = Stage::Ready { since: now };
                 self.ready.push_back(key);
             }
-            Slot::Processing { again } => {
-                entry.slot = Slot::Processing { again: again.merge(Again::Now) };
+            Stage::Processing { again } => {
+                entry.stage = Stage::Processing { again: again.merge(Again::Now) };
             }
         }
     }
@@ -189,27 +189,27 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             return;
         }
         let due = now + delay;
-        let slot = match self.entries.get(&key).map(|e| e.slot) {
+        let stage = match self.entries.get(&key).map(|e| e.stage) {
             None => {
-                let slot = self.schedule(&key, due, false);
-                self.entries.insert(key, Entry { slot, failures: 0 });
+                let stage = self.schedule(&key, due, false);
+                self.entries.insert(key, KeyState { stage, failures: 0 });
                 return;
             }
-            Some(slot) => slot,
+            Some(stage) => stage,
         };
-        let new_slot = match slot {
-            Slot::Ready { .. } | Slot::Delayed { backoff: true, .. } => return,
-            Slot::Delayed { due: old, seq, backoff: false } => {
+        let new_slot = match stage {
+            Stage::Ready { .. } | Stage::Delayed { backoff: true, .. } => return,
+            Stage::Delayed { due: old, seq, backoff: false } => {
                 if due >= old {
                     return;
                 }
                 self.delayed.remove(&(old, seq));
                 self.schedule(&key, due, false)
             }
-            Slot::Processing { again } => Slot::Processing { again: again.merge(Again::At(due)) },
+            Stage::Processing { again } => Stage::Processing { again: again.merge(Again::At(due)) },
         };
         if let Some(e) = self.entries.get_mut(&key) {
-            e.slot = new_slot;
+            e.stage = new_slot;
         }
     }
 
@@ -222,10 +222,10 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             }
             let key = entry.remove();
             if let Some(e) = self.entries.get_mut(&key) {
-                if let Slot::Delayed { backoff: true, .. } = e.slot {
+                if let Stage::Delayed { backoff: true, .. } = e.stage {
                     self.backing_off -= 1;
                 }
-                e.slot = Slot::Ready { since: due };
+                e.stage = Stage::Ready { since: due };
                 self.ready.push_back(key);
             }
         }
@@ -240,10 +240,10 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.promote(now);
         let key = self.ready.pop_front()?;
         let entry = self.entries.get_mut(&key)?;
-        let Slot::Ready { since } = entry.slot else {
+        let Stage::Ready { since } = entry.stage else {
             return None;
         };
-        entry.slot = Slot::Processing { again: Again::No };
+        entry.stage = Stage::Processing { again: Again::No };
         self.processing += 1;
         Some((key, now.saturating_duration_since(since)))
     }
@@ -263,7 +263,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// key will be retried after a failure.
     pub fn done(&mut self, key: &K, completion: Completion, now: Instant) -> Option<Duration> {
         let entry = self.entries.get_mut(key)?;
-        let Slot::Processing { again } = entry.slot else {
+        let Stage::Processing { again } = entry.stage else {
             return None;
         };
         self.processing -= 1;
@@ -291,10 +291,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             }
             Again::At(due) => {
                 let backoff = retry.is_some();
-                let slot = self.schedule(key, due, backoff);
+                let stage = self.schedule(key, due, backoff);
                 self.entries.insert(
                     key.clone(),
-                    Entry { slot, failures: if backoff { failures.saturating_add(1) } else { 0 } },
+                    KeyState {
+                        stage,
+                        failures: if backoff { failures.saturating_add(1) } else { 0 },
+                    },
                 );
                 if backoff {
                     self.retries += 1;
@@ -311,7 +314,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.ready.clear();
         self.delayed.clear();
         self.backing_off = 0;
-        self.entries.retain(|_, e| matches!(e.slot, Slot::Processing { .. }));
+        self.entries.retain(|_, e| matches!(e.stage, Stage::Processing { .. }));
     }
 
     /// Whether the queue is shut down and nothing is in flight.

@@ -6,7 +6,7 @@ use crate::resource::{AnyResource, Id, Kind, KindMap, Pointer};
 
 /// What [`Cache::with_slot`] does with a resource's slot.
 #[derive(Debug)]
-pub(crate) enum Slot {
+pub(crate) enum SlotEdit {
     /// Leave it as it is.
     Keep,
     /// Store this resource there.
@@ -62,12 +62,12 @@ impl Cache {
     pub(crate) fn with_slot<R>(
         &mut self,
         ptr: &Pointer,
-        f: impl FnOnce(Option<&AnyResource>) -> (Slot, R),
+        f: impl FnOnce(Option<&AnyResource>) -> (SlotEdit, R),
     ) -> R {
         use std::collections::btree_map::Entry;
         let Some(collection) = self.collections.get_mut(ptr.kind()) else {
             let (slot, result) = f(None);
-            if let Slot::Put(resource) = slot {
+            if let SlotEdit::Put(resource) = slot {
                 self.put(resource);
             }
             return result;
@@ -76,9 +76,9 @@ impl Cache {
             Entry::Occupied(mut stored) => {
                 let (slot, result) = f(Some(stored.get()));
                 match slot {
-                    Slot::Keep => {}
-                    Slot::Put(resource) => *stored.get_mut() = resource,
-                    Slot::Remove => {
+                    SlotEdit::Keep => {}
+                    SlotEdit::Put(resource) => *stored.get_mut() = resource,
+                    SlotEdit::Remove => {
                         stored.remove();
                         self.len -= 1;
                     }
@@ -87,7 +87,7 @@ impl Cache {
             }
             Entry::Vacant(empty) => {
                 let (slot, result) = f(None);
-                if let Slot::Put(resource) = slot {
+                if let SlotEdit::Put(resource) = slot {
                     empty.insert(resource);
                     self.len += 1;
                 }

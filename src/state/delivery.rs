@@ -170,7 +170,7 @@ impl Sink {
 
 /// Pending changes of one resource while its subscriber is behind.
 #[derive(Debug)]
-struct Entry {
+struct Backlogged {
     /// What the subscriber last saw: `Some` if it believes the resource exists.
     seen: Option<AnyResource>,
     /// The latest state, `None` if the resource is gone now.
@@ -179,8 +179,9 @@ struct Entry {
     destroyed: Option<AnyResource>,
 }
 
+/// One place in a backlog's delivery order.
 #[derive(Debug)]
-enum Slot {
+enum Turn {
     Resource(Id),
     Bootstrapped(Kind),
 }
@@ -200,8 +201,8 @@ enum Slot {
 /// `Bootstrapped` markers keep their place in the order.
 #[derive(Debug, Default)]
 pub(crate) struct Backlog {
-    order: VecDeque<Slot>,
-    entries: HashMap<Id, Entry>,
+    order: VecDeque<Turn>,
+    entries: HashMap<Id, Backlogged>,
 }
 
 impl Backlog {
@@ -217,7 +218,7 @@ impl Backlog {
     pub(crate) fn push(&mut self, event: Event) {
         let (id, resource) = match &event {
             Event::Bootstrapped(kind) => {
-                self.order.push_back(Slot::Bootstrapped(kind.clone()));
+                self.order.push_back(Turn::Bootstrapped(kind.clone()));
                 return;
             }
             Event::Created(r) | Event::Destroyed(r) | Event::Updated { new: r, .. } => {
@@ -225,8 +226,8 @@ impl Backlog {
             }
         };
         let entry = self.entries.entry(id.clone()).or_insert_with(|| {
-            self.order.push_back(Slot::Resource(id));
-            Entry {
+            self.order.push_back(Turn::Resource(id));
+            Backlogged {
                 seen: match &event {
                     Event::Updated { old, .. } => Some(old.clone()),
                     Event::Destroyed(r) => Some(r.clone()),
@@ -248,8 +249,8 @@ impl Backlog {
     /// The events of the oldest slot (zero, one or two).
     pub(crate) fn pop(&mut self) -> Option<Vec<Event>> {
         let id = match self.order.pop_front()? {
-            Slot::Bootstrapped(kind) => return Some(vec![Event::Bootstrapped(kind)]),
-            Slot::Resource(id) => id,
+            Turn::Bootstrapped(kind) => return Some(vec![Event::Bootstrapped(kind)]),
+            Turn::Resource(id) => id,
         };
         let e = self.entries.remove(&id)?;
         Some(match (e.seen, e.latest, e.destroyed) {

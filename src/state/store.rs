@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use super::cache::{Cache, Slot};
+use super::cache::{Cache, SlotEdit};
 use crate::Error;
 use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
 
@@ -192,7 +192,7 @@ impl Store {
                 Some(old) => Change::Updated { old: old.clone(), new: res.clone() },
                 None => Change::Created(res.clone()),
             };
-            (Slot::Put(res), change)
+            (SlotEdit::Put(res), change)
         })
     }
 
@@ -425,19 +425,19 @@ impl Store {
         validate::pointer(ptr)?;
         let result = self.backend.with_slot(ptr, |current| {
             let Some(current) = current else {
-                return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
+                return (SlotEdit::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
             if let Err(e) = check_owner(current, owner) {
-                return (Slot::Keep, Err(e));
+                return (SlotEdit::Keep, Err(e));
             }
             if !current.metadata().finalizers().is_empty() {
                 let finalizers = current.metadata().finalizers().to_vec();
                 return (
-                    Slot::Keep,
+                    SlotEdit::Keep,
                     Err(Error::PendingFinalizers { resource: ptr.clone(), finalizers }),
                 );
             }
-            (Slot::Remove, Ok(Change::Destroyed(current.clone())))
+            (SlotEdit::Remove, Ok(Change::Destroyed(current.clone())))
         });
         self.counted(result)
     }
@@ -457,20 +457,20 @@ impl Store {
         let rev = self.next_revision();
         let result = self.backend.with_slot(ptr, |current| {
             let Some(current) = current else {
-                return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
+                return (SlotEdit::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
             if let Err(e) = check_owner(current, owner) {
-                return (Slot::Keep, Err(e));
+                return (SlotEdit::Keep, Err(e));
             }
             let ready = current.metadata().finalizers().is_empty();
             if current.phase() == Phase::TearingDown {
-                return (Slot::Keep, Ok((ready, None)));
+                return (SlotEdit::Keep, Ok((ready, None)));
             }
             let mut md = current.metadata().clone();
             md.set_phase(Phase::TearingDown);
             match stamp_update(current, current.with_metadata(md), now, rev) {
-                Ok((stored, change)) => (Slot::Put(stored), Ok((ready, Some(change)))),
-                Err(e) => (Slot::Keep, Err(e)),
+                Ok((stored, change)) => (SlotEdit::Put(stored), Ok((ready, Some(change)))),
+                Err(e) => (SlotEdit::Keep, Err(e)),
             }
         });
         self.counted_if(result)
@@ -489,10 +489,10 @@ impl Store {
         let rev = self.next_revision();
         let result = self.backend.with_slot(ptr, |current| {
             let Some(current) = current else {
-                return (Slot::Keep, Err(Error::NotFound { resource: ptr.clone() }));
+                return (SlotEdit::Keep, Err(Error::NotFound { resource: ptr.clone() }));
             };
             if let Err(e) = expected.check(ptr, current.phase()) {
-                return (Slot::Keep, Err(e));
+                return (SlotEdit::Keep, Err(e));
             }
             let mut md = current.metadata().clone();
             let changed = if add {
@@ -501,11 +501,11 @@ impl Store {
                 md.finalizers_mut().remove(finalizer)
             };
             if !changed {
-                return (Slot::Keep, Ok(((), None)));
+                return (SlotEdit::Keep, Ok(((), None)));
             }
             match stamp_update(current, current.with_metadata(md), now, rev) {
-                Ok((stored, change)) => (Slot::Put(stored), Ok(((), Some(change)))),
-                Err(e) => (Slot::Keep, Err(e)),
+                Ok((stored, change)) => (SlotEdit::Put(stored), Ok(((), Some(change)))),
+                Err(e) => (SlotEdit::Keep, Err(e)),
             }
         });
         self.counted_if(result).map(|((), change)| change)
@@ -602,10 +602,10 @@ fn stamp_update(
 /// The slot update for a checked write: store the new resource, or keep the old.
 fn replacing(
     result: Result<(AnyResource, Change), Error>,
-) -> (Slot, Result<(AnyResource, Change), Error>) {
+) -> (SlotEdit, Result<(AnyResource, Change), Error>) {
     match result {
-        Ok((stored, change)) => (Slot::Put(stored.clone()), Ok((stored, change))),
-        Err(e) => (Slot::Keep, Err(e)),
+        Ok((stored, change)) => (SlotEdit::Put(stored.clone()), Ok((stored, change))),
+        Err(e) => (SlotEdit::Keep, Err(e)),
     }
 }
 

@@ -119,6 +119,16 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Whether a target closes and opens its state again between the steps of
+/// a check (what survives a restart must be what was acknowledged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reopen {
+    /// Keep one state for the whole check.
+    Never,
+    /// Close the state and open it again wherever a check calls [`Target::reopen`].
+    BetweenSteps,
+}
+
 /// A state whose `durable` namespaces live in a redb file in a scratch
 /// directory (the rest in memory). With `reopen`, [`Target::reopen`] closes
 /// the state and opens the file again.
@@ -127,20 +137,20 @@ impl Drop for ScratchDir {
 pub struct RedbTarget {
     dir: ScratchDir,
     durable: Namespaces,
-    reopen: bool,
+    reopen: Reopen,
 }
 
 #[cfg(feature = "redb")]
 impl RedbTarget {
-    /// Everything durable; reopened between steps when `reopen`.
-    pub fn new(reopen: bool) -> Self {
+    /// Everything durable; reopened between steps with [`Reopen::BetweenSteps`].
+    pub fn new(reopen: Reopen) -> Self {
         RedbTarget { dir: ScratchDir::new(), durable: Namespaces::All, reopen }
     }
 
     /// Only `durable` in the file, the rest in memory; reopened between steps
     /// when `reopen` (only meaningful when the checks' namespace [`NS`] is durable:
     /// memory namespaces start empty after a reopen).
-    pub fn routed(durable: impl Into<Namespaces>, reopen: bool) -> Self {
+    pub fn routed(durable: impl Into<Namespaces>, reopen: Reopen) -> Self {
         RedbTarget { dir: ScratchDir::new(), durable: durable.into(), reopen }
     }
 
@@ -157,7 +167,7 @@ impl Target for RedbTarget {
 
     fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
         Box::pin(async move {
-            if !self.reopen {
+            if self.reopen == Reopen::Never {
                 return state;
             }
             state.close().await.expect("close the redb state");
@@ -175,13 +185,13 @@ impl Target for RedbTarget {
 pub struct EtcdTarget {
     etcd: Option<super::etcd::TestEtcd>,
     prefix: String,
-    reopen: bool,
+    reopen: Reopen,
 }
 
 #[cfg(feature = "etcd")]
 impl EtcdTarget {
-    /// A fresh etcd; reopened between steps when `reopen`.
-    pub fn new(reopen: bool) -> Self {
+    /// A fresh etcd; reopened between steps with [`Reopen::BetweenSteps`].
+    pub fn new(reopen: Reopen) -> Self {
         EtcdTarget {
             etcd: super::etcd::TestEtcd::start(),
             prefix: format!("conformance-{:016x}", fastrand::u64(..)),
@@ -203,7 +213,7 @@ impl Target for EtcdTarget {
 
     fn reopen(&mut self, state: State) -> LocalBoxFuture<'_, State> {
         Box::pin(async move {
-            if !self.reopen {
+            if self.reopen == Reopen::Never {
                 return state;
             }
             state.close().await.expect("close the etcd state");
