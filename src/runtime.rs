@@ -322,9 +322,12 @@ impl Runtime {
     }
 
     /// Stops every controller (each finishes its running reconcile first).
-    /// The state stays readable through existing handles.
+    /// The state stays readable through existing handles. On a shared (etcd)
+    /// state this process then gives up its claims and revokes its lease, so
+    /// standbys in other processes take over at once, not after the lease TTL.
     pub async fn stop(&self) {
         let _ = self.supervisor.send(StopAll(StopReason::Requested)).await;
+        self.state.resign_claims().await;
     }
 
     /// Resolves when the runtime stops, with the reason.

@@ -281,3 +281,32 @@ async fn claims_on_a_state_one_process_owns_are_not_needed() {
     let x = runtime.state().get(&stamp("x")).await.unwrap();
     assert_eq!(x.typed::<StrSpec>().unwrap().spec().0, "solo:1", "reconciles at once");
 }
+
+#[actix::test]
+async fn a_stopped_owner_gives_up_its_claim_at_once_and_the_standby_takes_over() {
+    let Some(etcd) = TestEtcd::start() else { return };
+    let prefix = "handover";
+    let a = runtime(&etcd.endpoint(), prefix, "a").await;
+    let mut watch = stamps(&a.state()).await;
+    a.state().create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
+    stamped_by(&mut watch, "a:1").await;
+    let b = runtime(&etcd.endpoint(), prefix, "b").await;
+    assert!(!b.claims().await[0].owner);
+
+    let mut client = etcd_client::Client::connect([etcd.endpoint()], None).await.unwrap();
+    let key = format!("/{prefix}~owners/{}", StrSpec::TYPE);
+    let a_lease = client.get(key.as_str(), None).await.unwrap().kvs()[0].lease();
+
+    a.stop().await;
+    // A's lease is revoked as soon as stop() returns, not left to expire: the
+    // claim is gone, or already B's.
+    let leases = client.leases().await.unwrap();
+    assert!(leases.leases().iter().all(|l| l.id() != a_lease), "A's lease still exists");
+    let claim = client.get(key.as_str(), None).await.unwrap();
+    assert!(claim.kvs().iter().all(|kv| kv.lease() != a_lease));
+    assert!(a.claims().await.is_empty(), "a stopped runtime claims nothing");
+
+    let mut watch = stamps(&b.state()).await;
+    assert_eq!(stamped_by(&mut watch, "b:").await, "b:1");
+    assert!(b.claims().await[0].owner);
+}

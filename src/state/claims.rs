@@ -33,6 +33,14 @@ pub(crate) struct ClaimOutputs {
 #[rtype(result = "Vec<ClaimStatus>")]
 pub(crate) struct GetClaims;
 
+/// Gives up every claim of this process for good (its controllers stopped):
+/// no more campaigns, and the lease is revoked so that standbys elsewhere
+/// take over at once instead of after the lease TTL.
+#[derive(Message)]
+#[rtype(result = "()")]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+pub(crate) struct Resign;
+
 /// One exclusive output type claimed by a controller of this process.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimStatus {

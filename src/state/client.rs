@@ -78,6 +78,14 @@ impl WatchOptions {
     }
 }
 
+/// Where the claims messages of a shared state go.
+#[derive(Clone)]
+struct ClaimsRecipients {
+    claim: Recipient<super::claims::ClaimOutputs>,
+    get: Recipient<super::claims::GetClaims>,
+    resign: Recipient<super::claims::Resign>,
+}
+
 /// A cloneable handle to the state.
 ///
 /// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
@@ -110,7 +118,7 @@ pub struct State {
     activity: Activity,
     closer: Option<Recipient<Close>>,
     /// Claims of exclusive outputs: only on a shared (etcd) state.
-    claims: Option<(Recipient<super::claims::ClaimOutputs>, Recipient<super::claims::GetClaims>)>,
+    claims: Option<ClaimsRecipients>,
 }
 
 impl fmt::Debug for State {
@@ -219,7 +227,7 @@ impl State {
     /// are enough.
     pub async fn claims(&self) -> Vec<super::ClaimStatus> {
         match &self.claims {
-            Some((_, get)) => get.send(super::claims::GetClaims).await.unwrap_or_default(),
+            Some(claims) => claims.get.send(super::claims::GetClaims).await.unwrap_or_default(),
             None => Vec::new(),
         }
     }
@@ -237,8 +245,17 @@ impl State {
         types: Vec<String>,
         notify: Recipient<super::claims::Ownership>,
     ) {
-        if let Some((claim, _)) = &self.claims {
-            claim.do_send(super::claims::ClaimOutputs { controller, types, notify });
+        if let Some(claims) = &self.claims {
+            claims.claim.do_send(super::claims::ClaimOutputs { controller, types, notify });
+        }
+    }
+
+    /// Gives up this process's claims for good (see [`Resign`](super::claims::Resign));
+    /// resolves once the lease is revoked (or etcd did not answer in time).
+    /// A no-op on a state that is not shared.
+    pub(crate) async fn resign_claims(&self) {
+        if let Some(claims) = &self.claims {
+            let _ = claims.resign.send(super::claims::Resign).await;
         }
     }
 
@@ -248,7 +265,11 @@ impl State {
         let actor = actor.start();
         let closer = actor.clone().recipient();
         #[cfg(feature = "etcd")]
-        let claims = shared.then(|| (actor.clone().recipient(), actor.clone().recipient()));
+        let claims = shared.then(|| ClaimsRecipients {
+            claim: actor.clone().recipient(),
+            get: actor.clone().recipient(),
+            resign: actor.clone().recipient(),
+        });
         #[cfg(not(feature = "etcd"))]
         let claims = None;
         let bare = State {

@@ -21,7 +21,7 @@ use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use futures::channel::mpsc;
 
 use super::super::actor::StateActor;
-use super::super::claims::{ClaimOutputs, ClaimStatus, GetClaims, Ownership};
+use super::super::claims::{ClaimOutputs, ClaimStatus, GetClaims, Ownership, Resign};
 use crate::resource::Pointer;
 use crate::{Error, StorageFailure};
 
@@ -379,6 +379,20 @@ impl Handler<ClaimOutputs> for StateActor {
         let ClaimOutputs { controller, types, notify } = msg;
         self.claims_mut().campaigns.push(Campaign { controller, types, notify, token: None });
         self.campaign(ctx);
+    }
+}
+
+impl Handler<Resign> for StateActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Resign, _: &mut Context<Self>) -> Self::Result {
+        let Some(shared) = self.shared.as_mut() else {
+            return Box::pin(async {});
+        };
+        log::info!("claims: giving up {} claim(s); the lease is revoked", shared.claims.held.len());
+        shared.claims.campaigns.clear();
+        shared.claims.held.clear();
+        Box::pin(shared.claims.release(&shared.client, shared.config.request_timeout))
     }
 }
 
