@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -166,6 +167,10 @@ pub(crate) struct ControllerHost<C, F> {
     stop_waiters: Vec<oneshot::Sender<()>>,
     /// Another process holds the claim on the exclusive outputs: do not reconcile.
     standby: bool,
+    /// When the pending reconcile became ready (for the queue-duration histogram).
+    ready_since: Option<tokio::time::Instant>,
+    /// When the running reconcile started.
+    started: Option<tokio::time::Instant>,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -183,7 +188,8 @@ where
         counters: Arc<Counters>,
         busy: ActivityGuard,
     ) -> Self {
-        ControllerHost {
+        counters.set_max_concurrent(1);
+        let mut host = ControllerHost {
             name: rules.controller().clone(),
             factory: Box::new(factory),
             instance: Some(Box::new(instance)),
@@ -198,7 +204,46 @@ where
             requeue: None,
             stop_waiters: Vec::new(),
             standby: false,
+            ready_since: None,
+            started: None,
+        };
+        host.became_ready();
+        host
+    }
+
+    /// The pending reconcile became ready to run (client-go: an add).
+    fn became_ready(&mut self) {
+        self.stage = Stage::Pending;
+        self.ready_since = Some(tokio::time::Instant::now());
+        Counters::bump(&self.counters.work_queue.adds);
+        self.counters.work_queue.depth.store(1, Ordering::Relaxed);
+    }
+
+    /// The pending reconcile left the queue without running.
+    fn dropped_pending(&mut self) {
+        self.ready_since = None;
+        self.counters.work_queue.depth.store(0, Ordering::Relaxed);
+    }
+
+    /// The pending reconcile starts running.
+    fn starting(&mut self) {
+        let now = tokio::time::Instant::now();
+        if let Some(since) = self.ready_since.take() {
+            self.counters.work_queue.queue_duration.observe(now.saturating_duration_since(since));
         }
+        self.counters.work_queue.depth.store(0, Ordering::Relaxed);
+        self.counters.work_queue.started(now);
+        self.counters.active_workers.store(1, Ordering::Relaxed);
+        self.started = Some(now);
+    }
+
+    /// The running reconcile ended, however it ended.
+    fn ended(&mut self) {
+        if let Some(started) = self.started.take() {
+            self.counters.reconcile_time.observe(started.elapsed());
+            self.counters.work_queue.finished(started);
+        }
+        self.counters.active_workers.store(0, Ordering::Relaxed);
     }
 
     /// Starts standing by: no reconcile until [`Ownership`] says it owns its outputs.
@@ -225,7 +270,7 @@ where
         Counters::bump(&self.counters.wakeups);
         match self.stage {
             Stage::Idle => {
-                self.stage = Stage::Pending;
+                self.became_ready();
                 self.busy = Some(self.env.state.activity().guard());
                 ctx.notify(RunReconcile);
             }
@@ -242,9 +287,11 @@ where
             // Ownership(true) triggers a reconcile of everything.
             self.stage = Stage::Idle;
             self.busy = None;
+            self.dropped_pending();
             return;
         }
         self.stage = Stage::Running;
+        self.starting();
         self.dirty = false;
         if let Some((timer, _armed)) = self.requeue.take() {
             ctx.cancel_future(timer);
@@ -252,9 +299,14 @@ where
         let instance = match self.instance.take() {
             Some(i) => Some(i),
             None => match std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
-                Ok(i) => Some(Box::new(i)),
+                Ok(i) => {
+                    Counters::bump(&self.counters.restarts);
+                    Some(Box::new(i))
+                }
                 Err(panic) => {
                     let msg = format!("the factory panicked: {}", panic_message(&*panic));
+                    self.ended();
+                    Counters::bump(&self.counters.panics);
                     self.failed(msg, true, ctx);
                     return;
                 }
@@ -293,6 +345,7 @@ where
         ctx: &mut Context<Self>,
     ) {
         self.instance = instance;
+        self.ended();
         if let Some((inputs, rules)) = cx.take_new_inputs() {
             self.rules = rules;
             self.dirty = true;
@@ -308,14 +361,16 @@ where
                 } else {
                     ControllerStatus::Running
                 });
-                if let Some(delay) = cx.take_requeue() {
+                let requeue = cx.take_requeue();
+                self.counters.requeued(requeue);
+                if let Some(delay) = requeue {
                     self.schedule_requeue(delay, ctx);
                 }
                 if !self.stop_waiters.is_empty() {
                     self.finish_stop(ctx);
                 } else if self.dirty {
                     self.dirty = false;
-                    self.stage = Stage::Pending;
+                    self.became_ready();
                     ctx.notify(RunReconcile);
                 } else {
                     self.stage = Stage::Idle;
@@ -324,6 +379,7 @@ where
             }
             Ok(Err(error)) if TerminalError::is_terminal(&error) => {
                 Counters::bump(&self.counters.errors);
+                Counters::bump(&self.counters.terminal_errors);
                 let error = error.to_string();
                 self.counters.failed(&error);
                 self.give_up(error, "returned a terminal error", ctx);
@@ -361,10 +417,11 @@ where
                 );
                 self.stage = Stage::BackingOff;
                 self.counters.set_status(ControllerStatus::BackingOff);
+                Counters::bump(&self.counters.retries);
+                Counters::bump(&self.counters.work_queue.retries);
                 ctx.run_later(delay, |act, ctx| {
                     if act.stage == Stage::BackingOff {
-                        Counters::bump(&act.counters.restarts);
-                        act.stage = Stage::Pending;
+                        act.became_ready();
                         act.run(ctx);
                     }
                 });
@@ -390,6 +447,9 @@ where
     }
 
     fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {
+        if !delay.is_zero() {
+            Counters::bump(&self.counters.work_queue.retries);
+        }
         let handle = ctx.run_later(delay, |act, ctx| {
             let timer = act.requeue.take();
             act.trigger(ctx);
@@ -423,6 +483,7 @@ where
         }
         self.stage = Stage::Stopped;
         self.busy = None;
+        self.dropped_pending();
         wind_down(&self.env, &mut self.subscriptions, &mut self.stop_waiters);
         ctx.stop();
     }
@@ -503,6 +564,7 @@ where
         if matches!(self.stage, Stage::Pending | Stage::BackingOff) {
             self.stage = Stage::Idle;
             self.busy = None;
+            self.dropped_pending();
         }
     }
 }

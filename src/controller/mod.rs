@@ -87,6 +87,7 @@ pub use context::ReconcileContext;
 pub use health::{ControllerHealth, Health};
 pub use metrics::{
     ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,
+    RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS, WorkQueueMetrics,
 };
 pub use pool::default_pool_size;
 pub use queue::{Outcome, QController, QSettings, QueueHandle, TerminalError};

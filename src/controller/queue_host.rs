@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use actix::prelude::*;
 use futures::FutureExt;
@@ -33,8 +33,8 @@ use crate::resource::{Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 
-/// What one reconcile came back with.
-type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Duration);
+/// What one reconcile came back with, and when it started.
+type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Instant);
 
 /// The actor that runs one queue controller.
 pub(crate) struct QueueHost<Q> {
@@ -71,6 +71,7 @@ impl<Q: QController> QueueHost<Q> {
         queue_counters: Arc<QueueCounters>,
         busy: ActivityGuard,
     ) -> Self {
+        counters.set_max_concurrent(concurrency.max(1));
         QueueHost {
             name: rules.controller().clone(),
             controller: Rc::new(controller),
@@ -186,8 +187,12 @@ impl<Q: QController> QueueHost<Q> {
             return;
         };
         self.queue_counters.time_in_queue.observe(waited);
+        self.counters.work_queue.queue_duration.observe(waited);
         log::trace!("queue controller {}: reconcile {ptr} (waited {waited:?})", self.name);
         self.running += 1;
+        self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
+        let started = Instant::now();
+        self.counters.work_queue.started(started);
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(
             self.env.state.clone(),
@@ -197,19 +202,22 @@ impl<Q: QController> QueueHost<Q> {
         );
         let work = async move {
             let _permit = permit;
-            let started = Instant::now();
             let outcome = AssertUnwindSafe(controller.reconcile(&cx, &ptr))
                 .catch_unwind()
                 .await
                 .map_err(|panic| panic_message(&*panic));
-            (ptr, outcome, started.elapsed())
+            (ptr, outcome, started)
         };
         ctx.spawn(work.into_actor(self).map(|finished, act, ctx| act.finished(finished, ctx)));
     }
 
-    fn finished(&mut self, (ptr, outcome, took): Finished, ctx: &mut Context<Self>) {
+    fn finished(&mut self, (ptr, outcome, started): Finished, ctx: &mut Context<Self>) {
         self.running -= 1;
+        self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
+        let took = started.elapsed();
         self.queue_counters.latency.observe(took);
+        self.counters.reconcile_time.observe(took);
+        self.counters.work_queue.finished(started);
         let completion = match outcome {
             Ok(Ok(Outcome::Done)) => {
                 Counters::bump(&self.counters.reconciles);
@@ -219,10 +227,15 @@ impl<Q: QController> QueueHost<Q> {
             Ok(Ok(Outcome::RequeueAfter(d))) => {
                 Counters::bump(&self.counters.reconciles);
                 self.counters.succeeded();
+                self.counters.requeued(Some(d));
+                if !d.is_zero() {
+                    Counters::bump(&self.counters.work_queue.retries);
+                }
                 Completion::RequeueAfter(d)
             }
             Ok(Err(e)) if TerminalError::is_terminal(&e) => {
                 Counters::bump(&self.counters.errors);
+                Counters::bump(&self.counters.terminal_errors);
                 self.counters.failed(&format!("{ptr}: {e}"));
                 log::error!("queue controller {}: {ptr}: {e}; not retried", self.name);
                 Completion::Terminal
@@ -241,8 +254,9 @@ impl<Q: QController> QueueHost<Q> {
             }
         };
         if let Some(delay) = self.queue.done(&ptr, completion, Instant::now()) {
-            Counters::bump(&self.counters.restarts);
-            self.queue_counters.retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Counters::bump(&self.counters.retries);
+            Counters::bump(&self.counters.work_queue.retries);
+            self.queue_counters.retries.fetch_add(1, Ordering::Relaxed);
             log::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
         }
         if self.queue.is_drained() {
@@ -282,10 +296,10 @@ impl<Q: QController> QueueHost<Q> {
     fn refresh(&mut self) {
         let stats = self.queue.stats();
         let depth = stats.ready + stats.delayed + stats.backing_off;
-        self.queue_counters.depth.store(depth as u64, std::sync::atomic::Ordering::Relaxed);
-        self.queue_counters
-            .processing
-            .store(self.running as u64, std::sync::atomic::Ordering::Relaxed);
+        self.queue_counters.depth.store(depth as u64, Ordering::Relaxed);
+        self.queue_counters.processing.store(self.running as u64, Ordering::Relaxed);
+        self.counters.work_queue.depth.store(stats.ready as u64, Ordering::Relaxed);
+        self.counters.work_queue.adds.store(self.queue.adds(), Ordering::Relaxed);
         self.counters.set_status(if self.standby {
             ControllerStatus::Standby
         } else if stats.backing_off > 0 {
@@ -379,6 +393,9 @@ impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
                 resource: msg.pointer.to_string(),
                 reason: format!("not a primary input of queue controller {:?}", self.name),
             });
+        }
+        if !msg.after.is_zero() {
+            Counters::bump(&self.counters.work_queue.retries);
         }
         self.queue.add_after(msg.pointer, msg.after, Instant::now());
         self.pump(ctx);

@@ -13,7 +13,7 @@ use super::dependency::{DependencyDb, RegistrationError};
 use super::graph::DependencyGraph;
 use super::restart::{OnExceeded, RestartPolicy};
 use crate::controller::host::{ControllerHost, HostEnv, StopHost, panic_message};
-use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
+use crate::controller::metrics::{ControllerMetrics, ControllerSet, Counters, QueueCounters};
 use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::QueueHost;
 use crate::controller::{
@@ -114,6 +114,8 @@ pub struct Supervisor {
     policy: RestartPolicy,
     pool: WorkerPool,
     stopped: watch::Sender<Option<StopReason>>,
+    /// Every controller's counters, shared with the metrics collector.
+    live: ControllerSet,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -130,6 +132,7 @@ impl Supervisor {
         policy: RestartPolicy,
         pool_size: usize,
         stopped: watch::Sender<Option<StopReason>>,
+        live: ControllerSet,
     ) -> Self {
         Supervisor {
             db: DependencyDb::default(),
@@ -138,6 +141,7 @@ impl Supervisor {
             policy,
             pool: WorkerPool::new(pool_size),
             stopped,
+            live,
         }
     }
 
@@ -176,6 +180,7 @@ impl Supervisor {
         queue: Option<Arc<QueueCounters>>,
         stop: Recipient<StopHost>,
     ) {
+        self.live.add(&name, counters.clone(), queue.clone());
         self.controllers.insert(name, Entry { counters, queue, stop });
     }
 
