@@ -19,6 +19,7 @@ mod labels;
 mod metadata;
 pub(crate) mod pointer;
 mod query;
+mod selector;
 mod spec;
 pub mod validate;
 mod version;
@@ -30,6 +31,7 @@ pub use metadata::Metadata;
 pub(crate) use pointer::KindMap;
 pub use pointer::{Id, Kind, Pointer};
 pub use query::{LabelQuery, LabelTerm};
+pub use selector::SelectorError;
 pub use spec::{Resource, Spec};
 pub use version::{Phase, Timestamp, Version};
 
