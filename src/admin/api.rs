@@ -29,7 +29,8 @@ pub(super) fn routes(cfg: &mut web::ServiceConfig) {
 
 type Query = web::Query<HashMap<String, String>>;
 
-/// Every known resource type with the namespaces it is read from.
+/// Every known resource type with the namespaces it is read from (declared
+/// kinds included).
 async fn known_types(shared: &Shared) -> BTreeMap<String, BTreeSet<String>> {
     let graph = shared.runtime.graph().await;
     let mut types: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -103,8 +104,20 @@ struct TypeInfo {
 }
 
 async fn types(shared: web::Data<Shared>) -> HttpResponse {
-    let types: Vec<TypeInfo> = known_types(&shared)
-        .await
+    let mut known = known_types(&shared).await;
+    // A type only written (no controller reads it) has no namespace in the
+    // graph: look for its resources in the namespaces of the others.
+    let candidates: BTreeSet<String> = known.values().flatten().cloned().collect();
+    let state = shared.runtime.state();
+    for (resource_type, namespaces) in known.iter_mut().filter(|(_, ns)| ns.is_empty()) {
+        for ns in &candidates {
+            let kind = Kind::new(ns, resource_type);
+            if state.list(&kind, &LabelQuery::all()).await.is_ok_and(|found| !found.is_empty()) {
+                namespaces.insert(ns.clone());
+            }
+        }
+    }
+    let types: Vec<TypeInfo> = known
         .into_iter()
         .map(|(resource_type, namespaces)| TypeInfo { resource_type, namespaces })
         .collect();

@@ -11,7 +11,7 @@
 //! | `GET /metrics` | the runtime's metrics ([`prometheus`](crate::prometheus)), as `application/openmetrics-text` |
 //! | `GET /healthz[/<check>]` | liveness: the supervisor and the state actor answer within a second |
 //! | `GET /readyz[/<check>]` | readiness: the above, bootstrapped (the runtime settled once), every expected controller registered and none failed |
-//! | `GET /api/v1/types` | the resource types the controllers read and write, with their namespaces |
+//! | `GET /api/v1/types` | the resource types the controllers read and write, with their namespaces (those read from; for a type only written, those of the other types that hold some of it) |
 //! | `GET /api/v1/resources/{namespace}/{type}[?labels=SELECTOR]` | the matching resources, sorted by id, as a JSON array |
 //! | `GET /api/v1/resources/{namespace}/{type}/{id}` | one resource as JSON |
 //! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed` |
