@@ -218,6 +218,8 @@ pub struct Runtime {
     supervisor: Addr<Supervisor>,
     activity: Activity,
     stopped: watch::Receiver<Option<StopReason>>,
+    /// Every controller's live counters (for `register_metrics`).
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
     live: ControllerSet,
 }
 

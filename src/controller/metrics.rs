@@ -474,6 +474,7 @@ pub struct QueueMetrics {
 }
 
 /// One registered controller's live counters.
+#[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
 struct Registered {
     name: Arc<str>,
     counters: Arc<Counters>,
@@ -498,6 +499,7 @@ impl ControllerSet {
     }
 
     /// Every controller's counters now.
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
     pub(crate) fn snapshot(&self) -> Vec<ControllerMetrics> {
         self.0
             .read()
