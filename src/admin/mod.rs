@@ -254,7 +254,7 @@ impl Admin {
         let (server, local) = match &bind {
             Bind::Tcp(addr) => {
                 if !addr.ip().is_loopback() {
-                    log::warn!(
+                    tracing::warn!(
                         "admin endpoint on {addr}: not a loopback address, reachable from other hosts"
                     );
                 }
@@ -276,10 +276,10 @@ impl Admin {
         let handle = server.handle();
         actix::spawn(async move {
             if let Err(e) = server.await {
-                log::error!("admin endpoint: {e}");
+                tracing::error!("admin endpoint: {e}");
             }
         });
-        log::info!("admin endpoint on {local}");
+        tracing::info!("admin endpoint on {local}");
         Ok(AdminServer { handle, bind: local })
     }
 }

@@ -111,7 +111,7 @@ async fn forward(
         match tx.try_send(frame) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
-                log::warn!(
+                tracing::warn!(
                     "admin endpoint: a watch client fell {buffer} events behind; disconnecting it"
                 );
                 overflowed.store(true, Ordering::Release);

@@ -15,6 +15,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures::FutureExt;
 use futures::channel::oneshot;
+use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters};
@@ -35,6 +36,27 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "a panic with a non-string payload".to_owned()
     }
+}
+
+/// The span one reconcile runs in, with kube-runtime's field names:
+/// `controller`, `object.ref` (the resource; `*` for a plain controller,
+/// which reconciles all of its inputs at once), `object.reason` (why it
+/// runs) and `result` (recorded when it ends: `success`, `requeue`, `error`,
+/// `terminal error` or `panic`). Target `cosi_runtime::reconcile`, level
+/// INFO: `RUST_LOG=info,cosi_runtime::reconcile=warn` quiets it under env_logger.
+pub(crate) fn reconcile_span(
+    controller: &str,
+    object: &dyn std::fmt::Display,
+    reason: &str,
+) -> tracing::Span {
+    tracing::info_span!(
+        target: "cosi_runtime::reconcile",
+        "reconcile",
+        controller = %controller,
+        "object.ref" = %object,
+        "object.reason" = %reason,
+        result = tracing::field::Empty,
+    )
 }
 
 /// What a host needs from the runtime.
@@ -87,7 +109,10 @@ pub(crate) async fn resubscribe(
             Ok(id) => {
                 current.insert(kind, id);
             }
-            Err(e) => log::error!("controller {owner}: cannot watch {kind}: {e}"),
+            Err(e) => tracing::error!(
+                controller = %owner,
+                "controller {owner}: cannot watch {kind}: {e}"
+            ),
         }
     }
     current
@@ -171,6 +196,8 @@ pub(crate) struct ControllerHost<C, F> {
     ready_since: Option<tokio::time::Instant>,
     /// When the running reconcile started.
     started: Option<tokio::time::Instant>,
+    /// Why the pending reconcile runs (`object.reason` of its span).
+    reason: &'static str,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -206,14 +233,16 @@ where
             standby: false,
             ready_since: None,
             started: None,
+            reason: "registered",
         };
-        host.became_ready();
+        host.became_ready("registered");
         host
     }
 
     /// The pending reconcile became ready to run (client-go: an add).
-    fn became_ready(&mut self) {
+    fn became_ready(&mut self, reason: &'static str) {
         self.stage = Stage::Pending;
+        self.reason = reason;
         self.ready_since = Some(tokio::time::Instant::now());
         Counters::bump(&self.counters.work_queue.adds);
         self.counters.work_queue.depth.store(1, Ordering::Relaxed);
@@ -266,11 +295,11 @@ where
     }
 
     /// Something asked for a reconcile.
-    fn trigger(&mut self, ctx: &mut Context<Self>) {
+    fn trigger(&mut self, reason: &'static str, ctx: &mut Context<Self>) {
         Counters::bump(&self.counters.wakeups);
         match self.stage {
             Stage::Idle => {
-                self.became_ready();
+                self.became_ready(reason);
                 self.busy = Some(self.env.state.activity().guard());
                 ctx.notify(RunReconcile);
             }
@@ -315,7 +344,8 @@ where
         let Some(mut instance) = instance else {
             return;
         };
-        log::trace!("controller {}: reconcile", self.name);
+        let span = reconcile_span(&self.name, &"*", self.reason);
+        let recorded = span.clone();
         let mut cx = ReconcileContext::new(
             self.env.state.clone(),
             self.rules.clone(),
@@ -324,6 +354,14 @@ where
         );
         let work = async move {
             let outcome = AssertUnwindSafe(instance.reconcile(&mut cx)).catch_unwind().await;
+            let result = match &outcome {
+                Ok(Ok(())) if cx.requeue_requested() => "requeue",
+                Ok(Ok(())) => "success",
+                Ok(Err(e)) if TerminalError::is_terminal(e) => "terminal error",
+                Ok(Err(_)) => "error",
+                Err(_) => "panic",
+            };
+            recorded.record("result", result);
             match outcome {
                 Ok(result) => (Some(instance), cx, Ok(result)),
                 // A panicked instance may be half-updated: it is dropped and
@@ -332,7 +370,8 @@ where
             }
         };
         ctx.spawn(
-            work.into_actor(self)
+            work.instrument(span)
+                .into_actor(self)
                 .map(|(instance, cx, outcome), act, ctx| act.finished(instance, cx, outcome, ctx)),
         );
     }
@@ -370,7 +409,7 @@ where
                     self.finish_stop(ctx);
                 } else if self.dirty {
                     self.dirty = false;
-                    self.became_ready();
+                    self.became_ready("input changed while reconciling");
                     ctx.notify(RunReconcile);
                 } else {
                     self.stage = Stage::Idle;
@@ -411,7 +450,8 @@ where
             fastrand::f64(),
         ) {
             Decision::Retry(delay) => {
-                log::warn!(
+                tracing::warn!(
+                    controller = %self.name,
                     "controller {}: reconcile {what}: {error}; retrying in {delay:?}",
                     self.name
                 );
@@ -421,7 +461,7 @@ where
                 Counters::bump(&self.counters.work_queue.retries);
                 ctx.run_later(delay, |act, ctx| {
                     if act.stage == Stage::BackingOff {
-                        act.became_ready();
+                        act.became_ready("retry after failure");
                         act.run(ctx);
                     }
                 });
@@ -434,7 +474,11 @@ where
 
     /// Marks the controller failed for good and tells the supervisor.
     fn give_up(&mut self, error: String, why: &str, ctx: &mut Context<Self>) {
-        log::error!("controller {}: reconcile {why}: {error}; giving up", self.name);
+        tracing::error!(
+            controller = %self.name,
+            "controller {}: reconcile {why}: {error}; giving up",
+            self.name
+        );
         self.stage = Stage::Failed;
         self.counters.set_status(ControllerStatus::Failed);
         self.busy = None;
@@ -452,7 +496,7 @@ where
         }
         let handle = ctx.run_later(delay, |act, ctx| {
             let timer = act.requeue.take();
-            act.trigger(ctx);
+            act.trigger("requeue requested", ctx);
             drop(timer); // after the trigger took its unit: never idle in between
         });
         self.requeue = Some((handle, self.env.state.activity().timer()));
@@ -522,7 +566,7 @@ where
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
         if self.wants(msg.event()) {
-            self.trigger(ctx);
+            self.trigger("input changed", ctx);
         }
     }
 }
@@ -552,12 +596,16 @@ where
         }
         self.standby = !owner;
         if owner {
-            log::info!("controller {}: owns its outputs; reconciling", self.name);
+            tracing::info!("controller {}: owns its outputs; reconciling", self.name);
             self.counters.set_status(ControllerStatus::Running);
-            self.trigger(ctx);
+            self.trigger("claim acquired", ctx);
             return;
         }
-        log::warn!("controller {}: lost its claim; standing by", self.name);
+        tracing::warn!(
+            controller = %self.name,
+            "controller {}: lost its claim; standing by",
+            self.name
+        );
         self.counters.set_status(ControllerStatus::Standby);
         // A fresh instance on takeover: nothing learnt as owner carries over.
         self.instance = None;

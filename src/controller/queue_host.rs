@@ -19,9 +19,10 @@ use futures::FutureExt;
 use futures::channel::oneshot;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::access::AccessRules;
-use super::host::{HostEnv, StopHost, panic_message, watched_kinds, wind_down};
+use super::host::{HostEnv, StopHost, panic_message, reconcile_span, watched_kinds, wind_down};
 use super::metrics::{ControllerStatus, Counters, QueueCounters};
 use super::pool::WorkerPool;
 use super::queue::{Enqueue, Outcome, QController, TerminalError};
@@ -130,14 +131,18 @@ impl<Q: QController> QueueHost<Q> {
                         if self.is_primary(&target) {
                             self.queue.add(target, now);
                         } else {
-                            log::error!(
+                            tracing::error!(
+                                controller = %self.name,
+                                "object.ref" = %ptr,
                                 "queue controller {}: map_input({ptr}) returned {target}, which is not a primary input",
                                 self.name
                             );
                         }
                     }
                 }
-                Err(panic) => log::error!(
+                Err(panic) => tracing::error!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
                     "queue controller {}: map_input({ptr}) panicked: {}",
                     self.name,
                     panic_message(&*panic)
@@ -188,7 +193,9 @@ impl<Q: QController> QueueHost<Q> {
         };
         self.queue_counters.time_in_queue.observe(waited);
         self.counters.work_queue.queue_duration.observe(waited);
-        log::trace!("queue controller {}: reconcile {ptr} (waited {waited:?})", self.name);
+        let reason = if self.queue.failures(&ptr) > 0 { "retry after failure" } else { "queued" };
+        let span = reconcile_span(&self.name, &ptr, reason);
+        let recorded = span.clone();
         self.running += 1;
         self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
         let started = Instant::now();
@@ -206,9 +213,21 @@ impl<Q: QController> QueueHost<Q> {
                 .catch_unwind()
                 .await
                 .map_err(|panic| panic_message(&*panic));
+            let result = match &outcome {
+                Ok(Ok(Outcome::Done)) => "success",
+                Ok(Ok(Outcome::RequeueAfter(_))) => "requeue",
+                Ok(Err(e)) if TerminalError::is_terminal(e) => "terminal error",
+                Ok(Err(_)) => "error",
+                Err(_) => "panic",
+            };
+            recorded.record("result", result);
             (ptr, outcome, started)
         };
-        ctx.spawn(work.into_actor(self).map(|finished, act, ctx| act.finished(finished, ctx)));
+        ctx.spawn(
+            work.instrument(span)
+                .into_actor(self)
+                .map(|finished, act, ctx| act.finished(finished, ctx)),
+        );
     }
 
     fn finished(&mut self, (ptr, outcome, started): Finished, ctx: &mut Context<Self>) {
@@ -237,19 +256,34 @@ impl<Q: QController> QueueHost<Q> {
                 Counters::bump(&self.counters.errors);
                 Counters::bump(&self.counters.terminal_errors);
                 self.counters.failed(&format!("{ptr}: {e}"));
-                log::error!("queue controller {}: {ptr}: {e}; not retried", self.name);
+                tracing::error!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
+                    "queue controller {}: {ptr}: {e}; not retried",
+                    self.name
+                );
                 Completion::Terminal
             }
             Ok(Err(e)) => {
                 Counters::bump(&self.counters.errors);
                 self.counters.failed(&format!("{ptr}: {e}"));
-                log::warn!("queue controller {}: {ptr}: reconcile failed: {e}", self.name);
+                tracing::warn!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
+                    "queue controller {}: {ptr}: reconcile failed: {e}",
+                    self.name
+                );
                 Completion::Failure
             }
             Err(panic) => {
                 Counters::bump(&self.counters.panics);
                 self.counters.failed(&format!("{ptr}: panicked: {panic}"));
-                log::warn!("queue controller {}: {ptr}: reconcile panicked: {panic}", self.name);
+                tracing::warn!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
+                    "queue controller {}: {ptr}: reconcile panicked: {panic}",
+                    self.name
+                );
                 Completion::Failure
             }
         };
@@ -257,7 +291,7 @@ impl<Q: QController> QueueHost<Q> {
             Counters::bump(&self.counters.retries);
             Counters::bump(&self.counters.work_queue.retries);
             self.queue_counters.retries.fetch_add(1, Ordering::Relaxed);
-            log::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
+            tracing::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
         }
         if self.queue.is_drained() {
             self.finish_stop(ctx);
@@ -357,7 +391,10 @@ impl<Q: QController> Actor for QueueHost<Q> {
                     Ok(id) => {
                         subs.insert(kind, id);
                     }
-                    Err(e) => log::error!("queue controller {name}: cannot watch {kind}: {e}"),
+                    Err(e) => tracing::error!(
+                        controller = %name,
+                        "queue controller {name}: cannot watch {kind}: {e}"
+                    ),
                 }
             }
             subs
@@ -412,9 +449,13 @@ impl<Q: QController> Handler<Ownership> for QueueHost<Q> {
         }
         self.standby = !owner;
         if owner {
-            log::info!("queue controller {}: owns its outputs; reconciling", self.name);
+            tracing::info!("queue controller {}: owns its outputs; reconciling", self.name);
         } else {
-            log::warn!("queue controller {}: lost its claim; standing by", self.name);
+            tracing::warn!(
+                controller = %self.name,
+                "queue controller {}: lost its claim; standing by",
+                self.name
+            );
         }
         self.pump(ctx);
     }

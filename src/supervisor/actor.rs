@@ -190,7 +190,7 @@ impl Supervisor {
         ctx: &mut Context<Self>,
     ) -> impl Future<Output = ()> + 'static {
         if !self.is_stopped() {
-            log::info!("runtime stopping: {reason:?}");
+            tracing::info!("runtime stopping: {reason:?}");
             self.stopped.send_replace(Some(reason));
         }
         let stops: Vec<_> = self.controllers.values().map(|e| e.stop.send(StopHost)).collect();
@@ -224,7 +224,10 @@ impl Handler<HostReport> for Supervisor {
         match report {
             HostReport::GaveUp { controller, error } => match self.policy.on_exceeded {
                 OnExceeded::MarkFailed => {
-                    log::error!("controller {controller} is marked failed: {error}");
+                    tracing::error!(
+                        controller = %controller,
+                        "controller {controller} is marked failed: {error}"
+                    );
                 }
                 OnExceeded::StopRuntime => {
                     let stopping =
@@ -234,7 +237,10 @@ impl Handler<HostReport> for Supervisor {
             },
             HostReport::InputsChanged { controller, inputs } => {
                 if let Err(e) = self.db.update_inputs(&controller, inputs) {
-                    log::error!("controller {controller}: inputs not recorded: {e}");
+                    tracing::error!(
+                        controller = %controller,
+                        "controller {controller}: inputs not recorded: {e}"
+                    );
                 }
             }
         }
@@ -325,7 +331,7 @@ where
         }
         let host = host.start();
         claim(&state, &name, exclusive, host.clone().recipient());
-        log::debug!("controller {name} registered");
+        tracing::debug!("controller {name} registered");
         sup.adopt(name, counters, None, host.recipient());
         Ok(Registered::Controller)
     }
@@ -347,7 +353,7 @@ fn claimed_types(state: &State, outputs: &[Output]) -> Vec<String> {
 /// Claims `types` for a controller that starts standing by.
 fn claim(state: &State, name: &str, types: Vec<String>, host: Recipient<Ownership>) {
     if !types.is_empty() {
-        log::info!("controller {name}: claiming {} across processes", types.join(", "));
+        tracing::info!("controller {name}: claiming {} across processes", types.join(", "));
         state.claim_outputs(Arc::from(name), types, host);
     }
 }
@@ -418,7 +424,7 @@ where
         }
         let host = host.start();
         claim(&state, &name, exclusive, host.clone().recipient());
-        log::debug!("queue controller {name} registered");
+        tracing::debug!("queue controller {name} registered");
         let handle = QueueHandle::new(Arc::from(name.as_str()), host.clone().recipient());
         sup.adopt(name, counters, Some(queue_counters), host.recipient());
         Ok(Registered::Queue(handle))
