@@ -278,5 +278,17 @@ async fn it_serves_on_a_unix_socket() {
     stream.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
     assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+
+    // The path is taken: a second endpoint there is refused, and so is a
+    // path holding something else than a socket.
+    let taken = Admin::new(&runtime).serve(Bind::Unix(path.clone())).await.unwrap_err();
+    assert_eq!(taken.kind(), std::io::ErrorKind::AddrInUse, "{taken}");
+    let file = dir.path().join("not-a-socket");
+    std::fs::write(&file, "keep me").unwrap();
+    let refused = Admin::new(&runtime).serve(Bind::Unix(file.clone())).await.unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::AlreadyExists, "{refused}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+
     server.stop().await;
+    assert!(!path.exists(), "the socket file is removed");
 }

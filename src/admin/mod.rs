@@ -263,7 +263,10 @@ impl Admin {
                 (server, local)
             }
             #[cfg(unix)]
-            Bind::Unix(path) => (server.bind_uds(path)?, bind.clone()),
+            Bind::Unix(path) => {
+                check_socket_path(path)?;
+                (server.bind_uds(path)?, bind.clone())
+            }
             #[cfg(not(unix))]
             Bind::Unix(_) => {
                 return Err(std::io::Error::new(
@@ -305,8 +308,37 @@ impl AdminServer {
         }
     }
 
-    /// Stops it: open connections are closed, watches end.
+    /// Stops it: open connections are closed, watches end, a unix socket
+    /// file is removed.
     pub async fn stop(self) {
         self.handle.stop(false).await;
+        if let Bind::Unix(path) = &self.bind {
+            let _ = std::fs::remove_file(path);
+        }
     }
+}
+
+/// A unix socket path may be taken over only when nothing is there, or a
+/// socket nobody listens on (left behind by a process that ended): actix
+/// removes whatever is at the path before it binds.
+#[cfg(unix)]
+fn check_socket_path(path: &std::path::Path) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_socket() {
+        return Err(Error::new(
+            ErrorKind::AlreadyExists,
+            format!("{} exists and is not a socket", path.display()),
+        ));
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(Error::new(
+            ErrorKind::AddrInUse,
+            format!("{} is a socket something listens on", path.display()),
+        ));
+    }
+    Ok(())
 }
