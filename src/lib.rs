@@ -36,6 +36,11 @@
 //!   and actor authors (the state actor and its messages, the supervisor).
 //! - `krm` (feature `krm`, default): KRM functions for kpt and nephio's
 //!   fn-runtime model (For/Owns/Watch, the condition choreography).
+//! - `prometheus` (feature `prometheus`, default): controller-runtime's metrics
+//!   in your registry ([`Runtime::register_metrics`]).
+//! - `admin` (feature `admin`): a read-only HTTP endpoint on actix-web with
+//!   metrics, probes, resources, watches as server-sent events, controllers and
+//!   the dependency graph (SVG too), for `cosictl` and `curl`.
 //!
 //! Each layer is usable on its own: the [`Store`](state::Store) is plain data
 //! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
@@ -67,6 +72,8 @@
 struct ReadmeDoctests;
 
 mod activity;
+#[cfg(feature = "admin")]
+pub mod admin;
 pub mod controller;
 mod error;
 pub mod finalizer;

@@ -1,145 +1,95 @@
-//! The runtime's metrics in the Prometheus text exposition format, rendered by
-//! the `prometheus-client` crate (feature `prometheus`, on by default).
+//! The runtime's metrics in the OpenMetrics text format, rendered by the
+//! `prometheus-client` crate (feature `prometheus`, on by default).
+//!
+//! Two ways in: [`Runtime::register_metrics`](crate::Runtime::register_metrics)
+//! registers a collector into an application's own registry (it reads the live
+//! counters at each scrape), and [`render`] turns a snapshot into text for an
+//! application with no registry.
+//!
+//! # controller-runtime's series
+//!
+//! Under controller-runtime's names, labels, semantics and buckets, unprefixed,
+//! so that the dashboards and alerts written for Kubernetes controllers work
+//! unchanged. Every series of a registered controller is there from the first
+//! scrape, at 0.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `controller_runtime_reconcile_total` | counter | `controller`, `result` | reconciles by result: `success`, `error` (errors and panics), `requeue` (asked to run again at once), `requeue_after` (asked to run again after a delay) |
+//! | `controller_runtime_reconcile_errors_total` | counter | `controller` | reconciles that failed: errors, terminal errors and panics |
+//! | `controller_runtime_terminal_reconcile_errors_total` | counter | `controller` | reconciles that returned a [`TerminalError`](crate::controller::TerminalError) |
+//! | `controller_runtime_reconcile_panics_total` | counter | `controller` | reconciles that panicked |
+//! | `controller_runtime_reconcile_timeouts_total` | counter | `controller` | always 0: the runtime puts no time limit on a reconcile |
+//! | `controller_runtime_reconcile_time_seconds` | histogram | `controller` | reconcile durations ([`RECONCILE_TIME_BUCKETS`](crate::controller::RECONCILE_TIME_BUCKETS)) |
+//! | `controller_runtime_active_workers` | gauge | `controller` | reconciles running now |
+//! | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` | 1 for a controller, the concurrency of a queue controller |
+//! | `workqueue_depth` | gauge | `name`, `controller`, `priority` (empty) | items ready to run (not those waiting for a time, nor those running) |
+//! | `workqueue_adds_total` | counter | `name`, `controller` | items that became ready |
+//! | `workqueue_retries_total` | counter | `name`, `controller` | items queued with a delay: failure backoffs, `requeue_after`s, delayed enqueues |
+//! | `workqueue_queue_duration_seconds` | histogram | `name`, `controller` | from ready to running ([`WORKQUEUE_DURATION_BUCKETS`](crate::controller::WORKQUEUE_DURATION_BUCKETS)) |
+//! | `workqueue_work_duration_seconds` | histogram | `name`, `controller` | from running to done (same buckets) |
+//! | `workqueue_unfinished_work_seconds` | gauge | `name`, `controller` | how long the items running now have run, added up |
+//! | `workqueue_longest_running_processor_seconds` | gauge | `name`, `controller` | how long the longest-running item has run |
+//!
+//! `name` and `controller` both carry the controller's name, as in
+//! controller-runtime. A plain [`Controller`](crate::controller::Controller)'s
+//! work queue holds at most its one pending reconcile; a
+//! [`QController`](crate::controller::QController)'s holds its keys.
+//!
+//! # The runtime's own series
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `cosi_controller_wakeups_total`, `_reconciles_total`, `_errors_total`, `_panics_total`, `_restarts_total`, `_reads_total`, `_writes_total` | counter | `controller` |
+//! | `cosi_controller_wakeups_total`, `_reconciles_total`, `_errors_total`, `_panics_total`, `_restarts_total`, `_retries_total`, `_reads_total`, `_writes_total` | counter | `controller` |
 //! | `cosi_controller_status` | gauge (1 for the current status) | `controller`, `status` |
 //! | `cosi_queue_depth`, `cosi_queue_processing` | gauge | `controller` |
 //! | `cosi_queue_retries_total` | counter | `controller` |
 //! | `cosi_queue_wait_seconds`, `cosi_queue_reconcile_seconds` | histogram | `controller` |
+//!
+//! `cosi_controller_restarts_total` counts fresh instances built from the
+//! factory after a panic; `cosi_controller_retries_total` counts failed
+//! reconciles scheduled to run again after a backoff. The `cosi_queue_*`
+//! series are for queue controllers only (`cosi_queue_depth` counts every
+//! waiting key, delayed ones included).
 
 use std::fmt;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::controller::metrics::ControllerSet;
 use crate::controller::{ControllerMetrics, HistogramSnapshot};
 
+/// A fixed snapshot, for [`render`].
 #[derive(Debug)]
 struct Snapshot(Vec<ControllerMetrics>);
 
-type Labels<'a> = [(&'static str, &'a str); 1];
-
-fn counters(
-    encoder: &mut DescriptorEncoder<'_>,
-    metrics: &[ControllerMetrics],
-    name: &str,
-    help: &str,
-    value: impl Fn(&ControllerMetrics) -> u64,
-) -> fmt::Result {
-    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    for m in metrics {
-        let labels: Labels<'_> = [("controller", &m.controller)];
-        family.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(&value(m), None)?;
-    }
-    Ok(())
-}
-
-fn histogram(
-    encoder: &mut DescriptorEncoder<'_>,
-    metrics: &[ControllerMetrics],
-    name: &str,
-    help: &str,
-    value: impl Fn(&ControllerMetrics) -> Option<&HistogramSnapshot>,
-) -> fmt::Result {
-    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
-    for m in metrics {
-        let Some(h) = value(m) else { continue };
-        // The encoder wants per-bucket counts (it accumulates) and a +Inf bucket.
-        let mut buckets = Vec::with_capacity(h.cumulative.len() + 1);
-        let mut below = 0;
-        for (bound, cumulative) in &h.cumulative {
-            buckets.push((*bound, cumulative - below));
-            below = *cumulative;
-        }
-        buckets.push((f64::INFINITY, h.count - below));
-        let labels: Labels<'_> = [("controller", &m.controller)];
-        family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-            h.sum.as_secs_f64(),
-            h.count,
-            &buckets,
-            None,
-        )?;
-    }
-    Ok(())
-}
-
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
-        let all = &self.0;
-        let e = &mut encoder;
-        counters(
-            e,
-            all,
-            "controller_wakeups",
-            "Change notifications that asked for a reconcile.",
-            |m| m.wakeups,
-        )?;
-        counters(e, all, "controller_reconciles", "Reconciles that succeeded.", |m| m.reconciles)?;
-        counters(e, all, "controller_errors", "Reconciles that returned an error.", |m| m.errors)?;
-        counters(e, all, "controller_panics", "Reconciles that panicked.", |m| m.panics)?;
-        counters(e, all, "controller_restarts", "Retries after a failed reconcile.", |m| {
-            m.restarts
-        })?;
-        counters(e, all, "controller_reads", "State reads.", |m| m.reads)?;
-        counters(e, all, "controller_writes", "State writes that changed something.", |m| {
-            m.writes
-        })?;
-        let mut status = e.encode_descriptor(
-            "controller_status",
-            "1 for the controller's current status.",
-            None,
-            MetricType::Gauge,
-        )?;
-        for m in all {
-            let current = m.status.to_string();
-            let labels = [("controller", m.controller.as_str()), ("status", current.as_str())];
-            status.encode_family(&labels)?.encode_gauge(&1u64)?;
-        }
-        let queues: Vec<ControllerMetrics> =
-            all.iter().filter(|m| m.queue.is_some()).cloned().collect();
-        if queues.is_empty() {
-            return Ok(());
-        }
-        let mut depth = e.encode_descriptor(
-            "queue_depth",
-            "Keys waiting in the queue.",
-            None,
-            MetricType::Gauge,
-        )?;
-        for m in &queues {
-            let labels: Labels<'_> = [("controller", &m.controller)];
-            let q = m.queue.as_ref().map_or(0, |q| q.depth);
-            depth.encode_family(&labels)?.encode_gauge(&q)?;
-        }
-        let mut busy = e.encode_descriptor(
-            "queue_processing",
-            "Keys being reconciled.",
-            None,
-            MetricType::Gauge,
-        )?;
-        for m in &queues {
-            let labels: Labels<'_> = [("controller", &m.controller)];
-            let q = m.queue.as_ref().map_or(0, |q| q.processing);
-            busy.encode_family(&labels)?.encode_gauge(&q)?;
-        }
-        counters(e, &queues, "queue_retries", "Retries scheduled after failures.", |m| {
-            m.queue.as_ref().map_or(0, |q| q.retries)
-        })?;
-        histogram(e, &queues, "queue_wait_seconds", "Time keys waited in the queue.", |m| {
-            m.queue.as_ref().map(|q| &q.time_in_queue)
-        })?;
-        histogram(e, &queues, "queue_reconcile_seconds", "Time reconciles took.", |m| {
-            m.queue.as_ref().map(|q| &q.reconcile_latency)
-        })
+        encode_all(&mut encoder, &self.0)
     }
+}
+
+/// A runtime's live counters, read at each scrape.
+#[derive(Debug)]
+struct Live(ControllerSet);
+
+impl Collector for Live {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
+        encode_all(&mut encoder, &self.0.snapshot())
+    }
+}
+
+/// Registers a collector of `live` into `registry`.
+pub(crate) fn register(registry: &mut Registry, live: ControllerSet) {
+    registry.register_collector(Box::new(Live(live)));
 }
 
 /// Renders `metrics` (from [`Runtime::metrics`](crate::Runtime::metrics)) in
-/// the Prometheus text exposition format.
+/// the OpenMetrics text format (it ends with `# EOF`; serve it as
+/// `application/openmetrics-text; version=1.0.0; charset=utf-8`).
 ///
 /// ```
 /// # actix::System::new().block_on(async {
@@ -149,12 +99,310 @@ impl Collector for Snapshot {
 /// # });
 /// ```
 pub fn render(metrics: &[ControllerMetrics]) -> String {
-    let mut registry = Registry::with_prefix("cosi");
+    let mut registry = Registry::default();
     registry.register_collector(Box::new(Snapshot(metrics.to_vec())));
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
     out
+}
+
+/// One family: a descriptor, then one sample per row.
+fn family<'m, L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    rows: impl IntoIterator<Item = (L, Sample<'m>)>,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, sample) in rows {
+        let mut metric = family.encode_family(&labels)?;
+        match sample {
+            Sample::Counter(v) => metric.encode_counter::<NoLabelSet, _, u64>(&v, None)?,
+            Sample::Gauge(v) => metric.encode_gauge(&v)?,
+            Sample::Seconds(v) => metric.encode_gauge(&v)?,
+            Sample::Histogram(h) => {
+                // The encoder wants per-bucket counts (it accumulates) and a +Inf bucket.
+                let mut buckets = Vec::with_capacity(h.cumulative.len() + 1);
+                let mut below = 0;
+                for (bound, cumulative) in &h.cumulative {
+                    buckets.push((*bound, cumulative - below));
+                    below = *cumulative;
+                }
+                buckets.push((f64::INFINITY, h.count.saturating_sub(below)));
+                metric.encode_histogram::<NoLabelSet>(
+                    h.sum.as_secs_f64(),
+                    h.count,
+                    &buckets,
+                    None,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One sample's value.
+enum Sample<'m> {
+    Counter(u64),
+    Gauge(u64),
+    Seconds(f64),
+    Histogram(&'m HistogramSnapshot),
+}
+
+/// A counter's name, help and value.
+type CounterSpec = (&'static str, &'static str, fn(&ControllerMetrics) -> u64);
+
+type ByController<'m> = [(&'static str, &'m str); 1];
+type ByQueue<'m> = [(&'static str, &'m str); 2];
+
+fn by_controller(m: &ControllerMetrics) -> ByController<'_> {
+    [("controller", &m.controller)]
+}
+
+fn by_queue(m: &ControllerMetrics) -> ByQueue<'_> {
+    [("name", &m.controller), ("controller", &m.controller)]
+}
+
+/// A family with one sample per controller.
+fn per_controller<'m>(
+    e: &mut DescriptorEncoder<'_>,
+    all: &'m [ControllerMetrics],
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    value: impl Fn(&'m ControllerMetrics) -> Sample<'m>,
+) -> fmt::Result {
+    family(e, name, help, kind, all.iter().map(|m| (by_controller(m), value(m))))
+}
+
+/// A family with one sample per controller's work queue.
+fn per_queue<'m>(
+    e: &mut DescriptorEncoder<'_>,
+    all: &'m [ControllerMetrics],
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    value: impl Fn(&'m ControllerMetrics) -> Sample<'m>,
+) -> fmt::Result {
+    family(e, name, help, kind, all.iter().map(|m| (by_queue(m), value(m))))
+}
+
+fn encode_all(e: &mut DescriptorEncoder<'_>, all: &[ControllerMetrics]) -> fmt::Result {
+    controller_runtime(e, all)?;
+    workqueue(e, all)?;
+    cosi(e, all)
+}
+
+/// controller-runtime's `controller_runtime_*` series.
+fn controller_runtime(e: &mut DescriptorEncoder<'_>, all: &[ControllerMetrics]) -> fmt::Result {
+    use MetricType::{Counter, Gauge, Histogram};
+    let results = all.iter().flat_map(|m| {
+        let success = m.reconciles.saturating_sub(m.requeues + m.requeues_after);
+        [
+            ("success", success),
+            ("error", m.errors + m.panics),
+            ("requeue", m.requeues),
+            ("requeue_after", m.requeues_after),
+        ]
+        .map(|(result, n)| {
+            let labels: [(&str, &str); 2] = [("controller", &m.controller), ("result", result)];
+            (labels, Sample::Counter(n))
+        })
+    });
+    family(
+        e,
+        "controller_runtime_reconcile",
+        "Reconciles per controller and result",
+        Counter,
+        results,
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_reconcile_errors",
+        "Reconciles that failed (errors, terminal errors and panics) per controller",
+        Counter,
+        |m| Sample::Counter(m.errors + m.panics),
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_terminal_reconcile_errors",
+        "Reconciles that returned a terminal error per controller",
+        Counter,
+        |m| Sample::Counter(m.terminal_errors),
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_reconcile_panics",
+        "Reconciles that panicked per controller",
+        Counter,
+        |m| Sample::Counter(m.panics),
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_reconcile_timeouts",
+        "Reconciles that ran out of time per controller (no time limit is set: always 0)",
+        Counter,
+        |_| Sample::Counter(0),
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_reconcile_time_seconds",
+        "How long reconciles took per controller",
+        Histogram,
+        |m| Sample::Histogram(&m.reconcile_time),
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_max_concurrent_reconciles",
+        "How many reconciles of a controller may run at once",
+        Gauge,
+        |m| Sample::Gauge(m.max_concurrent_reconciles),
+    )?;
+    per_controller(
+        e,
+        all,
+        "controller_runtime_active_workers",
+        "Reconciles running now per controller",
+        Gauge,
+        |m| Sample::Gauge(m.active_workers),
+    )
+}
+
+/// client-go's `workqueue_*` series.
+fn workqueue(e: &mut DescriptorEncoder<'_>, all: &[ControllerMetrics]) -> fmt::Result {
+    use MetricType::{Counter, Gauge, Histogram};
+    let depth = all.iter().map(|m| {
+        let labels: [(&str, &str); 3] =
+            [("name", &m.controller), ("controller", &m.controller), ("priority", "")];
+        (labels, Sample::Gauge(m.work_queue.depth))
+    });
+    family(e, "workqueue_depth", "Items ready to run in a work queue", Gauge, depth)?;
+    per_queue(e, all, "workqueue_adds", "Items that became ready in a work queue", Counter, |m| {
+        Sample::Counter(m.work_queue.adds)
+    })?;
+    per_queue(
+        e,
+        all,
+        "workqueue_retries",
+        "Items queued with a delay (backoffs and requested requeues) in a work queue",
+        Counter,
+        |m| Sample::Counter(m.work_queue.retries),
+    )?;
+    per_queue(
+        e,
+        all,
+        "workqueue_queue_duration_seconds",
+        "How long items waited in a work queue between becoming ready and running",
+        Histogram,
+        |m| Sample::Histogram(&m.work_queue.queue_duration),
+    )?;
+    per_queue(
+        e,
+        all,
+        "workqueue_work_duration_seconds",
+        "How long processing an item of a work queue took",
+        Histogram,
+        |m| Sample::Histogram(&m.work_queue.work_duration),
+    )?;
+    per_queue(
+        e,
+        all,
+        "workqueue_unfinished_work_seconds",
+        "How long the items of a work queue being processed now have run, added up",
+        Gauge,
+        |m| Sample::Seconds(m.work_queue.unfinished_work.as_secs_f64()),
+    )?;
+    per_queue(
+        e,
+        all,
+        "workqueue_longest_running_processor_seconds",
+        "How long the longest-running item of a work queue being processed now has run",
+        Gauge,
+        |m| Sample::Seconds(m.work_queue.longest_running.as_secs_f64()),
+    )
+}
+
+/// The runtime's own `cosi_*` series.
+fn cosi(e: &mut DescriptorEncoder<'_>, all: &[ControllerMetrics]) -> fmt::Result {
+    use MetricType::{Counter, Gauge, Histogram};
+    let counters: [CounterSpec; 8] = [
+        ("cosi_controller_wakeups", "Change notifications that asked for a reconcile", |m| {
+            m.wakeups
+        }),
+        ("cosi_controller_reconciles", "Reconciles that succeeded", |m| m.reconciles),
+        ("cosi_controller_errors", "Reconciles that returned an error", |m| m.errors),
+        ("cosi_controller_panics", "Reconciles that panicked", |m| m.panics),
+        ("cosi_controller_restarts", "Fresh controller instances built after a panic", |m| {
+            m.restarts
+        }),
+        (
+            "cosi_controller_retries",
+            "Failed reconciles scheduled to run again after a backoff",
+            |m| m.retries,
+        ),
+        ("cosi_controller_reads", "State reads", |m| m.reads),
+        ("cosi_controller_writes", "State writes that changed something", |m| m.writes),
+    ];
+    for (name, help, value) in counters {
+        per_controller(e, all, name, help, Counter, |m| Sample::Counter(value(m)))?;
+    }
+    let status = all.iter().map(|m| {
+        let labels: [(&str, String); 2] =
+            [("controller", m.controller.clone()), ("status", m.status.to_string())];
+        (labels, Sample::Gauge(1))
+    });
+    family(e, "cosi_controller_status", "1 for the controller's current status", Gauge, status)?;
+    let queues: Vec<(&ControllerMetrics, &crate::controller::QueueMetrics)> =
+        all.iter().filter_map(|m| m.queue.as_ref().map(|q| (m, q))).collect();
+    if queues.is_empty() {
+        return Ok(());
+    }
+    let rows = |value: fn(&crate::controller::QueueMetrics) -> Sample<'_>| {
+        queues.iter().map(move |(m, q)| (by_controller(m), value(q)))
+    };
+    family(
+        e,
+        "cosi_queue_depth",
+        "Keys waiting in the queue",
+        Gauge,
+        rows(|q| Sample::Gauge(q.depth)),
+    )?;
+    family(
+        e,
+        "cosi_queue_processing",
+        "Keys being reconciled",
+        Gauge,
+        rows(|q| Sample::Gauge(q.processing)),
+    )?;
+    family(
+        e,
+        "cosi_queue_retries",
+        "Retries scheduled after failures",
+        Counter,
+        rows(|q| Sample::Counter(q.retries)),
+    )?;
+    family(
+        e,
+        "cosi_queue_wait_seconds",
+        "Time keys waited in the queue",
+        Histogram,
+        rows(|q| Sample::Histogram(&q.time_in_queue)),
+    )?;
+    family(
+        e,
+        "cosi_queue_reconcile_seconds",
+        "Time reconciles took",
+        Histogram,
+        rows(|q| Sample::Histogram(&q.reconcile_latency)),
+    )
 }
 
 #[cfg(test)]
@@ -170,8 +418,16 @@ mod tests {
             wakeups: 3,
             reconciles: 2,
             errors: 1,
+            terminal_errors: 0,
             panics: 0,
             restarts: 1,
+            retries: 1,
+            requeues: 0,
+            requeues_after: 1,
+            active_workers: 0,
+            max_concurrent_reconciles: 1,
+            reconcile_time: HistogramSnapshot::default(),
+            work_queue: crate::controller::WorkQueueMetrics::default(),
             failures_in_a_row: 0,
             last_error: None,
             reads: 5,
@@ -195,6 +451,10 @@ mod tests {
     fn renders_counters_status_and_queue_histograms() {
         let text = render(&[metrics("Plain", false), metrics("Queue", true)]);
         for line in [
+            "controller_runtime_reconcile_total{controller=\"Plain\",result=\"success\"} 1",
+            "controller_runtime_reconcile_total{controller=\"Plain\",result=\"requeue_after\"} 1",
+            "controller_runtime_reconcile_total{controller=\"Plain\",result=\"error\"} 1",
+            "workqueue_depth{name=\"Queue\",controller=\"Queue\",priority=\"\"} 0",
             "# TYPE cosi_controller_reconciles counter",
             "cosi_controller_reconciles_total{controller=\"Plain\"} 2",
             "cosi_controller_writes_total{controller=\"Queue\"} 4",

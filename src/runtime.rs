@@ -8,6 +8,7 @@ use actix::prelude::*;
 use tokio::sync::watch;
 
 use crate::activity::Activity;
+use crate::controller::metrics::ControllerSet;
 use crate::controller::{
     Controller, ControllerMetrics, QController, QueueHandle, default_pool_size,
 };
@@ -155,9 +156,16 @@ impl RuntimeBuilder {
             Some(intercept) => intercept(state.clone()),
             None => state.clone(),
         };
-        let supervisor =
-            Supervisor::new(controller_state, self.policy, self.pool_size, stopped_tx).start();
-        Runtime { state, supervisor, activity, stopped }
+        let live = ControllerSet::default();
+        let supervisor = Supervisor::new(
+            controller_state,
+            self.policy,
+            self.pool_size,
+            stopped_tx,
+            live.clone(),
+        )
+        .start();
+        Runtime { state, supervisor, activity, stopped, live }
     }
 }
 
@@ -210,6 +218,9 @@ pub struct Runtime {
     supervisor: Addr<Supervisor>,
     activity: Activity,
     stopped: watch::Receiver<Option<StopReason>>,
+    /// Every controller's live counters (for `register_metrics`).
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    live: ControllerSet,
 }
 
 impl fmt::Debug for Runtime {
@@ -401,6 +412,32 @@ impl Runtime {
     #[cfg(feature = "prometheus")]
     pub async fn metrics_text(&self) -> String {
         crate::prometheus::render(&self.metrics().await)
+    }
+
+    /// Registers a collector of this runtime's metrics into `registry`: at
+    /// each scrape it reads every controller's live counters (controllers
+    /// registered later included). The series are controller-runtime's
+    /// (`controller_runtime_*`, `workqueue_*`) and ours (`cosi_*`); see
+    /// [`prometheus`](crate::prometheus) for the list.
+    ///
+    /// Register into the **root** registry: a sub-registry's prefix would
+    /// rename controller-runtime's series and break the dashboards built for
+    /// them.
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// # actix::System::new().block_on(async {
+    /// let runtime = cosi_runtime::Runtime::start();
+    /// let mut registry = Registry::default();
+    /// runtime.register_metrics(&mut registry);
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    /// assert!(text.ends_with("# EOF\n"));
+    /// # });
+    /// ```
+    #[cfg(feature = "prometheus")]
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        crate::prometheus::register(registry, self.live.clone());
     }
 
     /// The dependency graph of the registered controllers.

@@ -195,7 +195,9 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
     let m = &runtime.metrics().await[0];
     assert_eq!(m.panics, 1);
     assert_eq!(m.errors, 5, "2 + 2 failures, 1 terminal");
-    assert_eq!(m.restarts, 5, "every retriable failure is retried");
+    assert_eq!(m.retries, 5, "every retriable failure is retried");
+    assert_eq!(m.restarts, 0, "a queue controller keeps its instance");
+    assert_eq!(m.terminal_errors, 1);
     let q = m.queue.as_ref().expect("queue metrics");
     assert_eq!(q.retries, 5);
     assert_eq!(q.depth, 0);

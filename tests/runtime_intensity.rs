@@ -49,9 +49,9 @@ async fn past_the_limit_the_controller_is_marked_failed_and_the_rest_goes_on() {
     let failed = &metrics[0];
     assert_eq!(failed.status, ControllerStatus::Failed);
     assert_eq!(
-        (failed.errors, failed.restarts),
-        (3, 2),
-        "two restarts allowed, the third failure gives up"
+        (failed.errors, failed.retries, failed.restarts),
+        (3, 2, 0),
+        "two retries allowed, the third failure gives up"
     );
 
     // Nobody else noticed.

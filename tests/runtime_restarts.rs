@@ -90,7 +90,7 @@ async fn an_erroring_controller_is_retried_with_backoff_and_converges() {
     runtime.settled().await;
     assert!(done(&runtime.state()).await);
     let m = &runtime.metrics().await[0];
-    assert_eq!((m.errors, m.panics, m.restarts, m.reconciles), (3, 0, 3, 1));
+    assert_eq!((m.errors, m.panics, m.retries, m.restarts, m.reconciles), (3, 0, 3, 0, 1));
     assert_eq!(m.status, ControllerStatus::Running);
     // Backoff 1 s, 2 s, 4 s in virtual time.
     assert!(start.elapsed() >= Duration::from_secs(7), "{:?}", start.elapsed());
@@ -107,7 +107,7 @@ async fn a_panicking_controller_gets_a_fresh_instance_and_converges() {
     runtime.settled().await;
     assert!(done(&runtime.state()).await);
     let m = &runtime.metrics().await[0];
-    assert_eq!((m.errors, m.panics, m.restarts, m.reconciles), (0, 2, 2, 1));
+    assert_eq!((m.errors, m.panics, m.retries, m.restarts, m.reconciles), (0, 2, 2, 2, 1));
     assert_eq!(
         instances.load(Ordering::SeqCst),
         3,

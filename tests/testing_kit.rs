@@ -71,7 +71,7 @@ async fn injected_faults_exercise_the_error_path_in_virtual_time() {
     assert_eq!(h.get::<StrSpec>(&s("a")).await.unwrap().spec().0, "7");
     let m = h.metrics().await;
     assert_eq!(m.errors, 2);
-    assert_eq!(m.restarts, 2);
+    assert_eq!((m.retries, m.restarts), (2, 0), "errors are retried, the instance kept");
     let failed: Vec<_> = h.writes().into_iter().filter(|w| !w.is_ok()).collect();
     assert_eq!(failed.len(), 2);
     assert!(failed[0].error.as_ref().unwrap().is_unavailable());
@@ -197,7 +197,7 @@ async fn the_probe_injects_faults_too() {
     let host = probe.host(int_to_str).await.unwrap();
     probe.settled().await;
     let m = host.metrics();
-    assert_eq!((m.errors, m.restarts, m.reconciles), (1, 1, 1));
+    assert_eq!((m.errors, m.retries, m.restarts, m.reconciles), (1, 1, 0, 1));
 }
 
 /// Echoes each key into a string resource.

@@ -70,7 +70,7 @@ impl Enqueuer {
             let mut events = std::pin::pin!(events);
             while let Some(ptr) = events.next().await {
                 if let Err(e) = queue.enqueue(&ptr).await {
-                    log::warn!("enqueuer for {}: {e}", queue.name());
+                    tracing::warn!("enqueuer for {}: {e}", queue.name());
                 }
             }
         })

@@ -141,7 +141,7 @@ impl<S: Spec> Controller for Poller<S> {
             Ok(items) => items,
             Err(e) => {
                 self.failures += 1;
-                log::warn!(
+                tracing::warn!(
                     "poller {}: poll failed: {e}; trying again in {:?}",
                     self.name,
                     self.interval
@@ -180,9 +180,9 @@ async fn mirror<S: Spec>(
             Ok(_) => {}
             // Still being torn down after an earlier disappearance: it is
             // re-created by a later poll once it is gone.
-            Err(e) if e.is_phase_conflict() => log::debug!("poller {name}: {e}"),
+            Err(e) if e.is_phase_conflict() => tracing::debug!("poller {name}: {e}"),
             // Someone else's resource under the same id: never touched.
-            Err(e) if e.is_owner_conflict() => log::warn!("poller {name}: {e}"),
+            Err(e) if e.is_owner_conflict() => tracing::warn!("poller {name}: {e}"),
             Err(e) => return Err(e.into()),
         }
         seen.insert(id);

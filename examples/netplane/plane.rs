@@ -514,6 +514,40 @@ pub async fn run(root: &Path, out: &mut dyn Write) -> Result<Report, Box<dyn std
     run_with_state(root, None, out).await
 }
 
+/// Where the story can stop for something else (`--serve` starts the admin
+/// endpoint, waits between steps and keeps serving before the end).
+pub enum Moment<'a> {
+    /// The runtime is up; nothing is configured yet.
+    Started(&'a Runtime),
+    /// Before step 2 or 3.
+    Before(u32),
+    /// Settled for the last time; the runtime stops next.
+    Stopping,
+}
+
+/// Called at each [`Moment`] of the story.
+pub trait Pauses {
+    /// What to do at `moment`.
+    fn at<'a>(
+        &'a mut self,
+        moment: Moment<'a>,
+        out: &'a mut dyn Write,
+    ) -> futures::future::LocalBoxFuture<'a, ()>;
+}
+
+/// The story straight through.
+struct NoPauses;
+
+impl Pauses for NoPauses {
+    fn at<'a>(
+        &'a mut self,
+        _: Moment<'a>,
+        _: &'a mut dyn Write,
+    ) -> futures::future::LocalBoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
 /// How many configuration resources the state holds.
 async fn stored_config(state: &State) -> Result<usize, Error> {
     let mut n = 0;
@@ -536,7 +570,18 @@ pub async fn run_with_state(
     state_dir: Option<&Path>,
     out: &mut dyn Write,
 ) -> Result<Report, Box<dyn std::error::Error>> {
+    run_story(root, state_dir, &mut NoPauses, out).await
+}
+
+/// [`run_with_state`], stopping at each [`Moment`] for `pauses`.
+pub async fn run_story(
+    root: &Path,
+    state_dir: Option<&Path>,
+    pauses: &mut dyn Pauses,
+    out: &mut dyn Write,
+) -> Result<Report, Box<dyn std::error::Error>> {
     let runtime = start(root, state_dir).await?;
+    pauses.at(Moment::Started(&runtime), out).await;
     let state = runtime.state();
     line(out, format!("network control plane: 6 controllers, files under {}", root.display()));
     if let Some(dir) = state_dir {
@@ -552,7 +597,7 @@ pub async fn run_with_state(
             let step = Instant::now();
             settle(&runtime, step, out).await;
             show_status(&runtime, root, out).await;
-            return finish(runtime, root, out).await;
+            return finish(runtime, root, pauses, out).await;
         }
         line(
             out,
@@ -576,6 +621,7 @@ pub async fn run_with_state(
     settle(&runtime, step, out).await;
     show_status(&runtime, root, out).await;
 
+    pauses.at(Moment::Before(2), out).await;
     line(out, "\n▶ 2. change it: jumbo frames on eth1, a storage route, hostname node-2");
     line(out, "     (HostnameController's stale cache makes it panic; it is caught and retried)");
     let step = Instant::now();
@@ -598,6 +644,7 @@ pub async fn run_with_state(
     }
     show_status(&runtime, root, out).await;
 
+    pauses.at(Moment::Before(3), out).await;
     line(out, "\n▶ 3. remove eth1: its link, address and route configs (teardown cascades)");
     let step = Instant::now();
     for ptr in [
@@ -617,7 +664,7 @@ pub async fn run_with_state(
     }
     settle(&runtime, step, out).await;
     show_status(&runtime, root, out).await;
-    finish(runtime, root, out).await
+    finish(runtime, root, pauses, out).await
 }
 
 /// Prints the final resources and metrics, writes the graph and metrics
@@ -625,6 +672,7 @@ pub async fn run_with_state(
 async fn finish(
     runtime: Runtime,
     root: &Path,
+    pauses: &mut dyn Pauses,
     out: &mut dyn Write,
 ) -> Result<Report, Box<dyn std::error::Error>> {
     let state = runtime.state();
@@ -673,6 +721,7 @@ async fn finish(
     std::fs::write(root.join("graph.mmd"), graph.to_mermaid())?;
     std::fs::write(root.join("metrics.prom"), runtime.metrics_text().await)?;
     line(out, format!("\nwrote {0}/graph.dot, {0}/graph.mmd and {0}/metrics.prom", root.display()));
+    pauses.at(Moment::Stopping, out).await;
     runtime.stop().await;
     state.close().await?;
     Ok(Report { files: files(root), resources, metrics, dot })

@@ -80,8 +80,11 @@ impl ReconcileContext {
 
     /// Sends a write; counts it when it changed something.
     async fn write(&self, req: StateRequest) -> Result<StateReply, Error> {
-        // Say what was written only when someone listens (no cost otherwise).
-        let about = log::log_enabled!(log::Level::Debug).then(|| (req.operation(), req.about()));
+        // Say what was written only when someone listens (no cost otherwise):
+        // a tracing subscriber, or a `log` logger when there is none.
+        let listening =
+            tracing::enabled!(tracing::Level::DEBUG) || log::log_enabled!(log::Level::Debug);
+        let about = listening.then(|| (req.operation(), req.about()));
         let reply = self.state.request(req).await;
         if !matches!(reply, Ok(StateReply::Unchanged(_))) && reply.is_ok() {
             Counters::bump(&self.counters.writes);
@@ -89,10 +92,10 @@ impl ReconcileContext {
         if let Some((op, subject)) = about {
             match &reply {
                 Ok(StateReply::Unchanged(_)) => {
-                    log::trace!("controller {}: {op} {subject}: unchanged", self.name());
+                    tracing::trace!("controller {}: {op} {subject}: unchanged", self.name());
                 }
-                Ok(_) => log::debug!("controller {}: {op} {subject}", self.name()),
-                Err(e) => log::debug!("controller {}: {op} {subject} failed: {e}", self.name()),
+                Ok(_) => tracing::debug!("controller {}: {op} {subject}", self.name()),
+                Err(e) => tracing::debug!("controller {}: {op} {subject} failed: {e}", self.name()),
             }
         }
         reply
@@ -362,6 +365,10 @@ impl ReconcileContext {
         self.rules = Arc::new(self.rules.with_inputs(inputs.clone()));
         self.new_inputs = Some(inputs);
         Ok(())
+    }
+
+    pub(crate) fn requeue_requested(&self) -> bool {
+        self.requeued().is_some()
     }
 
     pub(crate) fn take_requeue(&self) -> Option<Duration> {

@@ -9,11 +9,13 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures::FutureExt;
 use futures::channel::oneshot;
+use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters};
@@ -34,6 +36,27 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "a panic with a non-string payload".to_owned()
     }
+}
+
+/// The span one reconcile runs in, with kube-runtime's field names:
+/// `controller`, `object.ref` (the resource; `*` for a plain controller,
+/// which reconciles all of its inputs at once), `object.reason` (why it
+/// runs) and `result` (recorded when it ends: `success`, `requeue`, `error`,
+/// `terminal error` or `panic`). Target `cosi_runtime::reconcile`, level
+/// INFO: `RUST_LOG=info,cosi_runtime::reconcile=warn` quiets it under env_logger.
+pub(crate) fn reconcile_span(
+    controller: &str,
+    object: &dyn std::fmt::Display,
+    reason: &str,
+) -> tracing::Span {
+    tracing::info_span!(
+        target: "cosi_runtime::reconcile",
+        "reconcile",
+        controller = %controller,
+        "object.ref" = %object,
+        "object.reason" = %reason,
+        result = tracing::field::Empty,
+    )
 }
 
 /// What a host needs from the runtime.
@@ -86,7 +109,10 @@ pub(crate) async fn resubscribe(
             Ok(id) => {
                 current.insert(kind, id);
             }
-            Err(e) => log::error!("controller {owner}: cannot watch {kind}: {e}"),
+            Err(e) => tracing::error!(
+                controller = %owner,
+                "controller {owner}: cannot watch {kind}: {e}"
+            ),
         }
     }
     current
@@ -166,6 +192,12 @@ pub(crate) struct ControllerHost<C, F> {
     stop_waiters: Vec<oneshot::Sender<()>>,
     /// Another process holds the claim on the exclusive outputs: do not reconcile.
     standby: bool,
+    /// When the pending reconcile became ready (for the queue-duration histogram).
+    ready_since: Option<tokio::time::Instant>,
+    /// When the running reconcile started.
+    started: Option<tokio::time::Instant>,
+    /// Why the pending reconcile runs (`object.reason` of its span).
+    reason: &'static str,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -183,7 +215,8 @@ where
         counters: Arc<Counters>,
         busy: ActivityGuard,
     ) -> Self {
-        ControllerHost {
+        counters.set_max_concurrent(1);
+        let mut host = ControllerHost {
             name: rules.controller().clone(),
             factory: Box::new(factory),
             instance: Some(Box::new(instance)),
@@ -198,7 +231,48 @@ where
             requeue: None,
             stop_waiters: Vec::new(),
             standby: false,
+            ready_since: None,
+            started: None,
+            reason: "registered",
+        };
+        host.became_ready("registered");
+        host
+    }
+
+    /// The pending reconcile became ready to run (client-go: an add).
+    fn became_ready(&mut self, reason: &'static str) {
+        self.stage = Stage::Pending;
+        self.reason = reason;
+        self.ready_since = Some(tokio::time::Instant::now());
+        Counters::bump(&self.counters.work_queue.adds);
+        self.counters.work_queue.depth.store(1, Ordering::Relaxed);
+    }
+
+    /// The pending reconcile left the queue without running.
+    fn dropped_pending(&mut self) {
+        self.ready_since = None;
+        self.counters.work_queue.depth.store(0, Ordering::Relaxed);
+    }
+
+    /// The pending reconcile starts running.
+    fn starting(&mut self) {
+        let now = tokio::time::Instant::now();
+        if let Some(since) = self.ready_since.take() {
+            self.counters.work_queue.queue_duration.observe(now.saturating_duration_since(since));
         }
+        self.counters.work_queue.depth.store(0, Ordering::Relaxed);
+        self.counters.work_queue.started(now);
+        self.counters.active_workers.store(1, Ordering::Relaxed);
+        self.started = Some(now);
+    }
+
+    /// The running reconcile ended, however it ended.
+    fn ended(&mut self) {
+        if let Some(started) = self.started.take() {
+            self.counters.reconcile_time.observe(started.elapsed());
+            self.counters.work_queue.finished(started);
+        }
+        self.counters.active_workers.store(0, Ordering::Relaxed);
     }
 
     /// Starts standing by: no reconcile until [`Ownership`] says it owns its outputs.
@@ -221,11 +295,11 @@ where
     }
 
     /// Something asked for a reconcile.
-    fn trigger(&mut self, ctx: &mut Context<Self>) {
+    fn trigger(&mut self, reason: &'static str, ctx: &mut Context<Self>) {
         Counters::bump(&self.counters.wakeups);
         match self.stage {
             Stage::Idle => {
-                self.stage = Stage::Pending;
+                self.became_ready(reason);
                 self.busy = Some(self.env.state.activity().guard());
                 ctx.notify(RunReconcile);
             }
@@ -242,9 +316,11 @@ where
             // Ownership(true) triggers a reconcile of everything.
             self.stage = Stage::Idle;
             self.busy = None;
+            self.dropped_pending();
             return;
         }
         self.stage = Stage::Running;
+        self.starting();
         self.dirty = false;
         if let Some((timer, _armed)) = self.requeue.take() {
             ctx.cancel_future(timer);
@@ -252,9 +328,14 @@ where
         let instance = match self.instance.take() {
             Some(i) => Some(i),
             None => match std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
-                Ok(i) => Some(Box::new(i)),
+                Ok(i) => {
+                    Counters::bump(&self.counters.restarts);
+                    Some(Box::new(i))
+                }
                 Err(panic) => {
                     let msg = format!("the factory panicked: {}", panic_message(&*panic));
+                    self.ended();
+                    Counters::bump(&self.counters.panics);
                     self.failed(msg, true, ctx);
                     return;
                 }
@@ -263,7 +344,8 @@ where
         let Some(mut instance) = instance else {
             return;
         };
-        log::trace!("controller {}: reconcile", self.name);
+        let span = reconcile_span(&self.name, &"*", self.reason);
+        let recorded = span.clone();
         let mut cx = ReconcileContext::new(
             self.env.state.clone(),
             self.rules.clone(),
@@ -272,6 +354,14 @@ where
         );
         let work = async move {
             let outcome = AssertUnwindSafe(instance.reconcile(&mut cx)).catch_unwind().await;
+            let result = match &outcome {
+                Ok(Ok(())) if cx.requeue_requested() => "requeue",
+                Ok(Ok(())) => "success",
+                Ok(Err(e)) if TerminalError::is_terminal(e) => "terminal error",
+                Ok(Err(_)) => "error",
+                Err(_) => "panic",
+            };
+            recorded.record("result", result);
             match outcome {
                 Ok(result) => (Some(instance), cx, Ok(result)),
                 // A panicked instance may be half-updated: it is dropped and
@@ -280,7 +370,8 @@ where
             }
         };
         ctx.spawn(
-            work.into_actor(self)
+            work.instrument(span)
+                .into_actor(self)
                 .map(|(instance, cx, outcome), act, ctx| act.finished(instance, cx, outcome, ctx)),
         );
     }
@@ -293,6 +384,7 @@ where
         ctx: &mut Context<Self>,
     ) {
         self.instance = instance;
+        self.ended();
         if let Some((inputs, rules)) = cx.take_new_inputs() {
             self.rules = rules;
             self.dirty = true;
@@ -308,14 +400,16 @@ where
                 } else {
                     ControllerStatus::Running
                 });
-                if let Some(delay) = cx.take_requeue() {
+                let requeue = cx.take_requeue();
+                self.counters.requeued(requeue);
+                if let Some(delay) = requeue {
                     self.schedule_requeue(delay, ctx);
                 }
                 if !self.stop_waiters.is_empty() {
                     self.finish_stop(ctx);
                 } else if self.dirty {
                     self.dirty = false;
-                    self.stage = Stage::Pending;
+                    self.became_ready("input changed while reconciling");
                     ctx.notify(RunReconcile);
                 } else {
                     self.stage = Stage::Idle;
@@ -324,6 +418,7 @@ where
             }
             Ok(Err(error)) if TerminalError::is_terminal(&error) => {
                 Counters::bump(&self.counters.errors);
+                Counters::bump(&self.counters.terminal_errors);
                 let error = error.to_string();
                 self.counters.failed(&error);
                 self.give_up(error, "returned a terminal error", ctx);
@@ -355,16 +450,18 @@ where
             fastrand::f64(),
         ) {
             Decision::Retry(delay) => {
-                log::warn!(
+                tracing::warn!(
+                    controller = %self.name,
                     "controller {}: reconcile {what}: {error}; retrying in {delay:?}",
                     self.name
                 );
                 self.stage = Stage::BackingOff;
                 self.counters.set_status(ControllerStatus::BackingOff);
+                Counters::bump(&self.counters.retries);
+                Counters::bump(&self.counters.work_queue.retries);
                 ctx.run_later(delay, |act, ctx| {
                     if act.stage == Stage::BackingOff {
-                        Counters::bump(&act.counters.restarts);
-                        act.stage = Stage::Pending;
+                        act.became_ready("retry after failure");
                         act.run(ctx);
                     }
                 });
@@ -377,7 +474,11 @@ where
 
     /// Marks the controller failed for good and tells the supervisor.
     fn give_up(&mut self, error: String, why: &str, ctx: &mut Context<Self>) {
-        log::error!("controller {}: reconcile {why}: {error}; giving up", self.name);
+        tracing::error!(
+            controller = %self.name,
+            "controller {}: reconcile {why}: {error}; giving up",
+            self.name
+        );
         self.stage = Stage::Failed;
         self.counters.set_status(ControllerStatus::Failed);
         self.busy = None;
@@ -390,9 +491,12 @@ where
     }
 
     fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {
+        if !delay.is_zero() {
+            Counters::bump(&self.counters.work_queue.retries);
+        }
         let handle = ctx.run_later(delay, |act, ctx| {
             let timer = act.requeue.take();
-            act.trigger(ctx);
+            act.trigger("requeue requested", ctx);
             drop(timer); // after the trigger took its unit: never idle in between
         });
         self.requeue = Some((handle, self.env.state.activity().timer()));
@@ -423,6 +527,7 @@ where
         }
         self.stage = Stage::Stopped;
         self.busy = None;
+        self.dropped_pending();
         wind_down(&self.env, &mut self.subscriptions, &mut self.stop_waiters);
         ctx.stop();
     }
@@ -461,7 +566,7 @@ where
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
         if self.wants(msg.event()) {
-            self.trigger(ctx);
+            self.trigger("input changed", ctx);
         }
     }
 }
@@ -491,18 +596,23 @@ where
         }
         self.standby = !owner;
         if owner {
-            log::info!("controller {}: owns its outputs; reconciling", self.name);
+            tracing::info!("controller {}: owns its outputs; reconciling", self.name);
             self.counters.set_status(ControllerStatus::Running);
-            self.trigger(ctx);
+            self.trigger("claim acquired", ctx);
             return;
         }
-        log::warn!("controller {}: lost its claim; standing by", self.name);
+        tracing::warn!(
+            controller = %self.name,
+            "controller {}: lost its claim; standing by",
+            self.name
+        );
         self.counters.set_status(ControllerStatus::Standby);
         // A fresh instance on takeover: nothing learnt as owner carries over.
         self.instance = None;
         if matches!(self.stage, Stage::Pending | Stage::BackingOff) {
             self.stage = Stage::Idle;
             self.busy = None;
+            self.dropped_pending();
         }
     }
 }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// Where a controller is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -55,20 +57,54 @@ impl fmt::Display for ControllerStatus {
 }
 
 /// Live counters of one controller.
-#[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) wakeups: AtomicU64,
     pub(crate) reconciles: AtomicU64,
     pub(crate) errors: AtomicU64,
+    pub(crate) terminal_errors: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) restarts: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) requeues: AtomicU64,
+    pub(crate) requeues_after: AtomicU64,
     pub(crate) reads: AtomicU64,
     pub(crate) writes: AtomicU64,
+    pub(crate) active_workers: AtomicU64,
+    max_concurrent: AtomicU64,
+    pub(crate) reconcile_time: Histogram,
+    /// The controller's work queue, in controller-runtime's terms (a plain
+    /// controller's queue holds at most its one pending reconcile).
+    pub(crate) work_queue: WorkQueueCounters,
     status: AtomicU8,
     /// Failed reconciles since the last success (errors and panics).
     failures_in_a_row: AtomicU64,
     /// The last failure's message, until a reconcile succeeds.
     last_error: std::sync::Mutex<Option<String>>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            wakeups: AtomicU64::new(0),
+            reconciles: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            terminal_errors: AtomicU64::new(0),
+            panics: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            requeues: AtomicU64::new(0),
+            requeues_after: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            active_workers: AtomicU64::new(0),
+            max_concurrent: AtomicU64::new(1),
+            reconcile_time: Histogram::new(&RECONCILE_TIME_BUCKETS),
+            work_queue: WorkQueueCounters::default(),
+            status: AtomicU8::new(0),
+            failures_in_a_row: AtomicU64::new(0),
+            last_error: std::sync::Mutex::new(None),
+        }
+    }
 }
 
 impl Counters {
@@ -78,6 +114,21 @@ impl Counters {
 
     pub(crate) fn set_status(&self, status: ControllerStatus) {
         self.status.store(status.as_u8(), Ordering::Relaxed);
+    }
+
+    /// How many reconciles of this controller may run at once.
+    pub(crate) fn set_max_concurrent(&self, n: usize) {
+        self.max_concurrent.store(n as u64, Ordering::Relaxed);
+    }
+
+    /// Records a successful reconcile that asked to run again after `delay`
+    /// (none: it did not ask).
+    pub(crate) fn requeued(&self, delay: Option<std::time::Duration>) {
+        match delay {
+            None => {}
+            Some(d) if d.is_zero() => Counters::bump(&self.requeues),
+            Some(_) => Counters::bump(&self.requeues_after),
+        }
     }
 
     /// Records a failed reconcile (an error or a panic) for [`ControllerMetrics::last_error`].
@@ -111,10 +162,18 @@ impl Counters {
             wakeups: get(&self.wakeups),
             reconciles: get(&self.reconciles),
             errors: get(&self.errors),
+            terminal_errors: get(&self.terminal_errors),
             panics: get(&self.panics),
             restarts: get(&self.restarts),
+            retries: get(&self.retries),
+            requeues: get(&self.requeues),
+            requeues_after: get(&self.requeues_after),
             reads: get(&self.reads),
             writes: get(&self.writes),
+            active_workers: get(&self.active_workers),
+            max_concurrent_reconciles: get(&self.max_concurrent),
+            reconcile_time: self.reconcile_time.snapshot(),
+            work_queue: self.work_queue.snapshot(),
             failures_in_a_row: get(&self.failures_in_a_row),
             last_error: self
                 .last_error
@@ -132,6 +191,12 @@ impl fmt::Debug for Counters {
 }
 
 /// A snapshot of one controller's counters.
+///
+/// The Prometheus rendering ([`prometheus`](crate::prometheus)) maps these
+/// onto controller-runtime's series: `controller_runtime_reconcile_total`
+/// with `result="success"` is `reconciles - requeues - requeues_after`,
+/// `"requeue"` is `requeues`, `"requeue_after"` is `requeues_after`, and
+/// `"error"` is `errors + panics`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControllerMetrics {
     /// The controller.
@@ -140,18 +205,39 @@ pub struct ControllerMetrics {
     pub status: ControllerStatus,
     /// Change notifications that asked for a reconcile (before coalescing).
     pub wakeups: u64,
-    /// Reconciles that completed successfully.
+    /// Reconciles that completed successfully (those that asked to run again
+    /// included).
     pub reconciles: u64,
-    /// Reconciles that returned an error.
+    /// Reconciles that returned an error (terminal errors included).
     pub errors: u64,
+    /// Reconciles that returned a [`TerminalError`](crate::controller::TerminalError)
+    /// (also counted in `errors`).
+    pub terminal_errors: u64,
     /// Reconciles that panicked.
     pub panics: u64,
-    /// Retries after a failure (after a panic, with a fresh instance).
+    /// Fresh instances built from the factory to replace one that panicked
+    /// (a queue controller keeps its instance: always 0 there).
     pub restarts: u64,
+    /// Failed reconciles (errors and panics) scheduled to run again after a
+    /// backoff.
+    pub retries: u64,
+    /// Successful reconciles that asked to run again at once (a zero delay).
+    pub requeues: u64,
+    /// Successful reconciles that asked to run again after a delay.
+    pub requeues_after: u64,
     /// State reads through its context.
     pub reads: u64,
     /// State writes through its context.
     pub writes: u64,
+    /// Reconciles running now.
+    pub active_workers: u64,
+    /// How many reconciles may run at once (1 for a plain controller, the
+    /// concurrency of a queue controller).
+    pub max_concurrent_reconciles: u64,
+    /// How long reconciles took (buckets: [`RECONCILE_TIME_BUCKETS`]).
+    pub reconcile_time: HistogramSnapshot,
+    /// The work queue, in controller-runtime's terms.
+    pub work_queue: WorkQueueMetrics,
     /// Failed reconciles (errors and panics) since the last success.
     pub failures_in_a_row: u64,
     /// The last failure's message while the controller is failing (cleared by
@@ -161,25 +247,53 @@ pub struct ControllerMetrics {
     pub queue: Option<QueueMetrics>,
 }
 
-/// Upper bounds of the latency histogram buckets, in seconds.
+/// Upper bounds of the latency histogram buckets of [`QueueMetrics`], in seconds.
 pub const LATENCY_BUCKETS: [f64; 7] = [0.000_1, 0.001, 0.01, 0.1, 1.0, 10.0, 60.0];
 
-/// A latency histogram with fixed buckets ([`LATENCY_BUCKETS`]).
-#[derive(Default)]
+/// controller-runtime's buckets for `controller_runtime_reconcile_time_seconds`.
+pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// client-go's buckets for `workqueue_queue_duration_seconds` and
+/// `workqueue_work_duration_seconds` (10 ns to 1000 s, by powers of ten).
+pub const WORKQUEUE_DURATION_BUCKETS: [f64; 12] =
+    [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0];
+
+/// A latency histogram with fixed buckets.
 pub(crate) struct Histogram {
-    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    bounds: &'static [f64],
+    /// Observations per bucket (not cumulative); one more for above the last bound.
+    buckets: Box<[AtomicU64]>,
     count: AtomicU64,
     sum_nanos: AtomicU64,
     max_nanos: AtomicU64,
 }
 
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::new(&LATENCY_BUCKETS)
+    }
+}
+
 impl Histogram {
+    pub(crate) fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum_nanos: AtomicU64::new(0),
+            max_nanos: AtomicU64::new(0),
+        }
+    }
+
     pub(crate) fn observe(&self, d: std::time::Duration) {
         let secs = d.as_secs_f64();
-        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
-            if secs <= *bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
+        let bucket = self.bounds.partition_point(|bound| *bound < secs);
+        if let Some(b) = self.buckets.get(bucket) {
+            b.fetch_add(1, Ordering::Relaxed);
         }
         let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.count.fetch_add(1, Ordering::Relaxed);
@@ -188,15 +302,21 @@ impl Histogram {
     }
 
     pub(crate) fn snapshot(&self) -> HistogramSnapshot {
+        let mut below = 0;
+        let cumulative = self
+            .bounds
+            .iter()
+            .zip(self.buckets.iter())
+            .map(|(bound, c)| {
+                below += c.load(Ordering::Relaxed);
+                (*bound, below)
+            })
+            .collect();
         HistogramSnapshot {
             count: self.count.load(Ordering::Relaxed),
             sum: std::time::Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed)),
             max: std::time::Duration::from_nanos(self.max_nanos.load(Ordering::Relaxed)),
-            cumulative: LATENCY_BUCKETS
-                .iter()
-                .zip(&self.buckets)
-                .map(|(b, c)| (*b, c.load(Ordering::Relaxed)))
-                .collect(),
+            cumulative,
         }
     }
 }
@@ -223,6 +343,97 @@ impl HistogramSnapshot {
             std::time::Duration::from_secs_f64(self.sum.as_secs_f64() / self.count as f64)
         }
     }
+}
+
+/// Live figures of a controller's work queue, in client-go's terms.
+pub(crate) struct WorkQueueCounters {
+    /// Items ready to be handed out.
+    pub(crate) depth: AtomicU64,
+    /// Items that became ready.
+    pub(crate) adds: AtomicU64,
+    /// Items queued with a delay (a backoff or a requested requeue).
+    pub(crate) retries: AtomicU64,
+    /// From ready to handed out.
+    pub(crate) queue_duration: Histogram,
+    /// Handed out to done.
+    pub(crate) work_duration: Histogram,
+    /// When each item being processed was handed out.
+    in_flight: std::sync::Mutex<Vec<tokio::time::Instant>>,
+}
+
+impl Default for WorkQueueCounters {
+    fn default() -> Self {
+        WorkQueueCounters {
+            depth: AtomicU64::new(0),
+            adds: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            queue_duration: Histogram::new(&WORKQUEUE_DURATION_BUCKETS),
+            work_duration: Histogram::new(&WORKQUEUE_DURATION_BUCKETS),
+            in_flight: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl WorkQueueCounters {
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, Vec<tokio::time::Instant>> {
+        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An item was handed out at `at`.
+    pub(crate) fn started(&self, at: tokio::time::Instant) {
+        self.in_flight().push(at);
+    }
+
+    /// The item handed out at `at` is done.
+    pub(crate) fn finished(&self, at: tokio::time::Instant) {
+        self.work_duration.observe(at.elapsed());
+        let mut in_flight = self.in_flight();
+        if let Some(i) = in_flight.iter().position(|t| *t == at) {
+            in_flight.swap_remove(i);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> WorkQueueMetrics {
+        let now = tokio::time::Instant::now();
+        let (unfinished, longest) =
+            self.in_flight().iter().fold((Duration::ZERO, Duration::ZERO), |(sum, max), t| {
+                let running = now.saturating_duration_since(*t);
+                (sum + running, max.max(running))
+            });
+        WorkQueueMetrics {
+            depth: self.depth.load(Ordering::Relaxed),
+            adds: self.adds.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            queue_duration: self.queue_duration.snapshot(),
+            work_duration: self.work_duration.snapshot(),
+            unfinished_work: unfinished,
+            longest_running: longest,
+        }
+    }
+}
+
+/// A controller's work queue, in client-go's terms (its `workqueue_*`
+/// series). A plain controller's queue holds at most its one pending
+/// reconcile; a queue controller's holds its keys.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkQueueMetrics {
+    /// Items ready to be handed out now (not those waiting for a time, nor
+    /// those being processed).
+    pub depth: u64,
+    /// Items that became ready.
+    pub adds: u64,
+    /// Items queued with a delay: a retry after a failure, a requested
+    /// requeue, a delayed enqueue.
+    pub retries: u64,
+    /// How long items waited between becoming ready and being handed out
+    /// (buckets: [`WORKQUEUE_DURATION_BUCKETS`]).
+    pub queue_duration: HistogramSnapshot,
+    /// How long processing took, from hand-out to done (same buckets).
+    pub work_duration: HistogramSnapshot,
+    /// How long the items being processed now have been running, added up.
+    pub unfinished_work: Duration,
+    /// How long the longest-running item being processed now has run.
+    pub longest_running: Duration,
 }
 
 /// Live queue figures of one queue controller.
@@ -260,4 +471,48 @@ pub struct QueueMetrics {
     pub time_in_queue: HistogramSnapshot,
     /// How long reconciles took.
     pub reconcile_latency: HistogramSnapshot,
+}
+
+/// One registered controller's live counters.
+#[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+struct Registered {
+    name: Arc<str>,
+    counters: Arc<Counters>,
+    queue: Option<Arc<QueueCounters>>,
+}
+
+/// The live counters of every controller of a runtime, in registration
+/// order: the supervisor adds to it, a metrics collector reads it at scrape
+/// time (a short read lock, never held across an await).
+#[derive(Clone, Default)]
+pub(crate) struct ControllerSet(Arc<RwLock<Vec<Registered>>>);
+
+impl ControllerSet {
+    pub(crate) fn add(
+        &self,
+        name: &str,
+        counters: Arc<Counters>,
+        queue: Option<Arc<QueueCounters>>,
+    ) {
+        let entry = Registered { name: Arc::from(name), counters, queue };
+        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+    }
+
+    /// Every controller's counters now.
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    pub(crate) fn snapshot(&self) -> Vec<ControllerMetrics> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|r| r.counters.snapshot(&r.name, r.queue.as_deref()))
+            .collect()
+    }
+}
+
+impl fmt::Debug for ControllerSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let all = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f.debug_list().entries(all.iter().map(|r| &*r.name)).finish()
+    }
 }

@@ -72,6 +72,24 @@
 //! | `create`, `update`, `modify`, `teardown`, `destroy` | the type is an output type; the controller is stamped as owner |
 //! | `add_finalizer`, `remove_finalizer` | a strong input covers the resource; only the controller's own finalizer |
 
+//! # Tracing
+//! The runtime logs through [`tracing`](https://docs.rs/tracing). Each
+//! reconcile runs in a span `reconcile` (target `cosi_runtime::reconcile`,
+//! level INFO) with kube-runtime's field names: `controller`, `object.ref`
+//! (the resource of a queue controller; `*` for a plain controller, which
+//! reconciles all its inputs at once), `object.reason` (`registered`,
+//! `input changed`, `input changed while reconciling`, `requeue requested`,
+//! `retry after failure`, `claim acquired`, `queued`) and `result`
+//! (`success`, `requeue`, `error`, `terminal error`, `panic`), recorded when it
+//! ends. Warnings and errors carry `controller` (and `object.ref`) as fields of
+//! their own, so they read well without the span.
+//!
+//! With no tracing subscriber installed, tracing's `log` feature turns all of
+//! this into `log` records, so `env_logger` users keep every line; the span
+//! then becomes two INFO lines per reconcile (`reconcile; controller=… ` and
+//! `reconcile; result=…`). Quiet them with
+//! `RUST_LOG=info,cosi_runtime::reconcile=warn`.
+
 mod access;
 mod context;
 mod from_fn;
@@ -89,6 +107,7 @@ pub use from_fn::{FnController, from_fn};
 pub use health::{ControllerHealth, Health};
 pub use metrics::{
     ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,
+    RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS, WorkQueueMetrics,
 };
 pub use pool::default_pool_size;
 pub use queue::{Outcome, QController, QSettings, QueueHandle, TerminalError};

@@ -12,16 +12,17 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use actix::prelude::*;
 use futures::FutureExt;
 use futures::channel::oneshot;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::access::AccessRules;
-use super::host::{HostEnv, StopHost, panic_message, watched_kinds, wind_down};
+use super::host::{HostEnv, StopHost, panic_message, reconcile_span, watched_kinds, wind_down};
 use super::metrics::{ControllerStatus, Counters, QueueCounters};
 use super::pool::WorkerPool;
 use super::queue::{Enqueue, Outcome, QController, TerminalError};
@@ -33,11 +34,11 @@ use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 
-/// What one reconcile came back with.
-type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Duration);
+/// What one reconcile came back with, and when it started.
+type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Instant);
 
 /// A reconcile's outcome with the `cx.requeue_after` it asked for: the shorter delay wins.
-fn with_requeue(outcome: Outcome, requeue: Option<Duration>) -> Outcome {
+fn with_requeue(outcome: Outcome, requeue: Option<std::time::Duration>) -> Outcome {
     match (outcome, requeue) {
         (Outcome::RequeueAfter(d), Some(r)) => Outcome::RequeueAfter(d.min(r)),
         (Outcome::Done, Some(r)) => Outcome::RequeueAfter(r),
@@ -80,6 +81,7 @@ impl<Q: QController> QueueHost<Q> {
         queue_counters: Arc<QueueCounters>,
         busy: ActivityGuard,
     ) -> Self {
+        counters.set_max_concurrent(concurrency.max(1));
         QueueHost {
             name: rules.controller().clone(),
             controller: Rc::new(controller),
@@ -145,7 +147,9 @@ impl<Q: QController> QueueHost<Q> {
                     if self.is_primary(&target) {
                         self.queue.add(target, now);
                     } else {
-                        log::error!(
+                        tracing::error!(
+                            controller = %self.name,
+                            "object.ref" = %ptr,
                             "queue controller {}: map_input({ptr}) returned {target}, which is not a primary input",
                             self.name
                         );
@@ -154,7 +158,9 @@ impl<Q: QController> QueueHost<Q> {
                 all
             }
             Err(panic) => {
-                log::error!(
+                tracing::error!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
                     "queue controller {}: map_input({ptr}) panicked: {}",
                     self.name,
                     panic_message(&*panic)
@@ -169,13 +175,14 @@ impl<Q: QController> QueueHost<Q> {
     fn requeue_all(&mut self, ctx: &mut Context<Self>) {
         let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
         let state = self.env.state.clone();
+        let name = self.name.clone();
         let busy = self.env.state.activity().guard();
         let list = async move {
             let mut all = Vec::new();
             for kind in kinds {
                 match state.list(&kind, &LabelQuery::all()).await {
                     Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
-                    Err(e) => log::warn!("cannot list {kind} to requeue it: {e}"),
+                    Err(e) => tracing::warn!(controller = %name, "cannot list {kind} to requeue it: {e}"),
                 }
             }
             (all, busy)
@@ -233,8 +240,14 @@ impl<Q: QController> QueueHost<Q> {
             return;
         };
         self.queue_counters.time_in_queue.observe(waited);
-        log::trace!("queue controller {}: reconcile {ptr} (waited {waited:?})", self.name);
+        self.counters.work_queue.queue_duration.observe(waited);
+        let reason = if self.queue.failures(&ptr) > 0 { "retry after failure" } else { "queued" };
+        let span = reconcile_span(&self.name, &ptr, reason);
+        let recorded = span.clone();
         self.running += 1;
+        self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
+        let started = Instant::now();
+        self.counters.work_queue.started(started);
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(
             self.env.state.clone(),
@@ -244,20 +257,35 @@ impl<Q: QController> QueueHost<Q> {
         );
         let work = async move {
             let _permit = permit;
-            let started = Instant::now();
             let outcome = AssertUnwindSafe(controller.reconcile(&cx, &ptr))
                 .catch_unwind()
                 .await
                 .map_err(|panic| panic_message(&*panic))
                 .map(|result| result.map(|outcome| with_requeue(outcome, cx.take_requeue())));
-            (ptr, outcome, started.elapsed())
+            let result = match &outcome {
+                Ok(Ok(Outcome::Done)) => "success",
+                Ok(Ok(Outcome::RequeueAfter(_))) => "requeue",
+                Ok(Err(e)) if TerminalError::is_terminal(e) => "terminal error",
+                Ok(Err(_)) => "error",
+                Err(_) => "panic",
+            };
+            recorded.record("result", result);
+            (ptr, outcome, started)
         };
-        ctx.spawn(work.into_actor(self).map(|finished, act, ctx| act.finished(finished, ctx)));
+        ctx.spawn(
+            work.instrument(span)
+                .into_actor(self)
+                .map(|finished, act, ctx| act.finished(finished, ctx)),
+        );
     }
 
-    fn finished(&mut self, (ptr, outcome, took): Finished, ctx: &mut Context<Self>) {
+    fn finished(&mut self, (ptr, outcome, started): Finished, ctx: &mut Context<Self>) {
         self.running -= 1;
+        self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
+        let took = started.elapsed();
         self.queue_counters.latency.observe(took);
+        self.counters.reconcile_time.observe(took);
+        self.counters.work_queue.finished(started);
         let completion = match outcome {
             Ok(Ok(Outcome::Done)) => {
                 Counters::bump(&self.counters.reconciles);
@@ -267,31 +295,52 @@ impl<Q: QController> QueueHost<Q> {
             Ok(Ok(Outcome::RequeueAfter(d))) => {
                 Counters::bump(&self.counters.reconciles);
                 self.counters.succeeded();
+                self.counters.requeued(Some(d));
+                if !d.is_zero() {
+                    Counters::bump(&self.counters.work_queue.retries);
+                }
                 Completion::RequeueAfter(d)
             }
             Ok(Err(e)) if TerminalError::is_terminal(&e) => {
                 Counters::bump(&self.counters.errors);
+                Counters::bump(&self.counters.terminal_errors);
                 self.counters.failed(&format!("{ptr}: {e}"));
-                log::error!("queue controller {}: {ptr}: {e}; not retried", self.name);
+                tracing::error!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
+                    "queue controller {}: {ptr}: {e}; not retried",
+                    self.name
+                );
                 Completion::Terminal
             }
             Ok(Err(e)) => {
                 Counters::bump(&self.counters.errors);
                 self.counters.failed(&format!("{ptr}: {e}"));
-                log::warn!("queue controller {}: {ptr}: reconcile failed: {e}", self.name);
+                tracing::warn!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
+                    "queue controller {}: {ptr}: reconcile failed: {e}",
+                    self.name
+                );
                 Completion::Failure
             }
             Err(panic) => {
                 Counters::bump(&self.counters.panics);
                 self.counters.failed(&format!("{ptr}: panicked: {panic}"));
-                log::warn!("queue controller {}: {ptr}: reconcile panicked: {panic}", self.name);
+                tracing::warn!(
+                    controller = %self.name,
+                    "object.ref" = %ptr,
+                    "queue controller {}: {ptr}: reconcile panicked: {panic}",
+                    self.name
+                );
                 Completion::Failure
             }
         };
         if let Some(delay) = self.queue.done(&ptr, completion, Instant::now()) {
-            Counters::bump(&self.counters.restarts);
-            self.queue_counters.retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            log::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
+            Counters::bump(&self.counters.retries);
+            Counters::bump(&self.counters.work_queue.retries);
+            self.queue_counters.retries.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!("queue controller {}: {ptr}: retry in {delay:?}", self.name);
         }
         if self.queue.is_drained() {
             self.finish_stop(ctx);
@@ -330,10 +379,10 @@ impl<Q: QController> QueueHost<Q> {
     fn refresh(&mut self) {
         let stats = self.queue.stats();
         let depth = stats.ready + stats.delayed + stats.backing_off;
-        self.queue_counters.depth.store(depth as u64, std::sync::atomic::Ordering::Relaxed);
-        self.queue_counters
-            .processing
-            .store(self.running as u64, std::sync::atomic::Ordering::Relaxed);
+        self.queue_counters.depth.store(depth as u64, Ordering::Relaxed);
+        self.queue_counters.processing.store(self.running as u64, Ordering::Relaxed);
+        self.counters.work_queue.depth.store(stats.ready as u64, Ordering::Relaxed);
+        self.counters.work_queue.adds.store(self.queue.adds(), Ordering::Relaxed);
         self.counters.set_status(if self.standby {
             ControllerStatus::Standby
         } else if stats.backing_off > 0 {
@@ -390,7 +439,10 @@ impl<Q: QController> Actor for QueueHost<Q> {
                     Ok(id) => {
                         subs.insert(kind, id);
                     }
-                    Err(e) => log::error!("queue controller {name}: cannot watch {kind}: {e}"),
+                    Err(e) => tracing::error!(
+                        controller = %name,
+                        "queue controller {name}: cannot watch {kind}: {e}"
+                    ),
                 }
             }
             subs
@@ -428,6 +480,9 @@ impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
                 reason: format!("not a primary input of queue controller {:?}", self.name),
             });
         }
+        if !msg.after.is_zero() {
+            Counters::bump(&self.counters.work_queue.retries);
+        }
         self.queue.add_after(msg.pointer, msg.after, Instant::now());
         self.pump(ctx);
         Ok(())
@@ -443,9 +498,13 @@ impl<Q: QController> Handler<Ownership> for QueueHost<Q> {
         }
         self.standby = !owner;
         if owner {
-            log::info!("queue controller {}: owns its outputs; reconciling", self.name);
+            tracing::info!("queue controller {}: owns its outputs; reconciling", self.name);
         } else {
-            log::warn!("queue controller {}: lost its claim; standing by", self.name);
+            tracing::warn!(
+                controller = %self.name,
+                "queue controller {}: lost its claim; standing by",
+                self.name
+            );
         }
         self.pump(ctx);
     }

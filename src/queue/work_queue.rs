@@ -97,6 +97,7 @@ pub struct WorkQueue<K> {
     backing_off: usize,
     processing: usize,
     retries: u64,
+    adds: u64,
     shutdown: bool,
 }
 
@@ -129,6 +130,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             backing_off: 0,
             processing: 0,
             retries: 0,
+            adds: 0,
             shutdown: false,
         }
     }
@@ -139,6 +141,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     }
 
     fn make_ready(&mut self, key: K, since: Instant) {
+        self.adds += 1;
         self.ready.push_back(key.clone());
         self.entries.insert(key, KeyState { stage: Stage::Ready { since }, failures: 0 });
     }
@@ -171,6 +174,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 self.delayed.remove(&(due, seq));
                 entry.stage = Stage::Ready { since: now };
                 self.ready.push_back(key);
+                self.adds += 1;
             }
             Stage::Processing { again } => {
                 entry.stage = Stage::Processing { again: again.merge(Again::Now) };
@@ -227,6 +231,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 }
                 e.stage = Stage::Ready { since: due };
                 self.ready.push_back(key);
+                self.adds += 1;
             }
         }
     }
@@ -350,6 +355,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Failed keys scheduled for a retry so far.
     pub fn retries(&self) -> u64 {
         self.retries
+    }
+
+    /// How many times a key became ready so far (client-go counts these as
+    /// adds: a duplicate add of a ready key, or an add absorbed into a
+    /// running key or a backoff, is not one).
+    pub fn adds(&self) -> u64 {
+        self.adds
     }
 
     /// The number of consecutive failures of `key` (0 if unknown).
@@ -505,6 +517,22 @@ mod tests {
         let t1 = t + secs(1);
         q.get(t1).unwrap();
         assert_eq!(q.done(&"a", Completion::Failure, t1), Some(secs(2)), "not inflated");
+    }
+
+    #[test]
+    fn adds_count_keys_becoming_ready_not_duplicate_or_absorbed_adds() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.add("a", t); // already ready
+        q.add_after("b", secs(5), t); // not ready yet
+        assert_eq!(q.adds(), 1);
+        q.get(t).unwrap();
+        q.add("a", t); // absorbed into the running key: one more run later
+        q.done(&"a", Completion::Failure, t); // the backoff wins
+        assert_eq!(q.adds(), 1);
+        assert_eq!(take(&mut q, t + secs(5)), ["a", "b"]);
+        assert_eq!(q.adds(), 3, "the retry and the delayed key became ready");
     }
 
     #[test]

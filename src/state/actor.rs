@@ -694,7 +694,7 @@ impl StateActor {
                     Error::Storage { failure, reason, .. } => (*failure, reason.clone()),
                     other => (crate::StorageFailure::Io, other.to_string()),
                 };
-                log::error!(
+                tracing::error!(
                     "state: a commit of {} writes failed, rolled back: {e}",
                     batch.changes.len()
                 );

@@ -13,7 +13,7 @@ use super::dependency::{DependencyDb, RegistrationError};
 use super::graph::DependencyGraph;
 use super::restart::{OnExceeded, RestartPolicy};
 use crate::controller::host::{ControllerHost, HostEnv, StopHost, panic_message};
-use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
+use crate::controller::metrics::{ControllerMetrics, ControllerSet, Counters, QueueCounters};
 use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::QueueHost;
 use crate::controller::{
@@ -114,6 +114,8 @@ pub struct Supervisor {
     policy: RestartPolicy,
     pool: WorkerPool,
     stopped: watch::Sender<Option<StopReason>>,
+    /// Every controller's counters, shared with the metrics collector.
+    live: ControllerSet,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -130,6 +132,7 @@ impl Supervisor {
         policy: RestartPolicy,
         pool_size: usize,
         stopped: watch::Sender<Option<StopReason>>,
+        live: ControllerSet,
     ) -> Self {
         Supervisor {
             db: DependencyDb::default(),
@@ -138,6 +141,7 @@ impl Supervisor {
             policy,
             pool: WorkerPool::new(pool_size),
             stopped,
+            live,
         }
     }
 
@@ -176,6 +180,7 @@ impl Supervisor {
         queue: Option<Arc<QueueCounters>>,
         stop: Recipient<StopHost>,
     ) {
+        self.live.add(&name, counters.clone(), queue.clone());
         self.controllers.insert(name, Entry { counters, queue, stop });
     }
 
@@ -185,7 +190,7 @@ impl Supervisor {
         ctx: &mut Context<Self>,
     ) -> impl Future<Output = ()> + 'static {
         if !self.is_stopped() {
-            log::info!("runtime stopping: {reason:?}");
+            tracing::info!("runtime stopping: {reason:?}");
             self.stopped.send_replace(Some(reason));
         }
         let stops: Vec<_> = self.controllers.values().map(|e| e.stop.send(StopHost)).collect();
@@ -219,7 +224,10 @@ impl Handler<HostReport> for Supervisor {
         match report {
             HostReport::GaveUp { controller, error } => match self.policy.on_exceeded {
                 OnExceeded::MarkFailed => {
-                    log::error!("controller {controller} is marked failed: {error}");
+                    tracing::error!(
+                        controller = %controller,
+                        "controller {controller} is marked failed: {error}"
+                    );
                 }
                 OnExceeded::StopRuntime => {
                     let stopping =
@@ -229,7 +237,10 @@ impl Handler<HostReport> for Supervisor {
             },
             HostReport::InputsChanged { controller, inputs } => {
                 if let Err(e) = self.db.update_inputs(&controller, inputs) {
-                    log::error!("controller {controller}: inputs not recorded: {e}");
+                    tracing::error!(
+                        controller = %controller,
+                        "controller {controller}: inputs not recorded: {e}"
+                    );
                 }
             }
         }
@@ -320,7 +331,7 @@ where
         }
         let host = host.start();
         claim(&state, &name, exclusive, host.clone().recipient());
-        log::debug!("controller {name} registered");
+        tracing::debug!("controller {name} registered");
         sup.adopt(name, counters, None, host.recipient());
         Ok(Registered::Controller)
     }
@@ -342,7 +353,7 @@ fn claimed_types(state: &State, outputs: &[Output]) -> Vec<String> {
 /// Claims `types` for a controller that starts standing by.
 fn claim(state: &State, name: &str, types: Vec<String>, host: Recipient<Ownership>) {
     if !types.is_empty() {
-        log::info!("controller {name}: claiming {} across processes", types.join(", "));
+        tracing::info!("controller {name}: claiming {} across processes", types.join(", "));
         state.claim_outputs(Arc::from(name), types, host);
     }
 }
@@ -413,7 +424,7 @@ where
         }
         let host = host.start();
         claim(&state, &name, exclusive, host.clone().recipient());
-        log::debug!("queue controller {name} registered");
+        tracing::debug!("queue controller {name} registered");
         let handle = QueueHandle::new(Arc::from(name.as_str()), host.clone().recipient());
         sup.adopt(name, counters, Some(queue_counters), host.recipient());
         Ok(Registered::Queue(handle))

@@ -275,8 +275,8 @@ impl StateActor {
                         act.won(i, token, lease);
                     }
                     Ok(Ok(_)) => {}
-                    Ok(Err(e)) => log::debug!("claims: campaign failed: {e}"),
-                    Err(_) => log::debug!("claims: campaign unanswered"),
+                    Ok(Err(e)) => tracing::debug!("claims: campaign failed: {e}"),
+                    Err(_) => tracing::debug!("claims: campaign unanswered"),
                 }
             }
             act.campaign_later(String::new(), ctx);
@@ -300,7 +300,7 @@ impl StateActor {
             };
             claims.held.insert(t.clone(), fence);
         }
-        log::info!(
+        tracing::info!(
             "claims: controller {} owns {} (fencing token {token})",
             c.controller,
             c.types.join(", ")
@@ -313,7 +313,7 @@ impl StateActor {
         let shared = self.shared.as_mut().expect("an etcd state");
         if shared.claims.lease == Lease::Granting {
             shared.claims.lease = Lease::None;
-            log::warn!("claims: {why}; trying again");
+            tracing::warn!("claims: {why}; trying again");
         }
         let claims = &mut shared.claims;
         if claims.retry_armed || claims.campaigns.iter().all(|c| c.token.is_some()) {
@@ -353,7 +353,7 @@ impl StreamHandler<LeaseLost> for StateActor {
         }
         for c in &mut claims.campaigns {
             if c.token.take().is_some() {
-                log::warn!(
+                tracing::warn!(
                     "claims: controller {} lost {} ({}); standing by",
                     c.controller,
                     c.types.join(", "),
@@ -389,7 +389,7 @@ impl Handler<Resign> for StateActor {
         let Some(shared) = self.shared.as_mut() else {
             return Box::pin(async {});
         };
-        log::info!("claims: giving up {} claim(s); the lease is revoked", shared.claims.held.len());
+        tracing::info!("claims: giving up {} claim(s); the lease is revoked", shared.claims.held.len());
         shared.claims.campaigns.clear();
         shared.claims.held.clear();
         Box::pin(shared.claims.release(&shared.client, shared.config.request_timeout))

@@ -43,13 +43,16 @@ pub(crate) fn decode_all(keys: &Keys, kvs: &[KeyValue]) -> Vec<AnyResource> {
 
 fn decode_kv(keys: &Keys, kv: &KeyValue) -> Option<AnyResource> {
     let Some(ptr) = keys.pointer(kv.key()) else {
-        log::warn!("etcd: {:?} is not a resource key; skipped", String::from_utf8_lossy(kv.key()));
+        tracing::warn!(
+            "etcd: {:?} is not a resource key; skipped",
+            String::from_utf8_lossy(kv.key())
+        );
         return None;
     };
     match decode(&ptr, kv.value(), kv.mod_revision() as u64) {
         Ok(res) => Some(res),
         Err(e) => {
-            log::error!("etcd: skipped a value that is not a resource: {e}");
+            tracing::error!("etcd: skipped a value that is not a resource: {e}");
             None
         }
     }
@@ -218,7 +221,7 @@ async fn watch_once(
                 match asked {
                     None => return Ended::Stop,
                     Some(FeedCommand::Reconnect) => {
-                        log::warn!("etcd: the change feed stalled; watching again from revision {next}");
+                        tracing::warn!("etcd: the change feed stalled; watching again from revision {next}");
                         return Ended::Restart;
                     }
                     Some(FeedCommand::Progress) => {}
@@ -242,7 +245,7 @@ async fn watch_once(
         }
         if resp.canceled() {
             if resp.compact_revision() > 0 {
-                log::warn!(
+                tracing::warn!(
                     "etcd: the feed fell behind a compaction at revision {}; listing again",
                     resp.compact_revision()
                 );

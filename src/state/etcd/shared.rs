@@ -346,7 +346,10 @@ impl StateActor {
             }
         };
         let revision = resp.header().map_or(0, |h| h.revision() as u64);
-        log::trace!("etcd: write of {ptr} answered at {revision}: succeeded {}", resp.succeeded());
+        tracing::trace!(
+            "etcd: write of {ptr} answered at {revision}: succeeded {}",
+            resp.succeeded()
+        );
         if resp.succeeded() {
             let reply = stamped(reply, revision);
             let acked =
@@ -416,7 +419,7 @@ impl StateActor {
         }
         let stalled = !expired_acks.is_empty() || !expired_retries.is_empty();
         if stalled {
-            log::warn!(
+            tracing::warn!(
                 "state: the change feed of {store} has not moved for {limit:?}; failing {} writes and watching again",
                 expired_acks.len() + expired_retries.len()
             );
@@ -501,7 +504,7 @@ impl StateActor {
     /// Applies what the feed brought: the cache changes, watchers hear it,
     /// and the writes it completes are answered.
     pub(crate) fn apply_feed(&mut self, msg: Feed, ctx: &mut Context<Self>) {
-        log::trace!("etcd: feed {msg:?}");
+        tracing::trace!("etcd: feed {msg:?}");
         match msg {
             Feed::Events(events, last) => {
                 for event in events {
@@ -525,7 +528,7 @@ impl StateActor {
             Feed::Progress(rev) => self.caught_up(rev),
             Feed::Resync(resources, rev) => self.resync(resources, rev),
             Feed::Lost(reason) => {
-                log::error!(
+                tracing::error!(
                     "state: {} is unreachable ({reason}); writes fail until it is back",
                     self.shared_mut().describe()
                 );
@@ -533,7 +536,7 @@ impl StateActor {
             }
             Feed::Restored => {
                 let shared = self.shared_mut();
-                log::info!("state: {} is reachable again", shared.describe());
+                tracing::info!("state: {} is reachable again", shared.describe());
                 shared.available = true;
                 if !shared.retries.is_empty() {
                     shared.ask_progress();
@@ -555,7 +558,7 @@ impl StateActor {
     fn resync(&mut self, resources: Vec<AnyResource>, rev: u64) {
         let cached = self.store.pointers().into_iter().filter_map(|p| self.store.get(&p).ok());
         let diffs = differences(cached.collect(), resources);
-        log::info!("etcd: re-listed at revision {rev}: {} differences", diffs.len());
+        tracing::info!("etcd: re-listed at revision {rev}: {} differences", diffs.len());
         self.store.set_revision(self.store.revision().max(rev));
         for diff in diffs {
             let change = match diff {

@@ -1,0 +1,344 @@
+//! A read-only HTTP admin endpoint on actix-web (feature `admin`): metrics,
+//! probes, resources and watches, controllers, and the dependency graph.
+//!
+//! Every route answers GET only and changes nothing. [`Admin::serve`] binds
+//! `127.0.0.1:8081` by default, or a unix socket; [`Admin::configure`] mounts
+//! the same routes into an application's own actix-web `App`, behind its own
+//! authentication.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /metrics` | the runtime's metrics ([`prometheus`](crate::prometheus)), as `application/openmetrics-text` |
+//! | `GET /healthz[/<check>]` | liveness: the supervisor and the state actor answer within a second |
+//! | `GET /readyz[/<check>]` | readiness: the above, bootstrapped (the runtime settled once), every expected controller registered and none failed |
+//! | `GET /api/v1/types` | the resource types the controllers read and write, with their namespaces (those read from; for a type only written, those of the other types that hold some of it) |
+//! | `GET /api/v1/resources/{namespace}/{type}[?labels=SELECTOR]` | the matching resources, sorted by id, as a JSON array |
+//! | `GET /api/v1/resources/{namespace}/{type}/{id}` | one resource as JSON |
+//! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed` |
+//! | `GET /api/v1/controllers` | each controller's status, counters, inputs and outputs |
+//! | `GET /api/v1/graph[?format=json\|dot\|mermaid\|svg]` | the dependency graph |
+//!
+//! The probes answer in the Kubernetes text format: `ok` when every check
+//! passes; with `?verbose`, or when a check fails (503), one `[+]name ok` or
+//! `[-]name failed: reason` line per check. `?exclude=name` skips a check.
+//!
+//! A type in a path is the full resource type or, when that is unambiguous,
+//! its first segment in any case (`links` for `Links.net.cosi.dev`). Label
+//! selectors use kubectl's syntax (see [`LabelQuery`](crate::resource::LabelQuery)'s
+//! `FromStr`). Bad input gets a 4xx answer with a JSON body
+//! `{"error": "...", "status": 400}` that says what was wrong.
+//!
+//! A watch has a bounded buffer per client ([`Admin::watch_buffer`]): a client
+//! that reads too slowly gets an `error` event once it catches up with the
+//! buffer, and is disconnected. The state actor is never held back by a
+//! client: each watch takes events from the state as they come.
+//!
+//! ```no_run
+//! use cosi_runtime::admin::{Admin, Bind};
+//! # actix::System::new().block_on(async {
+//! let runtime = cosi_runtime::Runtime::start();
+//! let server = Admin::new(&runtime).serve(Bind::default()).await?;
+//! println!("admin endpoint on {}", server.url());
+//! # server.stop().await;
+//! # Ok::<(), std::io::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Mounted into an application's own server:
+//!
+//! ```no_run
+//! use actix_web::{App, HttpServer, web};
+//! # actix::System::new().block_on(async {
+//! let runtime = cosi_runtime::Runtime::start();
+//! let admin = cosi_runtime::admin::Admin::new(&runtime).configure();
+//! HttpServer::new(move || App::new().service(web::scope("/admin").configure(admin.clone())))
+//!     .bind(("127.0.0.1", 8080))?
+//!     .run()
+//!     .await
+//! # }).unwrap();
+//! ```
+
+mod api;
+mod error;
+mod probes;
+mod sse;
+mod svg;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use actix_web::dev::ServerHandle;
+use actix_web::{App, HttpServer, web};
+use prometheus_client::registry::Registry;
+
+pub use error::ApiError;
+
+use crate::Runtime;
+use crate::resource::Kind;
+
+/// Where [`Admin::serve`] listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// A TCP address (port 0: any free port).
+    Tcp(SocketAddr),
+    /// A unix socket at this path.
+    Unix(PathBuf),
+}
+
+impl Default for Bind {
+    /// `127.0.0.1:8081`: loopback only.
+    fn default() -> Self {
+        Bind::Tcp(SocketAddr::from(([127, 0, 0, 1], 8081)))
+    }
+}
+
+impl FromStr for Bind {
+    type Err = String;
+
+    /// `unix:PATH`, or `HOST:PORT`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(path) = s.strip_prefix("unix:") {
+            if path.is_empty() {
+                return Err("unix: needs a socket path".into());
+            }
+            return Ok(Bind::Unix(path.into()));
+        }
+        s.parse()
+            .map(Bind::Tcp)
+            .map_err(|e| format!("{s:?} is neither HOST:PORT nor unix:PATH ({e})"))
+    }
+}
+
+impl fmt::Display for Bind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Bind::Tcp(addr) => write!(f, "{addr}"),
+            Bind::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+/// What the handlers share.
+pub(crate) struct Shared {
+    pub(crate) runtime: Runtime,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) bootstrapped: Arc<AtomicBool>,
+    pub(crate) expected: Vec<String>,
+    pub(crate) kinds: Vec<Kind>,
+    pub(crate) watch_buffer: usize,
+}
+
+/// The admin endpoint of one [`Runtime`]: configure it, then
+/// [`serve`](Admin::serve) it or mount it with [`configure`](Admin::configure).
+#[derive(Clone)]
+pub struct Admin {
+    runtime: Runtime,
+    registry: Option<Arc<Registry>>,
+    bootstrapped: Arc<AtomicBool>,
+    expected: Vec<String>,
+    kinds: Vec<Kind>,
+    watch_buffer: usize,
+}
+
+impl fmt::Debug for Admin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Admin")
+            .field("expected", &self.expected)
+            .field("kinds", &self.kinds)
+            .field("watch_buffer", &self.watch_buffer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Events a watch client may have buffered before it is disconnected.
+pub const DEFAULT_WATCH_BUFFER: usize = 1024;
+
+impl Admin {
+    /// The admin endpoint of `runtime`. Call it inside the actix `System`
+    /// that runs the runtime: it starts waiting for the runtime to settle
+    /// (the `bootstrapped` readiness check).
+    pub fn new(runtime: &Runtime) -> Admin {
+        let bootstrapped = Arc::new(AtomicBool::new(false));
+        let (flag, settling) = (bootstrapped.clone(), runtime.clone());
+        actix::spawn(async move {
+            settling.settled().await;
+            flag.store(true, Ordering::Release);
+        });
+        Admin {
+            runtime: runtime.clone(),
+            registry: None,
+            bootstrapped,
+            expected: Vec::new(),
+            kinds: Vec::new(),
+            watch_buffer: DEFAULT_WATCH_BUFFER,
+        }
+    }
+
+    /// Controllers that must be registered before `/readyz` passes.
+    #[must_use]
+    pub fn expect_controllers<S: Into<String>>(
+        mut self,
+        names: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.expected.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Resource kinds to serve besides those the controllers read and write
+    /// (user-only types no controller declares).
+    #[must_use]
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = Kind>) -> Self {
+        self.kinds.extend(kinds);
+        self
+    }
+
+    /// Serve `/metrics` from this registry instead of one holding only the
+    /// runtime's metrics (register them into it with
+    /// [`Runtime::register_metrics`]).
+    #[must_use]
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Events a watch client may have buffered before it is disconnected
+    /// (default [`DEFAULT_WATCH_BUFFER`], at least 1).
+    #[must_use]
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events.max(1);
+        self
+    }
+
+    fn shared(&self) -> Arc<Shared> {
+        let registry = self.registry.clone().unwrap_or_else(|| {
+            let mut registry = Registry::default();
+            self.runtime.register_metrics(&mut registry);
+            Arc::new(registry)
+        });
+        Arc::new(Shared {
+            runtime: self.runtime.clone(),
+            registry,
+            bootstrapped: self.bootstrapped.clone(),
+            expected: self.expected.clone(),
+            kinds: self.kinds.clone(),
+            watch_buffer: self.watch_buffer,
+        })
+    }
+
+    /// The routes, to mount into an actix-web `App` (or a `web::scope`) with
+    /// `.configure(..)`. Clone it into each worker's `App`.
+    pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+        let shared = web::Data::from(self.shared());
+        move |cfg: &mut web::ServiceConfig| {
+            cfg.app_data(shared.clone());
+            probes::routes(cfg);
+            api::routes(cfg);
+        }
+    }
+
+    /// Serves the routes on `bind` from one worker thread of its own, until
+    /// [`AdminServer::stop`] or the end of the actix `System`.
+    ///
+    /// # Errors
+    /// The IO error when `bind` cannot be bound.
+    pub async fn serve(self, bind: Bind) -> std::io::Result<AdminServer> {
+        let configure = self.configure();
+        let server = HttpServer::new(move || App::new().configure(configure.clone()))
+            .workers(1)
+            .disable_signals()
+            .shutdown_timeout(1);
+        let (server, local) = match &bind {
+            Bind::Tcp(addr) => {
+                if !addr.ip().is_loopback() {
+                    tracing::warn!(
+                        "admin endpoint on {addr}: not a loopback address, reachable from other hosts"
+                    );
+                }
+                let server = server.bind(addr)?;
+                let local = server.addrs().first().copied().map_or(bind.clone(), Bind::Tcp);
+                (server, local)
+            }
+            #[cfg(unix)]
+            Bind::Unix(path) => {
+                check_socket_path(path)?;
+                (server.bind_uds(path)?, bind.clone())
+            }
+            #[cfg(not(unix))]
+            Bind::Unix(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "unix sockets need a unix system",
+                ));
+            }
+        };
+        let server = server.run();
+        let handle = server.handle();
+        actix::spawn(async move {
+            if let Err(e) = server.await {
+                tracing::error!("admin endpoint: {e}");
+            }
+        });
+        tracing::info!("admin endpoint on {local}");
+        Ok(AdminServer { handle, bind: local })
+    }
+}
+
+/// A running admin endpoint.
+#[derive(Debug)]
+pub struct AdminServer {
+    handle: ServerHandle,
+    bind: Bind,
+}
+
+impl AdminServer {
+    /// Where it listens (with the port chosen when port 0 was asked for).
+    pub fn bind(&self) -> &Bind {
+        &self.bind
+    }
+
+    /// Its base URL: `http://ADDR` or `unix:PATH` (what `cosictl --endpoint` takes).
+    pub fn url(&self) -> String {
+        match &self.bind {
+            Bind::Tcp(addr) => format!("http://{addr}"),
+            Bind::Unix(path) => format!("unix:{}", path.display()),
+        }
+    }
+
+    /// Stops it: open connections are closed, watches end, a unix socket
+    /// file is removed.
+    pub async fn stop(self) {
+        self.handle.stop(false).await;
+        if let Bind::Unix(path) = &self.bind {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A unix socket path may be taken over only when nothing is there, or a
+/// socket nobody listens on (left behind by a process that ended): actix
+/// removes whatever is at the path before it binds.
+#[cfg(unix)]
+fn check_socket_path(path: &std::path::Path) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_socket() {
+        return Err(Error::new(
+            ErrorKind::AlreadyExists,
+            format!("{} exists and is not a socket", path.display()),
+        ));
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(Error::new(
+            ErrorKind::AddrInUse,
+            format!("{} is a socket something listens on", path.display()),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! A watch as server-sent events, with a bounded buffer per client.
+//!
+//! A task takes the state's events as they come and puts SSE frames into a
+//! bounded channel; the response body drains that channel as fast as the
+//! client reads. The task never waits for the client: when the channel is
+//! full the client is too slow, the task ends its watch, and the body closes
+//! the connection after one last `error` event. The state's own flow control
+//! ([`WatchOptions::window`](crate::state::WatchOptions)) never fills
+//! because of a client.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use actix_web::HttpResponse;
+use actix_web::web::Bytes;
+use futures::StreamExt;
+use futures::future::Either;
+use tokio::sync::mpsc;
+
+use super::Shared;
+use super::api::resource_json;
+use super::error::ApiError;
+use crate::resource::{Kind, LabelQuery};
+use crate::state::{Event, WatchOptions, WatchStream};
+
+/// How often a quiet watch sends a comment, so that proxies and clients see
+/// the connection alive.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// One SSE frame: `event`, optional `id`, one `data` line.
+fn frame(event: &str, id: Option<u64>, data: &serde_json::Value) -> Bytes {
+    let id = id.map(|id| format!("id: {id}\n")).unwrap_or_default();
+    Bytes::from(format!("event: {event}\n{id}data: {data}\n\n"))
+}
+
+fn event_frame(event: &Event, revision: u64) -> Bytes {
+    let data = match event {
+        Event::Bootstrapped(kind) => {
+            Ok(serde_json::json!({ "namespace": kind.namespace(), "type": kind.resource_type() }))
+        }
+        Event::Created(r) | Event::Destroyed(r) | Event::Updated { new: r, .. } => resource_json(r),
+    };
+    match data {
+        Ok(data) => frame(event.name(), (revision > 0).then_some(revision), &data),
+        Err(e) => frame("error", None, &serde_json::json!({ "error": e.message() })),
+    }
+}
+
+/// Starts a watch of `kind` (only resource `id`, when given) and answers with
+/// its event stream.
+pub(super) async fn watch(
+    shared: &Shared,
+    kind: Kind,
+    query: LabelQuery,
+    id: Option<String>,
+) -> Result<HttpResponse, ApiError> {
+    let stream =
+        shared.runtime.state().watch_kind_stream(&kind, query, &WatchOptions::bootstrap()).await?;
+    let (tx, rx) = mpsc::channel(shared.watch_buffer);
+    let overflowed = Arc::new(AtomicBool::new(false));
+    actix_web::rt::spawn(forward(stream, tx, id, overflowed.clone(), shared.watch_buffer));
+    let body = futures::stream::unfold(Some((rx, overflowed)), |open| async move {
+        let (mut rx, overflowed) = open?;
+        match rx.recv().await {
+            Some(frame) => Some((Ok::<_, std::convert::Infallible>(frame), Some((rx, overflowed)))),
+            None if overflowed.load(Ordering::Acquire) => {
+                let why = "the client read too slowly: its event buffer overflowed; watch again";
+                Some((Ok(frame("error", None, &serde_json::json!({ "error": why }))), None))
+            }
+            None => None,
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .force_close()
+        .streaming(body))
+}
+
+/// Moves events from the state's watch into the client's buffer until the
+/// client is gone, too slow, or the watch ends.
+async fn forward(
+    mut stream: WatchStream,
+    tx: mpsc::Sender<Bytes>,
+    id: Option<String>,
+    overflowed: Arc<AtomicBool>,
+    buffer: usize,
+) {
+    loop {
+        let next = {
+            let closed = std::pin::pin!(tx.closed());
+            let item = std::pin::pin!(tokio::time::timeout(KEEP_ALIVE, stream.next()));
+            match futures::future::select(closed, item).await {
+                Either::Left(_) => return,
+                Either::Right((next, _)) => next,
+            }
+        };
+        let frame = match next {
+            Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+            Ok(None) => return,
+            Ok(Some(event)) => {
+                if let (Some(id), Some(ptr)) = (&id, event.pointer())
+                    && ptr.id() != id
+                {
+                    continue;
+                }
+                event_frame(&event, stream.revision())
+            }
+        };
+        match tx.try_send(frame) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(
+                    "admin endpoint: a watch client fell {buffer} events behind; disconnecting it"
+                );
+                overflowed.store(true, Ordering::Release);
+                // The watch ends before the client can see the end.
+                drop(stream);
+                return;
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Watches as server-sent events over real HTTP: the initial list, the
+//! bootstrapped marker, then changes; one resource; a slow reader is
+//! disconnected and never holds the state back.
+
+mod admin_support;
+mod common;
+
+use std::net::SocketAddr;
+
+use admin_support::open;
+use common::{IntSpec, NS};
+use cosi_runtime::admin::{Admin, AdminServer, Bind};
+use cosi_runtime::prelude::*;
+
+async fn serve(runtime: &Runtime, buffer: usize) -> (AdminServer, SocketAddr) {
+    let server = Admin::new(runtime)
+        .kinds([Kind::of::<IntSpec>(NS)])
+        .watch_buffer(buffer)
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let Bind::Tcp(addr) = *server.bind() else { unreachable!("a TCP bind") };
+    (server, addr)
+}
+
+#[actix::test]
+async fn a_watch_lists_marks_bootstrapped_then_streams_changes() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    for (id, n) in [("b", 2), ("a", 1)] {
+        state.create(Resource::new(NS, id, IntSpec(n)), None).await.unwrap();
+    }
+    let (server, addr) = serve(&runtime, 64).await;
+    let mut watch = open(addr, "/api/v1/watch/default/ints").await;
+    assert_eq!(watch.status, 200);
+    assert_eq!(
+        watch.headers.iter().find(|(k, _)| k == "content-type").map(|(_, v)| v.as_str()),
+        Some("text/event-stream")
+    );
+    let first = watch.event().await.unwrap();
+    assert_eq!((first.event.as_str(), first.resource_id()), ("created", "a"));
+    assert_eq!(first.data["spec"], 1);
+    let second = watch.event().await.unwrap();
+    assert_eq!((second.event.as_str(), second.resource_id()), ("created", "b"));
+    let marker = watch.event().await.unwrap();
+    assert_eq!(marker.event, "bootstrapped");
+    assert_eq!(marker.data["type"], "Ints.test.cosi.dev");
+
+    let ptr = Pointer::of::<IntSpec>(NS, "a");
+    state.modify(&ptr, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None).await.unwrap();
+    state.create(Resource::new(NS, "c", IntSpec(3)), None).await.unwrap();
+    state.destroy(&Pointer::of::<IntSpec>(NS, "b"), None).await.unwrap();
+    let updated = watch.event().await.unwrap();
+    assert_eq!((updated.event.as_str(), updated.resource_id()), ("updated", "a"));
+    assert_eq!(updated.data["spec"], 10);
+    assert!(updated.id.is_some(), "changes carry the store revision");
+    let created = watch.event().await.unwrap();
+    assert_eq!((created.event.as_str(), created.resource_id()), ("created", "c"));
+    let destroyed = watch.event().await.unwrap();
+    assert_eq!((destroyed.event.as_str(), destroyed.resource_id()), ("destroyed", "b"));
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_watch_of_one_resource_and_with_a_selector() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    let mut edge = Resource::new(NS, "e", IntSpec(1));
+    edge.metadata_mut().labels_mut().insert("tier", "edge");
+    state.create(edge, None).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(2)), None).await.unwrap();
+    let (server, addr) = serve(&runtime, 64).await;
+
+    let mut one = open(addr, "/api/v1/watch/default/ints/x").await;
+    let mut labelled = open(addr, "/api/v1/watch/default/ints?labels=tier%3Dedge").await;
+    for (watch, id) in [(&mut one, "x"), (&mut labelled, "e")] {
+        let first = watch.event().await.unwrap();
+        assert_eq!((first.event.as_str(), first.resource_id()), ("created", id));
+        assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
+    }
+    // Changes to other resources pass both by.
+    state
+        .modify(
+            &Pointer::of::<IntSpec>(NS, "e"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5,
+            None,
+        )
+        .await
+        .unwrap();
+    state
+        .modify(
+            &Pointer::of::<IntSpec>(NS, "x"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 6,
+            None,
+        )
+        .await
+        .unwrap();
+    let x = one.event().await.unwrap();
+    assert_eq!(
+        (x.event.as_str(), x.resource_id(), x.data["spec"].as_i64()),
+        ("updated", "x", Some(6))
+    );
+    let e = labelled.event().await.unwrap();
+    assert_eq!(
+        (e.event.as_str(), e.resource_id(), e.data["spec"].as_i64()),
+        ("updated", "e", Some(5))
+    );
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_slow_reader_is_disconnected_and_never_holds_the_state_back() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    let (server, addr) = serve(&runtime, 8).await;
+    let baseline = state.watch_count().await.unwrap();
+    // Subscribes, then reads nothing while a lot happens.
+    let mut slow = open(addr, "/api/v1/watch/default/ints").await;
+    let mut fast = open(addr, "/api/v1/watch/default/ints").await;
+    assert_eq!(fast.event().await.unwrap().event, "bootstrapped");
+    assert_eq!(state.watch_count().await.unwrap(), baseline + 2);
+
+    // 400 resources of 64 KiB: far more than the socket buffers hold.
+    let big = "x".repeat(64 * 1024);
+    let mut seen = 0;
+    for i in 0..400 {
+        let mut r = Resource::new(NS, format!("r{i:03}"), IntSpec(i));
+        r.metadata_mut().annotations_mut().insert("payload", big.as_str());
+        state.create(r, None).await.unwrap();
+        // The fast reader keeps up and sees every change.
+        let event = fast.event().await.unwrap();
+        assert_eq!(
+            (event.event.as_str(), event.resource_id()),
+            ("created", format!("r{i:03}").as_str())
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 400);
+    runtime.settled().await;
+
+    // The slow reader gets what its buffer held, then the reason, then the end.
+    assert_eq!(slow.event().await.unwrap().event, "bootstrapped");
+    let mut last = None;
+    while let Some(event) = slow.event().await {
+        last = Some(event);
+    }
+    let last = last.expect("some events, then the error");
+    assert_eq!(last.event, "error");
+    assert!(last.data["error"].as_str().unwrap().contains("too slowly"), "{:?}", last.data);
+    // Its watch is gone; the fast one stays.
+    assert_eq!(state.watch_count().await.unwrap(), baseline + 1);
+    drop(fast);
+    server.stop().await;
+}
