@@ -638,7 +638,7 @@ pub async fn run_story(
             out,
             format!(
                 "  HostnameController: {} panic(s), {} retry(ies), status {}",
-                h.panics, h.restarts, h.status
+                h.panics, h.retries, h.status
             ),
         );
     }
