@@ -62,6 +62,7 @@ struct ReadmeDoctests;
 mod activity;
 pub mod controller;
 mod error;
+pub mod execution;
 pub mod finalizer;
 #[cfg(feature = "krm")]
 pub mod krm;

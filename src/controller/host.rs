@@ -20,6 +20,7 @@ use super::metrics::{ControllerStatus, Counters};
 use super::queue::TerminalError;
 use super::{Controller, Input, InputKind, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
+use crate::execution::RoundBudget;
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
@@ -166,6 +167,7 @@ pub(crate) struct ControllerHost<C, F> {
     stop_waiters: Vec<oneshot::Sender<()>>,
     /// Another process holds the claim on the exclusive outputs: do not reconcile.
     standby: bool,
+    budget: RoundBudget,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -198,6 +200,7 @@ where
             requeue: None,
             stop_waiters: Vec::new(),
             standby: false,
+            budget: RoundBudget::default(),
         }
     }
 
@@ -292,6 +295,7 @@ where
         outcome: Result<super::ReconcileResult, String>,
         ctx: &mut Context<Self>,
     ) {
+        self.budget.spend(ctx);
         self.instance = instance;
         if let Some((inputs, rules)) = cx.take_new_inputs() {
             self.rules = rules;
@@ -460,6 +464,7 @@ where
     type Result = ();
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         if self.wants(msg.event()) {
             self.trigger(ctx);
         }
@@ -474,6 +479,7 @@ where
     type Result = ();
 
     fn handle(&mut self, _: RunReconcile, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         self.run(ctx);
     }
 }

@@ -28,6 +28,7 @@ use super::queue::{Enqueue, Outcome, QController, TerminalError};
 use super::{Input, InputKind, ReconcileContext, ReconcileError};
 use crate::Error;
 use crate::activity::{ActivityGuard, TimerGuard};
+use crate::execution::RoundBudget;
 use crate::queue::{Completion, WorkQueue};
 use crate::resource::{Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
@@ -57,6 +58,7 @@ pub(crate) struct QueueHost<Q> {
     /// Another process holds the claim on the exclusive outputs: keys queue
     /// up, nothing runs.
     standby: bool,
+    budget: RoundBudget,
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -88,6 +90,7 @@ impl<Q: QController> QueueHost<Q> {
             waiting_for_permit: false,
             stop_waiters: Vec::new(),
             standby: false,
+            budget: RoundBudget::default(),
         }
     }
 
@@ -208,6 +211,7 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     fn finished(&mut self, (ptr, outcome, took): Finished, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         self.running -= 1;
         self.queue_counters.latency.observe(took);
         let completion = match outcome {
@@ -359,6 +363,7 @@ impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
     type Result = ();
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         if let Event::Bootstrapped(_) = msg.event() {
             return;
         }
@@ -374,6 +379,7 @@ impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, msg: Enqueue, ctx: &mut Context<Self>) -> Self::Result {
+        self.budget.spend(ctx);
         if !self.is_primary(&msg.pointer) {
             return Err(Error::InvalidInput {
                 resource: msg.pointer.to_string(),
