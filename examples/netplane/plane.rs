@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use cosi_runtime::controller::{
     ControllerMetrics, Outcome, QController, QSettings, ReconcileError, TerminalError,
 };
+use cosi_runtime::execution::Blocking;
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
 use serde::{Deserialize, Serialize};
@@ -412,7 +413,8 @@ pub async fn start(
     runtime.register(|| RouteController).await?;
     runtime.register(HostnameController::default).await?;
     let root = root.to_path_buf();
-    runtime.register_queue(move || ApplyController { root: root.clone() }).await?;
+    // It writes files with `std::fs`: its reconciles run on the blocking pool.
+    runtime.register_queue(move || Blocking::new(ApplyController { root: root.clone() })).await?;
     runtime.register(|| StatusController).await?;
     Ok(runtime)
 }

@@ -9,7 +9,9 @@
 //! same arbiter by at most one round of the hot one per turn of the other
 //! (`tests/execution_fairness.rs` checks this bound by event ordering).
 
+mod blocking;
 mod budget;
 
+pub use blocking::Blocking;
 pub use budget::ROUND_BUDGET;
 pub(crate) use budget::RoundBudget;
