@@ -183,7 +183,7 @@ async fn until_hot(hot: &Hot, n: u64) {
 
 #[actix::test]
 async fn a_key_requeued_at_zero_delay_leaves_other_controllers_running() {
-    let runtime = Runtime::start();
+    let runtime = Runtime::builder().arbiters(1).start();
     let hot = Arc::new(Hot::default());
     let mut seen = quiet(&runtime, &hot).await;
     spinner(&runtime, &hot, 0).await;
@@ -206,7 +206,7 @@ async fn a_key_requeued_at_zero_delay_leaves_other_controllers_running() {
 #[actix::test]
 async fn a_key_requeued_at_zero_delay_leaves_the_other_keys_of_its_queue_running() {
     const KEYS: u64 = 1_000;
-    let runtime = Runtime::start();
+    let runtime = Runtime::builder().arbiters(1).start();
     let hot = Arc::new(Hot::default());
     let ordinary = spinner(&runtime, &hot, KEYS as usize).await;
     let state = runtime.state();
@@ -237,7 +237,7 @@ async fn a_key_requeued_at_zero_delay_leaves_the_other_keys_of_its_queue_running
 #[actix::test]
 async fn a_burst_of_a_hundred_thousand_keys_leaves_other_controllers_running() {
     const BURST: usize = 100_000;
-    let runtime = Runtime::start();
+    let runtime = Runtime::builder().arbiters(1).start();
     let hot = Arc::new(Hot::default());
     let mut seen = quiet(&runtime, &hot).await;
     let ordinary = spinner(&runtime, &hot, BURST).await;
@@ -286,7 +286,7 @@ impl Controller for Follower {
 
 #[actix::test]
 async fn an_input_that_changes_without_pause_leaves_other_controllers_running() {
-    let runtime = Runtime::start();
+    let runtime = Runtime::builder().arbiters(1).start();
     let writes = Arc::new(Hot::default());
     let mut seen = quiet(&runtime, &writes).await;
     runtime.register(|| Follower).await.unwrap();

@@ -78,7 +78,7 @@ mod health;
 pub(crate) mod host;
 pub(crate) mod metrics;
 pub(crate) mod pool;
-mod queue;
+pub(crate) mod queue;
 pub(crate) mod queue_host;
 mod spec;
 

@@ -9,9 +9,20 @@
 //! same arbiter by at most one round of the hot one per turn of the other
 //! (`tests/execution_fairness.rs` checks this bound by event ordering).
 
+mod arbiters;
 mod blocking;
 mod budget;
 
+pub(crate) use arbiters::Arbiters;
+pub use arbiters::Placement;
 pub use blocking::Blocking;
 pub use budget::ROUND_BUDGET;
 pub(crate) use budget::RoundBudget;
+
+/// The default number of controller arbiters: one per core
+/// (`std::thread::available_parallelism`), so that controllers placed with
+/// [`Placement::Spread`] can use every core. An arbiter costs nothing until a
+/// controller is placed on it.
+pub fn default_arbiters() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
