@@ -4,7 +4,9 @@
 //! - `execution_cpu`: 4 queue controllers × 200 objects, each reconcile
 //!   ~1 ms of hashing (calibrated at start): the time from registration to
 //!   settled on a single arbiter (`single`) and with the controllers spread
-//!   over the controller arbiters (`spread`, one per core).
+//!   over the controller arbiters (`spread`, one per core); the baseline: the
+//!   same hashing on one bare thread and on one bare thread per core (the
+//!   speed-up the machine itself offers in this run).
 //! - `execution_chain`: the chain (integer → string → sentence, N = 10,000,
 //!   list-everything controllers, creates 1024 in flight, clock from the
 //!   first create to settled) on a single arbiter (`single`), with the
@@ -126,6 +128,21 @@ impl QController for Digest {
 
 const CPU_CONTROLLERS: usize = 4;
 
+/// `jobs` hashings of `rounds` on `threads` plain threads.
+fn bare_hashing(jobs: u64, rounds: u64, threads: usize) -> Duration {
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for i in 0..threads as u64 {
+            s.spawn(move || {
+                for k in (i..jobs).step_by(threads) {
+                    std::hint::black_box(work(k, rounds));
+                }
+            });
+        }
+    });
+    t.elapsed()
+}
+
 async fn cpu_run(layout: Layout, objects: u64, rounds: u64) -> Duration {
     let runtime = layout.runtime();
     let state = runtime.state();
@@ -172,6 +189,22 @@ fn cpu(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Value 
         .sample_size(10)
         .measurement_time(Duration::from_secs(8))
         .throughput(Throughput::Elements(CPU_CONTROLLERS as u64 * objects));
+    // The baseline: the same hashing on bare threads (the speed-up the
+    // machine offers at this moment, whatever else runs on it).
+    let total = CPU_CONTROLLERS as u64 * objects;
+    for (name, threads) in
+        [("bare_1_thread", 1), ("bare_threads", cosi_runtime::execution::default_arbiters())]
+    {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut elapsed = Duration::ZERO;
+                for _ in 0..iters {
+                    elapsed += bare_hashing(total, rounds, threads);
+                }
+                elapsed
+            });
+        });
+    }
     for (name, layout) in [("single", Layout::Single), ("spread", Layout::Spread)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {

@@ -301,9 +301,15 @@ def execution_section(d, summary, md):
     single = d.median_ns("execution_cpu", "single")
     spread = d.median_ns("execution_cpu", "spread")
     speedup = ratio(single, spread)
+    bare1 = d.median_ns("execution_cpu", "bare_1_thread")
+    bare_n = d.median_ns("execution_cpu", "bare_threads")
+    bare_speedup = ratio(bare1, bare_n)
     summary.append((
         "CPU-bound reconciles spread over the controller arbiters: ≥ 1.7× faster than one arbiter",
-        MISSING if speedup is None else f"{fmt_ratio(speedup)} ({fmt_time(spread)} vs {fmt_time(single)})",
+        MISSING if speedup is None else (
+            f"{fmt_ratio(speedup)} ({fmt_time(spread)} vs {fmt_time(single)}); "
+            f"bare threads: {fmt_ratio(bare_speedup)}"
+        ),
         None if speedup is None else speedup >= 1.7,
     ))
     # The chain with the default placement vs single-arbiter.
@@ -341,13 +347,17 @@ def execution_section(d, summary, md):
     md.append(
         f"**CPU-bound reconciles.** {ctrls} queue controllers × {objects} objects; each reconcile reads "
         f"its integer, hashes for about {fmt_time(work)} (calibrated at start) and writes a string. "
-        "Clock from the registration of the controllers (their inputs exist) to `settled()`.\n"
+        "Clock from the registration of the controllers (their inputs exist) to `settled()`. "
+        "Baseline: the same hashing on one bare thread and on one bare thread per core, which "
+        "shows the speed-up the machine offered during this run (other work on it takes its share).\n"
     )
     md.append(table(
-        ["layout", "time (median)", "speed-up over one arbiter"],
+        ["layout", "time (median)", "speed-up over one"],
         [
             ["one arbiter (`arbiters(1)`)", fmt_time(single), "1.00×"],
             ["spread (`Placement::Spread`)", fmt_time(spread), fmt_ratio(speedup)],
+            ["baseline: one bare thread", fmt_time(bare1), "1.00×"],
+            ["baseline: one bare thread per core", fmt_time(bare_n), fmt_ratio(bare_speedup)],
         ],
     ))
     md.append("")
