@@ -29,25 +29,27 @@
 //! wrapped in [`Blocking`]: blocking IO never runs on an arbiter.
 //!
 //! # Why home is the default
-//! Measured on the 2-core VM of BENCHMARKS.md (`benches/execution.rs`,
-//! one run, a load average of about 4 from other builds):
+//! Measured with `benches/execution.rs` on the 2-core VM of BENCHMARKS.md,
+//! with a load average of 4 to 6 from other builds (so the machine had no
+//! core to spare: the same hashing on two bare threads ran no faster than on
+//! one, 1.38 s vs 1.36 s):
 //!
 //! | scenario | one arbiter | spread over 2 controller arbiters |
 //! |---|---|---|
 //! | chain, N = 10,000: two list-and-modify controllers | 263 ms | 636 ms (2.4× slower) |
 //! | the same, both controllers on one controller arbiter | | 750 ms (2.9× slower) |
-//! | 4 queue controllers × 200 objects, ~1 ms of hashing each | 352 ms | 247 ms (1.4× faster) |
+//! | 4 queue controllers × 200 objects, ~1 ms of hashing each | 1.34 s | 0.95 s (1.4× faster) |
 //!
 //! A controller off the home arbiter pays a thread hop for every state call
 //! and every change message (a wake-up of the other thread each way, tens of
 //! microseconds on such a VM when the thread sleeps): a light controller
 //! that awaits thousands of small state calls spends more on hops than it
 //! saves. Keeping the chatty controllers together *off* the state's thread
-//! does not help (the third row): their partner is the state. So the default
-//! keeps every controller with the state, and only controllers whose
-//! reconciles compute for long enough to pay for the hops should be spread
-//! (there the speed-up grows with the cores the machine has free). The
-//! default chain is as fast as the single-arbiter one (262 ms vs 263 ms).
+//! does not help (the second row): their partner is the state. So the
+//! default keeps every controller with the state, and only controllers whose
+//! reconciles compute for long enough to pay for the hops should be spread,
+//! where the speed-up grows with the cores the machine has free. The default
+//! chain is as fast as the single-arbiter one (262 ms vs 263 ms).
 //!
 //! # Guarantees in every mode
 //! Coalescing, one reconcile at a time per controller, never the same key
