@@ -266,3 +266,34 @@ async fn a_blocking_reconcile_that_panics_is_retried_on_a_fresh_instance_and_req
     let metrics = runtime.metrics().await;
     assert_eq!(metrics[0].panics, 1);
 }
+
+/// Requeues itself an hour later, each reconcile on the blocking pool.
+struct Hourly;
+
+impl Controller for Hourly {
+    fn name(&self) -> &str {
+        "Hourly"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        cx.requeue_after(Duration::from_secs(3_600));
+        Ok(())
+    }
+}
+
+#[actix::test]
+async fn a_blocking_controller_runs_under_the_test_kits_paused_clock() {
+    tokio::time::pause();
+    let h = cosi_runtime::testing::Harness::new(|| Blocking::new(Hourly)).await;
+    h.settle().await;
+    assert_eq!(h.reconciles().await, 1);
+    h.advance(Duration::from_secs(3_600)).await;
+    assert_eq!(h.reconciles().await, 2);
+    h.advance(Duration::from_secs(2 * 3_600)).await;
+    assert_eq!(h.reconciles().await, 4);
+}
