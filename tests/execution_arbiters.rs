@@ -249,3 +249,43 @@ async fn the_test_kit_can_run_its_controller_on_an_arbiter_of_its_own() {
     let threads = threads.lock().unwrap().clone();
     assert!(!threads.is_empty() && threads.iter().all(|t| *t != home), "{threads:?}");
 }
+
+/// Panics in every reconcile.
+struct AlwaysPanics;
+
+impl Controller for AlwaysPanics {
+    fn name(&self) -> &str {
+        "AlwaysPanics"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult {
+        panic!("execution_arbiters: AlwaysPanics panics on purpose");
+    }
+}
+
+#[actix::test]
+async fn a_controller_on_another_arbiter_past_its_restart_intensity_stops_the_runtime() {
+    use cosi_runtime::supervisor::{Backoff, Intensity, OnExceeded, StopReason};
+    use std::time::Duration;
+    let runtime = Runtime::builder()
+        .arbiters(2)
+        .backoff(Backoff { initial: Duration::from_millis(1), ..Backoff::default() })
+        .restart_intensity(
+            Intensity { max_restarts: 2, within: Duration::from_secs(600) },
+            OnExceeded::StopRuntime,
+        )
+        .start();
+    runtime.register_on(Placement::Spread, || AlwaysPanics).await.unwrap();
+    let reason = runtime.stopped().await;
+    assert!(
+        matches!(&reason, StopReason::ControllerFailed { controller, .. } if controller == "AlwaysPanics"),
+        "{reason:?}"
+    );
+    let metrics = runtime.metrics().await;
+    assert_eq!(metrics[0].panics, 3, "the first run and two restarts");
+}
