@@ -346,7 +346,9 @@ def execution_section(d, summary, md):
     work = get(ex, "cpu", "reconcile_work_ns")
     md.append(
         f"**CPU-bound reconciles.** {ctrls} queue controllers × {objects} objects; each reconcile reads "
-        f"its integer, hashes for about {fmt_time(work)} (calibrated at start) and writes a string. "
+        f"its integer, hashes for about {fmt_time(work)} (calibrated at start) and writes a string; "
+        "16 reconciles in flight per controller (a worker pool of 64), so that a controller off the "
+        "state's thread always has one to compute while others wait for the state's replies. "
         "Clock from the registration of the controllers (their inputs exist) to `settled()`. "
         "Baseline: the same hashing on one bare thread and on one bare thread per core, which "
         "shows the speed-up the machine offered during this run (other work on it takes its share).\n"
