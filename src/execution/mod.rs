@@ -29,16 +29,16 @@
 //! wrapped in [`Blocking`]: blocking IO never runs on an arbiter.
 //!
 //! # Why home is the default
-//! Measured with `benches/execution.rs` on the 2-core VM of BENCHMARKS.md,
-//! with a load average of 4 to 6 from other builds (so the machine had no
-//! core to spare: the same hashing on two bare threads ran no faster than on
-//! one, 1.38 s vs 1.36 s):
+//! Measured with `benches/execution.rs` on the 2-core VM of BENCHMARKS.md
+//! (one run; a load average of 1.6 to 2.4 from other builds, so the machine
+//! had less than two cores to give: the same hashing ran 1.50× faster on two
+//! bare threads than on one):
 //!
 //! | scenario | one arbiter | spread over 2 controller arbiters |
 //! |---|---|---|
-//! | chain, N = 10,000: two list-and-modify controllers | 263 ms | 636 ms (2.4× slower) |
-//! | the same, both controllers on one controller arbiter | | 750 ms (2.9× slower) |
-//! | 4 queue controllers × 200 objects, ~1 ms of hashing each | 1.34 s | 0.95 s (1.4× faster) |
+//! | chain, N = 10,000: two list-and-modify controllers | 113 ms | 585 ms (5.2× slower) |
+//! | the same, both controllers on one controller arbiter | | 510 ms (4.5× slower) |
+//! | 4 queue controllers × 200 objects, ~1 ms of hashing each, 16 in flight each | 545 ms | 295 ms (1.84× faster) |
 //!
 //! A controller off the home arbiter pays a thread hop for every state call
 //! and every change message (a wake-up of the other thread each way, tens of
@@ -46,10 +46,13 @@
 //! that awaits thousands of small state calls spends more on hops than it
 //! saves. Keeping the chatty controllers together *off* the state's thread
 //! does not help (the second row): their partner is the state. So the
-//! default keeps every controller with the state, and only controllers whose
-//! reconciles compute for long enough to pay for the hops should be spread,
-//! where the speed-up grows with the cores the machine has free. The default
-//! chain is as fast as the single-arbiter one (262 ms vs 263 ms).
+//! default keeps every controller with the state (the default chain: 116 ms,
+//! 1.03× the single-arbiter time), and only controllers whose reconciles
+//! compute for long enough to pay for the hops should be spread. Those need
+//! enough reconciles in flight to keep their thread busy while some wait
+//! for the state's replies: with the default worker pool (four per core,
+//! shared by the four controllers) the same hashing ran only 1.05× to 1.5×
+//! faster spread, in runs as loaded as this one.
 //!
 //! # Guarantees in every mode
 //! Coalescing, one reconcile at a time per controller, never the same key
