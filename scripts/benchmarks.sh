@@ -16,14 +16,15 @@ rm -rf "$target/bench-report" \
     "$target/criterion/write_pipelined_1024" "$target/criterion/fanout" \
     "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
     "$target/criterion/queue" "$target/criterion/durable_writes" "$target/criterion/krm" \
-    "$target/criterion/etcd_writes"
+    "$target/criterion/etcd_writes" "$target/criterion/execution_cpu" \
+    "$target/criterion/execution_chain" "$target/criterion/execution_hot_key"
 rm -rf "$target/criterion/chain_1000" "$target/criterion/chain_100000"
 # The load at the start, for the report (the report records the machine itself).
 mkdir -p "$target/bench-report"
 cat /proc/loadavg > "$target/bench-report/loadavg-start" 2>/dev/null || true
 
 cargo build --release --examples   # the KRM bench pipes the example binaries
-cargo bench --bench state --bench runtime --bench queue --bench durable --bench krm
+cargo bench --bench state --bench runtime --bench queue --bench execution --bench durable --bench krm
 # The shared state: needs protoc to build and an etcd binary (the bench starts its own
 # etcd on free loopback ports; without the binary it says SKIPPED and the report shows n/a).
 cargo bench --features etcd --bench etcd

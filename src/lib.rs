@@ -76,6 +76,7 @@ mod activity;
 pub mod admin;
 pub mod controller;
 mod error;
+pub mod execution;
 pub mod finalizer;
 #[cfg(feature = "krm")]
 pub mod krm;

@@ -12,6 +12,7 @@ use crate::controller::metrics::ControllerSet;
 use crate::controller::{
     Controller, ControllerMetrics, QController, QueueHandle, default_pool_size,
 };
+use crate::execution::{Arbiters, Placement, default_arbiters};
 use crate::state::{State, StateActor, StateBuilder};
 use crate::supervisor::{
     Backoff, ControllerRegistration, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded,
@@ -38,6 +39,8 @@ use crate::supervisor::{
 pub struct RuntimeBuilder {
     policy: RestartPolicy,
     pool_size: usize,
+    arbiters: usize,
+    placement: Placement,
     /// Wraps the state handle controllers get (the test kit records through it).
     intercept: Option<Arc<dyn Fn(State) -> State + Send + Sync>>,
 }
@@ -47,6 +50,8 @@ impl fmt::Debug for RuntimeBuilder {
         f.debug_struct("RuntimeBuilder")
             .field("policy", &self.policy)
             .field("pool_size", &self.pool_size)
+            .field("arbiters", &self.arbiters)
+            .field("placement", &self.placement)
             .finish_non_exhaustive()
     }
 }
@@ -56,6 +61,8 @@ impl Default for RuntimeBuilder {
         RuntimeBuilder {
             policy: RestartPolicy::default(),
             pool_size: default_pool_size(),
+            arbiters: default_arbiters(),
+            placement: Placement::default(),
             intercept: None,
         }
     }
@@ -91,6 +98,28 @@ impl RuntimeBuilder {
     #[must_use]
     pub fn worker_pool(mut self, size: usize) -> Self {
         self.pool_size = size.max(1);
+        self
+    }
+
+    /// How many arbiters (threads) may run controllers besides the home
+    /// arbiter, the one that starts the runtime and runs the state
+    /// (default: [`default_arbiters`], one per core). Each is started when
+    /// the first controller is placed on it. With `1`, everything runs on the
+    /// home arbiter, whatever the placement: the single-arbiter mode.
+    /// See [`execution`](crate::execution) for what runs where.
+    #[must_use]
+    pub fn arbiters(mut self, n: usize) -> Self {
+        self.arbiters = n.max(1);
+        self
+    }
+
+    /// Where [`Runtime::register`] and [`Runtime::register_queue`] place a
+    /// controller (default: [`Placement::Home`], with the state; measured
+    /// fastest for light controllers, see [`execution`](crate::execution)).
+    /// [`Runtime::register_on`] places one explicitly.
+    #[must_use]
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
         self
     }
 
@@ -157,15 +186,17 @@ impl RuntimeBuilder {
             None => state.clone(),
         };
         let live = ControllerSet::default();
+        let arbiters = Arbiters::new(self.arbiters);
         let supervisor = Supervisor::new(
             controller_state,
             self.policy,
             self.pool_size,
             stopped_tx,
             live.clone(),
+            arbiters,
         )
         .start();
-        Runtime { state, supervisor, activity, stopped, live }
+        Runtime { state, supervisor, activity, stopped, live, placement: self.placement }
     }
 }
 
@@ -221,6 +252,7 @@ pub struct Runtime {
     /// Every controller's live counters (for `register_metrics`).
     #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
     live: ControllerSet,
+    placement: Placement,
 }
 
 impl fmt::Debug for Runtime {
@@ -260,7 +292,47 @@ impl Runtime {
         C: Controller,
         F: Fn() -> C + Send + 'static,
     {
-        self.register_boxed(Box::new(ControllerRegistration::new(factory))).await.map(drop)
+        self.register_on(self.placement, factory).await
+    }
+
+    /// [`register`](Runtime::register), on the arbiter `placement` picks
+    /// (see [`execution`](crate::execution)): the factory is sent there and
+    /// the controller is built and runs there.
+    ///
+    /// ```
+    /// use cosi_runtime::Runtime;
+    /// use cosi_runtime::execution::Placement;
+    /// # use cosi_runtime::controller::{Controller, Input, Output, ReconcileContext, ReconcileResult};
+    /// # struct Hasher;
+    /// # impl Controller for Hasher {
+    /// #     fn name(&self) -> &str { "Hasher" }
+    /// #     fn inputs(&self) -> Vec<Input> { vec![] }
+    /// #     fn outputs(&self) -> Vec<Output> { vec![] }
+    /// #     async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult { Ok(()) }
+    /// # }
+    ///
+    /// # actix::System::new().block_on(async {
+    /// let runtime = Runtime::builder().arbiters(2).start();
+    /// // A controller that computes a lot: on a thread of its own.
+    /// runtime.register_on(Placement::Spread, || Hasher).await?;
+    /// runtime.settled().await;
+    /// # Ok::<(), cosi_runtime::supervisor::RegistrationError>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`register`](Runtime::register).
+    pub async fn register_on<C, F>(
+        &self,
+        placement: Placement,
+        factory: F,
+    ) -> Result<(), RegistrationError>
+    where
+        C: Controller,
+        F: Fn() -> C + Send + 'static,
+    {
+        let registration = Box::new(ControllerRegistration::new(factory));
+        self.register_boxed(registration, placement).await.map(drop)
     }
 
     /// Registers a queue controller built by `factory`, and returns a handle
@@ -274,7 +346,26 @@ impl Runtime {
         Q: QController,
         F: Fn() -> Q + Send + 'static,
     {
-        match self.register_boxed(Box::new(QueueRegistration::new(factory))).await? {
+        self.register_queue_on(self.placement, factory).await
+    }
+
+    /// [`register_queue`](Runtime::register_queue), on the arbiter
+    /// `placement` picks. Its reconciles all run on that arbiter (wrap it in
+    /// [`Blocking`](crate::execution::Blocking) to spread them over the
+    /// blocking pool instead).
+    ///
+    /// # Errors
+    /// As [`register_queue`](Runtime::register_queue).
+    pub async fn register_queue_on<Q, F>(
+        &self,
+        placement: Placement,
+        factory: F,
+    ) -> Result<QueueHandle, RegistrationError>
+    where
+        Q: QController,
+        F: Fn() -> Q + Send + 'static,
+    {
+        match self.register_boxed(Box::new(QueueRegistration::new(factory)), placement).await? {
             Registered::Queue(handle) => Ok(handle),
             Registered::Controller => Err(RegistrationError::Invalid {
                 controller: "<unknown>".into(),
@@ -286,9 +377,10 @@ impl Runtime {
     async fn register_boxed(
         &self,
         registration: Box<dyn crate::supervisor::Registration>,
+        placement: Placement,
     ) -> Result<Registered, RegistrationError> {
         self.supervisor
-            .send(Register(registration))
+            .send(Register(registration, placement))
             .await
             .unwrap_or_else(|_| Err(RegistrationError::Stopped { controller: "<unknown>".into() }))
     }

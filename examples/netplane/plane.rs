@@ -36,6 +36,7 @@ use cosi_actors::Transform;
 use cosi_runtime::controller::{
     ControllerMetrics, Outcome, QController, QSettings, ReconcileError, TerminalError,
 };
+use cosi_runtime::execution::Blocking;
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
 use serde::{Deserialize, Serialize};
@@ -363,7 +364,8 @@ pub async fn start(
     runtime.register_queue(route_controller).await?;
     runtime.register_queue(hostname_controller).await?;
     let root = root.to_path_buf();
-    runtime.register_queue(move || ApplyController { root: root.clone() }).await?;
+    // It writes files with `std::fs`: its reconciles run on the blocking pool.
+    runtime.register_queue(move || Blocking::new(ApplyController { root: root.clone() })).await?;
     runtime.register(|| StatusController).await?;
     Ok(runtime)
 }

@@ -371,6 +371,18 @@ impl ReconcileContext {
         self.requeued().is_some()
     }
 
+    /// A context with the same state, rules and counters and nothing asked
+    /// for yet: what a reconcile on another thread gets, or what stands in
+    /// for the one it took.
+    pub(crate) fn fork(&self) -> Self {
+        ReconcileContext::new(
+            self.state.clone(),
+            self.rules.clone(),
+            self.counters.clone(),
+            self.queue,
+        )
+    }
+
     pub(crate) fn take_requeue(&self) -> Option<Duration> {
         let requeued = self.requeued();
         self.requeue_after.store(u64::MAX, Ordering::Relaxed);

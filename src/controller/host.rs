@@ -22,6 +22,7 @@ use super::metrics::{ControllerStatus, Counters};
 use super::queue::TerminalError;
 use super::{Controller, Input, InputKind, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
+use crate::execution::RoundBudget;
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
@@ -198,6 +199,7 @@ pub(crate) struct ControllerHost<C, F> {
     started: Option<tokio::time::Instant>,
     /// Why the pending reconcile runs (`object.reason` of its span).
     reason: &'static str,
+    budget: RoundBudget,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -234,6 +236,7 @@ where
             ready_since: None,
             started: None,
             reason: "registered",
+            budget: RoundBudget::default(),
         };
         host.became_ready("registered");
         host
@@ -383,6 +386,7 @@ where
         outcome: Result<super::ReconcileResult, String>,
         ctx: &mut Context<Self>,
     ) {
+        self.budget.spend(ctx);
         self.instance = instance;
         self.ended();
         if let Some((inputs, rules)) = cx.take_new_inputs() {
@@ -565,6 +569,7 @@ where
     type Result = ();
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         if self.wants(msg.event()) {
             self.trigger("input changed", ctx);
         }
@@ -579,6 +584,7 @@ where
     type Result = ();
 
     fn handle(&mut self, _: RunReconcile, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         self.run(ctx);
     }
 }

@@ -48,7 +48,10 @@
 //! ## Assumptions
 //! - Reconciles are level-based and idempotent: they read the current state
 //!   and converge, whatever the sequence of changes that led there.
-//! - A reconcile does not block its thread (it runs on the actix arbiter).
+//! - A reconcile does not block its thread (it runs on an actix arbiter,
+//!   shared with other controllers), unless the controller is wrapped in
+//!   [`Blocking`](crate::execution::Blocking), which runs it on the blocking
+//!   thread pool. See [`execution`](crate::execution) for what runs where.
 //!
 //! ## Caveats
 //! - `settled()` waits through backoffs, so a controller that fails forever
@@ -97,7 +100,7 @@ mod health;
 pub(crate) mod host;
 pub(crate) mod metrics;
 pub(crate) mod pool;
-mod queue;
+pub(crate) mod queue;
 pub(crate) mod queue_host;
 mod spec;
 

@@ -29,6 +29,7 @@ use super::queue::{Enqueue, Outcome, QController, TerminalError};
 use super::{Input, InputKind, ReconcileContext, ReconcileError};
 use crate::Error;
 use crate::activity::{ActivityGuard, TimerGuard};
+use crate::execution::RoundBudget;
 use crate::queue::{Completion, WorkQueue};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
@@ -67,6 +68,7 @@ pub(crate) struct QueueHost<Q> {
     /// Another process holds the claim on the exclusive outputs: keys queue
     /// up, nothing runs.
     standby: bool,
+    budget: RoundBudget,
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -99,6 +101,7 @@ impl<Q: QController> QueueHost<Q> {
             waiting_for_permit: false,
             stop_waiters: Vec::new(),
             standby: false,
+            budget: RoundBudget::default(),
         }
     }
 
@@ -182,7 +185,9 @@ impl<Q: QController> QueueHost<Q> {
             for kind in kinds {
                 match state.list(&kind, &LabelQuery::all()).await {
                     Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
-                    Err(e) => tracing::warn!(controller = %name, "cannot list {kind} to requeue it: {e}"),
+                    Err(e) => {
+                        tracing::warn!(controller = %name, "cannot list {kind} to requeue it: {e}")
+                    }
                 }
             }
             (all, busy)
@@ -280,6 +285,7 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     fn finished(&mut self, (ptr, outcome, started): Finished, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         self.running -= 1;
         self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
         let took = started.elapsed();
@@ -458,6 +464,7 @@ impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
     type Result = ();
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
         if let Event::Bootstrapped(_) = msg.event() {
             return;
         }
@@ -474,6 +481,7 @@ impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, msg: Enqueue, ctx: &mut Context<Self>) -> Self::Result {
+        self.budget.spend(ctx);
         if !self.is_primary(&msg.pointer) {
             return Err(Error::InvalidInput {
                 resource: msg.pointer.to_string(),

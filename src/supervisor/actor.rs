@@ -5,6 +5,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use actix::prelude::*;
+use actix_rt::ArbiterHandle;
+use futures::channel::oneshot;
 use futures::future::join_all;
 use indexmap::IndexMap;
 use tokio::sync::watch;
@@ -12,14 +14,17 @@ use tokio::sync::watch;
 use super::dependency::{DependencyDb, RegistrationError};
 use super::graph::DependencyGraph;
 use super::restart::{OnExceeded, RestartPolicy};
+use crate::activity::ActivityGuard;
 use crate::controller::host::{ControllerHost, HostEnv, StopHost, panic_message};
 use crate::controller::metrics::{ControllerMetrics, ControllerSet, Counters, QueueCounters};
 use crate::controller::pool::WorkerPool;
+use crate::controller::queue::Enqueue;
 use crate::controller::queue_host::QueueHost;
 use crate::controller::{
     AccessRules, Controller, Input, InputKind, Output, OutputKind, QController, QSettings,
     QueueHandle,
 };
+use crate::execution::{Arbiters, Placement};
 use crate::state::State;
 use crate::state::claims::Ownership;
 
@@ -66,19 +71,64 @@ pub(crate) enum Registered {
     Queue(QueueHandle),
 }
 
-/// Starts a controller of some type inside the supervisor (type-erased).
+/// A controller of some type to register (type-erased). It is sent to the
+/// arbiter that will run it, where [`prepare`](Registration::prepare) builds
+/// the first instance and reads its declarations; the supervisor checks the
+/// claims; the host then starts there.
 pub(crate) trait Registration: Send {
-    fn start(
-        self: Box<Self>,
-        sup: &mut Supervisor,
-        ctx: &mut Context<Supervisor>,
-    ) -> Result<Registered, RegistrationError>;
+    /// Builds the first instance (panics caught) and reads its declarations.
+    fn prepare(self: Box<Self>) -> Result<(Declared, Box<dyn Prepared>), RegistrationError>;
 }
 
-/// Register a controller.
+/// A built instance waiting for its claims to be admitted, on the arbiter
+/// that will run it (it need not be `Send`).
+pub(crate) trait Prepared {
+    /// Starts the host actor on the current arbiter.
+    fn start(self: Box<Self>, launch: Launch) -> Started;
+}
+
+/// What a controller declared at registration.
+pub(crate) struct Declared {
+    name: String,
+    inputs: Vec<Input>,
+    outputs: Vec<Output>,
+    /// A queue controller's concurrency.
+    concurrency: Option<usize>,
+}
+
+/// What the supervisor gives a host it admitted (crosses to its arbiter).
+pub(crate) struct Launch {
+    env: HostEnv,
+    rules: AccessRules,
+    counters: Arc<Counters>,
+    queue_counters: Option<Arc<QueueCounters>>,
+    pool: WorkerPool,
+    busy: ActivityGuard,
+    /// Start standing by until the claims on exclusive outputs are won.
+    standby: bool,
+}
+
+/// The addresses of a started host (cross back to the supervisor).
+pub(crate) struct Started {
+    stop: Recipient<StopHost>,
+    ownership: Recipient<Ownership>,
+    queue: Option<Recipient<Enqueue>>,
+}
+
+/// A registration in progress.
+type Step = ResponseActFuture<Supervisor, Result<Registered, RegistrationError>>;
+
+/// What the supervisor keeps of an admission until the host started.
+struct Admitted {
+    counters: Arc<Counters>,
+    queue_counters: Option<Arc<QueueCounters>>,
+    exclusive: Vec<String>,
+}
+
+/// Register a controller, placed as asked.
 #[derive(Message)]
 #[rtype(result = "Result<Registered, RegistrationError>")]
-pub(crate) struct Register(pub(crate) Box<dyn Registration>);
+pub(crate) struct Register(pub(crate) Box<dyn Registration>, pub(crate) Placement);
 
 /// Snapshot every controller's counters.
 #[derive(Message)]
@@ -116,6 +166,8 @@ pub struct Supervisor {
     stopped: watch::Sender<Option<StopReason>>,
     /// Every controller's counters, shared with the metrics collector.
     live: ControllerSet,
+    /// The arbiters controllers run on (none: all on this one).
+    arbiters: Arbiters,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -133,6 +185,7 @@ impl Supervisor {
         pool_size: usize,
         stopped: watch::Sender<Option<StopReason>>,
         live: ControllerSet,
+        arbiters: Arbiters,
     ) -> Self {
         Supervisor {
             db: DependencyDb::default(),
@@ -142,6 +195,7 @@ impl Supervisor {
             pool: WorkerPool::new(pool_size),
             stopped,
             live,
+            arbiters,
         }
     }
 
@@ -172,16 +226,123 @@ impl Supervisor {
         }
     }
 
-    /// Records a started host.
-    pub(crate) fn adopt(
+    /// Checks and records the claims of a prepared controller, and what its
+    /// host gets.
+    fn admit(
         &mut self,
-        name: String,
-        counters: Arc<Counters>,
-        queue: Option<Arc<QueueCounters>>,
-        stop: Recipient<StopHost>,
-    ) {
-        self.live.add(&name, counters.clone(), queue.clone());
-        self.controllers.insert(name, Entry { counters, queue, stop });
+        declared: &Declared,
+        ctx: &Context<Self>,
+    ) -> Result<(Launch, Admitted), RegistrationError> {
+        let queue = declared.concurrency.is_some();
+        self.claim(&declared.name, &declared.inputs, &declared.outputs, queue)?;
+        let env = self.host_env(ctx);
+        let counters = Arc::new(Counters::default());
+        let queue_counters = queue.then(|| Arc::new(QueueCounters::default()));
+        let rules = AccessRules::new(
+            Arc::from(declared.name.as_str()),
+            declared.inputs.clone(),
+            &declared.outputs,
+        );
+        let busy = env.state.activity().guard();
+        let exclusive = claimed_types(&env.state, &declared.outputs);
+        let launch = Launch {
+            env,
+            rules,
+            counters: counters.clone(),
+            queue_counters: queue_counters.clone(),
+            pool: self.pool.clone(),
+            busy,
+            standby: !exclusive.is_empty(),
+        };
+        Ok((launch, Admitted { counters, queue_counters, exclusive }))
+    }
+
+    /// Records a started host.
+    fn adopt(&mut self, name: String, admitted: Admitted, started: Started) -> Registered {
+        claim(&self.state, &name, admitted.exclusive, started.ownership);
+        let registered = match started.queue {
+            Some(queue) => Registered::Queue(QueueHandle::new(Arc::from(name.as_str()), queue)),
+            None => Registered::Controller,
+        };
+        tracing::debug!(controller = %name, "controller {name} registered");
+        self.live.add(&name, admitted.counters.clone(), admitted.queue_counters.clone());
+        let entry = Entry {
+            counters: admitted.counters,
+            queue: admitted.queue_counters,
+            stop: started.stop,
+        };
+        self.controllers.insert(name, entry);
+        registered
+    }
+
+    /// Registers on this arbiter, at once.
+    fn register_here(
+        &mut self,
+        registration: Box<dyn Registration>,
+        ctx: &Context<Self>,
+    ) -> Result<Registered, RegistrationError> {
+        let (declared, prepared) = registration.prepare()?;
+        let (launch, admitted) = self.admit(&declared, ctx)?;
+        let started = prepared.start(launch);
+        Ok(self.adopt(declared.name, admitted, started))
+    }
+
+    /// Registers on `arbiter`: the instance is built and its host started
+    /// there; the claims are checked here in between. The supervisor handles
+    /// nothing else meanwhile (a stop or another registration waits).
+    fn register_on(
+        &mut self,
+        registration: Box<dyn Registration>,
+        arbiter: &ArbiterHandle,
+    ) -> Step {
+        let stopped = || RegistrationError::Stopped { controller: "<unknown>".into() };
+        let (declared_tx, declared_rx) = oneshot::channel();
+        let (launch_tx, launch_rx) = oneshot::channel::<Launch>();
+        let (started_tx, started_rx) = oneshot::channel();
+        // The closure is sent; the instance it builds stays on that arbiter.
+        let sent = arbiter.spawn_fn(move || {
+            let (declared, prepared) = match registration.prepare() {
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    let _ = declared_tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = declared_tx.send(Ok(declared));
+            actix::spawn(async move {
+                // No launch: the claims were refused, and the instance is dropped here.
+                if let Ok(launch) = launch_rx.await {
+                    let _ = started_tx.send(prepared.start(launch));
+                }
+            });
+        });
+        if !sent {
+            return Box::pin(fut::ready(Err(stopped())));
+        }
+        Box::pin(declared_rx.into_actor(self).then(move |declared, act, ctx| {
+            let admitted = match declared {
+                Ok(Ok(declared)) => act.admit(&declared, ctx).map(|a| (declared, a)),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(stopped()),
+            };
+            let (declared, admitted) = match admitted {
+                Ok((declared, (launch, admitted))) => {
+                    let _ = launch_tx.send(launch);
+                    (declared, admitted)
+                }
+                Err(e) => return Box::pin(fut::ready(Err(e))) as Step,
+            };
+            Box::pin(started_rx.into_actor(act).map(move |started, act, _| {
+                match started {
+                    Ok(started) => Ok(act.adopt(declared.name, admitted, started)),
+                    Err(_) => {
+                        // The arbiter went away after the claims were recorded.
+                        act.db.unregister(&declared.name);
+                        Err(stopped())
+                    }
+                }
+            })) as Step
+        }))
     }
 
     fn stop_all(
@@ -206,14 +367,18 @@ impl Actor for Supervisor {
 }
 
 impl Handler<Register> for Supervisor {
-    type Result = Result<Registered, RegistrationError>;
+    type Result = AtomicResponse<Self, Result<Registered, RegistrationError>>;
 
     fn handle(
         &mut self,
-        Register(registration): Register,
+        Register(registration, placement): Register,
         ctx: &mut Context<Self>,
     ) -> Self::Result {
-        registration.start(self, ctx)
+        let registering = match self.arbiters.place(placement) {
+            None => Box::pin(fut::ready(self.register_here(registration, ctx))),
+            Some(arbiter) => self.register_on(registration, &arbiter),
+        };
+        AtomicResponse::new(registering)
     }
 }
 
@@ -310,30 +475,38 @@ where
     C: Controller,
     F: Fn() -> C + Send + 'static,
 {
-    fn start(
-        self: Box<Self>,
-        sup: &mut Supervisor,
-        ctx: &mut Context<Supervisor>,
-    ) -> Result<Registered, RegistrationError> {
+    fn prepare(self: Box<Self>) -> Result<(Declared, Box<dyn Prepared>), RegistrationError> {
         let (instance, (name, inputs, outputs)) =
             describe(&self.factory, |c: &C| (c.name().to_owned(), c.inputs(), c.outputs()))?;
-        sup.claim(&name, &inputs, &outputs, false)?;
-        let env = sup.host_env(ctx);
-        let counters = Arc::new(Counters::default());
-        let rules = AccessRules::new(Arc::from(name.as_str()), inputs, &outputs);
-        let busy = env.state.activity().guard();
-        let exclusive = claimed_types(&env.state, &outputs);
-        let state = env.state.clone();
-        let mut host =
-            ControllerHost::new(instance, self.factory, rules, env, counters.clone(), busy);
-        if !exclusive.is_empty() {
+        let declared = Declared { name, inputs, outputs, concurrency: None };
+        Ok((declared, Box::new(PreparedController { instance, factory: self.factory })))
+    }
+}
+
+struct PreparedController<C, F> {
+    instance: C,
+    factory: F,
+}
+
+impl<C, F> Prepared for PreparedController<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    fn start(self: Box<Self>, launch: Launch) -> Started {
+        let mut host = ControllerHost::new(
+            self.instance,
+            self.factory,
+            launch.rules,
+            launch.env,
+            launch.counters,
+            launch.busy,
+        );
+        if launch.standby {
             host = host.standing_by();
         }
         let host = host.start();
-        claim(&state, &name, exclusive, host.clone().recipient());
-        tracing::debug!("controller {name} registered");
-        sup.adopt(name, counters, None, host.recipient());
-        Ok(Registered::Controller)
+        Started { stop: host.clone().recipient(), ownership: host.recipient(), queue: None }
     }
 }
 
@@ -393,40 +566,48 @@ where
     Q: QController,
     F: Fn() -> Q + Send + 'static,
 {
-    fn start(
-        self: Box<Self>,
-        sup: &mut Supervisor,
-        ctx: &mut Context<Supervisor>,
-    ) -> Result<Registered, RegistrationError> {
+    fn prepare(self: Box<Self>) -> Result<(Declared, Box<dyn Prepared>), RegistrationError> {
         let (instance, (name, settings)) =
             describe(&self.factory, |q: &Q| (q.name().to_owned(), q.settings()))?;
         check_queue_settings(&name, &settings)?;
-        sup.claim(&name, &settings.inputs, &settings.outputs, true)?;
-        let env = sup.host_env(ctx);
-        let counters = Arc::new(Counters::default());
-        let queue_counters = Arc::new(QueueCounters::default());
-        let rules = AccessRules::new(Arc::from(name.as_str()), settings.inputs, &settings.outputs);
-        let busy = env.state.activity().guard();
-        let exclusive = claimed_types(&env.state, &settings.outputs);
-        let state = env.state.clone();
+        let declared = Declared {
+            name,
+            inputs: settings.inputs,
+            outputs: settings.outputs,
+            concurrency: Some(settings.concurrency),
+        };
+        let concurrency = settings.concurrency;
+        Ok((declared, Box::new(PreparedQueue { instance, concurrency })))
+    }
+}
+
+struct PreparedQueue<Q> {
+    instance: Q,
+    concurrency: usize,
+}
+
+impl<Q: QController> Prepared for PreparedQueue<Q> {
+    fn start(self: Box<Self>, launch: Launch) -> Started {
+        let Launch { env, rules, counters, queue_counters, pool, busy, standby } = launch;
+        let queue_counters = queue_counters.unwrap_or_default();
         let mut host = QueueHost::new(
-            instance,
+            self.instance,
             rules,
-            settings.concurrency,
+            self.concurrency,
             env,
-            sup.pool.clone(),
-            counters.clone(),
-            queue_counters.clone(),
+            pool,
+            counters,
+            queue_counters,
             busy,
         );
-        if !exclusive.is_empty() {
+        if standby {
             host = host.standing_by();
         }
         let host = host.start();
-        claim(&state, &name, exclusive, host.clone().recipient());
-        tracing::debug!("queue controller {name} registered");
-        let handle = QueueHandle::new(Arc::from(name.as_str()), host.clone().recipient());
-        sup.adopt(name, counters, Some(queue_counters), host.recipient());
-        Ok(Registered::Queue(handle))
+        Started {
+            stop: host.clone().recipient(),
+            ownership: host.clone().recipient(),
+            queue: Some(host.recipient()),
+        }
     }
 }

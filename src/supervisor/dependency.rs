@@ -242,6 +242,25 @@ impl DependencyDb {
         Ok(())
     }
 
+    /// Forgets a controller and releases its output claims (its host never
+    /// started).
+    pub(crate) fn unregister(&mut self, name: &str) {
+        let Some(claims) = self.controllers.remove(name) else {
+            return;
+        };
+        for output in claims.outputs {
+            if let Some(holders) = self.outputs.get_mut(&output.resource_type) {
+                if holders.exclusive.as_deref() == Some(name) {
+                    holders.exclusive = None;
+                }
+                holders.shared.retain(|h| h != name);
+                if holders.exclusive.is_none() && holders.shared.is_empty() {
+                    self.outputs.remove(&output.resource_type);
+                }
+            }
+        }
+    }
+
     /// Replaces a controller's inputs (outputs are fixed).
     pub(crate) fn update_inputs(
         &mut self,

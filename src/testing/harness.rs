@@ -10,6 +10,7 @@ use futures::StreamExt;
 use super::panics;
 use super::record::{Fault, Faults, Log, Recorded};
 use crate::controller::{Controller, ControllerMetrics, QController, QueueHandle};
+use crate::execution::Placement;
 use crate::resource::{AnyResource, Pointer, Resource, Spec};
 use crate::state::{State, StateReply, StateRequest};
 use crate::supervisor::{Backoff, RegistrationError};
@@ -65,6 +66,7 @@ pub struct HarnessBuilder {
     backoff: Backoff,
     allow_panics: bool,
     timeout: Duration,
+    off_home: bool,
 }
 
 impl Default for HarnessBuilder {
@@ -78,6 +80,7 @@ impl Default for HarnessBuilder {
             },
             allow_panics: false,
             timeout: Duration::from_secs(10),
+            off_home: false,
         }
     }
 }
@@ -87,6 +90,18 @@ impl HarnessBuilder {
     #[must_use]
     pub fn backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
+        self
+    }
+
+    /// Runs the controller on an arbiter of its own, off the state's thread
+    /// (the multi-arbiter mode; see [`execution`](crate::execution)). By
+    /// default everything runs on the test's arbiter, deterministically.
+    ///
+    /// Under tokio's paused clock only the test's arbiter has virtual time:
+    /// the controller's own timers (backoffs, requeues) then run in real time.
+    #[must_use]
+    pub fn own_arbiter(mut self) -> Self {
+        self.off_home = true;
         self
     }
 
@@ -110,7 +125,11 @@ impl HarnessBuilder {
         let writes = Log::default();
         let faults = Faults::default();
         let (w, f) = (writes.clone(), faults.clone());
+        let (arbiters, placement) =
+            if self.off_home { (2, Placement::Spread) } else { (1, Placement::Home) };
         let runtime = Runtime::builder()
+            .arbiters(arbiters)
+            .placement(placement)
             .backoff(self.backoff)
             .intercept_controllers(Arc::new(move |state: State| {
                 let inner = state.requests().clone();

@@ -389,7 +389,10 @@ impl Handler<Resign> for StateActor {
         let Some(shared) = self.shared.as_mut() else {
             return Box::pin(async {});
         };
-        tracing::info!("claims: giving up {} claim(s); the lease is revoked", shared.claims.held.len());
+        tracing::info!(
+            "claims: giving up {} claim(s); the lease is revoked",
+            shared.claims.held.len()
+        );
         shared.claims.campaigns.clear();
         shared.claims.held.clear();
         Box::pin(shared.claims.release(&shared.client, shared.config.request_timeout))

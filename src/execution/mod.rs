@@ -1,0 +1,100 @@
+//! Execution: where controllers run, and how they share their threads.
+//!
+//! # What runs where
+//! A runtime lives on the actix arbiter that started it, its **home
+//! arbiter**: the state actor (the single writer of every mutation), the
+//! supervisor and the finalizer coordinator always run there. Each
+//! controller runs where its [`Placement`] says:
+//!
+//! | placement | where | use it for |
+//! |---|---|---|
+//! | [`Placement::Home`] (the default) | the home arbiter, with the state | light controllers that mostly read and write the state |
+//! | [`Placement::Spread`] | the next controller arbiter, round robin | controllers that compute |
+//! | [`Placement::Arbiter(i)`](Placement::Arbiter) | controller arbiter `i` | controllers that talk to each other, kept on one thread |
+//!
+//! The runtime has [`RuntimeBuilder::arbiters`](crate::RuntimeBuilder::arbiters)
+//! controller arbiters (default [`default_arbiters`]: one per core), each a
+//! thread started when the first controller is placed on it. With
+//! `arbiters(1)` every placement means the home arbiter: the single-arbiter
+//! mode, exactly the runtime as it was before arbiters existed (and what the
+//! test kit uses unless a test asks for
+//! [`own_arbiter`](crate::testing::HarnessBuilder::own_arbiter)).
+//! [`RuntimeBuilder::placement`](crate::RuntimeBuilder::placement) changes
+//! where [`Runtime::register`](crate::Runtime::register) puts controllers;
+//! [`Runtime::register_on`](crate::Runtime::register_on) places one.
+//!
+//! A queue controller's reconciles run on its arbiter, or, wrapped in
+//! [`Blocking`], spread over the blocking thread pool. A controller whose
+//! reconcile blocks its thread (`std::fs`, a device, a C library) must be
+//! wrapped in [`Blocking`]: blocking IO never runs on an arbiter.
+//!
+//! # Why home is the default
+//! Measured with `benches/execution.rs` on the 2-core VM of BENCHMARKS.md
+//! (one run; a load average of 1.6 to 2.4 from other builds, so the machine
+//! had less than two cores to give: the same hashing ran 1.50× faster on two
+//! bare threads than on one):
+//!
+//! | scenario | one arbiter | spread over 2 controller arbiters |
+//! |---|---|---|
+//! | chain, N = 10,000: two list-and-modify controllers | 113 ms | 585 ms (5.2× slower) |
+//! | the same, both controllers on one controller arbiter | | 510 ms (4.5× slower) |
+//! | 4 queue controllers × 200 objects, ~1 ms of hashing each, 16 in flight each | 545 ms | 295 ms (1.84× faster) |
+//!
+//! A controller off the home arbiter pays a thread hop for every state call
+//! and every change message (a wake-up of the other thread each way, tens of
+//! microseconds on such a VM when the thread sleeps): a light controller
+//! that awaits thousands of small state calls spends more on hops than it
+//! saves. Keeping the chatty controllers together *off* the state's thread
+//! does not help (the second row): their partner is the state. So the
+//! default keeps every controller with the state (the default chain: 116 ms,
+//! 1.03× the single-arbiter time), and only controllers whose reconciles
+//! compute for long enough to pay for the hops should be spread. Those need
+//! enough reconciles in flight to keep their thread busy while some wait
+//! for the state's replies: with the default worker pool (four per core,
+//! shared by the four controllers) the same hashing ran only 1.05× to 1.5×
+//! faster spread, in runs as loaded as this one.
+//!
+//! # Guarantees in every mode
+//! Coalescing, one reconcile at a time per controller, never the same key
+//! twice at once, restarts and backoff, access checks, and
+//! [`Runtime::settled`](crate::Runtime::settled) hold wherever a controller
+//! runs: a controller's host actor is built on its arbiter and never leaves
+//! it, and every message it sends or receives carries a unit of activity
+//! across threads (`settled()` counts work on every arbiter). The
+//! supervisor checks a controller's claims between building it on its
+//! arbiter and starting it there; a refused registration leaves nothing
+//! behind.
+//!
+//! # Caveats
+//! - Under tokio's paused clock only the home arbiter's clock is virtual:
+//!   timers of a controller on another arbiter (backoffs, requeues) run in
+//!   real time. Deterministic tests use a single arbiter.
+//! - A controller's factory must be `Send` (it is sent to the controller's
+//!   arbiter); the controller itself need not be, except in [`Blocking`].
+//!
+//! # Fairness
+//! Every controller actor works in rounds: it handles at most
+//! [`ROUND_BUDGET`] messages or finished reconciles, then yields to the
+//! executor, so every other actor on its arbiter gets a turn. A hot key a
+//! queue controller requeues at zero delay, an input that changes without
+//! pause, or a burst of 100,000 ready keys delays another controller on the
+//! same arbiter by at most one round of the hot one per turn of the other
+//! (`tests/execution_fairness.rs` checks this bound by event ordering).
+
+mod arbiters;
+mod blocking;
+mod budget;
+
+pub(crate) use arbiters::Arbiters;
+pub use arbiters::Placement;
+pub use blocking::Blocking;
+pub use budget::ROUND_BUDGET;
+pub(crate) use budget::RoundBudget;
+
+/// The default number of controller arbiters: one per core
+/// (`std::thread::available_parallelism`), so that controllers placed with
+/// [`Placement::Spread`] can use every core. An arbiter costs nothing until a
+/// controller is placed on it.
+pub fn default_arbiters() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
