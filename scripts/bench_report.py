@@ -914,6 +914,7 @@ def main():
         print("bench_report: UNCOMMITTED CHANGES: the report says so instead of naming a commit", file=sys.stderr)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load_start, load_end = load_averages(args.target_dir)
+    soak_secs = Data(args.target_dir).reports["soak"].get("secs", "?")
     head = ["# Benchmarks\n"]
     if dirty:
         head.append(
@@ -925,7 +926,8 @@ def main():
         f"Generated {now} from {'a working tree with uncommitted changes' if dirty else f'commit `{commit}`'} by `{args.command}`, which runs "
         "`cargo bench --bench state --bench runtime --bench queue --bench execution --bench durable --bench krm` and "
         "`cargo bench --features etcd --bench etcd` (release), the kube-runtime peer (`cargo run --release --manifest-path "
-        "benches/kube-peer/Cargo.toml`), the 10-minute soak (`cargo run --release --example soak -- --secs 600`) and then "
+        f"benches/kube-peer/Cargo.toml`), the soak (`cargo run --release --example soak -- --secs {soak_secs}`, "
+        "`SOAK_SECS`, 600 by default) and then "
         "`python3 scripts/bench_report.py`. Every figure below comes from that one run; each "
         "subject was measured next to its baseline in the same process (the kube-runtime peer, in "
         "its own process of the same run). Times are criterion "
