@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use actix::SystemRunner;
-use common::{CountingAlloc, IntSpec, Mode, NS, SentenceSpec, StrSpec, pipelined};
+use common::{CountingAlloc, IntSpec, Mode, NS, SentenceSpec, StrSpec, iter_async, pipelined};
 use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::execution::{Blocking, Placement};
 use cosi_runtime::prelude::*;
@@ -218,15 +218,7 @@ fn cpu(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Value 
     }
     for (name, layout) in [("single", Layout::Single), ("spread", Layout::Spread)] {
         g.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                sys.block_on(async {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        total += cpu_run(layout, objects, rounds).await;
-                    }
-                    total
-                })
-            });
+            b.iter_custom(|iters| iter_async(sys, iters, || cpu_run(layout, objects, rounds)));
         });
     }
     g.finish();
@@ -320,15 +312,7 @@ fn chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Valu
         ("paired", Layout::Paired),
     ] {
         g.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                sys.block_on(async {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        total += chain_run(layout, n).await;
-                    }
-                    total
-                })
-            });
+            b.iter_custom(|iters| iter_async(sys, iters, || chain_run(layout, n)));
         });
     }
     g.finish();
@@ -428,15 +412,7 @@ fn hot_key(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Va
         .throughput(Throughput::Elements(ordinary));
     for (name, hot) in [("without_hot_key", false), ("with_hot_key", true)] {
         g.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                sys.block_on(async {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        total += hot_key_run(hot, ordinary).await;
-                    }
-                    total
-                })
-            });
+            b.iter_custom(|iters| iter_async(sys, iters, || hot_key_run(hot, ordinary)));
         });
     }
     g.finish();

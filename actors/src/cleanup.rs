@@ -7,7 +7,7 @@ use std::time::Duration;
 use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 
-use crate::destroy::destroy_if_free;
+use crate::destroy::{destroy_as_owner, destroy_if_free};
 
 /// How often a cleanup waiting on dependents found by a mapping function
 /// looks again (label dependents wake it up by themselves).
@@ -200,15 +200,12 @@ impl<T: Spec> Cleanup<T> {
     /// Tears `dependent` down and destroys it once free; whether it is gone.
     async fn remove(&self, dependent: &AnyResource) -> Result<bool, Error> {
         if dependent.phase() == Phase::Running {
-            match self.state.teardown(dependent.pointer(), dependent.owner()).await {
-                Ok(true) => {}
-                Ok(false) => return Ok(false),
-                Err(e) if e.is_not_found() => return Ok(true),
-                Err(e) => return Err(e),
-            }
-            let torn = self.state.get(dependent.pointer()).await;
-            return match torn {
-                Ok(torn) => destroy_if_free(&self.state, &torn).await,
+            // `teardown` says whether it is free of finalizers: no read needed.
+            return match self.state.teardown(dependent.pointer(), dependent.owner()).await {
+                Ok(true) => {
+                    destroy_as_owner(&self.state, dependent.pointer(), dependent.owner()).await
+                }
+                Ok(false) => Ok(false),
                 Err(e) if e.is_not_found() => Ok(true),
                 Err(e) => Err(e),
             };

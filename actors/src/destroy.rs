@@ -129,10 +129,20 @@ pub(crate) async fn destroy_if_free(state: &State, resource: &AnyResource) -> Re
     if resource.phase() != Phase::TearingDown || !resource.metadata().finalizers().is_empty() {
         return Ok(false);
     }
-    match state.destroy(resource.pointer(), resource.owner()).await {
+    destroy_as_owner(state, resource.pointer(), resource.owner()).await
+}
+
+/// Destroys the resource at `ptr` as `owner`; whether it is gone. A
+/// finalizer that came back, or a re-creation by someone else, is not an
+/// error: its change queues the resource again.
+pub(crate) async fn destroy_as_owner(
+    state: &State,
+    ptr: &Pointer,
+    owner: Option<&str>,
+) -> Result<bool, Error> {
+    match state.destroy(ptr, owner).await {
         Ok(()) => Ok(true),
         Err(e) if e.is_not_found() => Ok(true),
-        // A finalizer came back, or someone else re-created it: its change requeues it.
         Err(e) if e.is_pending_finalizers() || e.is_owner_conflict() => Ok(false),
         Err(e) => Err(e),
     }

@@ -284,13 +284,13 @@ impl<I: Spec, O: Spec> Transform<I, O> {
         spec: O,
     ) -> Result<bool, Error> {
         let ptr = self.output_kind().pointer(id);
-        let (ns, out_id, from) =
-            (self.output_namespace.clone(), ptr.id().to_owned(), input.id().to_owned());
-        let empty = move || Resource::new(&ns, out_id.clone(), spec.clone());
-        let template = empty();
+        let from = input.id().to_owned();
+        let (ns, id) = (self.output_namespace.clone(), ptr.id().to_owned());
+        let wanted = spec.clone();
+        let empty = move || Resource::new(&ns, id.clone(), spec.clone());
         let set = move |out: &mut Resource<O>| {
-            if out.spec() != template.spec() {
-                *out.spec_mut() = template.spec().clone();
+            if *out.spec() != wanted {
+                *out.spec_mut() = wanted.clone();
             }
             if out.metadata().labels().get(INPUT_LABEL) != Some(from.as_str()) {
                 out.metadata_mut().labels_mut().insert(INPUT_LABEL, from.clone());

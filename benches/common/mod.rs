@@ -268,3 +268,19 @@ pub async fn quiesce() {
         tokio::task::yield_now().await;
     }
 }
+
+/// The total of `iters` runs of an async scenario that times itself (the
+/// body of a criterion `iter_custom` whose runs need the actix system).
+pub fn iter_async<Fut: std::future::Future<Output = Duration>>(
+    sys: &actix::SystemRunner,
+    iters: u64,
+    mut run: impl FnMut() -> Fut,
+) -> Duration {
+    sys.block_on(async {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            total += run().await;
+        }
+        total
+    })
+}

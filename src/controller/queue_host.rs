@@ -69,6 +69,9 @@ pub(crate) struct QueueHost<Q> {
     /// up, nothing runs.
     standby: bool,
     budget: RoundBudget,
+    /// A listing of every primary (for `requeues_all`) is in flight: further
+    /// asks join it (its keys run after the changes that asked).
+    requeueing_all: bool,
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -101,6 +104,7 @@ impl<Q: QController> QueueHost<Q> {
             waiting_for_permit: false,
             stop_waiters: Vec::new(),
             standby: false,
+            requeueing_all: false,
             budget: RoundBudget::default(),
         }
     }
@@ -176,6 +180,10 @@ impl<Q: QController> QueueHost<Q> {
     /// Lists every primary kind and queues each resource (see
     /// [`QController::requeues_all`]). Holds activity until they are queued.
     fn requeue_all(&mut self, ctx: &mut Context<Self>) {
+        if self.requeueing_all {
+            return;
+        }
+        self.requeueing_all = true;
         let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
         let state = self.env.state.clone();
         let name = self.name.clone();
@@ -193,6 +201,7 @@ impl<Q: QController> QueueHost<Q> {
             (all, busy)
         };
         ctx.spawn(list.into_actor(self).map(|(all, busy), act, ctx| {
+            act.requeueing_all = false;
             let now = Instant::now();
             for ptr in all {
                 if act.is_primary(&ptr) {
