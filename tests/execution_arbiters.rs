@@ -185,8 +185,13 @@ async fn changes_to_a_controller_on_another_arbiter_coalesce_while_it_reconciles
     }
     open.send_replace(true);
     runtime.settled().await;
-    // The first reconcile (blocked), then one for everything that came meanwhile.
-    assert_eq!(reconciles.load(Ordering::SeqCst), 2);
+    // The first reconcile (blocked), then one for everything that came
+    // meanwhile: 2 when the other thread handled every change before the gate
+    // opened. On a loaded machine some changes are still on their way to that
+    // thread when it opens (a watch window in flight, then its coalesced
+    // backlog), and each such batch is one more reconcile; never one per change.
+    let n = reconciles.load(Ordering::SeqCst);
+    assert!((2..10).contains(&n), "1,000 changes took {n} reconciles");
 }
 
 /// Writes a type it did not declare.

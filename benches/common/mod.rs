@@ -72,7 +72,10 @@ impl Mode {
             filters.push(a.clone());
         }
         Mode {
-            full: has("--bench") && !has("--test") && !has("--profile-time"),
+            // `--profile-time` (criterion runs the routine for that long, for a
+            // profiler) keeps the full sizes: a profile of the scaled-down
+            // smoke pass shows start-up, not the reconcile path.
+            full: has("--bench") && !has("--test"),
             list: has("--list"),
             filters,
         }

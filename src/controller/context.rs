@@ -25,9 +25,8 @@ use crate::supervisor::{RegistrationError, check_inputs};
 /// name as owner. Methods take `&self`, so several calls can be awaited
 /// concurrently (for example with `futures::future::join_all`).
 pub struct ReconcileContext {
-    state: State,
+    reach: Arc<Reach>,
     rules: Arc<AccessRules>,
-    counters: Arc<Counters>,
     /// The shortest requeue asked for, in nanoseconds; `u64::MAX`: none.
     requeue_after: AtomicU64,
     new_inputs: Option<Vec<Input>>,
@@ -43,17 +42,20 @@ impl fmt::Debug for ReconcileContext {
     }
 }
 
+/// What every reconcile of one controller reaches: its state handle and its
+/// counters. A host builds it once and shares it with each context (a
+/// [`State`] clone per reconcile costs a dozen atomic operations).
+#[derive(Debug)]
+pub(crate) struct Reach {
+    pub(crate) state: State,
+    pub(crate) counters: Arc<Counters>,
+}
+
 impl ReconcileContext {
-    pub(crate) fn new(
-        state: State,
-        rules: Arc<AccessRules>,
-        counters: Arc<Counters>,
-        queue: bool,
-    ) -> Self {
+    pub(crate) fn new(reach: Arc<Reach>, rules: Arc<AccessRules>, queue: bool) -> Self {
         ReconcileContext {
-            state,
+            reach,
             rules,
-            counters,
             requeue_after: AtomicU64::new(u64::MAX),
             new_inputs: None,
             queue,
@@ -75,7 +77,7 @@ impl ReconcileContext {
     }
 
     fn read(&self) {
-        Counters::bump(&self.counters.reads);
+        Counters::bump(&self.reach.counters.reads);
     }
 
     /// Sends a write; counts it when it changed something.
@@ -85,9 +87,9 @@ impl ReconcileContext {
         let listening =
             tracing::enabled!(tracing::Level::DEBUG) || log::log_enabled!(log::Level::Debug);
         let about = listening.then(|| (req.operation(), req.about()));
-        let reply = self.state.request(req).await;
+        let reply = self.reach.state.request(req).await;
         if !matches!(reply, Ok(StateReply::Unchanged(_))) && reply.is_ok() {
-            Counters::bump(&self.counters.writes);
+            Counters::bump(&self.reach.counters.writes);
         }
         if let Some((op, subject)) = about {
             match &reply {
@@ -111,7 +113,7 @@ impl ReconcileContext {
     pub async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
         self.rules.check_get(ptr.pointer())?;
         self.read();
-        self.state.get(ptr).await
+        self.reach.state.get(ptr).await
     }
 
     /// Reads a resource as spec type `S`.
@@ -129,7 +131,7 @@ impl ReconcileContext {
     pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
         self.rules.check_list(kind)?;
         self.read();
-        self.state.list(kind, query).await
+        self.reach.state.list(kind, query).await
     }
 
     /// Lists spec type `S` in `namespace`, sorted by id.
@@ -375,12 +377,7 @@ impl ReconcileContext {
     /// for yet: what a reconcile on another thread gets, or what stands in
     /// for the one it took.
     pub(crate) fn fork(&self) -> Self {
-        ReconcileContext::new(
-            self.state.clone(),
-            self.rules.clone(),
-            self.counters.clone(),
-            self.queue,
-        )
+        ReconcileContext::new(self.reach.clone(), self.rules.clone(), self.queue)
     }
 
     pub(crate) fn take_requeue(&self) -> Option<Duration> {

@@ -20,7 +20,7 @@ use tracing::Instrument;
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters};
 use super::queue::TerminalError;
-use super::{Controller, Input, InputKind, ReconcileContext};
+use super::{Controller, Input, InputKind, Reach, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
 use crate::resource::{AnyResource, Kind, Phase};
@@ -182,6 +182,8 @@ pub(crate) struct ControllerHost<C, F> {
     rules: Arc<AccessRules>,
     env: HostEnv,
     counters: Arc<Counters>,
+    /// What each reconcile context reaches (state handle, counters), shared.
+    reach: Arc<Reach>,
     tracker: RestartTracker,
     subscriptions: HashMap<Kind, WatchId>,
     stage: Stage,
@@ -223,6 +225,7 @@ where
             factory: Box::new(factory),
             instance: Some(Box::new(instance)),
             rules: Arc::new(rules),
+            reach: Arc::new(Reach { state: env.state.clone(), counters: counters.clone() }),
             env,
             counters,
             tracker: RestartTracker::default(),
@@ -272,8 +275,9 @@ where
     /// The running reconcile ended, however it ended.
     fn ended(&mut self) {
         if let Some(started) = self.started.take() {
-            self.counters.reconcile_time.observe(started.elapsed());
-            self.counters.work_queue.finished(started);
+            let took = started.elapsed();
+            self.counters.reconcile_time.observe(took);
+            self.counters.work_queue.finished(started, took);
         }
         self.counters.active_workers.store(0, Ordering::Relaxed);
     }
@@ -349,12 +353,7 @@ where
         };
         let span = reconcile_span(&self.name, &"*", self.reason);
         let recorded = span.clone();
-        let mut cx = ReconcileContext::new(
-            self.env.state.clone(),
-            self.rules.clone(),
-            self.counters.clone(),
-            false,
-        );
+        let mut cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), false);
         let work = async move {
             let outcome = AssertUnwindSafe(instance.reconcile(&mut cx)).catch_unwind().await;
             let result = match &outcome {

@@ -298,7 +298,11 @@ impl Histogram {
         let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+        // Read first: a new maximum is rare, and the read is far cheaper
+        // than the read-modify-write.
+        if nanos > self.max_nanos.load(Ordering::Relaxed) {
+            self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn snapshot(&self) -> HistogramSnapshot {
@@ -385,8 +389,8 @@ impl WorkQueueCounters {
     }
 
     /// The item handed out at `at` is done.
-    pub(crate) fn finished(&self, at: tokio::time::Instant) {
-        self.work_duration.observe(at.elapsed());
+    pub(crate) fn finished(&self, at: tokio::time::Instant, took: Duration) {
+        self.work_duration.observe(took);
         let mut in_flight = self.in_flight();
         if let Some(i) = in_flight.iter().position(|t| *t == at) {
             in_flight.swap_remove(i);

@@ -105,6 +105,7 @@ pub(crate) mod queue_host;
 mod spec;
 
 pub(crate) use access::AccessRules;
+pub(crate) use context::Reach;
 pub use context::ReconcileContext;
 pub use from_fn::{FnController, from_fn};
 pub use health::{ControllerHealth, Health};

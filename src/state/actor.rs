@@ -553,6 +553,7 @@ impl StateActor {
     ) -> Self {
         let mut actor = StateActor::with_parts(store, Routes::default(), Vec::new(), history);
         actor.shared = Some(Box::new(shared));
+        actor.refresh_view();
         actor
     }
 
@@ -585,12 +586,16 @@ impl StateActor {
         }
         // Formatted only if the commit fails.
         let about = req.about();
+        // Readers outside the actor must not see a write before it is
+        // committed: they ask the actor until the batch is done.
+        self.store.set_readable(false);
         let (reply, change) = match apply(&mut self.store, req, Timestamp::now()) {
             Ok(applied) => applied,
             Err(other) => (self.serve(other), None),
         };
         let Some(change) = change else {
             if !dirty {
+                self.refresh_view();
                 return Response::Now(reply);
             }
             // Computed on staged data: it shares the batch's fate.
@@ -675,6 +680,19 @@ impl StateActor {
         }));
     }
 
+    /// Lets readers outside the actor read the cache when it holds nothing
+    /// uncommitted and the state is open (see [`CacheView`](super::cache::CacheView)).
+    fn refresh_view(&self) {
+        #[cfg(feature = "etcd")]
+        if self.shared.is_some() {
+            // Its writes are applied to the cache and undone within one
+            // request (the feed applies them): readers always ask the actor.
+            self.store.set_readable(false);
+            return;
+        }
+        self.store.set_readable(self.dirty.is_empty() && self.closing.is_none());
+    }
+
     /// Publishes and answers a committed batch, or rolls a failed one back;
     /// then serves what waited for it.
     fn finish(&mut self, batch: Batch, result: Result<(), Error>, ctx: &mut Context<Self>) {
@@ -706,6 +724,7 @@ impl StateActor {
                 }
             }
         }
+        self.refresh_view();
         for (req, slot) in std::mem::take(&mut self.parked) {
             if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone())) {
                 answer(&slot, reply);
@@ -862,6 +881,11 @@ impl Actor for StateActor {
         if let Some(shared) = self.shared.as_mut() {
             ctx.add_stream(shared.start_feed());
         }
+        self.refresh_view();
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        self.store.set_readable(false);
     }
 }
 
@@ -902,6 +926,7 @@ impl Handler<Close> for StateActor {
     fn handle(&mut self, _: Close, ctx: &mut Self::Context) -> Self::Result {
         let slot = ReplySlotClose::default();
         self.closing = Some(slot.clone());
+        self.refresh_view();
         if !self.commit_scheduled {
             // Runs after actix stored the caller's channel in the slot.
             self.commit_scheduled = true;

@@ -1,8 +1,15 @@
 //! The cached view of the state: what reads are served from.
+//!
+//! The state actor is its only writer. Since reads do not change anything,
+//! [`State`](super::State) handles on any thread read it directly through a
+//! [`CacheView`], without a message to the actor (see [`CacheView`] for when
+//! they may).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::resource::{AnyResource, Id, Kind, KindMap, Pointer};
+use crate::resource::{AnyResource, Id, Kind, KindMap, LabelQuery, Pointer};
 
 /// What [`Cache::with_slot`] does with a resource's slot.
 #[derive(Debug)]
@@ -15,60 +22,118 @@ pub(crate) enum SlotEdit {
     Remove,
 }
 
-/// The cached view the state actor owns: every resource in memory, a sorted
-/// map per kind. Reads are served from here, synchronously and borrowed; a
-/// durable [`Backend`](super::Backend) only receives the committed writes.
 #[derive(Default)]
-pub(crate) struct Cache {
-    collections: KindMap<BTreeMap<Id, AnyResource>>,
+struct Collections {
+    by_kind: KindMap<BTreeMap<Id, AnyResource>>,
     len: usize,
+}
+
+impl Collections {
+    fn collection_mut(&mut self, kind: &Kind) -> &mut BTreeMap<Id, AnyResource> {
+        // `get_mut` first: the common case clones no kind.
+        if !self.by_kind.contains_key(kind) {
+            self.by_kind.insert(kind.clone(), BTreeMap::new());
+        }
+        self.by_kind.get_mut(kind).expect("inserted above")
+    }
+
+    fn put(&mut self, resource: AnyResource) {
+        let id = resource.pointer().id_shared().clone();
+        let collection = self.collection_mut(resource.pointer().kind());
+        if collection.insert(id, resource).is_none() {
+            self.len += 1;
+        }
+    }
+}
+
+struct Shared {
+    collections: RwLock<Collections>,
+    /// Whether readers outside the actor may read now: every write the
+    /// cache holds is committed (no batch staged or in flight to a durable
+    /// backend), and the state is open.
+    readable: AtomicBool,
+}
+
+/// The cached view the state actor owns: every resource in memory, a sorted
+/// map per kind. Reads are served from here, synchronously; a durable
+/// [`Backend`](super::Backend) only receives the committed writes.
+///
+/// The maps sit behind a lock only so that [`CacheView`]s can read them from
+/// other threads; the state actor is the only writer and holds the lock for
+/// one operation at a time (never across an `.await`, never while user code
+/// runs).
+pub(crate) struct Cache {
+    shared: Arc<Shared>,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            shared: Arc::new(Shared {
+                collections: RwLock::new(Collections::default()),
+                readable: AtomicBool::new(true),
+            }),
+        }
+    }
 }
 
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cache")
-            .field("kinds", &self.collections.len())
-            .field("resources", &self.len)
-            .finish()
+        let c = self.read();
+        f.debug_struct("Cache").field("kinds", &c.by_kind.len()).field("resources", &c.len).finish()
     }
 }
 
 impl Cache {
-    pub(crate) fn get(&self, ptr: &Pointer) -> Option<&AnyResource> {
-        self.collections.get(ptr.kind())?.get(ptr.id_shared())
+    // A panic while the lock was held (a bug, not user code: none runs under
+    // it) leaves the maps as the last completed edit did; serve on.
+    fn read(&self) -> RwLockReadGuard<'_, Collections> {
+        self.shared.collections.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn list<'a>(
-        &'a self,
-        kind: &Kind,
-    ) -> Box<dyn Iterator<Item = &'a AnyResource> + 'a> {
-        match self.collections.get(kind) {
-            Some(c) => Box::new(c.values()),
-            None => Box::new(std::iter::empty()),
+    fn write(&self) -> RwLockWriteGuard<'_, Collections> {
+        self.shared.collections.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A handle for readers outside the actor.
+    pub(crate) fn view(&self) -> CacheView {
+        CacheView { shared: self.shared.clone() }
+    }
+
+    /// Lets readers outside the actor read (`true`) or sends them to the
+    /// actor (`false`: writes are staged, or the state is closed).
+    pub(crate) fn set_readable(&self, readable: bool) {
+        self.shared.readable.store(readable, Ordering::Release);
+    }
+
+    pub(crate) fn get(&self, ptr: &Pointer) -> Option<AnyResource> {
+        get(&self.read(), ptr)
+    }
+
+    /// Visits the resources of `kind` in id order (under the read lock: `f`
+    /// must not call back into the cache).
+    pub(crate) fn for_each(&self, kind: &Kind, mut f: impl FnMut(&AnyResource)) {
+        if let Some(c) = self.read().by_kind.get(kind) {
+            c.values().for_each(&mut f);
         }
     }
 
-    pub(crate) fn put(&mut self, resource: AnyResource) {
-        let ptr = resource.pointer();
-        let collection = match self.collections.get_mut(ptr.kind()) {
-            Some(c) => c,
-            None => self.collections.entry(ptr.kind().clone()).or_default(),
-        };
-        if collection.insert(ptr.id_shared().clone(), resource).is_none() {
-            self.len += 1;
-        }
+    pub(crate) fn put(&self, resource: AnyResource) {
+        self.write().put(resource);
     }
 
     pub(crate) fn with_slot<R>(
-        &mut self,
+        &self,
         ptr: &Pointer,
         f: impl FnOnce(Option<&AnyResource>) -> (SlotEdit, R),
     ) -> R {
         use std::collections::btree_map::Entry;
-        let Some(collection) = self.collections.get_mut(ptr.kind()) else {
+        let mut guard = self.write();
+        let collections = &mut *guard;
+        let Some(collection) = collections.by_kind.get_mut(ptr.kind()) else {
             let (slot, result) = f(None);
             if let SlotEdit::Put(resource) = slot {
-                self.put(resource);
+                collections.put(resource);
             }
             return result;
         };
@@ -80,7 +145,7 @@ impl Cache {
                     SlotEdit::Put(resource) => *stored.get_mut() = resource,
                     SlotEdit::Remove => {
                         stored.remove();
-                        self.len -= 1;
+                        collections.len -= 1;
                     }
                 }
                 result
@@ -89,58 +154,124 @@ impl Cache {
                 let (slot, result) = f(None);
                 if let SlotEdit::Put(resource) = slot {
                     empty.insert(resource);
-                    self.len += 1;
+                    collections.len += 1;
                 }
                 result
             }
         }
     }
 
-    pub(crate) fn insert_new(&mut self, resource: AnyResource) -> bool {
+    pub(crate) fn insert_new(&self, resource: AnyResource) -> bool {
+        let mut guard = self.write();
+        let collections = &mut *guard;
         let ptr = resource.pointer();
-        let collection = match self.collections.get_mut(ptr.kind()) {
-            Some(c) => c,
-            None => self.collections.entry(ptr.kind().clone()).or_default(),
-        };
+        let collection = collections.collection_mut(ptr.kind());
         match collection.entry(ptr.id_shared().clone()) {
             std::collections::btree_map::Entry::Occupied(_) => false,
             std::collections::btree_map::Entry::Vacant(slot) => {
                 slot.insert(resource);
-                self.len += 1;
+                collections.len += 1;
                 true
             }
         }
     }
 
-    pub(crate) fn remove(&mut self, ptr: &Pointer) -> Option<AnyResource> {
-        let collection = self.collections.get_mut(ptr.kind())?;
-        let removed = collection.remove(ptr.id_shared());
+    pub(crate) fn remove(&self, ptr: &Pointer) -> Option<AnyResource> {
+        let mut guard = self.write();
+        let collections = &mut *guard;
+        let removed = collections.by_kind.get_mut(ptr.kind())?.remove(ptr.id_shared());
         if removed.is_some() {
-            self.len -= 1;
+            collections.len -= 1;
         }
         removed
     }
 
-    pub(crate) fn intern(&mut self, kind: &Kind) -> Kind {
-        match self.collections.get_key_value(kind) {
-            Some((k, _)) => k.clone(),
-            None => {
-                self.collections.insert(kind.clone(), BTreeMap::new());
-                kind.clone()
-            }
+    pub(crate) fn intern(&self, kind: &Kind) -> Kind {
+        if let Some((k, _)) = self.read().by_kind.get_key_value(kind) {
+            return k.clone();
         }
+        self.write().by_kind.entry(kind.clone()).or_default();
+        kind.clone()
     }
 
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn pointers(&self) -> Vec<Pointer> {
-        let mut out = Vec::with_capacity(self.len);
-        for collection in self.collections.values() {
+        let c = self.read();
+        let mut out = Vec::with_capacity(c.len);
+        for collection in c.by_kind.values() {
             out.extend(collection.values().map(|r| r.pointer().clone()));
         }
         out
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.read().len
+    }
+}
+
+fn get(c: &Collections, ptr: &Pointer) -> Option<AnyResource> {
+    c.by_kind.get(ptr.kind())?.get(ptr.id_shared()).cloned()
+}
+
+/// A reader's handle on the state actor's [`Cache`], held by
+/// [`State`](super::State) handles: `get` and `list` read it directly
+/// instead of sending a message (no round trip).
+///
+/// # Guarantees
+/// - A reader sees what the actor serves at that moment: every write the
+///   actor applied, in its order. So a caller reads its own writes (the
+///   reply comes after the write is in the cache), and a reconcile woken by
+///   a change reads that change or a later one.
+/// - While writes are staged for a durable backend (not yet committed) or
+///   the state is closed, the view is not readable and readers send their
+///   request to the actor, which serves it as before (reads of staged kinds
+///   wait for the commit; a closed state answers `Unavailable`).
+#[derive(Clone)]
+pub(crate) struct CacheView {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for CacheView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheView").field("readable", &self.readable()).finish()
+    }
+}
+
+impl CacheView {
+    fn readable(&self) -> bool {
+        self.shared.readable.load(Ordering::Acquire)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Collections> {
+        self.shared.collections.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The resource at `ptr` (`Some(None)`: not there); `None` when the view
+    /// is not readable now.
+    pub(crate) fn get(&self, ptr: &Pointer) -> Option<Option<AnyResource>> {
+        if !self.readable() {
+            return None;
+        }
+        let c = self.read();
+        // Checked again under the lock: the actor clears it before it stages.
+        self.readable().then(|| get(&c, ptr))
+    }
+
+    /// The resources of `kind` matching `query`, in id order; `None` when the
+    /// view is not readable now.
+    pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Option<Vec<AnyResource>> {
+        if !self.readable() {
+            return None;
+        }
+        let c = self.read();
+        if !self.readable() {
+            return None;
+        }
+        Some(match c.by_kind.get(kind) {
+            Some(coll) => {
+                coll.values().filter(|r| query.matches(r.metadata().labels())).cloned().collect()
+            }
+            None => Vec::new(),
+        })
     }
 }

@@ -10,6 +10,7 @@ use futures::Stream;
 use futures::channel::mpsc::{UnboundedReceiver, unbounded};
 
 use super::actor::{Close, StateActor, StateReply, StateRequest, WatchSink, WatchStats};
+use super::cache::CacheView;
 use super::delivery::{Sink, WatchEvent};
 use super::event::{Event, WatchId};
 #[cfg(feature = "redb")]
@@ -20,6 +21,7 @@ use super::watch::WatchTarget;
 use crate::Error;
 use crate::activity::Activity;
 use crate::finalizer::{FinalizerCoordinator, TeardownAndDestroy};
+use crate::resource::validate;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 
 /// How many events a watch keeps in flight before it coalesces (see [`WatchEvent`]).
@@ -119,6 +121,9 @@ pub struct State {
     closer: Option<Recipient<Close>>,
     /// Claims of exclusive outputs: only on a shared (etcd) state.
     claims: Option<ClaimsRecipients>,
+    /// The state actor's cache, read without a message while it allows;
+    /// `None` for a handle that sends everything elsewhere (a probe).
+    view: Option<CacheView>,
 }
 
 impl fmt::Debug for State {
@@ -262,6 +267,7 @@ impl State {
     pub(crate) fn start_actor(actor: StateActor, activity: Activity) -> State {
         #[cfg(feature = "etcd")]
         let shared = actor.shared.is_some();
+        let view = Some(actor.store.view());
         let actor = actor.start();
         let closer = actor.clone().recipient();
         #[cfg(feature = "etcd")]
@@ -278,6 +284,7 @@ impl State {
             activity,
             closer: Some(closer),
             claims,
+            view,
         };
         let coordinator = FinalizerCoordinator::new(bare.clone()).start();
         State { coordinator: Some(coordinator.recipient()), ..bare }
@@ -304,7 +311,14 @@ impl State {
     /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
     /// [`Error::Unavailable`].
     pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
-        State { requests, coordinator: None, activity: Activity::new(), closer: None, claims: None }
+        State {
+            requests,
+            coordinator: None,
+            activity: Activity::new(),
+            closer: None,
+            claims: None,
+            view: None,
+        }
     }
 
     pub(crate) fn requests(&self) -> &Recipient<StateRequest> {
@@ -313,7 +327,7 @@ impl State {
 
     /// The same handle (activity, coordinator) sending requests elsewhere.
     pub(crate) fn redirect(&self, requests: Recipient<StateRequest>) -> State {
-        State { requests, ..self.clone() }
+        State { requests, view: None, ..self.clone() }
     }
 
     pub(crate) fn activity(&self) -> &Activity {
@@ -361,7 +375,18 @@ impl State {
     /// [`Error::NotFound`]; [`Error::InvalidInput`]; [`Error::TypeMismatch`]
     /// (typed pointer, stored spec of another type).
     pub async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
-        P::read(self.resource(StateRequest::Get { pointer: ptr.pointer().clone() }).await?)
+        P::read(self.get_any(ptr.pointer()).await?)
+    }
+
+    /// A `Get`: from the cache when it may be read directly, else a request.
+    async fn get_any(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
+        if let Some(view) = &self.view {
+            validate::pointer(ptr)?;
+            if let Some(found) = view.get(ptr) {
+                return found.ok_or_else(|| Error::NotFound { resource: ptr.clone() });
+            }
+        }
+        self.resource(StateRequest::Get { pointer: ptr.clone() }).await
     }
 
     /// The resource at `ptr` as spec type `S`.
@@ -377,6 +402,12 @@ impl State {
     /// # Errors
     /// [`Error::InvalidInput`].
     pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        if let Some(view) = &self.view {
+            validate::kind(kind)?;
+            if let Some(listed) = view.list(kind, query) {
+                return Ok(listed);
+            }
+        }
         let req = StateRequest::List { kind: kind.clone(), query: query.clone() };
         match self.request(req).await? {
             StateReply::Resources(r) => Ok(r),

@@ -41,6 +41,27 @@
 //!   [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator).
 //! - Watches: see below.
 //!
+//! # Reads without a round trip
+//! `get` and `list` on a [`State`] handle (and through a controller's
+//! [`ReconcileContext`](crate::controller::ReconcileContext)) read the cached
+//! view the state actor owns directly, under a read lock, with no message to
+//! the actor: a reconcile that reads its input and writes its output costs
+//! one round trip, not two. The actor is still the only writer, and holds the
+//! lock for one store operation at a time, never while user code runs.
+//!
+//! - **Guarantees.** A read sees every write the actor has applied, in its
+//!   order: a caller reads its own writes (a write's reply comes after the
+//!   write is in the cache), and a controller woken by a change reads that
+//!   change or a later one. A read never sees a write to a durable namespace
+//!   before its commit: while a batch is staged or committing, reads go to
+//!   the actor as requests, which serves them after the commit (and answers
+//!   the rolled-back state if it failed). Errors are the same as a request's
+//!   (`InvalidInput` for a bad address, `NotFound`, `Unavailable` once the
+//!   state is closed).
+//! - **Caveats.** A handle made by [`State::from_recipient`] (a probe) sends
+//!   every read to its recipient; so does a handle on an etcd state, whose
+//!   writes reach the cache through its change feed.
+//!
 //! # Watches and slow subscribers
 //! `watch(ptr)` first yields the current state (`Created`, or `Destroyed` with a
 //! tombstone), then every change. `watch_kind(kind, query, bootstrap)` with

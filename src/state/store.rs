@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use super::cache::{Cache, SlotEdit};
+use super::cache::{Cache, CacheView, SlotEdit};
 use crate::Error;
 use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
 
@@ -215,6 +215,16 @@ impl Store {
         self.revision = revision;
     }
 
+    /// A reader's handle on the cache (see [`CacheView`]).
+    pub(crate) fn view(&self) -> CacheView {
+        self.backend.view()
+    }
+
+    /// Lets [`CacheView`] readers read (`true`), or sends them to the actor.
+    pub(crate) fn set_readable(&self, readable: bool) {
+        self.backend.set_readable(readable);
+    }
+
     /// How many resources are stored.
     pub fn len(&self) -> usize {
         self.backend.len()
@@ -225,7 +235,7 @@ impl Store {
         self.backend.len() == 0
     }
 
-    fn found(&self, ptr: &Pointer) -> Result<&AnyResource, Error> {
+    fn found(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
         self.backend.get(ptr).ok_or_else(|| Error::NotFound { resource: ptr.clone() })
     }
 
@@ -245,7 +255,7 @@ impl Store {
     /// [`Error::NotFound`]; [`Error::InvalidInput`] for a bad pointer.
     pub fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
         validate::pointer(ptr)?;
-        self.found(ptr).cloned()
+        self.found(ptr)
     }
 
     /// The resources of `kind` matching `query`, sorted by id.
@@ -254,12 +264,9 @@ impl Store {
     /// [`Error::InvalidInput`] for a bad kind.
     pub fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
         validate::kind(kind)?;
-        Ok(self
-            .backend
-            .list(kind)
-            .filter(|r| query.matches(r.metadata().labels()))
-            .cloned()
-            .collect())
+        let mut out = Vec::new();
+        self.for_each_match(kind, query, |r| out.push(r.clone()));
+        Ok(out)
     }
 
     /// Visits every resource of `kind` matching `query`, in id order, without copying.
@@ -269,11 +276,11 @@ impl Store {
         query: &LabelQuery,
         mut f: impl FnMut(&AnyResource),
     ) {
-        for r in self.backend.list(kind) {
+        self.backend.for_each(kind, |r| {
             if query.matches(r.metadata().labels()) {
                 f(r);
             }
-        }
+        });
     }
 
     /// Creates `res` owned by `owner`: version 1, `created` = `updated` = `now`;
@@ -378,7 +385,7 @@ impl Store {
         validate::pointer(ptr)?;
         // No slot here: the common outcomes (nothing changed, or a create)
         // take one lookup this way too, without interning on every call.
-        let current = self.backend.get(ptr).cloned();
+        let current = self.backend.get(ptr);
         if let Some(cur) = &current {
             check_owner(cur, owner)?;
             expected.check(ptr, cur.phase())?;
