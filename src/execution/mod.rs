@@ -50,9 +50,9 @@
 //! 1.03× the single-arbiter time), and only controllers whose reconciles
 //! compute for long enough to pay for the hops should be spread. Those need
 //! enough reconciles in flight to keep their thread busy while some wait
-//! for the state's replies: with the default worker pool (four per core,
-//! shared by the four controllers) the same hashing ran only 1.05× to 1.5×
-//! faster spread, in runs as loaded as this one.
+//! for the state's replies: with a worker pool of four per core (the default
+//! then; sixteen now), shared by the four controllers, the same hashing ran
+//! only 1.05× to 1.5× faster spread, in runs as loaded as this one.
 //!
 //! # Guarantees in every mode
 //! Coalescing, one reconcile at a time per controller, never the same key
