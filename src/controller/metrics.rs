@@ -289,19 +289,27 @@ impl Histogram {
         }
     }
 
+    /// Records one observation.
+    ///
+    /// Single writer: every histogram is observed only by its controller's
+    /// host actor (one thread at a time), so each figure is a plain load and
+    /// store, not an atomic read-modify-write (five histograms per queue
+    /// reconcile made those 3 % of a profile of many short reconciles).
+    /// Readers on other threads still see whole values.
     pub(crate) fn observe(&self, d: std::time::Duration) {
+        fn add(figure: &AtomicU64, n: u64) {
+            figure.store(figure.load(Ordering::Relaxed).saturating_add(n), Ordering::Relaxed);
+        }
         let secs = d.as_secs_f64();
         let bucket = self.bounds.partition_point(|bound| *bound < secs);
         if let Some(b) = self.buckets.get(bucket) {
-            b.fetch_add(1, Ordering::Relaxed);
+            add(b, 1);
         }
         let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-        // Read first: a new maximum is rare, and the read is far cheaper
-        // than the read-modify-write.
+        add(&self.count, 1);
+        add(&self.sum_nanos, nanos);
         if nanos > self.max_nanos.load(Ordering::Relaxed) {
-            self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+            self.max_nanos.store(nanos, Ordering::Relaxed);
         }
     }
 
