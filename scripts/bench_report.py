@@ -922,7 +922,14 @@ def main():
     m = machine()
     commit = sh("git", "rev-parse", "--short", "HEAD")
     # Any change but the report itself: then no commit holds the sources measured.
-    changes = [l for l in sh("git", "status", "--porcelain").splitlines() if l[3:] != args.out]
+    # Not through `sh`: its strip() would eat the leading blank of " M path".
+    try:
+        porcelain = subprocess.run(
+            ["git", "status", "--porcelain"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        porcelain = "?? (git status failed)"
+    changes = [l for l in porcelain.splitlines() if l[3:] != args.out]
     dirty = bool(changes) or not commit
     if dirty:
         print("bench_report: UNCOMMITTED CHANGES: the report says so instead of naming a commit", file=sys.stderr)
