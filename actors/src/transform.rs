@@ -233,7 +233,7 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     /// are taken; it is watched as a mapped input). Any change to it
     /// requeues every input.
     pub fn with_extra_input(mut self, input: Input) -> Self {
-        self.extra.push(Input { kind: InputKind::Mapped, ..input });
+        self.extra.push(Input { dependency: InputKind::Mapped, ..input });
         self
     }
 

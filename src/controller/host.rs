@@ -13,13 +13,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use actix::prelude::*;
-use futures::FutureExt;
 use futures::channel::oneshot;
 use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters};
-use super::queue::TerminalError;
+use super::outcome::{self, Ended, run_caught};
 use super::{Controller, Input, InputKind, Reach, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
@@ -263,23 +262,19 @@ where
     /// The pending reconcile starts running.
     fn starting(&mut self) {
         let now = tokio::time::Instant::now();
-        if let Some(since) = self.ready_since.take() {
-            self.counters.work_queue.queue_duration.observe(now.saturating_duration_since(since));
-        }
+        let waited = self.ready_since.take().map(|since| now.saturating_duration_since(since));
         self.counters.work_queue.depth.store(0, Ordering::Relaxed);
-        self.counters.work_queue.started(now);
-        self.counters.active_workers.store(1, Ordering::Relaxed);
+        outcome::started(&self.counters, now, waited, 1);
         self.started = Some(now);
     }
 
     /// The running reconcile ended, however it ended.
     fn ended(&mut self) {
         if let Some(started) = self.started.take() {
-            let took = started.elapsed();
-            self.counters.reconcile_time.observe(took);
-            self.counters.work_queue.finished(started, took);
+            outcome::finished(&self.counters, started, tokio::time::Instant::now(), 0);
+        } else {
+            self.counters.active_workers.store(0, Ordering::Relaxed);
         }
-        self.counters.active_workers.store(0, Ordering::Relaxed);
     }
 
     /// Starts standing by: no reconcile until [`Ownership`] says it owns its outputs.
@@ -298,7 +293,7 @@ where
             .inputs()
             .iter()
             .filter(|i| i.covers(p.namespace(), p.resource_type(), p.id()))
-            .any(|i| i.kind != InputKind::DestroyReady || destroy_ready(r))
+            .any(|i| i.dependency != InputKind::DestroyReady || destroy_ready(r))
     }
 
     /// Something asked for a reconcile.
@@ -343,6 +338,7 @@ where
                     let msg = format!("the factory panicked: {}", panic_message(&*panic));
                     self.ended();
                     Counters::bump(&self.counters.panics);
+                    self.counters.failed(&msg);
                     self.failed(msg, true, ctx);
                     return;
                 }
@@ -355,20 +351,15 @@ where
         let recorded = span.clone();
         let mut cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), false);
         let work = async move {
-            let outcome = AssertUnwindSafe(instance.reconcile(&mut cx)).catch_unwind().await;
-            let result = match &outcome {
-                Ok(Ok(())) if cx.requeue_requested() => "requeue",
-                Ok(Ok(())) => "success",
-                Ok(Err(e)) if TerminalError::is_terminal(e) => "terminal error",
-                Ok(Err(_)) => "error",
-                Err(_) => "panic",
-            };
-            recorded.record("result", result);
-            match outcome {
-                Ok(result) => (Some(instance), cx, Ok(result)),
+            let ended = run_caught(instance.reconcile(&mut cx)).await;
+            let requeue = cx.requeue_requested();
+            recorded
+                .record("result", ended.label(|()| if requeue { "requeue" } else { "success" }));
+            match ended {
                 // A panicked instance may be half-updated: it is dropped and
                 // replaced from the factory on the retry.
-                Err(panic) => (None, cx, Err(panic_message(&*panic))),
+                Ended::Panicked(_) => (None, cx, ended),
+                _ => (Some(instance), cx, ended),
             }
         };
         ctx.spawn(
@@ -382,7 +373,7 @@ where
         &mut self,
         instance: Option<Box<C>>,
         mut cx: ReconcileContext,
-        outcome: Result<super::ReconcileResult, String>,
+        ended: Ended<()>,
         ctx: &mut Context<Self>,
     ) {
         self.budget.spend(ctx);
@@ -393,10 +384,9 @@ where
             self.dirty = true;
             self.follow_inputs(inputs, ctx);
         }
-        match outcome {
-            Ok(Ok(())) => {
-                Counters::bump(&self.counters.reconciles);
-                self.counters.succeeded();
+        let failure = ended.account(&self.counters, None).unwrap_or_default();
+        match ended {
+            Ended::Succeeded(()) => {
                 self.tracker.on_success();
                 self.counters.set_status(if self.standby {
                     ControllerStatus::Standby
@@ -419,29 +409,19 @@ where
                     self.busy = None;
                 }
             }
-            Ok(Err(error)) if TerminalError::is_terminal(&error) => {
-                Counters::bump(&self.counters.errors);
-                Counters::bump(&self.counters.terminal_errors);
-                let error = error.to_string();
-                self.counters.failed(&error);
-                self.give_up(error, "returned a terminal error", ctx);
+            Ended::Terminal(_) => {
+                self.give_up(failure, "returned a terminal error", ctx);
                 if !self.stop_waiters.is_empty() {
                     self.finish_stop(ctx);
                 }
             }
-            Ok(Err(error)) => {
-                Counters::bump(&self.counters.errors);
-                self.failed(error.to_string(), false, ctx);
-            }
-            Err(panic) => {
-                Counters::bump(&self.counters.panics);
-                self.failed(panic, true, ctx);
-            }
+            Ended::Failed(error) => self.failed(error.to_string(), false, ctx),
+            Ended::Panicked(panic) => self.failed(panic, true, ctx),
         }
     }
 
+    /// After a failure the counters already hold: retry, give up or stop.
     fn failed(&mut self, error: String, panicked: bool, ctx: &mut Context<Self>) {
-        self.counters.failed(&error);
         if !self.stop_waiters.is_empty() {
             self.finish_stop(ctx);
             return;

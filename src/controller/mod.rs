@@ -99,6 +99,7 @@ mod from_fn;
 mod health;
 pub(crate) mod host;
 pub(crate) mod metrics;
+mod outcome;
 pub(crate) mod pool;
 pub(crate) mod queue;
 pub(crate) mod queue_host;

@@ -143,7 +143,7 @@ pub trait QController: 'static {
         self.settings()
             .inputs
             .iter()
-            .filter(|i| i.kind == InputKind::Primary)
+            .filter(|i| i.dependency == InputKind::Primary)
             .map(|i| Pointer::new(&i.namespace, &i.resource_type, ptr.id()))
             .collect()
     }

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use actix::prelude::*;
-use futures::FutureExt;
 use futures::channel::oneshot;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
@@ -24,9 +23,10 @@ use tracing::Instrument;
 use super::access::AccessRules;
 use super::host::{HostEnv, StopHost, panic_message, reconcile_span, watched_kinds, wind_down};
 use super::metrics::{ControllerStatus, Counters, QueueCounters};
+use super::outcome::{self, Ended, run_caught};
 use super::pool::WorkerPool;
-use super::queue::{Enqueue, Outcome, QController, TerminalError};
-use super::{Input, InputKind, Reach, ReconcileContext, ReconcileError};
+use super::queue::{Enqueue, Outcome, QController};
+use super::{Input, InputKind, Reach, ReconcileContext};
 use crate::Error;
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
@@ -36,7 +36,7 @@ use crate::state::claims::Ownership;
 use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 
 /// What one reconcile came back with, and when it started.
-type Finished = (Pointer, Result<Result<Outcome, ReconcileError>, String>, Instant);
+type Finished = (Pointer, Ended<Outcome>, Instant);
 
 /// A reconcile's outcome with the `cx.requeue_after` it asked for: the shorter delay wins.
 fn with_requeue(outcome: Outcome, requeue: Option<std::time::Duration>) -> Outcome {
@@ -121,7 +121,7 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     fn inputs_of(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
-        self.rules.inputs().iter().filter(move |i| i.kind == kind)
+        self.rules.inputs().iter().filter(move |i| i.dependency == kind)
     }
 
     fn is_primary(&self, ptr: &Pointer) -> bool {
@@ -261,32 +261,28 @@ impl<Q: QController> QueueHost<Q> {
             return;
         };
         self.queue_counters.time_in_queue.observe(waited);
-        self.counters.work_queue.queue_duration.observe(waited);
         let reason = if self.queue.failures(&ptr) > 0 { "retry after failure" } else { "queued" };
         let span = reconcile_span(&self.name, &ptr, reason);
         let recorded = span.clone();
         self.running += 1;
-        self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
-        let started = now;
-        self.counters.work_queue.started(started);
+        outcome::started(&self.counters, now, Some(waited), self.running);
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), true);
         let work = async move {
             let _permit = permit;
-            let outcome = AssertUnwindSafe(controller.reconcile(&cx, &ptr))
-                .catch_unwind()
-                .await
-                .map_err(|panic| panic_message(&*panic))
-                .map(|result| result.map(|outcome| with_requeue(outcome, cx.take_requeue())));
-            let result = match &outcome {
-                Ok(Ok(Outcome::Done)) => "success",
-                Ok(Ok(Outcome::RequeueAfter(_))) => "requeue",
-                Ok(Err(e)) if TerminalError::is_terminal(e) => "terminal error",
-                Ok(Err(_)) => "error",
-                Err(_) => "panic",
+            let reconcile = async {
+                let outcome = controller.reconcile(&cx, &ptr).await?;
+                Ok(with_requeue(outcome, cx.take_requeue()))
             };
-            recorded.record("result", result);
-            (ptr, outcome, started)
+            let ended = run_caught(reconcile).await;
+            recorded.record(
+                "result",
+                ended.label(|outcome| match outcome {
+                    Outcome::Done => "success",
+                    Outcome::RequeueAfter(_) => "requeue",
+                }),
+            );
+            (ptr, ended, now)
         };
         ctx.spawn(
             work.instrument(span)
@@ -295,34 +291,23 @@ impl<Q: QController> QueueHost<Q> {
         );
     }
 
-    fn finished(&mut self, (ptr, outcome, started): Finished, ctx: &mut Context<Self>) {
+    fn finished(&mut self, (ptr, ended, started): Finished, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
         self.running -= 1;
-        self.counters.active_workers.store(self.running as u64, Ordering::Relaxed);
         let now = Instant::now();
-        let took = now.saturating_duration_since(started);
+        let took = outcome::finished(&self.counters, started, now, self.running);
         self.queue_counters.latency.observe(took);
-        self.counters.reconcile_time.observe(took);
-        self.counters.work_queue.finished(started, took);
-        let completion = match outcome {
-            Ok(Ok(Outcome::Done)) => {
-                Counters::bump(&self.counters.reconciles);
-                self.counters.succeeded();
-                Completion::Success
-            }
-            Ok(Ok(Outcome::RequeueAfter(d))) => {
-                Counters::bump(&self.counters.reconciles);
-                self.counters.succeeded();
+        ended.account(&self.counters, Some(&ptr));
+        let completion = match ended {
+            Ended::Succeeded(Outcome::Done) => Completion::Success,
+            Ended::Succeeded(Outcome::RequeueAfter(d)) => {
                 self.counters.requeued(Some(d));
                 if !d.is_zero() {
                     Counters::bump(&self.counters.work_queue.retries);
                 }
                 Completion::RequeueAfter(d)
             }
-            Ok(Err(e)) if TerminalError::is_terminal(&e) => {
-                Counters::bump(&self.counters.errors);
-                Counters::bump(&self.counters.terminal_errors);
-                self.counters.failed(&format!("{ptr}: {e}"));
+            Ended::Terminal(e) => {
                 tracing::error!(
                     controller = %self.name,
                     "object.ref" = %ptr,
@@ -331,9 +316,7 @@ impl<Q: QController> QueueHost<Q> {
                 );
                 Completion::Terminal
             }
-            Ok(Err(e)) => {
-                Counters::bump(&self.counters.errors);
-                self.counters.failed(&format!("{ptr}: {e}"));
+            Ended::Failed(e) => {
                 tracing::warn!(
                     controller = %self.name,
                     "object.ref" = %ptr,
@@ -342,9 +325,7 @@ impl<Q: QController> QueueHost<Q> {
                 );
                 Completion::Failure
             }
-            Err(panic) => {
-                Counters::bump(&self.counters.panics);
-                self.counters.failed(&format!("{ptr}: panicked: {panic}"));
+            Ended::Panicked(panic) => {
                 tracing::warn!(
                     controller = %self.name,
                     "object.ref" = %ptr,

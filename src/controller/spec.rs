@@ -110,8 +110,9 @@ pub struct Input {
     pub resource_type: String,
     /// Only this id (reads are then limited to `get` of it).
     pub id: Option<String>,
-    /// How the controller depends on it.
-    pub kind: InputKind,
+    /// How the controller depends on it (named apart from [`Kind`], the
+    /// namespace and type it is on).
+    pub dependency: InputKind,
 }
 
 impl Input {
@@ -121,7 +122,7 @@ impl Input {
             namespace: kind.namespace().to_owned(),
             resource_type: kind.resource_type().to_owned(),
             id: None,
-            kind: input_kind,
+            dependency: input_kind,
         }
     }
 
@@ -152,7 +153,7 @@ impl Input {
 
     /// Whether the controller may put its finalizer on resources of this input.
     pub fn allows_finalizers(&self) -> bool {
-        matches!(self.kind, InputKind::Strong | InputKind::Primary | InputKind::Mapped)
+        matches!(self.dependency, InputKind::Strong | InputKind::Primary | InputKind::Mapped)
     }
 
     /// The same input restricted to one id.
@@ -182,7 +183,7 @@ impl Input {
 
 impl fmt::Display for Input {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}/{}", self.kind, self.namespace, self.resource_type)?;
+        write!(f, "{} {}/{}", self.dependency, self.namespace, self.resource_type)?;
         if let Some(id) = &self.id {
             write!(f, "/{id}")?;
         }

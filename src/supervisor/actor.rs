@@ -145,7 +145,8 @@ pub(crate) struct GetGraph;
 #[rtype(result = "()")]
 pub(crate) struct StopAll(pub(crate) StopReason);
 
-struct Entry {
+/// A running controller as the supervisor keeps it: its counters and how to stop it.
+struct RunningController {
     counters: Arc<Counters>,
     queue: Option<Arc<QueueCounters>>,
     stop: Recipient<StopHost>,
@@ -159,7 +160,7 @@ struct Entry {
 /// up, and stops it with the runtime.
 pub struct Supervisor {
     db: DependencyDb,
-    controllers: IndexMap<String, Entry>,
+    controllers: IndexMap<String, RunningController>,
     state: State,
     policy: RestartPolicy,
     pool: WorkerPool,
@@ -266,7 +267,7 @@ impl Supervisor {
         };
         tracing::debug!(controller = %name, "controller {name} registered");
         self.live.add(&name, admitted.counters.clone(), admitted.queue_counters.clone());
-        let entry = Entry {
+        let entry = RunningController {
             counters: admitted.counters,
             queue: admitted.queue_counters,
             stop: started.stop,
@@ -543,7 +544,7 @@ pub(crate) fn check_queue_settings(
     if settings.concurrency == 0 {
         return Err(invalid("a queue controller's concurrency must be at least 1"));
     }
-    if !settings.inputs.iter().any(|i| i.kind == InputKind::Primary) {
+    if !settings.inputs.iter().any(|i| i.dependency == InputKind::Primary) {
         return Err(invalid("a queue controller needs at least one primary input"));
     }
     Ok(())

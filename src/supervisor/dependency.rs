@@ -144,9 +144,9 @@ pub(crate) fn check_inputs(
             validate::name("id", id).map_err(invalid)?;
         }
         let fits = if queue {
-            matches!(input.kind, InputKind::Primary | InputKind::Mapped)
+            matches!(input.dependency, InputKind::Primary | InputKind::Mapped)
         } else {
-            matches!(input.kind, InputKind::Weak | InputKind::Strong | InputKind::DestroyReady)
+            matches!(input.dependency, InputKind::Weak | InputKind::Strong | InputKind::DestroyReady)
         };
         if !fits {
             return Err(RegistrationError::InvalidInputKind {
@@ -290,7 +290,7 @@ impl DependencyDb {
                     resource_type: input.resource_type.clone(),
                     namespace: Some(input.namespace.clone()),
                     id: input.id.clone(),
-                    kind: match input.kind {
+                    kind: match input.dependency {
                         InputKind::Weak => EdgeKind::InputWeak,
                         InputKind::Strong => EdgeKind::InputStrong,
                         InputKind::DestroyReady => EdgeKind::InputDestroyReady,
@@ -321,7 +321,7 @@ mod tests {
     use super::*;
 
     fn weak(ty: &str) -> Input {
-        Input { namespace: "ns".into(), resource_type: ty.into(), id: None, kind: InputKind::Weak }
+        Input { namespace: "ns".into(), resource_type: ty.into(), id: None, dependency: InputKind::Weak }
     }
 
     fn out(ty: &str, kind: OutputKind) -> Output {
@@ -383,7 +383,7 @@ mod tests {
         let e = db.register("A", &[], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::DuplicateController { .. }));
         let mut strong = weak("I");
-        strong.kind = InputKind::Strong;
+        strong.dependency = InputKind::Strong;
         let e = db.register("B", &[weak("I"), strong], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::DuplicateInput { .. }));
         // Same type with different ids is fine.
@@ -426,7 +426,7 @@ mod tests {
     fn queue_and_plain_input_kinds_do_not_mix() {
         let mut db = DependencyDb::default();
         let mut primary = weak("I");
-        primary.kind = InputKind::Primary;
+        primary.dependency = InputKind::Primary;
         let e = db.register("A", &[primary], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::InvalidInputKind { .. }));
         let e = db.register("Q", &[weak("I")], &[], true).unwrap_err();

@@ -1,0 +1,124 @@
+//! What both hosts do around one reconcile, whatever the controller kind:
+//! run it with panics caught and its span's `result` recorded, time it, and
+//! account for how it ended.
+//!
+//! [`ControllerHost`](super::host) and [`QueueHost`](super::queue_host)
+//! differ in what happens next (one pending reconcile and the restart policy,
+//! or a work queue with per-key backoff); what a reconcile is, and what it
+//! counts, is here once.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::time::Instant;
+
+use super::ReconcileError;
+use super::host::panic_message;
+use super::metrics::Counters;
+use super::queue::TerminalError;
+
+/// How one reconcile ended.
+#[derive(Debug)]
+pub(crate) enum Ended<T> {
+    /// It returned `Ok`.
+    Succeeded(T),
+    /// It returned a terminal error: not retried.
+    Terminal(ReconcileError),
+    /// It returned another error: retried after a backoff.
+    Failed(ReconcileError),
+    /// It panicked (the payload's text).
+    Panicked(String),
+}
+
+impl<T> Ended<T> {
+    fn of(result: Result<Result<T, ReconcileError>, String>) -> Self {
+        match result {
+            Ok(Ok(value)) => Ended::Succeeded(value),
+            Ok(Err(e)) if TerminalError::is_terminal(&e) => Ended::Terminal(e),
+            Ok(Err(e)) => Ended::Failed(e),
+            Err(panic) => Ended::Panicked(panic),
+        }
+    }
+
+    /// The reconcile span's `result` field: what `success` says of a
+    /// success (`success`, `requeue`), `terminal error`, `error` or `panic`.
+    pub(crate) fn label(&self, success: impl Fn(&T) -> &'static str) -> &'static str {
+        match self {
+            Ended::Succeeded(value) => success(value),
+            Ended::Terminal(_) => "terminal error",
+            Ended::Failed(_) => "error",
+            Ended::Panicked(_) => "panic",
+        }
+    }
+
+    /// Counts how it ended; for a failure, remembers `subject` and the reason
+    /// (the last error of [`ControllerMetrics`](super::ControllerMetrics))
+    /// and returns that text.
+    pub(crate) fn account(
+        &self,
+        counters: &Counters,
+        subject: Option<&dyn std::fmt::Display>,
+    ) -> Option<String> {
+        let reason = |what: &dyn std::fmt::Display| match subject {
+            Some(s) => format!("{s}: {what}"),
+            None => what.to_string(),
+        };
+        let reason = match self {
+            Ended::Succeeded(_) => {
+                Counters::bump(&counters.reconciles);
+                counters.succeeded();
+                return None;
+            }
+            Ended::Terminal(e) => {
+                Counters::bump(&counters.errors);
+                Counters::bump(&counters.terminal_errors);
+                reason(e)
+            }
+            Ended::Failed(e) => {
+                Counters::bump(&counters.errors);
+                reason(e)
+            }
+            Ended::Panicked(panic) => {
+                Counters::bump(&counters.panics);
+                reason(&format_args!("panicked: {panic}"))
+            }
+        };
+        counters.failed(&reason);
+        Some(reason)
+    }
+}
+
+/// Runs a reconcile with panics caught.
+pub(crate) async fn run_caught<T>(
+    reconcile: impl Future<Output = Result<T, ReconcileError>>,
+) -> Ended<T> {
+    Ended::of(AssertUnwindSafe(reconcile).catch_unwind().await.map_err(|p| panic_message(&*p)))
+}
+
+/// Records that a reconcile starts at `now` after `waited` in the queue,
+/// with `running` reconciles of the controller under way (this one included).
+pub(crate) fn started(counters: &Counters, now: Instant, waited: Option<Duration>, running: usize) {
+    if let Some(waited) = waited {
+        counters.work_queue.queue_duration.observe(waited);
+    }
+    counters.work_queue.started(now);
+    counters.active_workers.store(running as u64, Ordering::Relaxed);
+}
+
+/// Records that the reconcile started at `started` ended at `now`, with
+/// `running` reconciles still under way; returns how long it took.
+pub(crate) fn finished(
+    counters: &Counters,
+    started: Instant,
+    now: Instant,
+    running: usize,
+) -> Duration {
+    let took = now.saturating_duration_since(started);
+    counters.reconcile_time.observe(took);
+    counters.work_queue.finished(started, took);
+    counters.active_workers.store(running as u64, Ordering::Relaxed);
+    took
+}
