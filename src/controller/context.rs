@@ -11,8 +11,8 @@ use super::metrics::Counters;
 use crate::Error;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 use crate::state::{
-    Decoded, ExpectedPhase, State, StateReply, StateRequest, check_type, reply_done, reply_ready,
-    reply_resource, typed_modify,
+    Decoded, ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready,
+    reply_resource,
 };
 use crate::supervisor::{RegistrationError, check_inputs};
 
@@ -168,7 +168,7 @@ impl ReconcileContext {
     pub async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("create", resource.pointer())?;
-        let req = StateRequest::Create { resource, owner: self.owner() };
+        let req = StateRequest::create(resource, self.owner());
         reply_resource(self.write(req).await?, "create")
     }
 
@@ -191,7 +191,7 @@ impl ReconcileContext {
     ) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("update", resource.pointer())?;
-        let req = StateRequest::Update { resource, owner: self.owner(), expected_phase };
+        let req = StateRequest::update(resource, self.owner(), expected_phase);
         reply_resource(self.write(req).await?, "update")
     }
 
@@ -237,13 +237,7 @@ impl ReconcileContext {
     {
         let ptr = ptr.pointer();
         self.rules.check_write("modify", ptr)?;
-        check_type::<S>(ptr)?;
-        let req = StateRequest::Modify {
-            pointer: ptr.clone(),
-            owner: self.owner(),
-            expected_phase,
-            modify: typed_modify(empty, f),
-        };
+        let req = StateRequest::modify(ptr, self.owner(), expected_phase, empty, f)?;
         reply_resource(self.write(req).await?, "modify")?.typed()
     }
 
@@ -253,7 +247,7 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::OwnerConflict`].
     pub async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
         self.rules.check_write("teardown", ptr)?;
-        let req = StateRequest::Teardown { pointer: ptr.clone(), owner: self.owner() };
+        let req = StateRequest::teardown(ptr, self.owner());
         reply_ready(self.write(req).await?)
     }
 
@@ -264,7 +258,7 @@ impl ReconcileContext {
     /// [`Error::PendingFinalizers`].
     pub async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
         self.rules.check_write("destroy", ptr)?;
-        let req = StateRequest::Destroy { pointer: ptr.clone(), owner: self.owner() };
+        let req = StateRequest::destroy(ptr, self.owner());
         reply_done(self.write(req).await?, "destroy")
     }
 
@@ -307,11 +301,7 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`] (not a strong input); [`Error::InvalidInput`].
     pub async fn add_finalizer(&self, ptr: &Pointer) -> Result<bool, Error> {
         self.rules.check_finalizer("add_finalizer", ptr)?;
-        let req = StateRequest::AddFinalizer {
-            pointer: ptr.clone(),
-            finalizer: self.name().to_owned(),
-            expected_phase: ExpectedPhase::Running,
-        };
+        let req = StateRequest::add_finalizer(ptr, self.name(), ExpectedPhase::Running);
         match self.write(req).await {
             Err(e) if e.is_not_found() || e.is_phase_conflict() => Ok(false),
             reply => reply_done(reply?, "add_finalizer").map(|()| true),
@@ -325,10 +315,7 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`].
     pub async fn remove_finalizer(&self, ptr: &Pointer) -> Result<(), Error> {
         self.rules.check_finalizer("remove_finalizer", ptr)?;
-        let req = StateRequest::RemoveFinalizer {
-            pointer: ptr.clone(),
-            finalizer: self.name().to_owned(),
-        };
+        let req = StateRequest::remove_finalizer(ptr, self.name());
         match self.write(req).await {
             Err(e) if e.is_not_found() => Ok(()),
             reply => reply_done(reply?, "remove_finalizer"),

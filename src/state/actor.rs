@@ -20,7 +20,9 @@ use super::subscriptions::{Subscription, Watches};
 use super::watch::WatchTarget;
 use crate::Error;
 use crate::activity::Activity;
-use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Timestamp, validate};
+use crate::resource::{
+    AnyResource, Kind, LabelQuery, Pointer, Resource, Spec, Timestamp, validate,
+};
 
 /// Where a watch delivers, as carried by [`StateRequest::Watch`].
 pub struct WatchSink {
@@ -150,6 +152,73 @@ pub enum StateRequest {
     },
     /// How many watches are live.
     CountWatches,
+}
+
+/// The write requests, built in one place for [`State`](super::State) and
+/// for a controller's [`ReconcileContext`](crate::controller::ReconcileContext)
+/// (which adds its access checks, its owner and its write count).
+impl StateRequest {
+    pub(crate) fn create(resource: AnyResource, owner: Option<Arc<str>>) -> Self {
+        StateRequest::Create { resource, owner }
+    }
+
+    pub(crate) fn update(
+        resource: AnyResource,
+        owner: Option<Arc<str>>,
+        expected_phase: ExpectedPhase,
+    ) -> Self {
+        StateRequest::Update { resource, owner, expected_phase }
+    }
+
+    /// A typed modify: `f` applied to the stored resource as `S`, or to
+    /// `empty()` when there is none.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when `ptr` is not of type `S`.
+    pub(crate) fn modify<S, E, F>(
+        ptr: &Pointer,
+        owner: Option<Arc<str>>,
+        expected_phase: ExpectedPhase,
+        empty: E,
+        f: F,
+    ) -> Result<Self, Error>
+    where
+        S: Spec,
+        E: Fn() -> Resource<S> + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
+    {
+        super::client::check_type::<S>(ptr)?;
+        Ok(StateRequest::Modify {
+            pointer: ptr.clone(),
+            owner,
+            expected_phase,
+            modify: super::client::typed_modify(empty, f),
+        })
+    }
+
+    pub(crate) fn destroy(ptr: &Pointer, owner: Option<Arc<str>>) -> Self {
+        StateRequest::Destroy { pointer: ptr.clone(), owner }
+    }
+
+    pub(crate) fn teardown(ptr: &Pointer, owner: Option<Arc<str>>) -> Self {
+        StateRequest::Teardown { pointer: ptr.clone(), owner }
+    }
+
+    pub(crate) fn add_finalizer(
+        ptr: &Pointer,
+        finalizer: &str,
+        expected_phase: ExpectedPhase,
+    ) -> Self {
+        StateRequest::AddFinalizer {
+            pointer: ptr.clone(),
+            finalizer: finalizer.to_owned(),
+            expected_phase,
+        }
+    }
+
+    pub(crate) fn remove_finalizer(ptr: &Pointer, finalizer: &str) -> Self {
+        StateRequest::RemoveFinalizer { pointer: ptr.clone(), finalizer: finalizer.to_owned() }
+    }
 }
 
 impl StateRequest {

@@ -439,8 +439,7 @@ impl State {
         resource: impl Into<AnyResource>,
         owner: Option<&str>,
     ) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::Create { resource: resource.into(), owner: owner_arc(owner) })
-            .await
+        self.resource(StateRequest::create(resource.into(), owner_arc(owner))).await
     }
 
     /// Updates `resource`, which must carry the version it was read at, with
@@ -467,12 +466,7 @@ impl State {
         owner: Option<&str>,
         expected_phase: ExpectedPhase,
     ) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::Update {
-            resource: resource.into(),
-            owner: owner_arc(owner),
-            expected_phase,
-        })
-        .await
+        self.resource(StateRequest::update(resource.into(), owner_arc(owner), expected_phase)).await
     }
 
     /// Creates or updates the resource at `ptr` by applying `f` to its current
@@ -530,16 +524,8 @@ impl State {
         E: Fn() -> Resource<S> + Send + 'static,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
-        let ptr = ptr.pointer();
-        check_type::<S>(ptr)?;
-        self.resource(StateRequest::Modify {
-            pointer: ptr.clone(),
-            owner: owner_arc(owner),
-            expected_phase,
-            modify: typed_modify(empty, f),
-        })
-        .await?
-        .typed()
+        let req = StateRequest::modify(ptr.pointer(), owner_arc(owner), expected_phase, empty, f)?;
+        self.resource(req).await?.typed()
     }
 
     /// Destroys the resource at `ptr`. It need not be tearing down, but it must
@@ -548,7 +534,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`]; [`Error::PendingFinalizers`].
     pub async fn destroy(&self, ptr: &Pointer, owner: Option<&str>) -> Result<(), Error> {
-        self.done(StateRequest::Destroy { pointer: ptr.clone(), owner: owner_arc(owner) }).await
+        self.done(StateRequest::destroy(ptr, owner_arc(owner))).await
     }
 
     /// Moves the resource at `ptr` to `TearingDown` (idempotent) and returns
@@ -557,8 +543,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`].
     pub async fn teardown(&self, ptr: &Pointer, owner: Option<&str>) -> Result<bool, Error> {
-        let req = StateRequest::Teardown { pointer: ptr.clone(), owner: owner_arc(owner) };
-        reply_ready(self.request(req).await?)
+        reply_ready(self.request(StateRequest::teardown(ptr, owner_arc(owner))).await?)
     }
 
     /// Adds `finalizer` to the resource at `ptr`, whatever its owner and phase.
@@ -566,12 +551,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::InvalidInput`].
     pub async fn add_finalizer(&self, ptr: &Pointer, finalizer: &str) -> Result<(), Error> {
-        self.done(StateRequest::AddFinalizer {
-            pointer: ptr.clone(),
-            finalizer: finalizer.to_owned(),
-            expected_phase: ExpectedPhase::Any,
-        })
-        .await
+        self.done(StateRequest::add_finalizer(ptr, finalizer, ExpectedPhase::Any)).await
     }
 
     /// Removes `finalizer` from the resource at `ptr`, whatever its owner and phase.
@@ -579,11 +559,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`]; [`Error::InvalidInput`].
     pub async fn remove_finalizer(&self, ptr: &Pointer, finalizer: &str) -> Result<(), Error> {
-        self.done(StateRequest::RemoveFinalizer {
-            pointer: ptr.clone(),
-            finalizer: finalizer.to_owned(),
-        })
-        .await
+        self.done(StateRequest::remove_finalizer(ptr, finalizer)).await
     }
 
     /// Tears the resource down, waits until its finalizers are gone, and destroys it.

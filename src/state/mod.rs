@@ -129,5 +129,5 @@ pub use subscriptions::DEFAULT_HISTORY;
 pub(crate) use watch::WatchTarget;
 
 pub(crate) use actor::apply;
-pub(crate) use client::{check_type, reply_done, reply_ready, reply_resource, typed_modify};
+pub(crate) use client::{reply_done, reply_ready, reply_resource};
 pub(crate) use delivery::Sink;

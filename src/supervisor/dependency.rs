@@ -146,7 +146,10 @@ pub(crate) fn check_inputs(
         let fits = if queue {
             matches!(input.dependency, InputKind::Primary | InputKind::Mapped)
         } else {
-            matches!(input.dependency, InputKind::Weak | InputKind::Strong | InputKind::DestroyReady)
+            matches!(
+                input.dependency,
+                InputKind::Weak | InputKind::Strong | InputKind::DestroyReady
+            )
         };
         if !fits {
             return Err(RegistrationError::InvalidInputKind {
@@ -321,7 +324,12 @@ mod tests {
     use super::*;
 
     fn weak(ty: &str) -> Input {
-        Input { namespace: "ns".into(), resource_type: ty.into(), id: None, dependency: InputKind::Weak }
+        Input {
+            namespace: "ns".into(),
+            resource_type: ty.into(),
+            id: None,
+            dependency: InputKind::Weak,
+        }
     }
 
     fn out(ty: &str, kind: OutputKind) -> Output {
