@@ -1,13 +1,14 @@
 //! Watches as server-sent events over real HTTP: the initial list, the
 //! bootstrapped marker, then changes; one resource; a slow reader is
-//! disconnected and never holds the state back.
+//! disconnected and never holds the state back; a client reconnecting with
+//! `Last-Event-ID` resumes where it left off.
 
 mod admin_support;
 mod common;
 
 use std::net::SocketAddr;
 
-use admin_support::open;
+use admin_support::{open, open_with};
 use common::{IntSpec, NS};
 use cosi_runtime::admin::{Admin, AdminServer, Bind};
 use cosi_runtime::prelude::*;
@@ -150,5 +151,92 @@ async fn a_slow_reader_is_disconnected_and_never_holds_the_state_back() {
     // Its watch is gone; the fast one stays.
     assert_eq!(state.watch_count().await.unwrap(), baseline + 1);
     drop(fast);
+    server.stop().await;
+}
+
+fn x() -> Pointer {
+    Pointer::of::<IntSpec>(NS, "x")
+}
+
+async fn set(state: &State, n: i64) {
+    state.modify(&x(), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
+}
+
+#[actix::test]
+async fn a_client_reconnecting_with_last_event_id_gets_only_what_it_missed() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    set(&state, 1).await;
+    let (server, addr) = serve(&runtime, 64).await;
+    let mut watch = open(addr, "/api/v1/watch/default/ints").await;
+    assert_eq!(watch.event().await.unwrap().event, "created");
+    assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
+    set(&state, 2).await;
+    let seen = watch.event().await.unwrap();
+    assert_eq!((seen.event.as_str(), seen.data["spec"].as_i64()), ("updated", Some(2)));
+    let last = seen.id.clone().expect("a change carries its revision");
+    drop(watch); // the connection drops
+
+    set(&state, 3).await;
+    state.create(Resource::new(NS, "y", IntSpec(7)), None).await.unwrap();
+    let mut resumed =
+        open_with(addr, "/api/v1/watch/default/ints", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    let first = resumed.event().await.unwrap();
+    assert_eq!(
+        (first.event.as_str(), first.resource_id(), first.data["spec"].as_i64()),
+        ("updated", "x", Some(3)),
+        "no initial list and no bootstrapped marker: the first change it missed"
+    );
+    let second = resumed.event().await.unwrap();
+    assert_eq!((second.event.as_str(), second.resource_id()), ("created", "y"));
+    let ids: Vec<u64> = [&last, first.id.as_ref().unwrap(), second.id.as_ref().unwrap()]
+        .map(|i| i.parse().unwrap())
+        .to_vec();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "revisions only go up: {ids:?}");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_client_resuming_past_the_kept_history_is_reset_and_bootstrapped() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    set(&state, 0).await;
+    let (server, addr) = serve(&runtime, 64).await;
+    let stale = state.get(&x()).await.unwrap().metadata().revision().to_string();
+    // More changes than the state keeps for watches that resume.
+    for n in 1..=(cosi_runtime::state::DEFAULT_HISTORY as i64 + 10) {
+        set(&state, n).await;
+    }
+    let mut watch =
+        open_with(addr, "/api/v1/watch/default/ints", &[("Last-Event-ID", &stale)]).await;
+    assert_eq!(watch.status, 200);
+    let reset = watch.event().await.unwrap();
+    assert_eq!(reset.event, "reset");
+    assert!(reset.data["reason"].as_str().is_some_and(|r| !r.is_empty()), "{:?}", reset.data);
+    let created = watch.event().await.unwrap();
+    assert_eq!((created.event.as_str(), created.resource_id()), ("created", "x"));
+    assert_eq!(
+        created.data["spec"].as_i64(),
+        Some(cosi_runtime::state::DEFAULT_HISTORY as i64 + 10)
+    );
+    assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_last_event_id_that_is_not_a_revision_is_a_bad_request() {
+    let runtime = Runtime::start();
+    let (server, addr) = serve(&runtime, 64).await;
+    let answer = open_with(addr, "/api/v1/watch/default/ints", &[("Last-Event-ID", "yesterday")])
+        .await
+        .body()
+        .await;
+    assert_eq!(answer.status, 400);
+    assert!(
+        answer.json()["error"].as_str().unwrap().contains("Last-Event-ID"),
+        "{:?}",
+        answer.json()
+    );
     server.stop().await;
 }

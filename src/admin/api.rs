@@ -159,19 +159,23 @@ async fn watch_kind(
     shared: web::Data<Shared>,
     path: web::Path<(String, String)>,
     query: Query,
+    req: actix_web::HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let resume = super::sse::last_event_id(&req)?;
     let (namespace, written) = path.into_inner();
     let kind = kind_of(&shared, &namespace, &written).await?;
-    super::sse::watch(&shared, kind, selector(&query)?, None).await
+    super::sse::watch(&shared, kind, selector(&query)?, None, resume).await
 }
 
 async fn watch_one(
     shared: web::Data<Shared>,
     path: web::Path<(String, String, String)>,
+    req: actix_web::HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let resume = super::sse::last_event_id(&req)?;
     let ptr = pointer_of(&shared, path.into_inner()).await?;
     let id = ptr.id().to_owned();
-    super::sse::watch(&shared, ptr.kind().clone(), LabelQuery::all(), Some(id)).await
+    super::sse::watch(&shared, ptr.kind().clone(), LabelQuery::all(), Some(id), resume).await
 }
 
 fn controller_json(m: &ControllerMetrics, graph: &DependencyGraph) -> Value {

@@ -14,7 +14,7 @@
 //! | `GET /api/v1/types` | the resource types the controllers read and write, with their namespaces (those read from; for a type only written, those of the other types that hold some of it) |
 //! | `GET /api/v1/resources/{namespace}/{type}[?labels=SELECTOR]` | the matching resources, sorted by id, as a JSON array |
 //! | `GET /api/v1/resources/{namespace}/{type}/{id}` | one resource as JSON |
-//! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed` |
+//! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed`, each change with its store revision as `id`; a client reconnecting with `Last-Event-ID` gets only the changes after it (or `reset`, then a fresh bootstrap, when the state no longer keeps them) |
 //! | `GET /api/v1/controllers` | each controller's status, counters, inputs and outputs |
 //! | `GET /api/v1/graph[?format=json\|dot\|mermaid\|svg]` | the dependency graph |
 //!

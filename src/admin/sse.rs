@@ -47,17 +47,58 @@ fn event_frame(event: &Event, revision: u64) -> Bytes {
     }
 }
 
+/// The revision a reconnecting client saw last: its `Last-Event-ID` header
+/// (the `id` of the last event it got; every change carries its store
+/// revision there).
+///
+/// # Errors
+/// 400 when the header is there but not a revision.
+pub(super) fn last_event_id(req: &actix_web::HttpRequest) -> Result<Option<u64>, ApiError> {
+    let Some(value) = req.headers().get("last-event-id") else {
+        return Ok(None);
+    };
+    value.to_str().ok().and_then(|v| v.trim().parse().ok()).map(Some).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "Last-Event-ID {value:?} is not a revision (the id of an event this endpoint sent)"
+        ))
+    })
+}
+
 /// Starts a watch of `kind` (only resource `id`, when given) and answers with
 /// its event stream.
+///
+/// With `resume_from` (a reconnecting client's `Last-Event-ID`), the stream
+/// carries only the changes after that revision, without the initial list.
+/// When the state no longer keeps them, the stream starts with an event
+/// `reset` and bootstraps as a new watch does.
 pub(super) async fn watch(
     shared: &Shared,
     kind: Kind,
     query: LabelQuery,
     id: Option<String>,
+    resume_from: Option<u64>,
 ) -> Result<HttpResponse, ApiError> {
-    let stream =
-        shared.runtime.state().watch_kind_stream(&kind, query, &WatchOptions::bootstrap()).await?;
+    let state = shared.runtime.state();
+    let mut reset = None;
+    let stream = match resume_from {
+        Some(from) => {
+            let options = WatchOptions { resume_from: Some(from), ..WatchOptions::default() };
+            match state.watch_kind_stream(&kind, query.clone(), &options).await {
+                Err(e) if e.is_compacted() => {
+                    reset =
+                        Some(frame("reset", None, &serde_json::json!({ "reason": e.to_string() })));
+                    state.watch_kind_stream(&kind, query, &WatchOptions::bootstrap()).await?
+                }
+                resumed => resumed?,
+            }
+        }
+        None => state.watch_kind_stream(&kind, query, &WatchOptions::bootstrap()).await?,
+    };
     let (tx, rx) = mpsc::channel(shared.watch_buffer);
+    if let Some(reset) = reset {
+        // The channel is new and empty: there is room.
+        let _ = tx.try_send(reset);
+    }
     let overflowed = Arc::new(AtomicBool::new(false));
     actix_web::rt::spawn(forward(stream, tx, id, overflowed.clone(), shared.watch_buffer));
     let body = futures::stream::unfold(Some((rx, overflowed)), |open| async move {

@@ -38,9 +38,14 @@ pub struct Open {
 }
 
 async fn send(addr: SocketAddr, method: &str, path: &str) -> Open {
+    send_with(addr, method, path, &[]).await
+}
+
+async fn send_with(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Open {
     let mut stream = TcpStream::connect(addr).await.expect("connect to the admin endpoint");
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n{extra}\r\n"
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut reader = BufReader::new(stream);
@@ -169,4 +174,9 @@ pub async fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
 
 pub async fn open(addr: SocketAddr, path: &str) -> Open {
     send(addr, "GET", path).await
+}
+
+/// [`open`] with extra request headers.
+pub async fn open_with(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Open {
+    send_with(addr, "GET", path, headers).await
 }
