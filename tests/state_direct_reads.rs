@@ -113,7 +113,7 @@ async fn a_writer_reads_its_own_write_at_once_from_another_arbiter() {
 }
 
 #[actix::test]
-async fn a_closed_state_answers_unavailable_to_reads() {
+async fn a_closed_state_answers_unavailable_to_reads_and_writes() {
     let state = State::start();
     state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     state.close().await.unwrap();
@@ -121,6 +121,9 @@ async fn a_closed_state_answers_unavailable_to_reads() {
     assert!(matches!(e, Error::Unavailable { .. }), "{e}");
     let e = state.list_typed::<IntSpec>(NS, &LabelQuery::all()).await.unwrap_err();
     assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+    // Writes too, and the error names the resource.
+    let e = state.create(Resource::new(NS, "after-close", IntSpec(2)), None).await.unwrap_err();
+    assert!(matches!(e, Error::Unavailable { .. }) && e.to_string().contains("after-close"), "{e}");
 }
 
 #[actix::test]
