@@ -19,9 +19,10 @@ import sys
 MISSING = "n/a"
 
 
-def sh(*cmd):
+def sh(*cmd, strip=True):
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        return out.strip() if strip else out
     except (OSError, subprocess.CalledProcessError):
         return ""
 
@@ -922,13 +923,8 @@ def main():
     m = machine()
     commit = sh("git", "rev-parse", "--short", "HEAD")
     # Any change but the report itself: then no commit holds the sources measured.
-    # Not through `sh`: its strip() would eat the leading blank of " M path".
-    try:
-        porcelain = subprocess.run(
-            ["git", "status", "--porcelain"], capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        porcelain = "?? (git status failed)"
+    # Unstripped: strip() would eat the leading blank of " M path".
+    porcelain = sh("git", "status", "--porcelain", strip=False)
     changes = [l for l in porcelain.splitlines() if l[3:] != args.out]
     dirty = bool(changes) or not commit
     if dirty:

@@ -30,7 +30,8 @@ struct Collections {
 
 impl Collections {
     fn collection_mut(&mut self, kind: &Kind) -> &mut BTreeMap<Id, AnyResource> {
-        // `get_mut` first: the common case clones no kind.
+        // A kind is cloned only when it is new. (Returning the map out of a
+        // `get_mut` match does not borrow-check; kinds hash in O(1).)
         if !self.by_kind.contains_key(kind) {
             self.by_kind.insert(kind.clone(), BTreeMap::new());
         }
@@ -110,12 +111,20 @@ impl Cache {
         get(&self.read(), ptr)
     }
 
-    /// Visits the resources of `kind` in id order (under the read lock: `f`
-    /// must not call back into the cache).
-    pub(crate) fn for_each(&self, kind: &Kind, mut f: impl FnMut(&AnyResource)) {
-        if let Some(c) = self.read().by_kind.get(kind) {
-            c.values().for_each(&mut f);
-        }
+    /// Visits the resources of `kind` matching `query`, in id order (under
+    /// the read lock: `f` must not call back into the cache).
+    pub(crate) fn for_each_match(
+        &self,
+        kind: &Kind,
+        query: &LabelQuery,
+        f: impl FnMut(&AnyResource),
+    ) {
+        matching(&self.read(), kind, query).for_each(f);
+    }
+
+    /// The resources of `kind` matching `query`, in id order.
+    pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Vec<AnyResource> {
+        matching(&self.read(), kind, query).cloned().collect()
     }
 
     pub(crate) fn put(&self, resource: AnyResource) {
@@ -213,6 +222,18 @@ fn get(c: &Collections, ptr: &Pointer) -> Option<AnyResource> {
     c.by_kind.get(ptr.kind())?.get(ptr.id_shared()).cloned()
 }
 
+fn matching<'a>(
+    c: &'a Collections,
+    kind: &Kind,
+    query: &'a LabelQuery,
+) -> impl Iterator<Item = &'a AnyResource> + 'a {
+    c.by_kind
+        .get(kind)
+        .into_iter()
+        .flat_map(|coll| coll.values())
+        .filter(move |r| query.matches(r.metadata().labels()))
+}
+
 /// A reader's handle on the state actor's [`Cache`], held by
 /// [`State`](super::State) handles: `get` and `list` read it directly
 /// instead of sending a message (no round trip).
@@ -242,36 +263,25 @@ impl CacheView {
         self.shared.readable.load(Ordering::Acquire)
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Collections> {
-        self.shared.collections.read().unwrap_or_else(PoisonError::into_inner)
+    /// The maps, read-locked, when the view is readable now.
+    fn read(&self) -> Option<RwLockReadGuard<'_, Collections>> {
+        if !self.readable() {
+            return None;
+        }
+        let c = self.shared.collections.read().unwrap_or_else(PoisonError::into_inner);
+        // Checked again under the lock: the actor clears it before it stages.
+        self.readable().then_some(c)
     }
 
     /// The resource at `ptr` (`Some(None)`: not there); `None` when the view
     /// is not readable now.
     pub(crate) fn get(&self, ptr: &Pointer) -> Option<Option<AnyResource>> {
-        if !self.readable() {
-            return None;
-        }
-        let c = self.read();
-        // Checked again under the lock: the actor clears it before it stages.
-        self.readable().then(|| get(&c, ptr))
+        self.read().map(|c| get(&c, ptr))
     }
 
     /// The resources of `kind` matching `query`, in id order; `None` when the
     /// view is not readable now.
     pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Option<Vec<AnyResource>> {
-        if !self.readable() {
-            return None;
-        }
-        let c = self.read();
-        if !self.readable() {
-            return None;
-        }
-        Some(match c.by_kind.get(kind) {
-            Some(coll) => {
-                coll.values().filter(|r| query.matches(r.metadata().labels())).cloned().collect()
-            }
-            None => Vec::new(),
-        })
+        self.read().map(|c| matching(&c, kind, query).cloned().collect())
     }
 }

@@ -235,10 +235,6 @@ impl Store {
         self.backend.len() == 0
     }
 
-    fn found(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
-        self.backend.get(ptr).ok_or_else(|| Error::NotFound { resource: ptr.clone() })
-    }
-
     fn intern_owner(&mut self, owner: Option<&str>) -> Option<Arc<str>> {
         let owner = owner?;
         if let Some(o) = self.owners.get(owner) {
@@ -255,7 +251,7 @@ impl Store {
     /// [`Error::NotFound`]; [`Error::InvalidInput`] for a bad pointer.
     pub fn get(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
         validate::pointer(ptr)?;
-        self.found(ptr)
+        self.backend.get(ptr).ok_or_else(|| Error::NotFound { resource: ptr.clone() })
     }
 
     /// The resources of `kind` matching `query`, sorted by id.
@@ -264,9 +260,7 @@ impl Store {
     /// [`Error::InvalidInput`] for a bad kind.
     pub fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
         validate::kind(kind)?;
-        let mut out = Vec::new();
-        self.for_each_match(kind, query, |r| out.push(r.clone()));
-        Ok(out)
+        Ok(self.backend.list(kind, query))
     }
 
     /// Visits every resource of `kind` matching `query`, in id order, without copying.
@@ -274,13 +268,9 @@ impl Store {
         &self,
         kind: &Kind,
         query: &LabelQuery,
-        mut f: impl FnMut(&AnyResource),
+        f: impl FnMut(&AnyResource),
     ) {
-        self.backend.for_each(kind, |r| {
-            if query.matches(r.metadata().labels()) {
-                f(r);
-            }
-        });
+        self.backend.for_each_match(kind, query, f);
     }
 
     /// Creates `res` owned by `owner`: version 1, `created` = `updated` = `now`;
