@@ -24,7 +24,9 @@ use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
-use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+use crate::state::{
+    Event, Sink, State, WatchBatch, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget,
+};
 use crate::supervisor::{Decision, HostReport, RestartPolicy, RestartTracker};
 
 /// The text of a panic payload.
@@ -75,10 +77,10 @@ impl HostEnv {
     pub(crate) async fn watch_kind(
         &self,
         kind: Kind,
-        recipient: Recipient<WatchEvent>,
+        recipient: Recipient<WatchBatch>,
     ) -> Result<WatchId, crate::Error> {
         let sink = WatchSink {
-            sink: Sink::Actor(recipient),
+            sink: Sink::Batch(recipient),
             activity: Some(self.state.activity().clone()),
         };
         let target = WatchTarget::Kind { kind, query: crate::resource::LabelQuery::all() };
@@ -92,7 +94,7 @@ pub(crate) async fn resubscribe(
     env: HostEnv,
     mut current: HashMap<Kind, WatchId>,
     wanted: Vec<Kind>,
-    recipient: Recipient<WatchEvent>,
+    recipient: Recipient<WatchBatch>,
     owner: Arc<str>,
 ) -> HashMap<Kind, WatchId> {
     let stale: Vec<Kind> = current.keys().filter(|k| !wanted.contains(k)).cloned().collect();
@@ -552,6 +554,26 @@ where
         if self.wants(msg.event()) {
             self.trigger("input changed", ctx);
         }
+    }
+}
+
+impl<C, F> Handler<WatchBatch> for ControllerHost<C, F>
+where
+    C: Controller,
+    F: Fn() -> C + 'static,
+{
+    type Result = ();
+
+    fn handle(&mut self, WatchBatch(events): WatchBatch, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
+        let wanted = events.iter().filter(|msg| self.wants(msg.event())).count() as u64;
+        if wanted == 0 {
+            return;
+        }
+        // Each change counts as a wakeup; they collapse into one reconcile,
+        // so one trigger (which counts one) serves them all.
+        self.counters.wakeups.fetch_add(wanted - 1, std::sync::atomic::Ordering::Relaxed);
+        self.trigger("input changed", ctx);
     }
 }
 

@@ -33,7 +33,9 @@ use crate::execution::RoundBudget;
 use crate::queue::{Completion, WorkQueue};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
-use crate::state::{Event, Sink, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+use crate::state::{
+    Event, Sink, WatchBatch, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget,
+};
 
 /// What one reconcile came back with, and when it started.
 type Finished = (Pointer, Ended<Outcome>, Instant);
@@ -177,6 +179,20 @@ impl<Q: QController> QueueHost<Q> {
                 false
             }
         }
+    }
+
+    /// Queues what an event asks for; whether it was a change (not a marker).
+    fn on_event(&mut self, event: &Event, now: Instant, ctx: &mut Context<Self>) -> bool {
+        if let Event::Bootstrapped(_) = event {
+            return false;
+        }
+        let Some(resource) = event.resource() else {
+            return false;
+        };
+        if self.on_change(resource, now) {
+            self.requeue_all(ctx);
+        }
+        true
     }
 
     /// Lists every primary kind and queues each resource (see
@@ -416,7 +432,7 @@ impl<Q: QController> Actor for QueueHost<Q> {
         // each existing mapped resource is mapped (so a primary whose mapped
         // resource outlived it, say an output left behind, is found at start).
         let env = self.env.clone();
-        let recipient: Recipient<WatchEvent> = ctx.address().recipient();
+        let recipient: Recipient<WatchBatch> = ctx.address().recipient();
         let primary: Vec<Kind> =
             watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
         let mapped: Vec<Kind> =
@@ -429,7 +445,7 @@ impl<Q: QController> Actor for QueueHost<Q> {
                     continue;
                 }
                 let sink = WatchSink {
-                    sink: Sink::Actor(recipient.clone()),
+                    sink: Sink::Batch(recipient.clone()),
                     activity: Some(env.state.activity().clone()),
                 };
                 let options = WatchOptions { bootstrap: true, ..WatchOptions::default() };
@@ -458,14 +474,26 @@ impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
-        if let Event::Bootstrapped(_) = msg.event() {
-            return;
+        let now = Instant::now();
+        if self.on_event(msg.event(), now, ctx) {
+            self.pump_at(now, ctx);
         }
-        if let Some(resource) = msg.event().resource() {
-            let now = Instant::now();
-            if self.on_change(resource, now) {
-                self.requeue_all(ctx);
-            }
+    }
+}
+
+impl<Q: QController> Handler<WatchBatch> for QueueHost<Q> {
+    type Result = ();
+
+    fn handle(&mut self, WatchBatch(events): WatchBatch, ctx: &mut Context<Self>) {
+        self.budget.spend(ctx);
+        let now = Instant::now();
+        let mut changed = false;
+        for msg in &events {
+            changed |= self.on_event(msg.event(), now, ctx);
+        }
+        // Their delivery slots return before the reconciles start.
+        drop(events);
+        if changed {
             self.pump_at(now, ctx);
         }
     }

@@ -42,6 +42,7 @@ impl fmt::Debug for WatchSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.sink {
             Sink::Actor(_) => "WatchSink::Actor",
+            Sink::Batch(_) => "WatchSink::Batch",
             Sink::Channel(_) => "WatchSink::Stream",
         })
     }
@@ -503,6 +504,11 @@ pub struct StateActor {
     /// Requests that wait for the batch in flight.
     parked: VecDeque<(StateRequest, ReplySlot)>,
     commit_scheduled: bool,
+    /// Replies held until the batched events of this pass are sent (events
+    /// reach their watchers before the writer hears back).
+    held: Vec<(ReplySlot, Result<StateReply, Error>)>,
+    /// A [`SendPending`] is spawned for this pass.
+    sending_scheduled: bool,
     closing: Option<ReplySlotClose>,
     /// An etcd state: every namespace there, the cache fed by its change feed.
     #[cfg(feature = "etcd")]
@@ -531,6 +537,8 @@ impl StateActor {
             dirty: HashSet::new(),
             parked: VecDeque::new(),
             commit_scheduled: false,
+            held: Vec::new(),
+            sending_scheduled: false,
             closing: None,
             #[cfg(feature = "etcd")]
             shared: None,
@@ -596,6 +604,8 @@ impl StateActor {
             }
             (WatchTarget::Kind { .. }, None) => {}
         }
+        // The initial events come before the reply that names the watch.
+        outbox.send_pending();
         self.watches.add(Subscription { id, target, outbox });
         Ok(id)
     }
@@ -772,6 +782,7 @@ impl StateActor {
                 for (change, revision, _) in &batch.changes {
                     self.watches.publish(change, *revision);
                 }
+                self.send_pending();
                 for (slot, _, reply) in batch.waiting {
                     answer(&slot, reply);
                 }
@@ -802,6 +813,15 @@ impl StateActor {
         self.close_if_idle(ctx);
     }
 
+    /// Sends the batched events, then the replies held behind them.
+    pub(crate) fn send_pending(&mut self) {
+        self.sending_scheduled = false;
+        self.watches.send_pending();
+        for (slot, reply) in std::mem::take(&mut self.held) {
+            answer(&slot, reply);
+        }
+    }
+
     pub(crate) fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
         if self.committing || self.commit_scheduled || !self.parked.is_empty() {
             return;
@@ -813,6 +833,8 @@ impl StateActor {
         let Some(slot) = self.closing.take() else {
             return;
         };
+        // The actor stops before its spawned items run again.
+        self.send_pending();
         #[allow(unused_mut)]
         let mut closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
         #[cfg(feature = "etcd")]
@@ -954,6 +976,8 @@ impl Actor for StateActor {
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
+        self.send_pending();
+
         self.store.set_readable(false);
     }
 }
@@ -962,7 +986,50 @@ impl Handler<StateRequest> for StateActor {
     type Result = StateResponse;
 
     fn handle(&mut self, req: StateRequest, ctx: &mut Self::Context) -> Self::Result {
-        StateResponse(self.dispatch(req, ctx, None))
+        let response = self.dispatch(req, ctx, None);
+        let more = self.store.request_handled();
+        if !self.watches.has_pending() && self.held.is_empty() {
+            return StateResponse(response);
+        }
+        if !more {
+            // The last request of this pass: events now, then every reply.
+            self.send_pending();
+            return StateResponse(response);
+        }
+        // More requests are on their way: this reply waits with the events
+        // for the end of the pass (the spawned `SendPending`, or the handler
+        // of the last request, whichever comes first).
+        if !self.sending_scheduled {
+            self.sending_scheduled = true;
+            ctx.spawn(SendPending);
+        }
+        StateResponse(match response {
+            Response::Now(reply) => {
+                let slot = ReplySlot::default();
+                self.held.push((slot.clone(), reply));
+                Response::Later(slot)
+            }
+            later => later,
+        })
+    }
+}
+
+/// Ends a pass of the state actor: spawned while it handles requests, it
+/// runs once the mailbox is drained (actix polls a context's items after
+/// its mailbox), and sends the pass's batched events, then the held replies.
+struct SendPending;
+
+impl ActorFuture<StateActor> for SendPending {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        act: &mut StateActor,
+        _: &mut Context<StateActor>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        act.send_pending();
+        std::task::Poll::Ready(())
     }
 }
 
@@ -1011,6 +1078,7 @@ impl Handler<Flush> for StateActor {
     fn handle(&mut self, Flush(id): Flush, _: &mut Self::Context) {
         if let Some(sub) = self.watches.get_mut(id) {
             sub.outbox.flush();
+            sub.outbox.send_pending();
         }
     }
 }

@@ -6,7 +6,7 @@
 //! they may).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::resource::{AnyResource, Id, Kind, KindMap, LabelQuery, Pointer};
@@ -53,6 +53,10 @@ struct Shared {
     /// cache holds is committed (no batch staged or in flight to a durable
     /// backend), and the state is open.
     readable: AtomicBool,
+    /// Requests sent through a [`CacheView`]'s handle and not yet handled:
+    /// while more are on their way, the actor holds its batched events and
+    /// replies for the end of the pass (see `StateActor`'s `send_pending`).
+    outstanding: AtomicUsize,
 }
 
 /// The cached view the state actor owns: every resource in memory, a sorted
@@ -73,6 +77,7 @@ impl Default for Cache {
             shared: Arc::new(Shared {
                 collections: RwLock::new(Collections::default()),
                 readable: AtomicBool::new(true),
+                outstanding: AtomicUsize::new(0),
             }),
         }
     }
@@ -105,6 +110,16 @@ impl Cache {
     /// actor (`false`: writes are staged, or the state is closed).
     pub(crate) fn set_readable(&self, readable: bool) {
         self.shared.readable.store(readable, Ordering::Release);
+    }
+
+    /// Counts one request handled; whether more are on their way. (A
+    /// request sent without a view was never counted: the count stays at 0.)
+    pub(crate) fn request_handled(&self) -> bool {
+        let previous =
+            self.shared
+                .outstanding
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        previous.is_ok_and(|n| n > 1)
     }
 
     pub(crate) fn get(&self, ptr: &Pointer) -> Option<AnyResource> {
@@ -259,6 +274,12 @@ impl std::fmt::Debug for CacheView {
 }
 
 impl CacheView {
+    /// Counts a request on its way to the actor (see [`Cache::request_handled`]).
+    /// Relaxed: the mailbox orders it before the request's handling.
+    pub(crate) fn request_sent(&self) {
+        self.shared.outstanding.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn readable(&self) -> bool {
         self.shared.readable.load(Ordering::Acquire)
     }
@@ -283,5 +304,24 @@ impl CacheView {
     /// view is not readable now.
     pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Option<Vec<AnyResource>> {
         self.read().map(|c| matching(&c, kind, query).cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_outstanding_count_says_whether_more_requests_follow_and_never_wraps() {
+        let cache = Cache::default();
+        let view = cache.view();
+        assert!(!cache.request_handled(), "an uncounted request: none follow, the count stays 0");
+        view.request_sent();
+        view.request_sent();
+        assert!(cache.request_handled(), "one more is on its way");
+        assert!(!cache.request_handled(), "the last one");
+        assert!(!cache.request_handled(), "still 0, not wrapped around");
+        view.request_sent();
+        assert!(!cache.request_handled());
     }
 }

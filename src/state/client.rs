@@ -357,7 +357,15 @@ impl State {
             return Err(unavailable(req.about().to_string()));
         }
         let op = req.operation();
-        match self.requests.send(req).await {
+        if let Some(view) = &self.view {
+            view.request_sent();
+        }
+        // Out of tokio's cooperative budget: a reply is ready only after the
+        // state actor ran, so waiting for one cannot starve anyone, while a
+        // budget spent by the caller's other work made every further reply
+        // in that poll look pending and wake its task once more (measured:
+        // 6 % of a per-object chain, in deferred wakes and extra polls).
+        match tokio::task::unconstrained(self.requests.send(req)).await {
             Ok(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
             Ok(reply) => reply,
             // It stopped while the request waited in its mailbox.

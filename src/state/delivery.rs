@@ -102,6 +102,20 @@ impl fmt::Debug for WatchEvent {
     }
 }
 
+/// The events of one watch that one pass of the state actor produced, in one
+/// message: how the runtime's own controller hosts subscribe.
+///
+/// A message per event costs an envelope, a mailbox push and a wake each; a
+/// per-object controller hears two events per object it handles. The state
+/// actor collects a batched watch's events while it drains its mailbox and
+/// sends them (before any reply to the writes that caused them) at the end of
+/// the pass. Each event keeps its own flow-control slot.
+pub(crate) struct WatchBatch(pub(crate) Vec<WatchEvent>);
+
+impl Message for WatchBatch {
+    type Result = ();
+}
+
 /// Asks the state actor to flush a watch's backlog.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -144,6 +158,8 @@ impl Drop for DeliveryToken {
 pub(crate) enum Sink {
     /// An actor.
     Actor(Recipient<WatchEvent>),
+    /// An actor of the runtime, in [`WatchBatch`]es.
+    Batch(Recipient<WatchBatch>),
     /// A [`WatchStream`](super::WatchStream).
     Channel(UnboundedSender<WatchEvent>),
 }
@@ -152,13 +168,16 @@ impl Sink {
     fn is_closed(&self) -> bool {
         match self {
             Sink::Actor(r) => !r.connected(),
+            Sink::Batch(r) => !r.connected(),
             Sink::Channel(c) => c.is_closed(),
         }
     }
 
+    /// Sends `msg` now (a batched sink takes it through its outbox's pending batch).
     fn deliver(&self, msg: WatchEvent) {
         match self {
             Sink::Actor(r) => r.do_send(msg),
+            Sink::Batch(r) => r.do_send(WatchBatch(vec![msg])),
             Sink::Channel(c) => {
                 // A closed stream drops the message (and so its token); the
                 // subscription is pruned on the next publish.
@@ -273,6 +292,8 @@ pub(crate) struct Outbox {
     caught_up: u64,
     /// The latest revision published into this outbox.
     latest: u64,
+    /// Events for a [`Sink::Batch`], sent by [`Outbox::send_pending`].
+    pending: Vec<WatchEvent>,
 }
 
 impl Outbox {
@@ -299,6 +320,7 @@ impl Outbox {
             backlog: Backlog::default(),
             caught_up: 0,
             latest: 0,
+            pending: Vec::new(),
         }
     }
 
@@ -310,17 +332,40 @@ impl Outbox {
         self.credit.in_flight.load(Ordering::SeqCst)
     }
 
-    fn send_now(&self, event: Event, revision: u64) {
+    fn send_now(&mut self, event: Event, revision: u64) {
         self.credit.in_flight.fetch_add(1, Ordering::SeqCst);
         if let Some(a) = &self.credit.activity {
             a.enter();
         }
-        self.sink.deliver(WatchEvent {
+        let msg = WatchEvent {
             watch: self.credit.watch,
             event,
             revision,
             _token: Some(DeliveryToken(self.credit.clone())),
-        });
+        };
+        match self.sink {
+            // Counted in flight (and in activity) already: the window and
+            // `settled()` see it as sent.
+            Sink::Batch(_) => self.pending.push(msg),
+            _ => self.sink.deliver(msg),
+        }
+    }
+
+    /// Whether events wait for [`send_pending`](Self::send_pending).
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Sends the pending events of a batched sink as one message.
+    pub(crate) fn send_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.pending);
+        match &self.sink {
+            Sink::Batch(r) => r.do_send(WatchBatch(batch)),
+            other => batch.into_iter().for_each(|msg| other.deliver(msg)),
+        }
     }
 
     /// Sends `event` (of store revision `revision`) now if the window has
@@ -469,6 +514,66 @@ mod tests {
         b.push(Event::Updated { old: r("b", 1), new: r("b", 2) });
         b.push(Event::Created(r("c", 1)));
         assert_eq!(drain(&mut b), ["C b@2", "C a@1", "B", "C c@1"]);
+    }
+
+    /// Keeps the size of every batch it receives.
+    struct Batches(Arc<std::sync::Mutex<Vec<usize>>>);
+
+    impl actix::Actor for Batches {
+        type Context = actix::Context<Self>;
+    }
+
+    impl actix::Handler<WatchBatch> for Batches {
+        type Result = ();
+        fn handle(&mut self, WatchBatch(events): WatchBatch, _: &mut actix::Context<Self>) {
+            self.0.lock().unwrap().push(events.len());
+        }
+    }
+
+    #[actix::test]
+    async fn a_batched_sink_holds_events_in_flight_until_they_go_as_one_message() {
+        use actix::Actor;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let addr = Batches(seen.clone()).start();
+        let mut out = Outbox::new(WatchId(1), Sink::Batch(addr.clone().recipient()), 8, None, None);
+        for v in 1..=5 {
+            out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) }, v);
+        }
+        assert!(out.has_pending());
+        assert_eq!(out.stats(), (5, 0), "pending events count against the window");
+        out.send_pending();
+        assert!(!out.has_pending());
+        // A message sent after the batch is handled after it.
+        addr.send(Probe).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), [5]);
+        assert_eq!(out.stats(), (0, 0), "the handled batch returned its slots");
+    }
+
+    #[actix::test]
+    async fn a_batched_sink_past_its_window_backlogs_like_any_other() {
+        use actix::Actor;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let addr = Batches(seen.clone()).start();
+        let mut out = Outbox::new(WatchId(1), Sink::Batch(addr.clone().recipient()), 2, None, None);
+        for v in 1..=10 {
+            out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) }, v);
+        }
+        assert_eq!(out.stats(), (2, 1), "two in the pending batch, the rest coalesced");
+        out.send_pending();
+        addr.send(Probe).await.unwrap();
+        out.flush();
+        out.send_pending();
+        addr.send(Probe).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), [2, 1]);
+    }
+
+    #[derive(actix::Message)]
+    #[rtype(result = "()")]
+    struct Probe;
+
+    impl actix::Handler<Probe> for Batches {
+        type Result = ();
+        fn handle(&mut self, _: Probe, _: &mut actix::Context<Self>) {}
     }
 
     #[test]

@@ -62,6 +62,28 @@
 //!   every read to its recipient; so does a handle on an etcd state, whose
 //!   writes reach the cache through its change feed.
 //!
+//! # Changes in batches, replies after them
+//! The runtime's own controllers watch in batches: the changes one pass of
+//! the state actor makes (it handles every request waiting in its mailbox
+//! in one pass) reach each controller as **one** message, not one per change.
+//! A burst of 1,000 creates then wakes a per-object controller once, and
+//! writes to the same controller's inputs queue their keys in one go.
+//!
+//! - **Guarantees.** A write's reply comes after the changes of its pass are
+//!   on their way to every watcher: when a caller hears back, the
+//!   controllers its write concerns have it in their mailboxes, and
+//!   [`Runtime::settled`](crate::Runtime::settled) waits for them. A change
+//!   counts in its watch's window and in `settled()` from the moment it is
+//!   made. Per-resource order and the coalescing rules below are unchanged.
+//! - **Expected flow.** While more requests sent through a [`State`] handle
+//!   are on their way to the actor, it holds this pass's changes and
+//!   replies; the last request of the pass sends the changes (one message per
+//!   watch), then the replies in order. A writer alone, one request at a
+//!   time, is answered at once with each change sent as it is made.
+//! - **Caveats.** Actors and streams that users subscribe
+//!   ([`State::watch_kind`], [`WatchEvent`]) still get one message per
+//!   change, with the same ordering as before.
+//!
 //! # Watches and slow subscribers
 //! `watch(ptr)` first yields the current state (`Created`, or `Destroyed` with a
 //! tombstone), then every change. `watch_kind(kind, query, bootstrap)` with
@@ -130,4 +152,4 @@ pub(crate) use watch::WatchTarget;
 
 pub(crate) use actor::apply;
 pub(crate) use client::{reply_done, reply_ready, reply_resource};
-pub(crate) use delivery::Sink;
+pub(crate) use delivery::{Sink, WatchBatch};

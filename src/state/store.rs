@@ -5,7 +5,6 @@
 //! tested directly. The [`StateActor`](crate::dev::StateActor) owns one `Store` and
 //! serializes every call to it.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -96,7 +95,7 @@ pub type ModifyFn =
 /// ```
 pub struct Store {
     backend: Cache,
-    owners: HashSet<Arc<str>>,
+    owners: rustc_hash::FxHashSet<Arc<str>>,
     revision: u64,
 }
 
@@ -131,7 +130,7 @@ fn check_owner(res: &AnyResource, caller: Option<&str>) -> Result<(), Error> {
 impl Store {
     /// An empty store, at revision 0.
     pub fn new() -> Self {
-        Store { backend: Cache::default(), owners: HashSet::new(), revision: 0 }
+        Store { backend: Cache::default(), owners: Default::default(), revision: 0 }
     }
 
     /// The store revision: how many writes were applied since the store
@@ -225,6 +224,12 @@ impl Store {
         self.backend.set_readable(readable);
     }
 
+    /// Counts one request handled; whether more sent through a view's handle
+    /// are on their way.
+    pub(crate) fn request_handled(&self) -> bool {
+        self.backend.request_handled()
+    }
+
     /// How many resources are stored.
     pub fn len(&self) -> usize {
         self.backend.len()
@@ -285,6 +290,16 @@ impl Store {
         now: Timestamp,
     ) -> Result<(AnyResource, Change), Error> {
         validate::metadata(res.metadata())?;
+        self.create_valid(res, owner, now)
+    }
+
+    /// [`create`](Self::create) of metadata already validated.
+    fn create_valid(
+        &mut self,
+        res: AnyResource,
+        owner: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Change), Error> {
         let owner = self.intern_owner(owner);
         let kind = self.backend.intern(res.pointer().kind());
         let res = stamp_new(res, &kind, owner, now, self.next_revision());
@@ -392,7 +407,8 @@ impl Store {
         }
         validate::metadata_beyond_address(desired.metadata())?;
         let Some(cur) = current else {
-            let (stored, change) = self.create(desired, owner, now)?;
+            // Its address is `ptr`, validated above, and the rest just now.
+            let (stored, change) = self.create_valid(desired, owner, now)?;
             return Ok((stored, Some(change)));
         };
         // The function starts from the stored copy, so only its own edits can

@@ -25,6 +25,8 @@ pub(crate) struct Watches {
     history_limit: usize,
     /// Every change up to this revision may be gone from the history.
     compacted: u64,
+    /// Watches whose batched events wait for [`Watches::send_pending`].
+    pending: Vec<WatchId>,
 }
 
 impl Default for Watches {
@@ -45,6 +47,7 @@ impl Watches {
             history: VecDeque::with_capacity(history_limit.min(1024)),
             history_limit,
             compacted: 0,
+            pending: Vec::new(),
         }
     }
 
@@ -150,12 +153,30 @@ impl Watches {
                 continue;
             }
             if let Some(event) = sub.target.event_for(change) {
+                let was_pending = sub.outbox.has_pending();
                 sub.outbox.publish(event, revision);
+                if !was_pending && sub.outbox.has_pending() {
+                    self.pending.push(sub.id);
+                }
             }
         }
         if closed {
             let kind = kind.clone();
             self.prune_kind(&kind);
+        }
+    }
+
+    /// Whether batched events wait to be sent.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Sends every watch's batched events, one message per watch.
+    pub(crate) fn send_pending(&mut self) {
+        for id in std::mem::take(&mut self.pending) {
+            if let Some(sub) = self.get_mut(id) {
+                sub.outbox.send_pending();
+            }
         }
     }
 

@@ -543,6 +543,8 @@ impl StateActor {
                 }
             }
         }
+        // Watchers hear the changes before the writers they complete.
+        self.send_pending();
         self.settle_shared(ctx);
     }
 
