@@ -564,9 +564,9 @@ where
 {
     type Result = ();
 
-    fn handle(&mut self, WatchBatch(events): WatchBatch, ctx: &mut Context<Self>) {
+    fn handle(&mut self, batch: WatchBatch, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
-        let wanted = events.iter().filter(|msg| self.wants(msg.event())).count() as u64;
+        let wanted = batch.events().iter().filter(|msg| self.wants(msg.event())).count() as u64;
         if wanted == 0 {
             return;
         }

@@ -484,15 +484,15 @@ impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
 impl<Q: QController> Handler<WatchBatch> for QueueHost<Q> {
     type Result = ();
 
-    fn handle(&mut self, WatchBatch(events): WatchBatch, ctx: &mut Context<Self>) {
+    fn handle(&mut self, batch: WatchBatch, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
         let now = Instant::now();
         let mut changed = false;
-        for msg in &events {
+        for msg in batch.events() {
             changed |= self.on_event(msg.event(), now, ctx);
         }
         // Their delivery slots return before the reconciles start.
-        drop(events);
+        drop(batch);
         if changed {
             self.pump_at(now, ctx);
         }

@@ -817,7 +817,8 @@ impl StateActor {
     pub(crate) fn send_pending(&mut self) {
         self.sending_scheduled = false;
         self.watches.send_pending();
-        for (slot, reply) in std::mem::take(&mut self.held) {
+        // Drained in place: the list keeps its capacity for the next pass.
+        for (slot, reply) in self.held.drain(..) {
             answer(&slot, reply);
         }
     }

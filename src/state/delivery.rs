@@ -110,7 +110,22 @@ impl fmt::Debug for WatchEvent {
 /// actor collects a batched watch's events while it drains its mailbox and
 /// sends them (before any reply to the writes that caused them) at the end of
 /// the pass. Each event keeps its own flow-control slot.
-pub(crate) struct WatchBatch(pub(crate) Vec<WatchEvent>);
+pub(crate) enum WatchBatch {
+    /// A pass that made one change (a writer alone): no list to allocate.
+    One(WatchEvent),
+    /// Several, in the order they were made.
+    Many(Vec<WatchEvent>),
+}
+
+impl WatchBatch {
+    /// The events, in order.
+    pub(crate) fn events(&self) -> &[WatchEvent] {
+        match self {
+            WatchBatch::One(event) => std::slice::from_ref(event),
+            WatchBatch::Many(events) => events,
+        }
+    }
+}
 
 impl Message for WatchBatch {
     type Result = ();
@@ -177,7 +192,7 @@ impl Sink {
     fn deliver(&self, msg: WatchEvent) {
         match self {
             Sink::Actor(r) => r.do_send(msg),
-            Sink::Batch(r) => r.do_send(WatchBatch(vec![msg])),
+            Sink::Batch(r) => r.do_send(WatchBatch::One(msg)),
             Sink::Channel(c) => {
                 // A closed stream drops the message (and so its token); the
                 // subscription is pruned on the next publish.
@@ -358,13 +373,15 @@ impl Outbox {
 
     /// Sends the pending events of a batched sink as one message.
     pub(crate) fn send_pending(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let batch = std::mem::take(&mut self.pending);
-        match &self.sink {
-            Sink::Batch(r) => r.do_send(WatchBatch(batch)),
-            other => batch.into_iter().for_each(|msg| other.deliver(msg)),
+        // The pending list keeps its capacity from pass to pass; a batch
+        // takes a list of its exact size.
+        let batch = match self.pending.len() {
+            0 => return,
+            1 => self.pending.pop().map(WatchBatch::One),
+            _ => Some(WatchBatch::Many(self.pending.drain(..).collect())),
+        };
+        if let (Some(batch), Sink::Batch(r)) = (batch, &self.sink) {
+            r.do_send(batch);
         }
     }
 
@@ -525,8 +542,8 @@ mod tests {
 
     impl actix::Handler<WatchBatch> for Batches {
         type Result = ();
-        fn handle(&mut self, WatchBatch(events): WatchBatch, _: &mut actix::Context<Self>) {
-            self.0.lock().unwrap().push(events.len());
+        fn handle(&mut self, batch: WatchBatch, _: &mut actix::Context<Self>) {
+            self.0.lock().unwrap().push(batch.events().len());
         }
     }
 
