@@ -1,6 +1,6 @@
-//! Batched change delivery: the state sends the runtime's controllers the
-//! changes of one pass as one message, and answers the writes of that pass
-//! only after it. These scenarios check what a user sees: nothing is lost,
+//! Batched change delivery: the state sends queue controllers the changes of
+//! one pass as one message, and answers the writes of that pass only after
+//! it (plain controllers get one message per change, as before). These scenarios check what a user sees: nothing is lost,
 //! `settled()` still waits for every reconcile a write caused, and writers on
 //! other threads are answered whether or not more requests follow.
 
@@ -162,7 +162,7 @@ async fn writers_on_other_threads_are_answered_while_controllers_run_on_others()
 }
 
 #[actix::test]
-async fn plain_controllers_hear_a_batch_as_one_trigger_and_still_converge() {
+async fn plain_controllers_count_every_change_of_a_burst_and_coalesce_them() {
     let runtime = Runtime::start();
     let state = runtime.state();
     runtime.register(int_to_str).await.unwrap();

@@ -24,9 +24,7 @@ use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
-use crate::state::{
-    Event, Sink, State, WatchBatch, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget,
-};
+use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 use crate::supervisor::{Decision, HostReport, RestartPolicy, RestartTracker};
 
 /// The text of a panic payload.
@@ -77,10 +75,10 @@ impl HostEnv {
     pub(crate) async fn watch_kind(
         &self,
         kind: Kind,
-        recipient: Recipient<WatchBatch>,
+        recipient: Recipient<WatchEvent>,
     ) -> Result<WatchId, crate::Error> {
         let sink = WatchSink {
-            sink: Sink::Batch(recipient),
+            sink: Sink::Actor(recipient),
             activity: Some(self.state.activity().clone()),
         };
         let target = WatchTarget::Kind { kind, query: crate::resource::LabelQuery::all() };
@@ -94,7 +92,7 @@ pub(crate) async fn resubscribe(
     env: HostEnv,
     mut current: HashMap<Kind, WatchId>,
     wanted: Vec<Kind>,
-    recipient: Recipient<WatchBatch>,
+    recipient: Recipient<WatchEvent>,
     owner: Arc<str>,
 ) -> HashMap<Kind, WatchId> {
     let stale: Vec<Kind> = current.keys().filter(|k| !wanted.contains(k)).cloned().collect();
@@ -554,26 +552,6 @@ where
         if self.wants(msg.event()) {
             self.trigger("input changed", ctx);
         }
-    }
-}
-
-impl<C, F> Handler<WatchBatch> for ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
-    type Result = ();
-
-    fn handle(&mut self, batch: WatchBatch, ctx: &mut Context<Self>) {
-        self.budget.spend(ctx);
-        let wanted = batch.events().iter().filter(|msg| self.wants(msg.event())).count() as u64;
-        if wanted == 0 {
-            return;
-        }
-        // Each change counts as a wakeup; they collapse into one reconcile,
-        // so one trigger (which counts one) serves them all.
-        self.counters.wakeups.fetch_add(wanted - 1, std::sync::atomic::Ordering::Relaxed);
-        self.trigger("input changed", ctx);
     }
 }
 

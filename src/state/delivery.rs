@@ -103,10 +103,10 @@ impl fmt::Debug for WatchEvent {
 }
 
 /// The events of one watch that one pass of the state actor produced, in one
-/// message: how the runtime's own controller hosts subscribe.
+/// message: how the runtime's queue controllers subscribe.
 ///
 /// A message per event costs an envelope, a mailbox push and a wake each; a
-/// per-object controller hears two events per object it handles. The state
+/// per-object controller hears one event per object it handles. The state
 /// actor collects a batched watch's events while it drains its mailbox and
 /// sends them (before any reply to the writes that caused them) at the end of
 /// the pass. Each event keeps its own flow-control slot.

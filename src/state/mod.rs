@@ -63,11 +63,11 @@
 //!   writes reach the cache through its change feed.
 //!
 //! # Changes in batches, replies after them
-//! The runtime's own controllers watch in batches: the changes one pass of
-//! the state actor makes (it handles every request waiting in its mailbox
-//! in one pass) reach each controller as **one** message, not one per change.
-//! A burst of 1,000 creates then wakes a per-object controller once, and
-//! writes to the same controller's inputs queue their keys in one go.
+//! The runtime's queue controllers ([`QController`](crate::controller::QController))
+//! watch in batches: the changes one pass of the state actor makes (it
+//! handles every request waiting in its mailbox in one pass) reach each of
+//! them as **one** message, not one per change. A burst of 1,000 creates
+//! then wakes a per-object controller once, and queues its keys in one go.
 //!
 //! - **Guarantees.** A write's reply comes after the changes of its pass are
 //!   on their way to every watcher: when a caller hears back, the
@@ -80,9 +80,11 @@
 //!   replies; the last request of the pass sends the changes (one message per
 //!   watch), then the replies in order. A writer alone, one request at a
 //!   time, is answered at once with each change sent as it is made.
-//! - **Caveats.** Actors and streams that users subscribe
-//!   ([`State::watch_kind`], [`WatchEvent`]) still get one message per
-//!   change, with the same ordering as before.
+//! - **Caveats.** Plain controllers, and the actors and streams that users
+//!   subscribe ([`State::watch_kind`], [`WatchEvent`]), get one message per
+//!   change. (A plain controller collapses changes into one reconcile
+//!   anyway, and holding its writers' replies to the end of each pass made a
+//!   chain of plain controllers slower, not faster.)
 //!
 //! # Watches and slow subscribers
 //! `watch(ptr)` first yields the current state (`Created`, or `Destroyed` with a
