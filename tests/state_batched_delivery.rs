@@ -76,6 +76,15 @@ async fn per_object_chain(runtime: &Runtime, placement: Placement) -> Arc<Atomic
     reconciles
 }
 
+/// Creates integers `n0`..`n{n-1}`, all in flight at once.
+async fn create_all_at_once(state: &State, n: i64) {
+    let creates =
+        (0..n).map(|k| state.create(Resource::new(NS, format!("n{k}"), IntSpec(k)), None));
+    for created in futures::future::join_all(creates).await {
+        created.unwrap();
+    }
+}
+
 async fn assert_sentences(state: &State, n: usize) {
     let sentences = state.list_typed::<SentenceSpec>(NS, &LabelQuery::all()).await.unwrap();
     assert_eq!(sentences.len(), n, "every integer reached a sentence");
@@ -92,13 +101,7 @@ async fn a_burst_of_concurrent_creates_reaches_every_per_object_reconcile() {
     runtime.settled().await;
     // 2,000 creates in flight at once: the state handles many per pass, and
     // each pass's changes reach a controller as one message.
-    let creates = (0..2_000).map(|k| {
-        let state = state.clone();
-        async move { state.create(Resource::new(NS, format!("n{k}"), IntSpec(k)), None).await }
-    });
-    for created in futures::future::join_all(creates).await {
-        created.unwrap();
-    }
+    create_all_at_once(&state, 2_000).await;
     runtime.settled().await;
     assert_sentences(&state, 2_000).await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 4_000, "one reconcile per object and stage");
@@ -168,13 +171,7 @@ async fn plain_controllers_count_every_change_of_a_burst_and_coalesce_them() {
     runtime.register(int_to_str).await.unwrap();
     runtime.register(str_to_sentence).await.unwrap();
     runtime.settled().await;
-    let creates = (0..500).map(|k| {
-        let state = state.clone();
-        async move { state.create(Resource::new(NS, format!("n{k}"), IntSpec(k)), None).await }
-    });
-    for created in futures::future::join_all(creates).await {
-        created.unwrap();
-    }
+    create_all_at_once(&state, 500).await;
     runtime.settled().await;
     assert_sentences(&state, 500).await;
     let metrics = runtime.metrics().await;

@@ -978,7 +978,6 @@ impl Actor for StateActor {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         self.send_pending();
-
         self.store.set_readable(false);
     }
 }

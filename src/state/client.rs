@@ -362,9 +362,10 @@ impl State {
         }
         // Out of tokio's cooperative budget: a reply is ready only after the
         // state actor ran, so waiting for one cannot starve anyone, while a
-        // budget spent by the caller's other work made every further reply
-        // in that poll look pending and wake its task once more (measured:
-        // 6 % of a per-object chain, in deferred wakes and extra polls).
+        // caller awaiting many replies at once (`join_all` over 1,024
+        // creates) found every reply past its budget's 128th pending, and its
+        // task woken and polled once more for each. Measured: 10,000 such
+        // creates 9.0 -> 7.0 ms; the plain chain with live creates 62 -> 45 ms.
         match tokio::task::unconstrained(self.requests.send(req)).await {
             Ok(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
             Ok(reply) => reply,

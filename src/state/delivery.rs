@@ -547,12 +547,20 @@ mod tests {
         }
     }
 
-    #[actix::test]
-    async fn a_batched_sink_holds_events_in_flight_until_they_go_as_one_message() {
+    /// An outbox of window `window` batching to a [`Batches`] actor.
+    fn batched_outbox(
+        window: usize,
+    ) -> (Arc<std::sync::Mutex<Vec<usize>>>, actix::Addr<Batches>, Outbox) {
         use actix::Actor;
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let addr = Batches(seen.clone()).start();
-        let mut out = Outbox::new(WatchId(1), Sink::Batch(addr.clone().recipient()), 8, None, None);
+        let sink = Sink::Batch(addr.clone().recipient());
+        (seen, addr, Outbox::new(WatchId(1), sink, window, None, None))
+    }
+
+    #[actix::test]
+    async fn a_batched_sink_holds_events_in_flight_until_they_go_as_one_message() {
+        let (seen, addr, mut out) = batched_outbox(8);
         for v in 1..=5 {
             out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) }, v);
         }
@@ -568,10 +576,7 @@ mod tests {
 
     #[actix::test]
     async fn a_batched_sink_past_its_window_backlogs_like_any_other() {
-        use actix::Actor;
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let addr = Batches(seen.clone()).start();
-        let mut out = Outbox::new(WatchId(1), Sink::Batch(addr.clone().recipient()), 2, None, None);
+        let (seen, addr, mut out) = batched_outbox(2);
         for v in 1..=10 {
             out.publish(Event::Updated { old: r("a", v), new: r("a", v + 1) }, v);
         }
