@@ -188,7 +188,25 @@ impl Sink {
         }
     }
 
-    /// Sends `msg` now (a batched sink takes it through its outbox's pending batch).
+    /// Whether its events wait in the outbox for the end of the state's pass.
+    fn batches(&self) -> bool {
+        matches!(self, Sink::Batch(_))
+    }
+
+    /// Sends the events of `pending`, in order: one message for a batched sink.
+    fn deliver_all(&self, pending: &mut Vec<WatchEvent>) {
+        match self {
+            Sink::Batch(r) if pending.len() > 1 => {
+                // A list of its exact size; `pending` keeps its capacity.
+                let mut batch = Vec::with_capacity(pending.len());
+                batch.append(pending);
+                r.do_send(WatchBatch::Many(batch));
+            }
+            _ => pending.drain(..).for_each(|msg| self.deliver(msg)),
+        }
+    }
+
+    /// Sends one event now.
     fn deliver(&self, msg: WatchEvent) {
         match self {
             Sink::Actor(r) => r.do_send(msg),
@@ -358,11 +376,12 @@ impl Outbox {
             revision,
             _token: Some(DeliveryToken(self.credit.clone())),
         };
-        match self.sink {
+        if self.sink.batches() {
             // Counted in flight (and in activity) already: the window and
             // `settled()` see it as sent.
-            Sink::Batch(_) => self.pending.push(msg),
-            _ => self.sink.deliver(msg),
+            self.pending.push(msg);
+        } else {
+            self.sink.deliver(msg);
         }
     }
 
@@ -373,16 +392,7 @@ impl Outbox {
 
     /// Sends the pending events of a batched sink as one message.
     pub(crate) fn send_pending(&mut self) {
-        // The pending list keeps its capacity from pass to pass; a batch
-        // takes a list of its exact size.
-        let batch = match self.pending.len() {
-            0 => return,
-            1 => self.pending.pop().map(WatchBatch::One),
-            _ => Some(WatchBatch::Many(self.pending.drain(..).collect())),
-        };
-        if let (Some(batch), Sink::Batch(r)) = (batch, &self.sink) {
-            r.do_send(batch);
-        }
+        self.sink.deliver_all(&mut self.pending);
     }
 
     /// Sends `event` (of store revision `revision`) now if the window has

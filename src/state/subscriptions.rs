@@ -173,11 +173,14 @@ impl Watches {
 
     /// Sends every watch's batched events, one message per watch.
     pub(crate) fn send_pending(&mut self) {
-        for id in std::mem::take(&mut self.pending) {
+        // Taken out for the loop and put back: the list keeps its capacity.
+        let mut pending = std::mem::take(&mut self.pending);
+        for id in pending.drain(..) {
             if let Some(sub) = self.get_mut(id) {
                 sub.outbox.send_pending();
             }
         }
+        self.pending = pending;
     }
 
     fn prune_kind(&mut self, kind: &Kind) {
