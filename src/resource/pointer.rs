@@ -37,6 +37,10 @@ struct KindInner {
     hash: u64,
     namespace: Box<str>,
     resource_type: Box<str>,
+    /// Whether namespace and type pass [`validate::kind`](super::validate::kind),
+    /// found when the kind is made: every state operation validates its
+    /// kind, and kinds are made far less often (they are interned).
+    valid: bool,
 }
 
 impl KindInner {
@@ -59,8 +63,14 @@ impl Kind {
         let mut h = rustc_hash::FxHasher::default();
         (ns, ty).hash(&mut h);
         let hash = h.finish();
-        let make =
-            || Kind(Arc::new(KindInner { hash, namespace: ns.into(), resource_type: ty.into() }));
+        let make = || {
+            Kind(Arc::new(KindInner {
+                hash,
+                namespace: ns.into(),
+                resource_type: ty.into(),
+                valid: super::validate::kind_parts(ns, ty).is_ok(),
+            }))
+        };
         KINDS
             .try_with(|cache| {
                 let mut cache = cache.borrow_mut();
@@ -104,6 +114,11 @@ impl Kind {
     /// The pointer to resource `id` of this kind.
     pub fn pointer(&self, id: impl Into<Id>) -> Pointer {
         Pointer { kind: self.clone(), id: id.into() }
+    }
+
+    /// Whether namespace and type pass validation (checked when made).
+    pub(crate) fn is_valid(&self) -> bool {
+        self.0.valid
     }
 
     /// Whether both handles share one allocation (used by the state to intern kinds).
@@ -503,6 +518,7 @@ mod tests {
             hash: a.0.hash,
             namespace: "ns".into(),
             resource_type: "T".into(),
+            valid: true,
         }));
         assert_eq!(a, b);
         assert!(!a.same_allocation(&b));

@@ -93,19 +93,27 @@ fn invalid(resource: impl ToString, reason: String) -> Error {
     Error::InvalidInput { resource: resource.to_string(), reason }
 }
 
+/// The reason a namespace and type are bad, if they are.
+pub(crate) fn kind_parts(namespace: &str, resource_type: &str) -> Result<(), String> {
+    name("namespace", namespace).and_then(|()| name("type", resource_type))
+}
+
 /// Checks the namespace and type of a kind.
 pub fn kind(kind: &Kind) -> Result<(), Error> {
-    name("namespace", kind.namespace())
-        .and_then(|()| name("type", kind.resource_type()))
-        .map_err(|r| invalid(kind, r))
+    // Checked once, when the kind was made: every state operation checks
+    // its kind, and kinds are interned.
+    if kind.is_valid() {
+        return Ok(());
+    }
+    kind_parts(kind.namespace(), kind.resource_type()).map_err(|r| invalid(kind, r))
 }
 
 /// Checks the three parts of a pointer.
 pub fn pointer(ptr: &Pointer) -> Result<(), Error> {
-    name("namespace", ptr.namespace())
-        .and_then(|()| name("type", ptr.resource_type()))
-        .and_then(|()| name("id", ptr.id()))
-        .map_err(|r| invalid(ptr, r))
+    if !ptr.kind().is_valid() {
+        kind_parts(ptr.namespace(), ptr.resource_type()).map_err(|r| invalid(ptr, r))?;
+    }
+    name("id", ptr.id()).map_err(|r| invalid(ptr, r))
 }
 
 /// Checks a finalizer name on `ptr`.

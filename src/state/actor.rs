@@ -15,6 +15,7 @@ use actix::prelude::*;
 use super::backend::{Backend, Precondition, Write, WriteOp};
 use super::delivery::{Flush, Outbox, Sink, WatchEvent};
 use super::event::{Event, WatchId};
+use super::inbox::{Inbox, Queued, ReplyTx};
 use super::store::{Change, ExpectedPhase, ModifyFn, Store};
 use super::subscriptions::{Subscription, Watches};
 use super::watch::WatchTarget;
@@ -504,11 +505,11 @@ pub struct StateActor {
     /// Requests that wait for the batch in flight.
     parked: VecDeque<(StateRequest, ReplySlot)>,
     commit_scheduled: bool,
-    /// Replies held until the batched events of this pass are sent (events
-    /// reach their watchers before the writer hears back).
-    held: Vec<(ReplySlot, Result<StateReply, Error>)>,
-    /// A [`SendPending`] is spawned for this pass.
-    sending_scheduled: bool,
+    /// Replies to the requests of this pass, held until its batched events
+    /// are sent (events reach their watchers before the writer hears back).
+    held: Vec<(ReplyTx, Result<StateReply, Error>)>,
+    /// The requests sent through [`State`](super::State) handles.
+    pub(crate) inbox: Inbox,
     closing: Option<ReplySlotClose>,
     /// An etcd state: every namespace there, the cache fed by its change feed.
     #[cfg(feature = "etcd")]
@@ -538,7 +539,7 @@ impl StateActor {
             parked: VecDeque::new(),
             commit_scheduled: false,
             held: Vec::new(),
-            sending_scheduled: false,
+            inbox: Inbox::default(),
             closing: None,
             #[cfg(feature = "etcd")]
             shared: None,
@@ -806,21 +807,45 @@ impl StateActor {
         }
         self.refresh_view();
         for (req, slot) in std::mem::take(&mut self.parked) {
-            if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone())) {
-                answer(&slot, reply);
+            if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone()))
+                && let Some(tx) = slot.take()
+            {
+                self.held.push((tx, reply));
             }
         }
+        // The parked requests served now are a pass: their events, then their replies.
+        self.send_pending();
         self.close_if_idle(ctx);
     }
 
     /// Sends the batched events, then the replies held behind them.
     pub(crate) fn send_pending(&mut self) {
-        self.sending_scheduled = false;
         self.watches.send_pending();
         // Drained in place: the list keeps its capacity for the next pass.
-        for (slot, reply) in self.held.drain(..) {
-            answer(&slot, reply);
+        for (tx, reply) in self.held.drain(..) {
+            let _ = tx.send(reply);
         }
+    }
+
+    /// Handles the requests one drain of the inbox took, as one pass: each
+    /// is served (or staged, or parked) in order, then the pass's events go
+    /// out, then the replies. Stops early if a request made the actor wait
+    /// (it is closing): the rest go back to the inbox.
+    fn handle_pass(&mut self, batch: &mut Vec<Queued>, ctx: &mut Context<Self>) {
+        let mut requests = batch.drain(..);
+        for (req, tx) in requests.by_ref() {
+            match self.dispatch(req, ctx, None) {
+                Response::Now(reply) => self.held.push((tx, reply)),
+                Response::Later(slot) => slot.set(Some(tx)),
+            }
+            if ctx.waiting() {
+                break;
+            }
+        }
+        if requests.len() > 0 {
+            self.inbox.put_back(requests);
+        }
+        self.send_pending();
     }
 
     pub(crate) fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
@@ -969,6 +994,7 @@ impl Actor for StateActor {
         ctx.set_mailbox_capacity(0);
         let weak: WeakRecipient<Flush> = ctx.address().downgrade().recipient();
         self.flush = Some(weak);
+        ctx.spawn(DrainInbox::default());
         #[cfg(feature = "etcd")]
         if let Some(shared) = self.shared.as_mut() {
             ctx.add_stream(shared.start_feed());
@@ -978,6 +1004,7 @@ impl Actor for StateActor {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         self.send_pending();
+        self.inbox.close();
         self.store.set_readable(false);
     }
 }
@@ -985,51 +1012,38 @@ impl Actor for StateActor {
 impl Handler<StateRequest> for StateActor {
     type Result = StateResponse;
 
+    /// A request that came as an actix message is a pass of its own: its
+    /// events go out before its reply.
     fn handle(&mut self, req: StateRequest, ctx: &mut Self::Context) -> Self::Result {
         let response = self.dispatch(req, ctx, None);
-        let more = self.store.request_handled();
-        if !self.watches.has_pending() && self.held.is_empty() {
-            return StateResponse(response);
-        }
-        if !more {
-            // The last request of this pass: events now, then every reply.
-            self.send_pending();
-            return StateResponse(response);
-        }
-        // More requests are on their way: this reply waits with the events
-        // for the end of the pass (the spawned `SendPending`, or the handler
-        // of the last request, whichever comes first).
-        if !self.sending_scheduled {
-            self.sending_scheduled = true;
-            ctx.spawn(SendPending);
-        }
-        StateResponse(match response {
-            Response::Now(reply) => {
-                let slot = ReplySlot::default();
-                self.held.push((slot.clone(), reply));
-                Response::Later(slot)
-            }
-            later => later,
-        })
+        self.send_pending();
+        StateResponse(response)
     }
 }
 
-/// Ends a pass of the state actor: spawned while it handles requests, it
-/// runs once the mailbox is drained (actix polls a context's items after
-/// its mailbox), and sends the pass's batched events, then the held replies.
-struct SendPending;
+/// Drains the [`Inbox`] on every turn of the state actor (spawned at start,
+/// it lives as long as the actor): each drain is one pass.
+#[derive(Default)]
+struct DrainInbox {
+    /// The requests of one pass (its capacity kept from pass to pass).
+    batch: Vec<Queued>,
+}
 
-impl ActorFuture<StateActor> for SendPending {
+impl ActorFuture<StateActor> for DrainInbox {
     type Output = ();
 
     fn poll(
         self: std::pin::Pin<&mut Self>,
         act: &mut StateActor,
-        _: &mut Context<StateActor>,
-        _: &mut std::task::Context<'_>,
+        ctx: &mut Context<StateActor>,
+        task: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
-        act.send_pending();
-        std::task::Poll::Ready(())
+        let this = self.get_mut();
+        act.inbox.take(&mut this.batch, task.waker());
+        if !this.batch.is_empty() {
+            act.handle_pass(&mut this.batch, ctx);
+        }
+        std::task::Poll::Pending
     }
 }
 

@@ -5,45 +5,30 @@
 //! [`CacheView`], without a message to the actor (see [`CacheView`] for when
 //! they may).
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::resource::{AnyResource, Id, Kind, KindMap, LabelQuery, Pointer};
-
-/// What [`Cache::with_slot`] does with a resource's slot.
-#[derive(Debug)]
-pub(crate) enum SlotEdit {
-    /// Leave it as it is.
-    Keep,
-    /// Store this resource there.
-    Put(AnyResource),
-    /// Remove what is there.
-    Remove,
-}
+use super::collection::Collection;
+pub(crate) use super::collection::SlotEdit;
+use crate::resource::{AnyResource, Kind, KindMap, LabelQuery, Pointer};
 
 #[derive(Default)]
 struct Collections {
-    by_kind: KindMap<BTreeMap<Id, AnyResource>>,
-    len: usize,
+    by_kind: KindMap<Collection>,
 }
 
 impl Collections {
-    fn collection_mut(&mut self, kind: &Kind) -> &mut BTreeMap<Id, AnyResource> {
-        // A kind is cloned only when it is new. (Returning the map out of a
-        // `get_mut` match does not borrow-check; kinds hash in O(1).)
+    fn collection_mut(&mut self, kind: &Kind) -> &mut Collection {
+        // A kind is cloned only when it is new. (Returning the collection out
+        // of a `get_mut` match does not borrow-check; kinds hash in O(1).)
         if !self.by_kind.contains_key(kind) {
-            self.by_kind.insert(kind.clone(), BTreeMap::new());
+            self.by_kind.insert(kind.clone(), Collection::default());
         }
         self.by_kind.get_mut(kind).expect("inserted above")
     }
 
-    fn put(&mut self, resource: AnyResource) {
-        let id = resource.pointer().id_shared().clone();
-        let collection = self.collection_mut(resource.pointer().kind());
-        if collection.insert(id, resource).is_none() {
-            self.len += 1;
-        }
+    fn len(&self) -> usize {
+        self.by_kind.values().map(Collection::len).sum()
     }
 }
 
@@ -53,14 +38,10 @@ struct Shared {
     /// cache holds is committed (no batch staged or in flight to a durable
     /// backend), and the state is open.
     readable: AtomicBool,
-    /// Requests sent through a [`CacheView`]'s handle and not yet handled:
-    /// while more are on their way, the actor holds its batched events and
-    /// replies for the end of the pass (see `StateActor`'s `send_pending`).
-    outstanding: AtomicUsize,
 }
 
-/// The cached view the state actor owns: every resource in memory, a sorted
-/// map per kind. Reads are served from here, synchronously; a durable
+/// The cached view the state actor owns: every resource in memory, a
+/// [`Collection`] per kind (found by id in O(1), listed in id order). Reads are served from here, synchronously; a durable
 /// [`Backend`](super::Backend) only receives the committed writes.
 ///
 /// The maps sit behind a lock only so that [`CacheView`]s can read them from
@@ -77,7 +58,6 @@ impl Default for Cache {
             shared: Arc::new(Shared {
                 collections: RwLock::new(Collections::default()),
                 readable: AtomicBool::new(true),
-                outstanding: AtomicUsize::new(0),
             }),
         }
     }
@@ -86,7 +66,10 @@ impl Default for Cache {
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = self.read();
-        f.debug_struct("Cache").field("kinds", &c.by_kind.len()).field("resources", &c.len).finish()
+        f.debug_struct("Cache")
+            .field("kinds", &c.by_kind.len())
+            .field("resources", &c.len())
+            .finish()
     }
 }
 
@@ -112,16 +95,6 @@ impl Cache {
         self.shared.readable.store(readable, Ordering::Release);
     }
 
-    /// Counts one request handled; whether more are on their way. (A
-    /// request sent without a view was never counted: the count stays at 0.)
-    pub(crate) fn request_handled(&self) -> bool {
-        let previous =
-            self.shared
-                .outstanding
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
-        previous.is_ok_and(|n| n > 1)
-    }
-
     pub(crate) fn get(&self, ptr: &Pointer) -> Option<AnyResource> {
         get(&self.read(), ptr)
     }
@@ -134,16 +107,16 @@ impl Cache {
         query: &LabelQuery,
         f: impl FnMut(&AnyResource),
     ) {
-        matching(&self.read(), kind, query).for_each(f);
+        for_each_match(&self.read(), kind, query, f);
     }
 
     /// The resources of `kind` matching `query`, in id order.
     pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Vec<AnyResource> {
-        matching(&self.read(), kind, query).cloned().collect()
+        list(&self.read(), kind, query)
     }
 
     pub(crate) fn put(&self, resource: AnyResource) {
-        self.write().put(resource);
+        self.write().collection_mut(resource.pointer().kind()).put(resource);
     }
 
     pub(crate) fn with_slot<R>(
@@ -151,34 +124,13 @@ impl Cache {
         ptr: &Pointer,
         f: impl FnOnce(Option<&AnyResource>) -> (SlotEdit, R),
     ) -> R {
-        use std::collections::btree_map::Entry;
         let mut guard = self.write();
-        let collections = &mut *guard;
-        let Some(collection) = collections.by_kind.get_mut(ptr.kind()) else {
-            let (slot, result) = f(None);
-            if let SlotEdit::Put(resource) = slot {
-                collections.put(resource);
-            }
-            return result;
-        };
-        match collection.entry(ptr.id_shared().clone()) {
-            Entry::Occupied(mut stored) => {
-                let (slot, result) = f(Some(stored.get()));
-                match slot {
-                    SlotEdit::Keep => {}
-                    SlotEdit::Put(resource) => *stored.get_mut() = resource,
-                    SlotEdit::Remove => {
-                        stored.remove();
-                        collections.len -= 1;
-                    }
-                }
-                result
-            }
-            Entry::Vacant(empty) => {
+        match guard.by_kind.get_mut(ptr.kind()) {
+            Some(collection) => collection.edit(ptr.id(), f),
+            None => {
                 let (slot, result) = f(None);
                 if let SlotEdit::Put(resource) = slot {
-                    empty.insert(resource);
-                    collections.len += 1;
+                    guard.collection_mut(resource.pointer().kind()).put(resource);
                 }
                 result
             }
@@ -186,28 +138,11 @@ impl Cache {
     }
 
     pub(crate) fn insert_new(&self, resource: AnyResource) -> bool {
-        let mut guard = self.write();
-        let collections = &mut *guard;
-        let ptr = resource.pointer();
-        let collection = collections.collection_mut(ptr.kind());
-        match collection.entry(ptr.id_shared().clone()) {
-            std::collections::btree_map::Entry::Occupied(_) => false,
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(resource);
-                collections.len += 1;
-                true
-            }
-        }
+        self.write().collection_mut(resource.pointer().kind()).insert_new(resource)
     }
 
     pub(crate) fn remove(&self, ptr: &Pointer) -> Option<AnyResource> {
-        let mut guard = self.write();
-        let collections = &mut *guard;
-        let removed = collections.by_kind.get_mut(ptr.kind())?.remove(ptr.id_shared());
-        if removed.is_some() {
-            collections.len -= 1;
-        }
-        removed
+        self.write().by_kind.get_mut(ptr.kind())?.remove(ptr.id())
     }
 
     pub(crate) fn intern(&self, kind: &Kind) -> Kind {
@@ -221,32 +156,43 @@ impl Cache {
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn pointers(&self) -> Vec<Pointer> {
         let c = self.read();
-        let mut out = Vec::with_capacity(c.len);
+        let mut out = Vec::with_capacity(c.len());
         for collection in c.by_kind.values() {
-            out.extend(collection.values().map(|r| r.pointer().clone()));
+            out.extend(collection.iter().map(|r| r.pointer().clone()));
         }
         out
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.read().len
+        self.read().len()
     }
 }
 
 fn get(c: &Collections, ptr: &Pointer) -> Option<AnyResource> {
-    c.by_kind.get(ptr.kind())?.get(ptr.id_shared()).cloned()
+    c.by_kind.get(ptr.kind())?.get(ptr.id()).cloned()
 }
 
-fn matching<'a>(
-    c: &'a Collections,
+/// Visits the resources of `kind` matching `query`, in id order.
+fn for_each_match(
+    c: &Collections,
     kind: &Kind,
-    query: &'a LabelQuery,
-) -> impl Iterator<Item = &'a AnyResource> + 'a {
-    c.by_kind
-        .get(kind)
-        .into_iter()
-        .flat_map(|coll| coll.values())
-        .filter(move |r| query.matches(r.metadata().labels()))
+    query: &LabelQuery,
+    mut f: impl FnMut(&AnyResource),
+) {
+    if let Some(collection) = c.by_kind.get(kind) {
+        collection.for_each_sorted(|r| {
+            if query.matches(r.metadata().labels()) {
+                f(r);
+            }
+        });
+    }
+}
+
+/// The resources of `kind` matching `query`, in id order.
+fn list(c: &Collections, kind: &Kind, query: &LabelQuery) -> Vec<AnyResource> {
+    let mut out = Vec::new();
+    for_each_match(c, kind, query, |r| out.push(r.clone()));
+    out
 }
 
 /// A reader's handle on the state actor's [`Cache`], held by
@@ -274,12 +220,6 @@ impl std::fmt::Debug for CacheView {
 }
 
 impl CacheView {
-    /// Counts a request on its way to the actor (see [`Cache::request_handled`]).
-    /// Relaxed: the mailbox orders it before the request's handling.
-    pub(crate) fn request_sent(&self) {
-        self.shared.outstanding.fetch_add(1, Ordering::Relaxed);
-    }
-
     fn readable(&self) -> bool {
         self.shared.readable.load(Ordering::Acquire)
     }
@@ -303,25 +243,6 @@ impl CacheView {
     /// The resources of `kind` matching `query`, in id order; `None` when the
     /// view is not readable now.
     pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Option<Vec<AnyResource>> {
-        self.read().map(|c| matching(&c, kind, query).cloned().collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_outstanding_count_says_whether_more_requests_follow_and_never_wraps() {
-        let cache = Cache::default();
-        let view = cache.view();
-        assert!(!cache.request_handled(), "an uncounted request: none follow, the count stays 0");
-        view.request_sent();
-        view.request_sent();
-        assert!(cache.request_handled(), "one more is on its way");
-        assert!(!cache.request_handled(), "the last one");
-        assert!(!cache.request_handled(), "still 0, not wrapped around");
-        view.request_sent();
-        assert!(!cache.request_handled());
+        self.read().map(|c| list(&c, kind, query))
     }
 }

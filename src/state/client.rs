@@ -13,6 +13,7 @@ use super::actor::{Close, StateActor, StateReply, StateRequest, WatchSink, Watch
 use super::cache::CacheView;
 use super::delivery::{Sink, WatchEvent};
 use super::event::{Event, WatchId};
+use super::inbox::Inbox;
 #[cfg(feature = "redb")]
 use super::open::Namespaces;
 use super::open::StateBuilder;
@@ -124,6 +125,9 @@ pub struct State {
     /// The state actor's cache, read without a message while it allows;
     /// `None` for a handle that sends everything elsewhere (a probe).
     view: Option<CacheView>,
+    /// The state actor's request queue (no actix message per request);
+    /// `None` for a handle that sends everything elsewhere (a probe).
+    inbox: Option<Inbox>,
 }
 
 impl fmt::Debug for State {
@@ -268,6 +272,7 @@ impl State {
         #[cfg(feature = "etcd")]
         let shared = actor.shared.is_some();
         let view = Some(actor.store.view());
+        let inbox = Some(actor.inbox.clone());
         let actor = actor.start();
         let closer = actor.clone().recipient();
         #[cfg(feature = "etcd")]
@@ -285,6 +290,7 @@ impl State {
             closer: Some(closer),
             claims,
             view,
+            inbox,
         };
         let coordinator = FinalizerCoordinator::new(bare.clone()).start();
         State { coordinator: Some(coordinator.recipient()), ..bare }
@@ -318,6 +324,7 @@ impl State {
             closer: None,
             claims: None,
             view: None,
+            inbox: None,
         }
     }
 
@@ -327,7 +334,7 @@ impl State {
 
     /// The same handle (activity, coordinator) sending requests elsewhere.
     pub(crate) fn redirect(&self, requests: Recipient<StateRequest>) -> State {
-        State { requests, view: None, ..self.clone() }
+        State { requests, view: None, inbox: None, ..self.clone() }
     }
 
     pub(crate) fn activity(&self) -> &Activity {
@@ -350,27 +357,36 @@ impl State {
         let _busy = self.activity.guard();
         let unavailable =
             |resource: String| Error::Unavailable { resource, service: "the state actor" };
-        // Named from the request while it is still here: a stopped actor is
-        // seen before sending (copying the subject for every request on the
-        // chance that it fails cost 3 % of a write).
-        if !self.requests.connected() {
-            return Err(unavailable(req.about().to_string()));
-        }
         let op = req.operation();
-        if let Some(view) = &self.view {
-            view.request_sent();
-        }
         // Out of tokio's cooperative budget: a reply is ready only after the
         // state actor ran, so waiting for one cannot starve anyone, while a
         // caller awaiting many replies at once (`join_all` over 1,024
         // creates) found every reply past its budget's 128th pending, and its
         // task woken and polled once more for each. Measured: 10,000 such
         // creates 9.0 -> 7.0 ms; the plain chain with live creates 62 -> 45 ms.
-        match tokio::task::unconstrained(self.requests.send(req)).await {
-            Ok(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
-            Ok(reply) => reply,
-            // It stopped while the request waited in its mailbox.
-            Err(_) => Err(unavailable(format!("a {op} request"))),
+        let reply = match &self.inbox {
+            Some(inbox) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                if let Err(req) = inbox.push(req, tx) {
+                    return Err(unavailable(req.about().to_string()));
+                }
+                tokio::task::unconstrained(rx).await.ok()
+            }
+            None => {
+                // Named from the request while it is still here: a stopped
+                // actor is seen before sending (copying the subject for every
+                // request on the chance that it fails cost 3 % of a write).
+                if !self.requests.connected() {
+                    return Err(unavailable(req.about().to_string()));
+                }
+                tokio::task::unconstrained(self.requests.send(req)).await.ok()
+            }
+        };
+        match reply {
+            Some(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
+            Some(reply) => reply,
+            // It stopped while the request waited.
+            None => Err(unavailable(format!("a {op} request"))),
         }
     }
 

@@ -62,30 +62,35 @@
 //!   every read to its recipient; so does a handle on an etcd state, whose
 //!   writes reach the cache through its change feed.
 //!
-//! # Changes in batches, replies after them
-//! The runtime's queue controllers ([`QController`](crate::controller::QController))
-//! watch in batches: the changes one pass of the state actor makes (it
-//! handles every request waiting in its mailbox in one pass) reach each of
-//! them as **one** message, not one per change. A burst of 1,000 creates
-//! then wakes a per-object controller once, and queues its keys in one go.
+//! # Requests in passes; changes in batches, replies after them
+//! Requests sent through a [`State`] handle do not travel as actix messages:
+//! they go into one queue (an allocation-free push; the first push after a
+//! drain wakes the actor) that the state actor takes whole on each turn.
+//! What one drain took is a **pass**. Requests sent as actix messages (a
+//! probe's [`State::from_recipient`] handle) are a pass each.
 //!
-//! - **Guarantees.** A write's reply comes after the changes of its pass are
-//!   on their way to every watcher: when a caller hears back, the
-//!   controllers its write concerns have it in their mailboxes, and
-//!   [`Runtime::settled`](crate::Runtime::settled) waits for them. A change
-//!   counts in its watch's window and in `settled()` from the moment it is
-//!   made. Per-resource order and the coalescing rules below are unchanged.
-//! - **Expected flow.** While more requests sent through a [`State`] handle
-//!   are on their way to the actor, it holds this pass's changes and
-//!   replies; the last request of the pass sends the changes (one message per
-//!   watch), then the replies in order. A writer alone, one request at a
-//!   time, is answered at once with each change sent as it is made.
+//! The runtime's queue controllers ([`QController`](crate::controller::QController))
+//! watch in batches: the changes one pass makes reach each of them as **one**
+//! message, not one per change. A burst of 1,000 creates then wakes a
+//! per-object controller once, and queues its keys in one go.
+//!
+//! - **Guarantees.** Requests are served in the order they were sent
+//!   (through one handle or several on one thread). A write's reply comes
+//!   after the changes of its pass are on their way to every watcher: when a
+//!   caller hears back, the controllers its write concerns have it in their
+//!   mailboxes, and [`Runtime::settled`](crate::Runtime::settled) waits for
+//!   them. A change counts in its watch's window and in `settled()` from the
+//!   moment it is made. Per-resource order and the coalescing rules below
+//!   are unchanged.
+//! - **Expected flow.** The actor serves every request of the pass in order
+//!   (durable writes are staged and answered after their commit, as
+//!   [`backend`] describes), then sends the pass's batched changes (one
+//!   message per watch), then the replies in order.
 //! - **Caveats.** Plain controllers, and the actors and streams that users
 //!   subscribe ([`State::watch_kind`], [`WatchEvent`]), get one message per
-//!   change. (A plain controller collapses changes into one reconcile
-//!   anyway, and holding its writers' replies to the end of each pass made a
-//!   chain of plain controllers slower, not faster.)
-//!
+//!   change, sent as it is made (a plain controller collapses changes into
+//!   one reconcile anyway).
+
 //! # Watches and slow subscribers
 //! `watch(ptr)` first yields the current state (`Created`, or `Destroyed` with a
 //! tombstone), then every change. `watch_kind(kind, query, bootstrap)` with
@@ -121,10 +126,12 @@ pub mod backend;
 mod cache;
 pub(crate) mod claims;
 mod client;
+mod collection;
 mod delivery;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod event;
+mod inbox;
 mod open;
 mod owned;
 #[cfg(feature = "redb")]

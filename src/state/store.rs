@@ -224,12 +224,6 @@ impl Store {
         self.backend.set_readable(readable);
     }
 
-    /// Counts one request handled; whether more sent through a view's handle
-    /// are on their way.
-    pub(crate) fn request_handled(&self) -> bool {
-        self.backend.request_handled()
-    }
-
     /// How many resources are stored.
     pub fn len(&self) -> usize {
         self.backend.len()

@@ -166,11 +166,6 @@ impl Watches {
         }
     }
 
-    /// Whether batched events wait to be sent.
-    pub(crate) fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
     /// Sends every watch's batched events, one message per watch.
     pub(crate) fn send_pending(&mut self) {
         // Taken out for the loop and put back: the list keeps its capacity.

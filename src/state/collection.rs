@@ -1,0 +1,403 @@
+//! [`Collection`]: the resources of one kind, found by id in O(1) and listed
+//! in id order.
+//!
+//! The state looks resources up by id on every request (a get, the current
+//! copy a modify starts from, the existence check of a create) and lists a
+//! kind far less often. A sorted tree pays for the order on every lookup: a
+//! few dozen id comparisons, each a pointer chase to the id's bytes. Here
+//! lookups go through a hash index, and the order is kept apart and brought
+//! up to date only when someone lists (or when it would otherwise hold too
+//! many stale entries):
+//!
+//! - resources live in a slab of slots; a freed slot is reused;
+//! - the index hashes ids to slots;
+//! - the order is a sorted list of `(slot, generation)` plus the slots added
+//!   since it was last sorted; a slot's generation moves on when it is
+//!   freed, so an entry that outlived its resource is recognised and dropped.
+//!
+//! A create, an update, a destroy and a lookup cost a hash and a probe; a
+//! list sorts what was added since the last one, merges it in and reads the
+//! slots in order.
+
+use std::hash::BuildHasher;
+use std::sync::{Mutex, PoisonError};
+
+use hashbrown::HashTable;
+
+use crate::resource::AnyResource;
+
+/// What [`Collection::edit`] does with a resource's slot.
+#[derive(Debug)]
+pub(crate) enum SlotEdit {
+    /// Leave it as it is.
+    Keep,
+    /// Store this resource there.
+    Put(AnyResource),
+    /// Remove what is there.
+    Remove,
+}
+
+/// A place in the id order: a slot, and the generation it had when its
+/// resource was added.
+type Entry = (u32, u32);
+
+/// The id order of a collection, brought up to date lazily.
+#[derive(Debug, Default)]
+struct Order {
+    /// Sorted by id; may still hold entries of removed resources.
+    sorted: Vec<Entry>,
+    /// Added since `sorted` was last brought up to date, in no order.
+    added: Vec<Entry>,
+    /// Removals since then: entries of `sorted` and `added` that may be stale.
+    removed: usize,
+}
+
+/// The resources of one kind (see the [module docs](self)).
+#[derive(Default)]
+pub(crate) struct Collection {
+    slots: Vec<Option<AnyResource>>,
+    /// Per slot: moves on each time the slot is freed.
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    /// Slot numbers, hashed by the id of the resource in the slot.
+    index: HashTable<u32>,
+    /// Locked by readers that list (they hold the cache's read lock, so the
+    /// writer, with `&mut self`, never waits for it).
+    order: Mutex<Order>,
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection").field("len", &self.len()).finish_non_exhaustive()
+    }
+}
+
+fn hash_id(id: &str) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(id)
+}
+
+/// The resource in `slot` (every slot the index or a live entry names is full).
+fn stored(slots: &[Option<AnyResource>], slot: u32) -> &AnyResource {
+    slots[slot as usize].as_ref().expect("an indexed slot holds a resource")
+}
+
+impl Collection {
+    /// How many resources it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn slot_of(&self, hash: u64, id: &str) -> Option<u32> {
+        let slots = &self.slots;
+        self.index.find(hash, |&s| stored(slots, s).id() == id).copied()
+    }
+
+    /// The resource with this id.
+    pub(crate) fn get(&self, id: &str) -> Option<&AnyResource> {
+        self.slot_of(hash_id(id), id).map(|s| stored(&self.slots, s))
+    }
+
+    /// Stores `resource` in a free slot, indexes it and queues it for the order.
+    fn add(&mut self, hash: u64, resource: AnyResource) {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(resource);
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 resources");
+                self.slots.push(Some(resource));
+                self.generations.push(0);
+                slot
+            }
+        };
+        let slots = &self.slots;
+        self.index.insert_unique(hash, slot, |&s| hash_id(stored(slots, s).id()));
+        let generation = self.generations[slot as usize];
+        self.order_mut().added.push((slot, generation));
+        self.compact_if_stale();
+    }
+
+    /// Frees `slot` (already out of the index) and returns what it held.
+    fn free_slot(&mut self, slot: u32) -> AnyResource {
+        let resource = self.slots[slot as usize].take().expect("a stored slot");
+        let generation = &mut self.generations[slot as usize];
+        *generation = generation.wrapping_add(1);
+        self.free.push(slot);
+        self.order_mut().removed += 1;
+        self.compact_if_stale();
+        resource
+    }
+
+    /// Stores `resource` unless its id is taken; `false` if it is.
+    pub(crate) fn insert_new(&mut self, resource: AnyResource) -> bool {
+        let hash = hash_id(resource.id());
+        if self.slot_of(hash, resource.id()).is_some() {
+            return false;
+        }
+        self.add(hash, resource);
+        true
+    }
+
+    /// Stores `resource`, replacing the one with the same id.
+    pub(crate) fn put(&mut self, resource: AnyResource) {
+        let hash = hash_id(resource.id());
+        match self.slot_of(hash, resource.id()) {
+            Some(slot) => self.slots[slot as usize] = Some(resource),
+            None => self.add(hash, resource),
+        }
+    }
+
+    /// Removes and returns the resource with this id.
+    pub(crate) fn remove(&mut self, id: &str) -> Option<AnyResource> {
+        let slots = &self.slots;
+        let found = self.index.find_entry(hash_id(id), |&s| stored(slots, s).id() == id).ok()?;
+        let (slot, _) = found.remove();
+        Some(self.free_slot(slot))
+    }
+
+    /// Lets `f` decide what becomes of the resource with this id (`None`:
+    /// there is none), with one lookup.
+    pub(crate) fn edit<R>(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(Option<&AnyResource>) -> (SlotEdit, R),
+    ) -> R {
+        let hash = hash_id(id);
+        let slots = &self.slots;
+        let Ok(found) = self.index.find_entry(hash, |&s| stored(slots, s).id() == id) else {
+            let (edit, result) = f(None);
+            if let SlotEdit::Put(resource) = edit {
+                self.add(hash, resource);
+            }
+            return result;
+        };
+        let slot = *found.get();
+        let (edit, result) = f(Some(stored(&self.slots, slot)));
+        match edit {
+            SlotEdit::Keep => {}
+            SlotEdit::Put(resource) => self.slots[slot as usize] = Some(resource),
+            SlotEdit::Remove => {
+                found.remove();
+                self.free_slot(slot);
+            }
+        }
+        result
+    }
+
+    /// Every resource, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &AnyResource> {
+        self.slots.iter().flatten()
+    }
+
+    /// Visits every resource in id order.
+    pub(crate) fn for_each_sorted(&self, mut f: impl FnMut(&AnyResource)) {
+        // A reader that panicked while it held the order left it as its last
+        // completed step did (every step keeps it consistent): carry on.
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        refresh(&mut order, &self.slots, &self.generations);
+        for &(slot, _) in &order.sorted {
+            f(stored(&self.slots, slot));
+        }
+    }
+
+    fn order_mut(&mut self) -> &mut Order {
+        self.order.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Brings the order up to date when it holds more pending and stale
+    /// entries than twice the live ones: a kind that is written and never
+    /// listed keeps a bounded order (amortized O(1) a write).
+    fn compact_if_stale(&mut self) {
+        let live = self.index.len();
+        let order = self.order.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if order.added.len() + order.removed > 2 * live + 64 {
+            refresh(order, &self.slots, &self.generations);
+        }
+    }
+}
+
+/// Drops stale entries, sorts what was added and merges it into `sorted`.
+fn refresh(order: &mut Order, slots: &[Option<AnyResource>], generations: &[u32]) {
+    if order.removed > 0 {
+        let live = |&(slot, generation): &Entry| generations[slot as usize] == generation;
+        order.sorted.retain(live);
+        order.added.retain(live);
+        order.removed = 0;
+    }
+    if order.added.is_empty() {
+        return;
+    }
+    let id = |&(slot, _): &Entry| stored(slots, slot).id();
+    order.added.sort_unstable_by(|a, b| id(a).cmp(id(b)));
+    let starts_after = match (order.sorted.last(), order.added.first()) {
+        (Some(last), Some(first)) => id(last) < id(first),
+        _ => true,
+    };
+    if starts_after {
+        order.sorted.append(&mut order.added);
+        return;
+    }
+    let mut merged = Vec::with_capacity(order.sorted.len() + order.added.len());
+    let (mut old, mut new) = (order.sorted.iter().peekable(), order.added.iter().peekable());
+    while let (Some(a), Some(b)) = (old.peek(), new.peek()) {
+        if id(a) <= id(b) {
+            merged.push(**a);
+            old.next();
+        } else {
+            merged.push(**b);
+            new.next();
+        }
+    }
+    merged.extend(old);
+    merged.extend(new);
+    order.sorted = merged;
+    order.added.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::resource::{Pointer, Resource, Spec};
+
+    #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct N(i64);
+
+    impl Spec for N {
+        const TYPE: &'static str = "Ns.test.cosi.dev";
+    }
+
+    fn res(id: &str, value: i64) -> AnyResource {
+        Resource::at(Pointer::of::<N>("ns", id), N(value)).into_any()
+    }
+
+    fn ids(c: &Collection) -> Vec<String> {
+        let mut out = Vec::new();
+        c.for_each_sorted(|r| out.push(r.id().to_owned()));
+        out
+    }
+
+    #[test]
+    fn lookups_find_by_id_and_listing_comes_out_sorted() {
+        let mut c = Collection::default();
+        for id in ["b", "a", "c"] {
+            assert!(c.insert_new(res(id, 1)));
+        }
+        assert!(!c.insert_new(res("a", 2)), "a taken id is refused");
+        assert_eq!(ids(&c), ["a", "b", "c"]);
+        c.put(res("a", 3));
+        assert_eq!(c.get("a").map(AnyResource::id), Some("a"));
+        assert!(c.remove("b").is_some());
+        assert!(c.get("b").is_none());
+        assert!(c.insert_new(res("aa", 1)), "the freed slot is reused");
+        assert_eq!(ids(&c), ["a", "aa", "c"]);
+        assert_eq!(c.len(), 3);
+    }
+
+    #[test]
+    fn a_re_created_id_is_listed_once() {
+        let mut c = Collection::default();
+        c.put(res("x", 1));
+        assert_eq!(ids(&c), ["x"]);
+        c.remove("x");
+        c.put(res("x", 2));
+        assert_eq!(ids(&c), ["x"], "the old entry is stale, not listed twice");
+    }
+
+    #[test]
+    fn an_order_nobody_reads_stays_bounded() {
+        let mut c = Collection::default();
+        for round in 0..10_000 {
+            let id = format!("r{}", round % 8);
+            c.put(res(&id, round));
+            if round % 3 == 0 {
+                c.remove(&id);
+            }
+        }
+        let order = c.order.get_mut().unwrap();
+        assert!(order.sorted.len() + order.added.len() <= 2 * 8 + 64 + 1, "{order:?}");
+    }
+
+    /// One step of the model test.
+    #[derive(Clone, Debug)]
+    enum Op {
+        InsertNew(u8),
+        Put(u8),
+        Remove(u8),
+        Edit(u8, u8),
+        List,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            any::<u8>().prop_map(Op::InsertNew),
+            any::<u8>().prop_map(Op::Put),
+            any::<u8>().prop_map(Op::Remove),
+            (any::<u8>(), 0..3u8).prop_map(|(k, e)| Op::Edit(k, e)),
+            Just(Op::List),
+        ]
+    }
+
+    proptest! {
+        /// Against a sorted map: the same answers to every lookup, and the
+        /// same listing, whatever the order of inserts, removals and lists.
+        #[test]
+        fn behaves_like_a_sorted_map(ops in proptest::collection::vec(op(), 0..400)) {
+            let mut c = Collection::default();
+            let mut model: BTreeMap<String, i64> = BTreeMap::new();
+            for (step, op) in ops.into_iter().enumerate() {
+                let step = step as i64;
+                // Few distinct ids (ids collide often) in a spread of lengths.
+                let id = |k: u8| format!("{}{}", "k".repeat(usize::from(k % 3) + 1), k % 24);
+                match op {
+                    Op::InsertNew(k) => {
+                        let fresh = !model.contains_key(&id(k));
+                        prop_assert_eq!(c.insert_new(res(&id(k), step)), fresh);
+                        model.entry(id(k)).or_insert(step);
+                    }
+                    Op::Put(k) => {
+                        c.put(res(&id(k), step));
+                        model.insert(id(k), step);
+                    }
+                    Op::Remove(k) => {
+                        prop_assert_eq!(c.remove(&id(k)).is_some(), model.remove(&id(k)).is_some());
+                    }
+                    Op::Edit(k, e) => {
+                        let existed = c.edit(&id(k), |current| {
+                            let edit = match e {
+                                0 => SlotEdit::Keep,
+                                1 => SlotEdit::Put(res(&id(k), step)),
+                                _ => SlotEdit::Remove,
+                            };
+                            match (&edit, current) {
+                                (SlotEdit::Remove, None) => (SlotEdit::Keep, false),
+                                (_, current) => (edit, current.is_some()),
+                            }
+                        });
+                        prop_assert_eq!(existed, model.contains_key(&id(k)));
+                        match e {
+                            0 => {}
+                            1 => { model.insert(id(k), step); }
+                            _ => { model.remove(&id(k)); }
+                        }
+                    }
+                    Op::List => {
+                        let expected: Vec<String> = model.keys().cloned().collect();
+                        prop_assert_eq!(ids(&c), expected);
+                    }
+                }
+                prop_assert_eq!(c.len(), model.len());
+                for (k, v) in &model {
+                    let found = c.get(k).map(|r| r.typed::<N>().unwrap().spec().0);
+                    prop_assert_eq!(found, Some(*v));
+                }
+            }
+            let expected: Vec<String> = model.keys().cloned().collect();
+            prop_assert_eq!(ids(&c), expected);
+        }
+    }
+}
