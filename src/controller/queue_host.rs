@@ -9,7 +9,9 @@
 //! [`QueueHandle`]: super::QueueHandle
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -39,6 +41,11 @@ use crate::state::{
 
 /// What one reconcile came back with, and when it started.
 type Finished = (Pointer, Ended<Outcome>, Instant);
+
+/// One reconcile under way, boxed once where it is made (moving the future
+/// through wrappers copied it whole, several times: a large share of a
+/// short reconcile's cost).
+type Work = Pin<Box<dyn Future<Output = Finished>>>;
 
 /// A reconcile's outcome with the `cx.requeue_after` it asked for: the shorter delay wins.
 fn with_requeue(outcome: Outcome, requeue: Option<std::time::Duration>) -> Outcome {
@@ -76,6 +83,12 @@ pub(crate) struct QueueHost<Q> {
     /// A listing of every primary (for `requeues_all`) is in flight: further
     /// asks join it (its keys run after the changes that asked).
     requeueing_all: bool,
+    /// The reconciles under way, polled by [`Drive`].
+    work: Vec<Work>,
+    /// [`Drive`] is polling `work` now (what starts meanwhile, it polls too).
+    driving: bool,
+    /// The host's task, to have [`Drive`] poll a reconcile started elsewhere.
+    waker: Option<std::task::Waker>,
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -111,6 +124,9 @@ impl<Q: QController> QueueHost<Q> {
             standby: false,
             requeueing_all: false,
             budget: RoundBudget::default(),
+            work: Vec::new(),
+            driving: false,
+            waker: None,
         }
     }
 
@@ -249,7 +265,7 @@ impl<Q: QController> QueueHost<Q> {
                 self.wait_for_permit(ctx);
                 break;
             };
-            self.start_one(permit, now, ctx);
+            self.start_one(permit, now);
         }
         self.arm_timer(ctx);
         self.refresh();
@@ -266,13 +282,13 @@ impl<Q: QController> QueueHost<Q> {
                 && act.running < act.concurrency
                 && act.queue.has_ready(Instant::now())
             {
-                act.start_one(permit, Instant::now(), ctx);
+                act.start_one(permit, Instant::now());
             }
             act.pump(ctx);
         }));
     }
 
-    fn start_one(&mut self, permit: OwnedSemaphorePermit, now: Instant, ctx: &mut Context<Self>) {
+    fn start_one(&mut self, permit: OwnedSemaphorePermit, now: Instant) {
         let Some((ptr, waited)) = self.queue.get(now) else {
             return;
         };
@@ -284,13 +300,13 @@ impl<Q: QController> QueueHost<Q> {
         outcome::started(&self.counters, now, Some(waited), self.running);
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), true);
-        let work = async move {
+        self.work.push(Box::pin(async move {
             let _permit = permit;
             let reconcile = async {
                 let outcome = controller.reconcile(&cx, &ptr).await?;
                 Ok(with_requeue(outcome, cx.take_requeue()))
             };
-            let ended = run_caught(reconcile).await;
+            let ended = run_caught(reconcile).instrument(span).await;
             recorded.record(
                 "result",
                 ended.label(|outcome| match outcome {
@@ -299,12 +315,34 @@ impl<Q: QController> QueueHost<Q> {
                 }),
             );
             (ptr, ended, now)
-        };
-        ctx.spawn(
-            work.instrument(span)
-                .into_actor(self)
-                .map(|finished, act, ctx| act.finished(finished, ctx)),
-        );
+        }));
+        if !self.driving
+            && let Some(waker) = &self.waker
+        {
+            // Started by a handler or a timer: `Drive` polls it on its next turn.
+            waker.wake_by_ref();
+        }
+    }
+
+    /// Polls every reconcile under way; each one that ends is finished (which
+    /// may start more, polled in the same loop). Stops where the round budget
+    /// made the context wait.
+    fn drive(&mut self, ctx: &mut Context<Self>, task: &mut std::task::Context<'_>) {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(task.waker())) {
+            self.waker = Some(task.waker().clone());
+        }
+        self.driving = true;
+        let mut i = 0;
+        while i < self.work.len() && !ctx.waiting() {
+            match self.work[i].as_mut().poll(task) {
+                std::task::Poll::Ready(finished) => {
+                    drop(self.work.swap_remove(i));
+                    self.finished(finished, ctx);
+                }
+                std::task::Poll::Pending => i += 1,
+            }
+        }
+        self.driving = false;
     }
 
     fn finished(&mut self, (ptr, ended, started): Finished, ctx: &mut Context<Self>) {
@@ -462,10 +500,30 @@ impl<Q: QController> Actor for QueueHost<Q> {
             }
             subs
         };
+        ctx.spawn(Drive);
         ctx.wait(subscribe.into_actor(self).map(|subs, act, ctx| {
             act.subscriptions = subs;
             act.pump(ctx);
         }));
+    }
+}
+
+/// Drives a host's reconciles (spawned at start, it lives as long as the
+/// host): one item of the actor's context for all of them, rather than one
+/// boxed, spawned item each.
+struct Drive;
+
+impl<Q: QController> ActorFuture<QueueHost<Q>> for Drive {
+    type Output = ();
+
+    fn poll(
+        self: Pin<&mut Self>,
+        act: &mut QueueHost<Q>,
+        ctx: &mut Context<QueueHost<Q>>,
+        task: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        act.drive(ctx, task);
+        std::task::Poll::Pending
     }
 }
 
