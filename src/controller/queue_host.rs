@@ -32,7 +32,7 @@ use super::{Input, InputKind, Reach, ReconcileContext};
 use crate::Error;
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
-use crate::queue::{Completion, WorkQueue};
+use crate::queue::{Completion, Taken, WorkQueue};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
 use crate::state::claims::Ownership;
 use crate::state::{
@@ -289,11 +289,11 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     fn start_one(&mut self, permit: OwnedSemaphorePermit, now: Instant) {
-        let Some((ptr, waited)) = self.queue.get(now) else {
+        let Some(Taken { key: ptr, waited, failures }) = self.queue.take(now) else {
             return;
         };
         self.queue_counters.time_in_queue.observe(waited);
-        let reason = if self.queue.failures(&ptr) > 0 { "retry after failure" } else { "queued" };
+        let reason = if failures > 0 { "retry after failure" } else { "queued" };
         let span = reconcile_span(&self.name, &ptr, reason);
         let recorded = span.clone();
         self.running += 1;

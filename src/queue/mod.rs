@@ -24,4 +24,4 @@
 
 mod work_queue;
 
-pub use work_queue::{Completion, QueueStats, WorkQueue};
+pub use work_queue::{Completion, QueueStats, Taken, WorkQueue};

@@ -55,6 +55,17 @@ struct KeyState {
     failures: u32,
 }
 
+/// A key handed out by [`WorkQueue::take`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taken<K> {
+    /// The key.
+    pub key: K,
+    /// How long it waited since it became ready.
+    pub waited: Duration,
+    /// Its consecutive failures so far (0: this is not a retry).
+    pub failures: u32,
+}
+
 /// Counts of keys by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueStats {
@@ -88,7 +99,9 @@ pub struct QueueStats {
 /// assert_eq!(q.get(now).unwrap().0, "eth0");
 /// ```
 pub struct WorkQueue<K> {
-    entries: rustc_hash::FxHashMap<K, KeyState>,
+    /// hashbrown's map rather than std's: `entry_ref` finishes a key (reads
+    /// it, then removes or reschedules it) with one lookup.
+    entries: hashbrown::HashMap<K, KeyState, rustc_hash::FxBuildHasher>,
     ready: VecDeque<K>,
     delayed: BTreeMap<(Instant, u64), K>,
     seq: u64,
@@ -121,7 +134,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// An empty queue whose backoff jitter is drawn from a seeded generator.
     pub fn with_seed(backoff: Backoff, seed: u64) -> Self {
         WorkQueue {
-            entries: rustc_hash::FxHashMap::default(),
+            entries: hashbrown::HashMap::default(),
             ready: VecDeque::new(),
             delayed: BTreeMap::new(),
             seq: 0,
@@ -138,12 +151,6 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
-    }
-
-    fn make_ready(&mut self, key: K, since: Instant) {
-        self.adds += 1;
-        self.ready.push_back(key.clone());
-        self.entries.insert(key, KeyState { stage: Stage::Ready { since }, failures: 0 });
     }
 
     fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Stage {
@@ -164,20 +171,25 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         if self.shutdown {
             return;
         }
-        let Some(entry) = self.entries.get_mut(&key) else {
-            self.make_ready(key, now);
-            return;
+        let mut entry = match self.entries.entry(key) {
+            hashbrown::hash_map::Entry::Vacant(vacant) => {
+                self.adds += 1;
+                self.ready.push_back(vacant.key().clone());
+                vacant.insert(KeyState { stage: Stage::Ready { since: now }, failures: 0 });
+                return;
+            }
+            hashbrown::hash_map::Entry::Occupied(occupied) => occupied,
         };
-        match entry.stage {
+        match entry.get().stage {
             Stage::Ready { .. } | Stage::Delayed { backoff: true, .. } => {}
             Stage::Delayed { due, seq, backoff: false } => {
                 self.delayed.remove(&(due, seq));
-                entry.stage = Stage::Ready { since: now };
-                self.ready.push_back(key);
+                entry.get_mut().stage = Stage::Ready { since: now };
+                self.ready.push_back(entry.key().clone());
                 self.adds += 1;
             }
             Stage::Processing { again } => {
-                entry.stage = Stage::Processing { again: again.merge(Again::Now) };
+                entry.get_mut().stage = Stage::Processing { again: again.merge(Again::Now) };
             }
         }
     }
@@ -239,6 +251,11 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Hands out the next ready key and how long it waited since it became
     /// ready. It is not handed out again until [`done`](WorkQueue::done).
     pub fn get(&mut self, now: Instant) -> Option<(K, Duration)> {
+        self.take(now).map(|t| (t.key, t.waited))
+    }
+
+    /// [`get`](WorkQueue::get), also telling the key's failures so far.
+    pub fn take(&mut self, now: Instant) -> Option<Taken<K>> {
         if self.shutdown {
             return None;
         }
@@ -250,7 +267,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         };
         entry.stage = Stage::Processing { again: Again::No };
         self.processing += 1;
-        Some((key, now.saturating_duration_since(since)))
+        let (waited, failures) = (now.saturating_duration_since(since), entry.failures);
+        Some(Taken { key, waited, failures })
     }
 
     /// Whether a key is ready (or due) at `now`.
@@ -267,12 +285,14 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Marks `key` done with `completion`. Returns the backoff delay when the
     /// key will be retried after a failure.
     pub fn done(&mut self, key: &K, completion: Completion, now: Instant) -> Option<Duration> {
-        let entry = self.entries.get_mut(key)?;
-        let Stage::Processing { again } = entry.stage else {
+        let hashbrown::hash_map::EntryRef::Occupied(mut entry) = self.entries.entry_ref(key) else {
+            return None;
+        };
+        let Stage::Processing { again } = entry.get().stage else {
             return None;
         };
         self.processing -= 1;
-        let failures = entry.failures;
+        let failures = entry.get().failures;
         let mut retry = None;
         let next = match completion {
             Completion::Success | Completion::Terminal => again,
@@ -284,29 +304,31 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             }
         };
         if self.shutdown {
-            self.entries.remove(key);
+            entry.remove();
             return retry;
         }
         match next {
             Again::No => {
-                self.entries.remove(key);
+                entry.remove();
             }
             Again::Now => {
-                self.make_ready(key.clone(), now);
+                *entry.get_mut() = KeyState { stage: Stage::Ready { since: now }, failures: 0 };
+                self.ready.push_back(key.clone());
+                self.adds += 1;
             }
             Again::At(due) => {
                 let backoff = retry.is_some();
-                let stage = self.schedule(key, due, backoff);
-                self.entries.insert(
-                    key.clone(),
-                    KeyState {
-                        stage,
-                        failures: if backoff { failures.saturating_add(1) } else { 0 },
-                    },
-                );
+                self.seq += 1;
+                let seq = self.seq;
+                self.delayed.insert((due, seq), key.clone());
                 if backoff {
+                    self.backing_off += 1;
                     self.retries += 1;
                 }
+                *entry.get_mut() = KeyState {
+                    stage: Stage::Delayed { due, seq, backoff },
+                    failures: if backoff { failures.saturating_add(1) } else { 0 },
+                };
             }
         }
         retry

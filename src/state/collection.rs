@@ -41,6 +41,10 @@ pub(crate) enum SlotEdit {
 /// resource was added.
 type Entry = (u32, u32);
 
+/// An entry of the index: a slot, and the hash of its id (32 bits), so the
+/// index grows and probes without reading the resources.
+type Indexed = (u32, u32);
+
 /// The id order of a collection, brought up to date lazily.
 #[derive(Debug, Default)]
 struct Order {
@@ -60,7 +64,7 @@ pub(crate) struct Collection {
     generations: Vec<u32>,
     free: Vec<u32>,
     /// Slot numbers, hashed by the id of the resource in the slot.
-    index: HashTable<u32>,
+    index: HashTable<Indexed>,
     /// Locked by readers that list (they hold the cache's read lock, so the
     /// writer, with `&mut self`, never waits for it).
     order: Mutex<Order>,
@@ -72,8 +76,15 @@ impl std::fmt::Debug for Collection {
     }
 }
 
-fn hash_id(id: &str) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one(id)
+/// The 32-bit hash of an id that the index keeps.
+fn hash_id(id: &str) -> u32 {
+    (rustc_hash::FxBuildHasher.hash_one(id) >> 32) as u32
+}
+
+/// The table's 64-bit hash, from the kept 32 bits alone (its top bits and
+/// its low bits both depend on all of them).
+fn spread(hash: u32) -> u64 {
+    u64::from(hash).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// The resource in `slot` (every slot the index or a live entry names is full).
@@ -87,9 +98,11 @@ impl Collection {
         self.index.len()
     }
 
-    fn slot_of(&self, hash: u64, id: &str) -> Option<u32> {
+    fn slot_of(&self, hash: u32, id: &str) -> Option<u32> {
         let slots = &self.slots;
-        self.index.find(hash, |&s| stored(slots, s).id() == id).copied()
+        self.index
+            .find(spread(hash), |&(s, h)| h == hash && stored(slots, s).id() == id)
+            .map(|e| e.0)
     }
 
     /// The resource with this id.
@@ -98,7 +111,7 @@ impl Collection {
     }
 
     /// Stores `resource` in a free slot, indexes it and queues it for the order.
-    fn add(&mut self, hash: u64, resource: AnyResource) {
+    fn add(&mut self, hash: u32, resource: AnyResource) {
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(resource);
@@ -111,8 +124,7 @@ impl Collection {
                 slot
             }
         };
-        let slots = &self.slots;
-        self.index.insert_unique(hash, slot, |&s| hash_id(stored(slots, s).id()));
+        self.index.insert_unique(spread(hash), (slot, hash), |&(_, h)| spread(h));
         let generation = self.generations[slot as usize];
         self.order_mut().added.push((slot, generation));
         self.compact_if_stale();
@@ -150,9 +162,13 @@ impl Collection {
 
     /// Removes and returns the resource with this id.
     pub(crate) fn remove(&mut self, id: &str) -> Option<AnyResource> {
+        let hash = hash_id(id);
         let slots = &self.slots;
-        let found = self.index.find_entry(hash_id(id), |&s| stored(slots, s).id() == id).ok()?;
-        let (slot, _) = found.remove();
+        let found = self
+            .index
+            .find_entry(spread(hash), |&(s, h)| h == hash && stored(slots, s).id() == id)
+            .ok()?;
+        let ((slot, _), _) = found.remove();
         Some(self.free_slot(slot))
     }
 
@@ -165,14 +181,16 @@ impl Collection {
     ) -> R {
         let hash = hash_id(id);
         let slots = &self.slots;
-        let Ok(found) = self.index.find_entry(hash, |&s| stored(slots, s).id() == id) else {
+        let Ok(found) =
+            self.index.find_entry(spread(hash), |&(s, h)| h == hash && stored(slots, s).id() == id)
+        else {
             let (edit, result) = f(None);
             if let SlotEdit::Put(resource) = edit {
                 self.add(hash, resource);
             }
             return result;
         };
-        let slot = *found.get();
+        let slot = found.get().0;
         let (edit, result) = f(Some(stored(&self.slots, slot)));
         match edit {
             SlotEdit::Keep => {}
