@@ -19,16 +19,30 @@ use crate::resource::{Kind, Pointer};
 pub(crate) struct AccessRules {
     controller: Arc<str>,
     inputs: Vec<Input>,
-    output_types: BTreeSet<String>,
+    /// The kind of each input, in order: checks compare kinds (usually one
+    /// shared allocation, so a pointer comparison), not strings.
+    kinds: Vec<Kind>,
+    output_types: Vec<String>,
 }
 
 impl AccessRules {
     pub(crate) fn new(controller: Arc<str>, inputs: Vec<Input>, outputs: &[Output]) -> Self {
+        let types: BTreeSet<String> = outputs.iter().map(|o| o.resource_type.clone()).collect();
         AccessRules {
             controller,
+            kinds: inputs.iter().map(|i| Kind::new(&i.namespace, &i.resource_type)).collect(),
             inputs,
-            output_types: outputs.iter().map(|o| o.resource_type.clone()).collect(),
+            output_types: types.into_iter().collect(),
         }
+    }
+
+    /// Whether an input that `which` picks covers `ptr`.
+    pub(crate) fn covered_by(&self, ptr: &Pointer, which: impl Fn(&Input) -> bool) -> bool {
+        self.inputs.iter().zip(&self.kinds).any(|(input, kind)| {
+            which(input)
+                && kind == ptr.kind()
+                && input.id.as_deref().is_none_or(|id| id == ptr.id())
+        })
     }
 
     pub(crate) fn controller(&self) -> &Arc<str> {
@@ -40,7 +54,11 @@ impl AccessRules {
     }
 
     pub(crate) fn with_inputs(&self, inputs: Vec<Input>) -> Self {
-        AccessRules { inputs, ..self.clone() }
+        AccessRules {
+            kinds: inputs.iter().map(|i| Kind::new(&i.namespace, &i.resource_type)).collect(),
+            inputs,
+            ..self.clone()
+        }
     }
 
     fn denied(&self, operation: &'static str, resource: String, reason: String) -> Error {
@@ -48,13 +66,11 @@ impl AccessRules {
     }
 
     fn is_output(&self, resource_type: &str) -> bool {
-        self.output_types.contains(resource_type)
+        self.output_types.iter().any(|t| t == resource_type)
     }
 
     pub(crate) fn check_get(&self, ptr: &Pointer) -> Result<(), Error> {
-        let covered =
-            self.inputs.iter().any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()));
-        if covered || self.is_output(ptr.resource_type()) {
+        if self.covered_by(ptr, |_| true) || self.is_output(ptr.resource_type()) {
             Ok(())
         } else {
             Err(self.denied(
@@ -103,10 +119,7 @@ impl AccessRules {
         operation: &'static str,
         ptr: &Pointer,
     ) -> Result<(), Error> {
-        let strong = self.inputs.iter().any(|i| {
-            i.allows_finalizers() && i.covers(ptr.namespace(), ptr.resource_type(), ptr.id())
-        });
-        if strong {
+        if self.covered_by(ptr, Input::allows_finalizers) {
             Ok(())
         } else {
             Err(self.denied(

@@ -143,13 +143,11 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     fn is_primary(&self, ptr: &Pointer) -> bool {
-        self.inputs_of(InputKind::Primary)
-            .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()))
+        self.rules.covered_by(ptr, |i| i.dependency == InputKind::Primary)
     }
 
     fn is_mapped(&self, ptr: &Pointer) -> bool {
-        self.inputs_of(InputKind::Mapped)
-            .any(|i| i.covers(ptr.namespace(), ptr.resource_type(), ptr.id()))
+        self.rules.covered_by(ptr, |i| i.dependency == InputKind::Mapped)
     }
 
     /// Queues the primary resources a change asks for; returns whether the

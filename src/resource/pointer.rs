@@ -477,7 +477,7 @@ impl std::hash::BuildHasher for KindHashing {
 }
 
 /// A map keyed by [`Kind`] that hashes each kind once, at its creation.
-pub(crate) type KindMap<V> = std::collections::HashMap<Kind, V, KindHashing>;
+pub(crate) type KindMap<V> = hashbrown::HashMap<Kind, V, KindHashing>;
 
 #[cfg(test)]
 mod tests {

@@ -24,11 +24,9 @@ pub fn name(what: &str, value: &str) -> Result<(), String> {
     if value.len() > MAX_NAME_LEN {
         return Err(format!("{what} is {} bytes long, more than {MAX_NAME_LEN}", value.len()));
     }
-    // Fast path: ASCII without C0 controls or DEL (almost every name).
-    let ascii_control = value.bytes().fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f));
-    if (ascii_control || !value.is_ascii())
-        && let Some(c) = value.chars().find(|c| c.is_control())
-    {
+    // Fast path, one pass: printable ASCII (almost every name).
+    let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if !printable && let Some(c) = value.chars().find(|c| c.is_control()) {
         return Err(format!("{what} {value:?} contains the control character {c:?}"));
     }
     Ok(())
@@ -129,6 +127,9 @@ pub fn metadata(md: &Metadata) -> Result<(), Error> {
 
 /// [`metadata`] without the address (already checked by the caller).
 pub(crate) fn metadata_beyond_address(md: &Metadata) -> Result<(), Error> {
+    if md.finalizers().is_empty() && md.labels().is_empty() && md.annotations().is_empty() {
+        return Ok(());
+    }
     let ptr = md.pointer();
     for f in md.finalizers().iter() {
         finalizer(ptr, f)?;

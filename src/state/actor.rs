@@ -510,6 +510,8 @@ pub struct StateActor {
     held: Vec<(ReplyTx, Result<StateReply, Error>)>,
     /// The requests sent through [`State`](super::State) handles.
     pub(crate) inbox: Inbox,
+    /// The time of this pass: its writes share one clock read.
+    pass_time: Option<Timestamp>,
     closing: Option<ReplySlotClose>,
     /// An etcd state: every namespace there, the cache fed by its change feed.
     #[cfg(feature = "etcd")]
@@ -540,6 +542,7 @@ impl StateActor {
             commit_scheduled: false,
             held: Vec::new(),
             inbox: Inbox::default(),
+            pass_time: None,
             closing: None,
             #[cfg(feature = "etcd")]
             shared: None,
@@ -669,7 +672,8 @@ impl StateActor {
         // Readers outside the actor must not see a write before it is
         // committed: they ask the actor until the batch is done.
         self.store.set_readable(false);
-        let (reply, change) = match apply(&mut self.store, req, Timestamp::now()) {
+        let now = self.now();
+        let (reply, change) = match apply(&mut self.store, req, now) {
             Ok(applied) => applied,
             Err(other) => (self.serve(other), None),
         };
@@ -698,7 +702,8 @@ impl StateActor {
 
     /// Serves a request at once (memory namespaces, reads, watches).
     pub(crate) fn serve(&mut self, req: StateRequest) -> Result<StateReply, Error> {
-        let req = match apply(&mut self.store, req, Timestamp::now()) {
+        let now = self.now();
+        let req = match apply(&mut self.store, req, now) {
             Ok((reply, change)) => {
                 if let Some(change) = change {
                     self.watches.publish(&change, self.store.revision());
@@ -818,8 +823,14 @@ impl StateActor {
         self.close_if_idle(ctx);
     }
 
-    /// Sends the batched events, then the replies held behind them.
+    /// The time of this pass (one clock read for all its writes).
+    fn now(&mut self) -> Timestamp {
+        *self.pass_time.get_or_insert_with(Timestamp::now)
+    }
+
+    /// Ends a pass: sends the batched events, then the replies held behind them.
     pub(crate) fn send_pending(&mut self) {
+        self.pass_time = None;
         self.watches.send_pending();
         // Drained in place: the list keeps its capacity for the next pass.
         for (tx, reply) in self.held.drain(..) {

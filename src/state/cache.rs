@@ -137,8 +137,23 @@ impl Cache {
         }
     }
 
-    pub(crate) fn insert_new(&self, resource: AnyResource) -> bool {
-        self.write().collection_mut(resource.pointer().kind()).insert_new(resource)
+    /// Stores `stamp(resource, interned kind)` unless its id is taken (then
+    /// `resource` comes back); one lock and one lookup of the kind.
+    pub(crate) fn insert_new_with(
+        &self,
+        resource: AnyResource,
+        stamp: impl FnOnce(AnyResource, &Kind) -> AnyResource,
+    ) -> Result<AnyResource, AnyResource> {
+        let mut guard = self.write();
+        let collections = &mut *guard;
+        if !collections.by_kind.contains_key(resource.pointer().kind()) {
+            collections.by_kind.insert(resource.pointer().kind().clone(), Collection::default());
+        }
+        let (kind, collection) = collections
+            .by_kind
+            .get_key_value_mut(resource.pointer().kind())
+            .expect("inserted above");
+        collection.insert_new(resource, |resource| stamp(resource, kind))
     }
 
     pub(crate) fn remove(&self, ptr: &Pointer) -> Option<AnyResource> {

@@ -141,14 +141,20 @@ impl Collection {
         resource
     }
 
-    /// Stores `resource` unless its id is taken; `false` if it is.
-    pub(crate) fn insert_new(&mut self, resource: AnyResource) -> bool {
+    /// Stores `stamp(resource)` unless the id is taken (then `resource`
+    /// comes back); returns what it stored.
+    pub(crate) fn insert_new(
+        &mut self,
+        resource: AnyResource,
+        stamp: impl FnOnce(AnyResource) -> AnyResource,
+    ) -> Result<AnyResource, AnyResource> {
         let hash = hash_id(resource.id());
         if self.slot_of(hash, resource.id()).is_some() {
-            return false;
+            return Err(resource);
         }
-        self.add(hash, resource);
-        true
+        let stamped = stamp(resource);
+        self.add(hash, stamped.clone());
+        Ok(stamped)
     }
 
     /// Stores `resource`, replacing the one with the same id.
@@ -303,15 +309,15 @@ mod tests {
     fn lookups_find_by_id_and_listing_comes_out_sorted() {
         let mut c = Collection::default();
         for id in ["b", "a", "c"] {
-            assert!(c.insert_new(res(id, 1)));
+            assert!(c.insert_new(res(id, 1), |r| r).is_ok());
         }
-        assert!(!c.insert_new(res("a", 2)), "a taken id is refused");
+        assert!(c.insert_new(res("a", 2), |r| r).is_err(), "a taken id is refused");
         assert_eq!(ids(&c), ["a", "b", "c"]);
         c.put(res("a", 3));
         assert_eq!(c.get("a").map(AnyResource::id), Some("a"));
         assert!(c.remove("b").is_some());
         assert!(c.get("b").is_none());
-        assert!(c.insert_new(res("aa", 1)), "the freed slot is reused");
+        assert!(c.insert_new(res("aa", 1), |r| r).is_ok(), "the freed slot is reused");
         assert_eq!(ids(&c), ["a", "aa", "c"]);
         assert_eq!(c.len(), 3);
     }
@@ -374,7 +380,7 @@ mod tests {
                 match op {
                     Op::InsertNew(k) => {
                         let fresh = !model.contains_key(&id(k));
-                        prop_assert_eq!(c.insert_new(res(&id(k), step)), fresh);
+                        prop_assert_eq!(c.insert_new(res(&id(k), step), |r| r).is_ok(), fresh);
                         model.entry(id(k)).or_insert(step);
                     }
                     Op::Put(k) => {

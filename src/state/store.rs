@@ -96,6 +96,8 @@ pub type ModifyFn =
 pub struct Store {
     backend: Cache,
     owners: rustc_hash::FxHashSet<Arc<str>>,
+    /// The owner interned last: a controller's writes come in runs.
+    last_owner: Option<Arc<str>>,
     revision: u64,
 }
 
@@ -130,7 +132,12 @@ fn check_owner(res: &AnyResource, caller: Option<&str>) -> Result<(), Error> {
 impl Store {
     /// An empty store, at revision 0.
     pub fn new() -> Self {
-        Store { backend: Cache::default(), owners: Default::default(), revision: 0 }
+        Store {
+            backend: Cache::default(),
+            owners: Default::default(),
+            last_owner: None,
+            revision: 0,
+        }
     }
 
     /// The store revision: how many writes were applied since the store
@@ -236,11 +243,20 @@ impl Store {
 
     fn intern_owner(&mut self, owner: Option<&str>) -> Option<Arc<str>> {
         let owner = owner?;
-        if let Some(o) = self.owners.get(owner) {
-            return Some(o.clone());
+        if let Some(last) = &self.last_owner
+            && **last == *owner
+        {
+            return Some(last.clone());
         }
-        let o: Arc<str> = Arc::from(owner);
-        self.owners.insert(o.clone());
+        let o = match self.owners.get(owner) {
+            Some(o) => o.clone(),
+            None => {
+                let o: Arc<str> = Arc::from(owner);
+                self.owners.insert(o.clone());
+                o
+            }
+        };
+        self.last_owner = Some(o.clone());
         Some(o)
     }
 
@@ -295,13 +311,13 @@ impl Store {
         now: Timestamp,
     ) -> Result<(AnyResource, Change), Error> {
         let owner = self.intern_owner(owner);
-        let kind = self.backend.intern(res.pointer().kind());
-        let res = stamp_new(res, &kind, owner, now, self.next_revision());
-        if !self.backend.insert_new(res.clone()) {
-            return Err(Error::AlreadyExists { resource: res.pointer().clone() });
-        }
+        let revision = self.next_revision();
+        let stored = self
+            .backend
+            .insert_new_with(res, |res, kind| stamp_new(res, kind, owner, now, revision))
+            .map_err(|res| Error::AlreadyExists { resource: res.pointer().clone() })?;
         self.revision += 1;
-        Ok((res.clone(), Change::Created(res)))
+        Ok((stored.clone(), Change::Created(stored)))
     }
 
     /// Updates the stored resource with `res`.
