@@ -237,45 +237,12 @@ impl fmt::Debug for Kind {
 
 /// The id of a resource inside its [`Kind`]: an immutable, cheaply cloned string.
 ///
-/// Ordered like `str` (byte-wise), with an inlined comparison: ids are
-/// compared on every state operation (the state keeps them sorted).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Id(Arc<str>);
-
-impl Ord for Id {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        cmp_bytes(self.0.as_bytes(), other.0.as_bytes())
-    }
-}
-
-impl PartialOrd for Id {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Byte-wise comparison, eight bytes at a time, then byte by byte (same
-/// result as `[u8]::cmp`, without a `memcmp` call for short ids).
-#[inline]
-fn cmp_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap_or_default());
-        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or_default());
-        if x != y {
-            return x.cmp(&y);
-        }
-        i += 8;
-    }
-    while i < n {
-        if a[i] != b[i] {
-            return a[i].cmp(&b[i]);
-        }
-        i += 1;
-    }
-    a.len().cmp(&b.len())
-}
+/// Ids of up to 23 bytes (almost all) are stored inline: cloning, hashing and
+/// comparing them touch no other memory and no reference count (ids are
+/// cloned, hashed and compared on every state operation). Longer ids are
+/// shared (one reference count). Ordered like `str` (byte-wise).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id(smol_str::SmolStr);
 
 impl Id {
     /// An id from a string.
@@ -285,43 +252,43 @@ impl Id {
 
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 }
 
 impl Borrow<str> for Id {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl AsRef<str> for Id {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl From<&str> for Id {
     fn from(s: &str) -> Self {
-        Id(Arc::from(s))
+        Id(smol_str::SmolStr::new(s))
     }
 }
 
 impl From<&String> for Id {
     fn from(s: &String) -> Self {
-        Id(Arc::from(s.as_str()))
+        Id(smol_str::SmolStr::new(s))
     }
 }
 
@@ -333,7 +300,7 @@ impl From<&Id> for Id {
 
 impl From<String> for Id {
     fn from(s: String) -> Self {
-        Id(Arc::from(s))
+        Id(smol_str::SmolStr::from(s))
     }
 }
 
