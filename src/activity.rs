@@ -52,6 +52,13 @@ impl Activity {
         }
     }
 
+    /// Takes one unit, released when the borrowed guard drops (no handle
+    /// cloned: for work that cannot outlive the activity's owner).
+    pub(crate) fn hold(&self) -> ActivityHold<'_> {
+        self.enter();
+        ActivityHold(self)
+    }
+
     /// Takes one unit, released when the guard drops.
     pub(crate) fn guard(&self) -> ActivityGuard {
         self.enter();
@@ -126,6 +133,16 @@ impl Drop for TimerGuard {
 /// One unit of activity, released on drop.
 #[derive(Debug)]
 pub(crate) struct ActivityGuard(Activity);
+
+/// One unit of activity, released on drop; borrows its [`Activity`].
+#[derive(Debug)]
+pub(crate) struct ActivityHold<'a>(&'a Activity);
+
+impl Drop for ActivityHold<'_> {
+    fn drop(&mut self) {
+        self.0.exit();
+    }
+}
 
 impl Drop for ActivityGuard {
     fn drop(&mut self) {

@@ -80,27 +80,37 @@ impl ReconcileContext {
         Counters::bump(&self.reach.counters.reads);
     }
 
-    /// Sends a write; counts it when it changed something.
-    async fn write(&self, req: StateRequest) -> Result<StateReply, Error> {
+    /// Sends a write now; the future answers it, counting it when it
+    /// changed something. (A plain function returning a small future: the
+    /// request, 100 bytes, is not kept in the future of every caller.)
+    fn write(
+        &self,
+        req: StateRequest,
+    ) -> impl std::future::Future<Output = Result<StateReply, Error>> + '_ {
         // Say what was written only when someone listens (no cost otherwise):
         // a tracing subscriber, or a `log` logger when there is none.
         let listening =
             tracing::enabled!(tracing::Level::DEBUG) || log::log_enabled!(log::Level::Debug);
         let about = listening.then(|| (req.operation(), req.about()));
-        let reply = self.reach.state.request(req).await;
-        if !matches!(reply, Ok(StateReply::Unchanged(_))) && reply.is_ok() {
-            Counters::bump(&self.reach.counters.writes);
-        }
-        if let Some((op, subject)) = about {
-            match &reply {
-                Ok(StateReply::Unchanged(_)) => {
-                    tracing::trace!("controller {}: {op} {subject}: unchanged", self.name());
-                }
-                Ok(_) => tracing::debug!("controller {}: {op} {subject}", self.name()),
-                Err(e) => tracing::debug!("controller {}: {op} {subject} failed: {e}", self.name()),
+        let reply = self.reach.state.send(req);
+        async move {
+            let reply = reply.await;
+            if !matches!(reply, Ok(StateReply::Unchanged(_))) && reply.is_ok() {
+                Counters::bump(&self.reach.counters.writes);
             }
+            if let Some((op, subject)) = about {
+                match &reply {
+                    Ok(StateReply::Unchanged(_)) => {
+                        tracing::trace!("controller {}: {op} {subject}: unchanged", self.name());
+                    }
+                    Ok(_) => tracing::debug!("controller {}: {op} {subject}", self.name()),
+                    Err(e) => {
+                        tracing::debug!("controller {}: {op} {subject} failed: {e}", self.name())
+                    }
+                }
+            }
+            reply
         }
-        reply
     }
 
     /// Reads a resource of an input or output type: an [`AnyResource`] for

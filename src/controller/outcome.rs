@@ -91,11 +91,15 @@ impl<T> Ended<T> {
     }
 }
 
-/// Runs a reconcile with panics caught.
-pub(crate) async fn run_caught<T>(
+/// Runs a reconcile with panics caught. (A plain function: an `async fn`
+/// would keep the reconcile's future twice in its own, as its argument and
+/// as what it awaits, and futures are copied whole when moved.)
+pub(crate) fn run_caught<T>(
     reconcile: impl Future<Output = Result<T, ReconcileError>>,
-) -> Ended<T> {
-    Ended::of(AssertUnwindSafe(reconcile).catch_unwind().await.map_err(|p| panic_message(&*p)))
+) -> impl Future<Output = Ended<T>> {
+    AssertUnwindSafe(reconcile)
+        .catch_unwind()
+        .map(|caught| Ended::of(caught.map_err(|p| panic_message(&*p))))
 }
 
 /// Records that a reconcile starts at `now` after `waited` in the queue,

@@ -300,11 +300,12 @@ impl<Q: QController> QueueHost<Q> {
         let cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), true);
         self.work.push(Box::pin(async move {
             let _permit = permit;
-            let reconcile = async {
+            let ended = run_caught(async {
                 let outcome = controller.reconcile(&cx, &ptr).await?;
                 Ok(with_requeue(outcome, cx.take_requeue()))
-            };
-            let ended = run_caught(reconcile).instrument(span).await;
+            })
+            .instrument(span)
+            .await;
             recorded.record(
                 "result",
                 ended.label(|outcome| match outcome {
