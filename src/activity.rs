@@ -45,9 +45,19 @@ impl Activity {
 
     /// Releases one unit (wakes `settled()` waiters when it was the last).
     pub(crate) fn exit(&self) {
-        let before = self.0.busy.fetch_sub(1, Ordering::SeqCst);
-        debug_assert!(before > 0, "activity released more often than taken");
-        if before == 1 {
+        self.exit_many(1);
+    }
+
+    /// Takes `n` units.
+    pub(crate) fn enter_many(&self, n: usize) {
+        self.0.busy.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// Releases `n` units (wakes `settled()` waiters when they were the last).
+    pub(crate) fn exit_many(&self, n: usize) {
+        let before = self.0.busy.fetch_sub(n, Ordering::SeqCst);
+        debug_assert!(before >= n, "activity released more often than taken");
+        if before == n && n > 0 {
             self.0.idle.notify_waiters();
         }
     }

@@ -17,7 +17,7 @@ use futures::channel::oneshot;
 use tracing::Instrument;
 
 use super::access::AccessRules;
-use super::metrics::{ControllerStatus, Counters};
+use super::metrics::{ControllerStatus, Counters, Running};
 use super::outcome::{self, Ended, run_caught};
 use super::{Controller, Input, InputKind, Reach, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
@@ -205,6 +205,8 @@ pub(crate) struct ControllerHost<C, F> {
     ready_since: Option<tokio::time::Instant>,
     /// When the running reconcile started.
     started: Option<tokio::time::Instant>,
+    /// The running reconcile, for the metrics.
+    in_flight: Running,
     /// Why the pending reconcile runs (`object.reason` of its span).
     reason: &'static str,
     budget: RoundBudget,
@@ -244,6 +246,7 @@ where
             standby: false,
             ready_since: None,
             started: None,
+            in_flight: Running::default(),
             reason: "registered",
             budget: RoundBudget::default(),
         };
@@ -271,14 +274,19 @@ where
         let now = tokio::time::Instant::now();
         let waited = self.ready_since.take().map(|since| now.saturating_duration_since(since));
         self.counters.work_queue.depth.store(0, Ordering::Relaxed);
-        outcome::started(&self.counters, now, waited, 1);
+        outcome::started(&self.counters, &mut self.in_flight, now, waited);
         self.started = Some(now);
     }
 
     /// The running reconcile ended, however it ended.
     fn ended(&mut self) {
         if let Some(started) = self.started.take() {
-            outcome::finished(&self.counters, started, tokio::time::Instant::now(), 0);
+            outcome::finished(
+                &self.counters,
+                &mut self.in_flight,
+                started,
+                tokio::time::Instant::now(),
+            );
         } else {
             self.counters.active_workers.store(0, Ordering::Relaxed);
         }
@@ -305,7 +313,7 @@ where
 
     /// Something asked for a reconcile.
     fn trigger(&mut self, reason: &'static str, ctx: &mut Context<Self>) {
-        Counters::bump(&self.counters.wakeups);
+        Counters::bump_own(&self.counters.wakeups);
         match self.stage {
             Stage::Idle => {
                 self.became_ready(reason);

@@ -112,6 +112,13 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// [`bump`](Counters::bump) for a counter only its controller's host
+    /// actor writes (readers on other threads see whole values): a load and
+    /// a store, not a read-modify-write.
+    pub(crate) fn bump_own(counter: &AtomicU64) {
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
     pub(crate) fn set_status(&self, status: ControllerStatus) {
         self.status.store(status.as_u8(), Ordering::Relaxed);
     }
@@ -140,7 +147,10 @@ impl Counters {
 
     /// Records a successful reconcile: the failure streak ends.
     pub(crate) fn succeeded(&self) {
-        if self.failures_in_a_row.swap(0, Ordering::Relaxed) > 0 {
+        // Read first: after a success, usually nothing to reset.
+        if self.failures_in_a_row.load(Ordering::Relaxed) > 0
+            && self.failures_in_a_row.swap(0, Ordering::Relaxed) > 0
+        {
             *self.last_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         }
     }
@@ -369,8 +379,47 @@ pub(crate) struct WorkQueueCounters {
     pub(crate) queue_duration: Histogram,
     /// Handed out to done.
     pub(crate) work_duration: Histogram,
-    /// When each item being processed was handed out.
-    in_flight: std::sync::Mutex<Vec<tokio::time::Instant>>,
+    /// Items being processed (written only by the controller's host).
+    running: AtomicU64,
+    /// The sum of their hand-out times, in nanoseconds since `base`.
+    start_sum: AtomicU64,
+    /// The earliest of their hand-out times, in nanoseconds since `base`.
+    oldest: AtomicU64,
+    base: tokio::time::Instant,
+}
+
+/// The items a host is processing, by hand-out time: kept by the host (one
+/// writer, no lock), published to its [`WorkQueueCounters`] as the three
+/// figures the metrics need (how many, the sum of their start times, the
+/// earliest).
+#[derive(Debug, Default)]
+pub(crate) struct Running {
+    /// Hand-out times in nanoseconds since the counters' base, oldest first
+    /// (a host hands out with a monotonic clock, so pushing keeps the order).
+    starts: std::collections::VecDeque<u64>,
+}
+
+impl Running {
+    /// An item was handed out at `at`.
+    pub(crate) fn started(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) {
+        let at = counters.nanos(at);
+        self.starts.push_back(at);
+        counters.publish(self.starts.len(), i128::from(at), self.starts.front());
+    }
+
+    /// How many are being processed.
+    pub(crate) fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The item handed out at `at` is done.
+    pub(crate) fn finished(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) {
+        let at = counters.nanos(at);
+        if let Some(i) = self.starts.iter().position(|t| *t == at) {
+            self.starts.remove(i);
+        }
+        counters.publish(self.starts.len(), -i128::from(at), self.starts.front());
+    }
 }
 
 impl Default for WorkQueueCounters {
@@ -381,37 +430,46 @@ impl Default for WorkQueueCounters {
             retries: AtomicU64::new(0),
             queue_duration: Histogram::new(&WORKQUEUE_DURATION_BUCKETS),
             work_duration: Histogram::new(&WORKQUEUE_DURATION_BUCKETS),
-            in_flight: std::sync::Mutex::new(Vec::new()),
+            running: AtomicU64::new(0),
+            start_sum: AtomicU64::new(0),
+            oldest: AtomicU64::new(0),
+            base: tokio::time::Instant::now(),
         }
     }
 }
 
 impl WorkQueueCounters {
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, Vec<tokio::time::Instant>> {
-        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn nanos(&self, at: tokio::time::Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// An item was handed out at `at`.
-    pub(crate) fn started(&self, at: tokio::time::Instant) {
-        self.in_flight().push(at);
+    /// Publishes what [`Running`] holds after a change of `delta` to the sum
+    /// of start times (one writer: loads and stores).
+    fn publish(&self, running: usize, delta: i128, oldest: Option<&u64>) {
+        let sum = i128::from(self.start_sum.load(Ordering::Relaxed)) + delta;
+        self.start_sum.store(u64::try_from(sum.max(0)).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.oldest.store(oldest.copied().unwrap_or(0), Ordering::Relaxed);
+        self.running.store(running as u64, Ordering::Relaxed);
     }
 
-    /// The item handed out at `at` is done.
-    pub(crate) fn finished(&self, at: tokio::time::Instant, took: Duration) {
+    /// An item handed out `took` ago is done.
+    pub(crate) fn finished(&self, took: Duration) {
         self.work_duration.observe(took);
-        let mut in_flight = self.in_flight();
-        if let Some(i) = in_flight.iter().position(|t| *t == at) {
-            in_flight.swap_remove(i);
-        }
     }
 
     pub(crate) fn snapshot(&self) -> WorkQueueMetrics {
-        let now = tokio::time::Instant::now();
-        let (unfinished, longest) =
-            self.in_flight().iter().fold((Duration::ZERO, Duration::ZERO), |(sum, max), t| {
-                let running = now.saturating_duration_since(*t);
-                (sum + running, max.max(running))
-            });
+        let now = self.nanos(tokio::time::Instant::now());
+        let running = self.running.load(Ordering::Relaxed);
+        let (unfinished, longest) = if running == 0 {
+            (Duration::ZERO, Duration::ZERO)
+        } else {
+            let sum = self.start_sum.load(Ordering::Relaxed);
+            let oldest = self.oldest.load(Ordering::Relaxed);
+            (
+                Duration::from_nanos(running.saturating_mul(now).saturating_sub(sum)),
+                Duration::from_nanos(now.saturating_sub(oldest)),
+            )
+        };
         WorkQueueMetrics {
             depth: self.depth.load(Ordering::Relaxed),
             adds: self.adds.load(Ordering::Relaxed),

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::ReconcileError;
 use super::host::panic_message;
-use super::metrics::Counters;
+use super::metrics::{Counters, Running};
 use super::queue::TerminalError;
 
 /// How one reconcile ended.
@@ -68,7 +68,7 @@ impl<T> Ended<T> {
         };
         let reason = match self {
             Ended::Succeeded(_) => {
-                Counters::bump(&counters.reconciles);
+                Counters::bump_own(&counters.reconciles);
                 counters.succeeded();
                 return None;
             }
@@ -104,25 +104,31 @@ pub(crate) fn run_caught<T>(
 
 /// Records that a reconcile starts at `now` after `waited` in the queue,
 /// with `running` reconciles of the controller under way (this one included).
-pub(crate) fn started(counters: &Counters, now: Instant, waited: Option<Duration>, running: usize) {
+pub(crate) fn started(
+    counters: &Counters,
+    in_flight: &mut Running,
+    now: Instant,
+    waited: Option<Duration>,
+) {
     if let Some(waited) = waited {
         counters.work_queue.queue_duration.observe(waited);
     }
-    counters.work_queue.started(now);
-    counters.active_workers.store(running as u64, Ordering::Relaxed);
+    in_flight.started(now, &counters.work_queue);
+    counters.active_workers.store(in_flight.len() as u64, Ordering::Relaxed);
 }
 
 /// Records that the reconcile started at `started` ended at `now`, with
 /// `running` reconciles still under way; returns how long it took.
 pub(crate) fn finished(
     counters: &Counters,
+    in_flight: &mut Running,
     started: Instant,
     now: Instant,
-    running: usize,
 ) -> Duration {
     let took = now.saturating_duration_since(started);
     counters.reconcile_time.observe(took);
-    counters.work_queue.finished(started, took);
-    counters.active_workers.store(running as u64, Ordering::Relaxed);
+    counters.work_queue.finished(took);
+    in_flight.finished(started, &counters.work_queue);
+    counters.active_workers.store(in_flight.len() as u64, Ordering::Relaxed);
     took
 }

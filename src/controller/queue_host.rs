@@ -18,15 +18,14 @@ use std::sync::atomic::Ordering;
 
 use actix::prelude::*;
 use futures::channel::oneshot;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::host::{HostEnv, StopHost, panic_message, reconcile_span, watched_kinds, wind_down};
-use super::metrics::{ControllerStatus, Counters, QueueCounters};
+use super::metrics::{ControllerStatus, Counters, QueueCounters, Running};
 use super::outcome::{self, Ended, run_caught};
-use super::pool::WorkerPool;
+use super::pool::{Permit, WorkerPool};
 use super::queue::{Enqueue, Outcome, QController};
 use super::{Input, InputKind, Reach, ReconcileContext};
 use crate::Error;
@@ -66,6 +65,8 @@ pub(crate) struct QueueHost<Q> {
     queue: WorkQueue<Pointer>,
     concurrency: usize,
     running: usize,
+    /// The reconciles under way, by start time (for the metrics).
+    in_flight: Running,
     counters: Arc<Counters>,
     /// What each reconcile context reaches (state handle, counters), shared.
     reach: Arc<Reach>,
@@ -114,6 +115,7 @@ impl<Q: QController> QueueHost<Q> {
             pool,
             concurrency: concurrency.max(1),
             running: 0,
+            in_flight: Running::default(),
             counters,
             queue_counters,
             subscriptions: HashMap::new(),
@@ -155,13 +157,13 @@ impl<Q: QController> QueueHost<Q> {
     fn on_change(&mut self, resource: &AnyResource, now: Instant) -> bool {
         let ptr = resource.pointer();
         if self.is_primary(ptr) {
-            Counters::bump(&self.counters.wakeups);
+            Counters::bump_own(&self.counters.wakeups);
             self.queue.add(ptr.clone(), now);
         }
         if !self.is_mapped(ptr) {
             return false;
         }
-        Counters::bump(&self.counters.wakeups);
+        Counters::bump_own(&self.counters.wakeups);
         let controller = self.controller.clone();
         let mapped = std::panic::catch_unwind(AssertUnwindSafe(|| {
             (controller.map_resource(resource), controller.requeues_all(resource))
@@ -286,7 +288,7 @@ impl<Q: QController> QueueHost<Q> {
         }));
     }
 
-    fn start_one(&mut self, permit: OwnedSemaphorePermit, now: Instant) {
+    fn start_one(&mut self, permit: Permit, now: Instant) {
         let Some(Taken { key: ptr, waited, failures }) = self.queue.take(now) else {
             return;
         };
@@ -295,7 +297,7 @@ impl<Q: QController> QueueHost<Q> {
         let span = reconcile_span(&self.name, &ptr, reason);
         let recorded = span.clone();
         self.running += 1;
-        outcome::started(&self.counters, now, Some(waited), self.running);
+        outcome::started(&self.counters, &mut self.in_flight, now, Some(waited));
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), true);
         self.work.push(Box::pin(async move {
@@ -348,7 +350,7 @@ impl<Q: QController> QueueHost<Q> {
         self.budget.spend(ctx);
         self.running -= 1;
         let now = Instant::now();
-        let took = outcome::finished(&self.counters, started, now, self.running);
+        let took = outcome::finished(&self.counters, &mut self.in_flight, started, now);
         self.queue_counters.latency.observe(took);
         ended.account(&self.counters, Some(&ptr));
         let completion = match ended {

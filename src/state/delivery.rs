@@ -110,7 +110,14 @@ impl fmt::Debug for WatchEvent {
 /// actor collects a batched watch's events while it drains its mailbox and
 /// sends them (before any reply to the writes that caused them) at the end of
 /// the pass. Each event keeps its own flow-control slot.
-pub(crate) enum WatchBatch {
+pub(crate) struct WatchBatch {
+    events: BatchEvents,
+    /// The flow-control slots (and units of activity) of all its events,
+    /// returned together when the batch is dropped.
+    _token: DeliveryToken,
+}
+
+enum BatchEvents {
     /// A pass that made one change (a writer alone): no list to allocate.
     One(WatchEvent),
     /// Several, in the order they were made.
@@ -120,9 +127,9 @@ pub(crate) enum WatchBatch {
 impl WatchBatch {
     /// The events, in order.
     pub(crate) fn events(&self) -> &[WatchEvent] {
-        match self {
-            WatchBatch::One(event) => std::slice::from_ref(event),
-            WatchBatch::Many(events) => events,
+        match &self.events {
+            BatchEvents::One(event) => std::slice::from_ref(event),
+            BatchEvents::Many(events) => events,
         }
     }
 }
@@ -147,13 +154,14 @@ pub(crate) struct Credit {
     activity: Option<Activity>,
 }
 
-/// Rides inside each delivered [`WatchEvent`]; returns its slot on drop.
-pub(crate) struct DeliveryToken(Arc<Credit>);
+/// Rides inside each delivered [`WatchEvent`] (or [`WatchBatch`], for all of
+/// its events); returns its slots on drop.
+pub(crate) struct DeliveryToken(Arc<Credit>, usize);
 
 impl Drop for DeliveryToken {
     fn drop(&mut self) {
-        let c = &self.0;
-        let now = c.in_flight.fetch_sub(1, Ordering::SeqCst) - 1;
+        let (c, n) = (&self.0, self.1);
+        let now = c.in_flight.fetch_sub(n, Ordering::SeqCst) - n;
         if now <= c.low_water
             && c.backlogged.load(Ordering::SeqCst)
             && !c.flush_requested.swap(true, Ordering::SeqCst)
@@ -164,7 +172,7 @@ impl Drop for DeliveryToken {
             }
         }
         if let Some(a) = &c.activity {
-            a.exit();
+            a.exit_many(n);
         }
     }
 }
@@ -193,24 +201,28 @@ impl Sink {
         matches!(self, Sink::Batch(_))
     }
 
-    /// Sends the events of `pending`, in order: one message for a batched sink.
-    fn deliver_all(&self, pending: &mut Vec<WatchEvent>) {
-        match self {
-            Sink::Batch(r) if pending.len() > 1 => {
-                // A list of its exact size; `pending` keeps its capacity.
-                let mut batch = Vec::with_capacity(pending.len());
-                batch.append(pending);
-                r.do_send(WatchBatch::Many(batch));
-            }
-            _ => pending.drain(..).for_each(|msg| self.deliver(msg)),
-        }
+    /// Sends the events of `pending` to a batched sink, in order, as one
+    /// message holding `token` (their slots).
+    fn deliver_batch(&self, pending: &mut Vec<WatchEvent>, token: DeliveryToken) {
+        let Sink::Batch(r) = self else {
+            unreachable!("only a batched sink has pending events");
+        };
+        let events = if pending.len() == 1 {
+            BatchEvents::One(pending.pop().expect("one event"))
+        } else {
+            // A list of its exact size; `pending` keeps its capacity.
+            let mut batch = Vec::with_capacity(pending.len());
+            batch.append(pending);
+            BatchEvents::Many(batch)
+        };
+        r.do_send(WatchBatch { events, _token: token });
     }
 
-    /// Sends one event now.
+    /// Sends one event now (a sink that is not batched).
     fn deliver(&self, msg: WatchEvent) {
         match self {
             Sink::Actor(r) => r.do_send(msg),
-            Sink::Batch(r) => r.do_send(WatchBatch::One(msg)),
+            Sink::Batch(_) => unreachable!("a batched sink's events wait for the end of the pass"),
             Sink::Channel(c) => {
                 // A closed stream drops the message (and so its token); the
                 // subscription is pruned on the next publish.
@@ -361,28 +373,27 @@ impl Outbox {
         self.sink.is_closed()
     }
 
+    /// Events in flight, counting those waiting for the end of the pass.
     fn in_flight(&self) -> usize {
-        self.credit.in_flight.load(Ordering::SeqCst)
+        self.credit.in_flight.load(Ordering::SeqCst) + self.pending.len()
     }
 
     fn send_now(&mut self, event: Event, revision: u64) {
+        let watch = self.credit.watch;
+        if self.sink.batches() {
+            // Counted in the window (`in_flight` adds the pending ones) from
+            // now; in flight and in activity when the batch goes out, before
+            // the replies of this pass (whose requests hold activity until
+            // then: `settled()` never sees a gap).
+            self.pending.push(WatchEvent { watch, event, revision, _token: None });
+            return;
+        }
         self.credit.in_flight.fetch_add(1, Ordering::SeqCst);
         if let Some(a) = &self.credit.activity {
             a.enter();
         }
-        let msg = WatchEvent {
-            watch: self.credit.watch,
-            event,
-            revision,
-            _token: Some(DeliveryToken(self.credit.clone())),
-        };
-        if self.sink.batches() {
-            // Counted in flight (and in activity) already: the window and
-            // `settled()` see it as sent.
-            self.pending.push(msg);
-        } else {
-            self.sink.deliver(msg);
-        }
+        let token = Some(DeliveryToken(self.credit.clone(), 1));
+        self.sink.deliver(WatchEvent { watch, event, revision, _token: token });
     }
 
     /// Whether events wait for [`send_pending`](Self::send_pending).
@@ -390,9 +401,19 @@ impl Outbox {
         !self.pending.is_empty()
     }
 
-    /// Sends the pending events of a batched sink as one message.
+    /// Sends the pending events of a batched sink as one message, their
+    /// slots and units of activity taken (and returned) together.
     pub(crate) fn send_pending(&mut self) {
-        self.sink.deliver_all(&mut self.pending);
+        let n = self.pending.len();
+        if n == 0 {
+            return;
+        }
+        self.credit.in_flight.fetch_add(n, Ordering::SeqCst);
+        if let Some(a) = &self.credit.activity {
+            a.enter_many(n);
+        }
+        let token = DeliveryToken(self.credit.clone(), n);
+        self.sink.deliver_batch(&mut self.pending, token);
     }
 
     /// Sends `event` (of store revision `revision`) now if the window has
