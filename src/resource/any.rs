@@ -15,7 +15,6 @@ pub(crate) trait ErasedSpec: Any + Send + Sync {
     fn to_value(&self) -> Result<serde_json::Value, serde_json::Error>;
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
     fn as_any(&self) -> &dyn Any;
-    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
 impl<S: Spec> ErasedSpec for S {
@@ -44,13 +43,10 @@ impl<S: Spec> ErasedSpec for S {
     fn as_any(&self) -> &dyn Any {
         self
     }
-
-    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
 }
 
 /// A spec kept as a serde value (from a manifest or a generic tool).
+#[derive(Clone)]
 pub(crate) struct DynamicSpec(pub(crate) serde_json::Value);
 
 impl ErasedSpec for DynamicSpec {
@@ -76,24 +72,82 @@ impl ErasedSpec for DynamicSpec {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Metadata and a spec in one allocation: the stored form of a resource
+/// (`Arc<Node<S>>` is both a [`Resource<S>`] and, erased, an [`AnyResource`]).
+#[derive(Clone)]
+pub(crate) struct Node<T> {
+    pub(crate) metadata: Metadata,
+    pub(crate) spec: T,
+}
+
+/// The spec of a tombstone: none.
+#[derive(Clone)]
+pub(crate) struct NoSpec;
+
+/// What a [`Node`] may hold: a typed spec, a dynamic one, or none.
+pub(crate) trait NodeSpec: Clone + Send + Sync + 'static {
+    fn erased(&self) -> Option<&dyn ErasedSpec>;
+}
+
+impl<S: Spec> NodeSpec for S {
+    fn erased(&self) -> Option<&dyn ErasedSpec> {
+        Some(self)
+    }
+}
+
+impl NodeSpec for DynamicSpec {
+    fn erased(&self) -> Option<&dyn ErasedSpec> {
+        Some(self)
+    }
+}
+
+impl NodeSpec for NoSpec {
+    fn erased(&self) -> Option<&dyn ErasedSpec> {
+        None
+    }
+}
+
+/// Object-safe view of a node of any spec.
+pub(crate) trait ErasedNode: Any + Send + Sync {
+    fn metadata(&self) -> &Metadata;
+    fn metadata_mut(&mut self) -> &mut Metadata;
+    /// The spec; `None` for a tombstone.
+    fn spec(&self) -> Option<&dyn ErasedSpec>;
+    /// A copy with other metadata (the spec cloned).
+    fn with_metadata(&self, metadata: Metadata) -> Arc<dyn ErasedNode>;
+    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl<T: NodeSpec> ErasedNode for Node<T> {
+    fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut Metadata {
+        &mut self.metadata
+    }
+
+    fn spec(&self) -> Option<&dyn ErasedSpec> {
+        self.spec.erased()
+    }
+
+    fn with_metadata(&self, metadata: Metadata) -> Arc<dyn ErasedNode> {
+        Arc::new(Node { metadata, spec: self.spec.clone() })
+    }
 
     fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
 }
 
-#[derive(Clone)]
-pub(crate) struct AnyInner {
-    pub(crate) metadata: Metadata,
-    /// `None` for a tombstone.
-    pub(crate) spec: Option<Arc<dyn ErasedSpec>>,
-}
-
 /// A resource of any type: what the state stores and what watches deliver.
 ///
 /// Cloning is one reference-count increment. Read it back as a typed
-/// [`Resource<S>`] with [`typed`](AnyResource::typed): a wrong type is an
-/// [`Error::TypeMismatch`], never a panic. A resource created from a
+/// [`Resource<S>`] with [`typed`](AnyResource::typed) (which shares it, as
+/// [`Resource::into_any`] does the other way: metadata and spec are one
+/// allocation): a wrong type is an [`Error::TypeMismatch`], never a panic. A resource created from a
 /// [`DynamicResource`] (spec as a serde value) is converted on that read.
 ///
 /// A *tombstone* is an `AnyResource` with metadata but no spec: a watch on a
@@ -112,100 +166,99 @@ pub(crate) struct AnyInner {
 /// assert!(any.typed::<Hostname>().unwrap_err().is_type_mismatch());
 /// ```
 #[derive(Clone)]
-pub struct AnyResource(pub(crate) Arc<AnyInner>);
+pub struct AnyResource(pub(crate) Arc<dyn ErasedNode>);
 
 impl AnyResource {
-    pub(crate) fn from_typed<S: Spec>(metadata: Metadata, spec: Arc<S>) -> Self {
-        AnyResource(Arc::new(AnyInner { metadata, spec: Some(spec) }))
-    }
-
     pub(crate) fn from_dynamic(metadata: Metadata, value: serde_json::Value) -> Self {
-        AnyResource(Arc::new(AnyInner { metadata, spec: Some(Arc::new(DynamicSpec(value))) }))
+        AnyResource(Arc::new(Node { metadata, spec: DynamicSpec(value) }))
     }
 
     /// A tombstone: the metadata of `pointer` and no spec.
     pub fn tombstone(pointer: Pointer) -> Self {
-        AnyResource(Arc::new(AnyInner { metadata: Metadata::new(pointer), spec: None }))
+        AnyResource(Arc::new(Node { metadata: Metadata::new(pointer), spec: NoSpec }))
     }
 
     /// Whether this is a tombstone (no spec).
     pub fn is_tombstone(&self) -> bool {
-        self.0.spec.is_none()
+        self.0.spec().is_none()
     }
 
     /// Whether the spec is dynamic (a serde value, not yet read as a typed spec).
     pub fn is_dynamic(&self) -> bool {
-        self.0.spec.as_ref().is_some_and(|s| s.spec_type().is_none())
+        self.0.spec().is_some_and(|s| s.spec_type().is_none())
     }
 
     /// The metadata.
     pub fn metadata(&self) -> &Metadata {
-        &self.0.metadata
+        self.0.metadata()
     }
 
     /// The address.
     pub fn pointer(&self) -> &Pointer {
-        self.0.metadata.pointer()
+        self.metadata().pointer()
     }
 
     /// The id.
     pub fn id(&self) -> &str {
-        self.0.metadata.id()
+        self.metadata().id()
     }
 
     /// The version.
     pub fn version(&self) -> Version {
-        self.0.metadata.version()
+        self.metadata().version()
     }
 
     /// The phase.
     pub fn phase(&self) -> Phase {
-        self.0.metadata.phase()
+        self.metadata().phase()
     }
 
     /// The owner.
     pub fn owner(&self) -> Option<&str> {
-        self.0.metadata.owner()
+        self.metadata().owner()
     }
 
-    /// The typed resource, if the resource type is `S::TYPE`.
+    /// The typed resource, if the resource type is `S::TYPE`: the same
+    /// allocation, shared (a dynamic spec is decoded into a new one).
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when the type differs (or a dynamic spec does not
     /// decode as `S`); [`Error::NotFound`] for a tombstone.
     pub fn typed<S: Spec>(&self) -> Result<Resource<S>, Error> {
-        let md = &self.0.metadata;
+        let md = self.metadata();
         let mismatch = |actual: String| Error::TypeMismatch {
             resource: md.pointer().clone(),
             expected: S::TYPE.to_owned(),
             actual,
         };
-        let Some(spec) = &self.0.spec else {
+        let Some(spec) = self.0.spec() else {
             return Err(Error::NotFound { resource: md.pointer().clone() });
         };
         if md.resource_type() != S::TYPE {
             return Err(mismatch(md.resource_type().to_owned()));
         }
-        match spec.clone().into_any_arc().downcast::<S>() {
-            Ok(spec) => Resource::from_shared(md.clone(), spec),
-            Err(other) => match other.downcast_ref::<DynamicSpec>() {
-                Some(dynamic) => {
-                    let spec: S = serde_json::from_value(dynamic.0.clone()).map_err(|e| {
-                        mismatch(format!("{} (its spec does not decode: {e})", md.resource_type()))
-                    })?;
-                    Resource::from_parts(md.clone(), spec)
-                }
-                None => Err(mismatch(format!(
-                    "{} (a spec of another Rust type with the same TYPE)",
-                    md.resource_type()
-                ))),
-            },
+        if spec.as_any().is::<S>()
+            && let Ok(node) = self.0.clone().into_any_arc().downcast::<Node<S>>()
+        {
+            return Ok(Resource::from_node(node));
+        }
+        match spec.as_any().downcast_ref::<DynamicSpec>() {
+            Some(dynamic) => {
+                let spec: S = serde_json::from_value(dynamic.0.clone()).map_err(|e| {
+                    mismatch(format!("{} (its spec does not decode: {e})", md.resource_type()))
+                })?;
+                Resource::from_parts(md.clone(), spec)
+            }
+            None => Err(mismatch(format!(
+                "{} (a spec of another Rust type with the same TYPE)",
+                md.resource_type()
+            ))),
         }
     }
 
     /// A reference to the spec if it is stored as `S` (dynamic specs are not converted).
     pub fn spec_ref<S: Spec>(&self) -> Option<&S> {
-        self.0.spec.as_ref()?.as_any().downcast_ref::<S>()
+        self.0.spec()?.as_any().downcast_ref::<S>()
     }
 
     /// The dynamic form: metadata plus the spec as a serde value.
@@ -214,12 +267,9 @@ impl AnyResource {
     /// [`Error::NotFound`] for a tombstone; [`Error::InvalidInput`] if the spec
     /// does not serialize.
     pub fn to_dynamic(&self) -> Result<DynamicResource, Error> {
-        let md = &self.0.metadata;
-        let spec = self
-            .0
-            .spec
-            .as_ref()
-            .ok_or_else(|| Error::NotFound { resource: md.pointer().clone() })?;
+        let md = self.metadata();
+        let spec =
+            self.0.spec().ok_or_else(|| Error::NotFound { resource: md.pointer().clone() })?;
         let value = spec.to_value().map_err(|e| Error::InvalidInput {
             resource: md.pointer().to_string(),
             reason: format!("the spec does not serialize: {e}"),
@@ -229,11 +279,9 @@ impl AnyResource {
 
     /// Whether both carry equal specs (tombstones are equal to each other).
     pub fn spec_eq(&self, other: &AnyResource) -> bool {
-        match (&self.0.spec, &other.0.spec) {
+        match (self.0.spec(), other.0.spec()) {
             (None, None) => true,
-            (Some(a), Some(b)) => {
-                std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b)) || a.eq_erased(b.as_ref())
-            }
+            (Some(a), Some(b)) => std::ptr::addr_eq(a, b) || a.eq_erased(b),
             _ => false,
         }
     }
@@ -243,26 +291,29 @@ impl AnyResource {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// Mutable metadata, copying the (cheap) envelope if it is shared.
+    /// Mutable metadata, copying the resource first if it is shared.
     pub(crate) fn metadata_mut(&mut self) -> &mut Metadata {
-        &mut Arc::make_mut(&mut self.0).metadata
+        if Arc::get_mut(&mut self.0).is_none() {
+            self.0 = self.0.with_metadata(self.0.metadata().clone());
+        }
+        Arc::get_mut(&mut self.0).expect("a copy nobody else holds").metadata_mut()
     }
 
     /// The same spec with other metadata.
     pub(crate) fn with_metadata(&self, metadata: Metadata) -> AnyResource {
-        AnyResource(Arc::new(AnyInner { metadata, spec: self.0.spec.clone() }))
+        AnyResource(self.0.with_metadata(metadata))
     }
 }
 
 impl PartialEq for AnyResource {
     fn eq(&self, other: &Self) -> bool {
-        self.ptr_eq(other) || (self.0.metadata == other.0.metadata && self.spec_eq(other))
+        self.ptr_eq(other) || (self.metadata() == other.metadata() && self.spec_eq(other))
     }
 }
 
 impl fmt::Debug for AnyResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        struct SpecDebug<'a>(&'a Option<Arc<dyn ErasedSpec>>);
+        struct SpecDebug<'a>(Option<&'a dyn ErasedSpec>);
         impl fmt::Debug for SpecDebug<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self.0 {
@@ -272,8 +323,8 @@ impl fmt::Debug for AnyResource {
             }
         }
         f.debug_struct("AnyResource")
-            .field("metadata", &self.0.metadata)
-            .field("spec", &SpecDebug(&self.0.spec))
+            .field("metadata", self.metadata())
+            .field("spec", &SpecDebug(self.0.spec()))
             .finish()
     }
 }
@@ -284,11 +335,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn typed_round_trip_shares_the_spec() {
+    fn typed_round_trip_shares_the_resource() {
         let r = Resource::new("ns", "a", Num(5));
         let any = r.clone().into_any();
         let back = any.typed::<Num>().unwrap();
-        assert!(Arc::ptr_eq(back.spec_arc(), r.spec_arc()));
+        assert!(std::ptr::eq(back.spec(), r.spec()), "no copy either way");
         assert_eq!(any.spec_ref::<Num>(), Some(&Num(5)));
         assert_eq!(any.spec_ref::<Text>(), None);
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::any::Node;
 use super::{AnyResource, Id, Metadata, Phase, Pointer, Version};
 use crate::Error;
 
@@ -57,35 +58,35 @@ pub trait Spec:
     const TYPE: &'static str;
 }
 
-/// A resource with a spec of known type `S`: metadata plus a shared spec.
+/// A resource with a spec of known type `S`: metadata plus spec, shared.
 ///
-/// The spec sits behind an [`Arc`], so reading a resource out of the state
-/// never copies it; [`spec_mut`](Resource::spec_mut) copies it on first write
-/// if it is shared.
-#[derive(Clone)]
-pub struct Resource<S> {
-    metadata: Metadata,
-    spec: Arc<S>,
+/// Metadata and spec sit together behind one [`Arc`] (the same allocation
+/// the state stores), so reading a resource out of the state copies nothing,
+/// and cloning it is one reference-count increment;
+/// [`metadata_mut`](Resource::metadata_mut) and [`spec_mut`](Resource::spec_mut)
+/// copy it on first write if it is shared.
+pub struct Resource<S>(Arc<Node<S>>);
+
+impl<S> Clone for Resource<S> {
+    fn clone(&self) -> Self {
+        Resource(self.0.clone())
+    }
 }
 
 impl<S: Spec> Resource<S> {
     /// A new resource of type `S::TYPE` in `namespace` with `id`.
     pub fn new(namespace: impl AsRef<str>, id: impl Into<Id>, spec: S) -> Self {
-        Resource { metadata: Metadata::new(Pointer::of::<S>(namespace, id)), spec: Arc::new(spec) }
+        Resource::at(Pointer::of::<S>(namespace, id), spec)
     }
 
     /// A new resource at `pointer`, whose type the caller checked is `S::TYPE`.
     pub(crate) fn at(pointer: Pointer, spec: S) -> Self {
         debug_assert_eq!(pointer.resource_type(), S::TYPE);
-        Resource { metadata: Metadata::new(pointer), spec: Arc::new(spec) }
+        Resource(Arc::new(Node { metadata: Metadata::new(pointer), spec }))
     }
 
     /// A resource from existing metadata; its type must be `S::TYPE`.
     pub fn from_parts(metadata: Metadata, spec: S) -> Result<Self, Error> {
-        Self::from_shared(metadata, Arc::new(spec))
-    }
-
-    pub(crate) fn from_shared(metadata: Metadata, spec: Arc<S>) -> Result<Self, Error> {
         if metadata.resource_type() != S::TYPE {
             return Err(Error::TypeMismatch {
                 resource: metadata.pointer().clone(),
@@ -93,72 +94,76 @@ impl<S: Spec> Resource<S> {
                 actual: metadata.resource_type().to_owned(),
             });
         }
-        Ok(Resource { metadata, spec })
+        Ok(Resource(Arc::new(Node { metadata, spec })))
+    }
+
+    /// The typed view of a stored node (its type checked by the caller).
+    pub(crate) fn from_node(node: Arc<Node<S>>) -> Self {
+        Resource(node)
     }
 
     /// The metadata.
     pub fn metadata(&self) -> &Metadata {
-        &self.metadata
+        &self.0.metadata
     }
 
-    /// The metadata, for changing labels, annotations, finalizers or phase.
+    /// The metadata, for changing labels, annotations, finalizers or phase
+    /// (copied first if it is shared with the state).
     pub fn metadata_mut(&mut self) -> &mut Metadata {
-        &mut self.metadata
+        &mut Arc::make_mut(&mut self.0).metadata
     }
 
     /// The spec.
     pub fn spec(&self) -> &S {
-        &self.spec
+        &self.0.spec
     }
 
     /// The spec, for changing (copied first if it is shared with the state).
     pub fn spec_mut(&mut self) -> &mut S {
-        Arc::make_mut(&mut self.spec)
+        &mut Arc::make_mut(&mut self.0).spec
     }
 
     /// Replaces the spec.
     pub fn set_spec(&mut self, spec: S) {
-        self.spec = Arc::new(spec);
+        match Arc::get_mut(&mut self.0) {
+            Some(node) => node.spec = spec,
+            None => self.0 = Arc::new(Node { metadata: self.0.metadata.clone(), spec }),
+        }
     }
 
     /// The spec, by value.
     pub fn into_spec(self) -> S {
-        Arc::unwrap_or_clone(self.spec)
+        Arc::try_unwrap(self.0).map_or_else(|shared| shared.spec.clone(), |node| node.spec)
     }
 
     /// The address.
     pub fn pointer(&self) -> &Pointer {
-        self.metadata.pointer()
+        self.metadata().pointer()
     }
 
     /// The id.
     pub fn id(&self) -> &str {
-        self.metadata.id()
+        self.metadata().id()
     }
 
     /// The version.
     pub fn version(&self) -> Version {
-        self.metadata.version()
+        self.metadata().version()
     }
 
     /// The phase.
     pub fn phase(&self) -> Phase {
-        self.metadata.phase()
+        self.metadata().phase()
     }
 
     /// The owner (the controller that created it; `None` for the user's).
     pub fn owner(&self) -> Option<&str> {
-        self.metadata.owner()
+        self.metadata().owner()
     }
 
-    /// The type-erased form the state stores.
+    /// The type-erased form the state stores (the same allocation).
     pub fn into_any(self) -> AnyResource {
-        AnyResource::from_typed(self.metadata, self.spec)
-    }
-
-    #[cfg(test)]
-    pub(crate) fn spec_arc(&self) -> &Arc<S> {
-        &self.spec
+        AnyResource(self.0)
     }
 }
 
@@ -170,16 +175,16 @@ impl<S: Spec> From<Resource<S>> for AnyResource {
 
 impl<S: Spec> PartialEq for Resource<S> {
     fn eq(&self, other: &Self) -> bool {
-        self.metadata == other.metadata
-            && (Arc::ptr_eq(&self.spec, &other.spec) || self.spec == other.spec)
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.metadata() == other.metadata() && self.spec() == other.spec())
     }
 }
 
 impl<S: Spec> fmt::Debug for Resource<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resource")
-            .field("metadata", &self.metadata)
-            .field("spec", &self.spec)
+            .field("metadata", self.metadata())
+            .field("spec", self.spec())
             .finish()
     }
 }
@@ -198,7 +203,7 @@ struct WireOwned<S> {
 
 impl<S: Spec> Serialize for Resource<S> {
     fn serialize<Ser: Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
-        WireRef { metadata: &self.metadata, spec: &*self.spec }.serialize(s)
+        WireRef { metadata: self.metadata(), spec: self.spec() }.serialize(s)
     }
 }
 
