@@ -277,6 +277,9 @@ pub(crate) struct Histogram {
     bounds: &'static [f64],
     /// Observations per bucket (not cumulative); one more for above the last bound.
     buckets: Box<[AtomicU64]>,
+    /// The bounds in nanoseconds: an observation is placed by integer
+    /// comparisons (no conversion to seconds).
+    bounds_nanos: Box<[u64]>,
     count: AtomicU64,
     sum_nanos: AtomicU64,
     max_nanos: AtomicU64,
@@ -293,6 +296,9 @@ impl Histogram {
         Histogram {
             bounds,
             buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            // Bounds are whole nanoseconds (decimal fractions of a second):
+            // an observation goes to the first bound not below it.
+            bounds_nanos: bounds.iter().map(|b| (b * 1e9).round() as u64).collect(),
             count: AtomicU64::new(0),
             sum_nanos: AtomicU64::new(0),
             max_nanos: AtomicU64::new(0),
@@ -310,12 +316,11 @@ impl Histogram {
         fn add(figure: &AtomicU64, n: u64) {
             figure.store(figure.load(Ordering::Relaxed).saturating_add(n), Ordering::Relaxed);
         }
-        let secs = d.as_secs_f64();
-        let bucket = self.bounds.partition_point(|bound| *bound < secs);
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = self.bounds_nanos.partition_point(|bound| *bound < nanos);
         if let Some(b) = self.buckets.get(bucket) {
             add(b, 1);
         }
-        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         add(&self.count, 1);
         add(&self.sum_nanos, nanos);
         if nanos > self.max_nanos.load(Ordering::Relaxed) {
@@ -397,12 +402,26 @@ pub(crate) struct Running {
     /// Hand-out times in nanoseconds since the counters' base, oldest first
     /// (a host hands out with a monotonic clock, so pushing keeps the order).
     starts: std::collections::VecDeque<u64>,
+    /// The last instant converted, and what it came to (a host hands out and
+    /// finishes several items at one instant).
+    last: Option<(tokio::time::Instant, u64)>,
 }
 
 impl Running {
+    fn nanos(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) -> u64 {
+        match self.last {
+            Some((instant, nanos)) if instant == at => nanos,
+            _ => {
+                let nanos = counters.nanos(at);
+                self.last = Some((at, nanos));
+                nanos
+            }
+        }
+    }
+
     /// An item was handed out at `at`.
     pub(crate) fn started(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) {
-        let at = counters.nanos(at);
+        let at = self.nanos(at, counters);
         self.starts.push_back(at);
         counters.publish(self.starts.len(), i128::from(at), self.starts.front());
     }
@@ -414,7 +433,7 @@ impl Running {
 
     /// The item handed out at `at` is done.
     pub(crate) fn finished(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) {
-        let at = counters.nanos(at);
+        let at = self.nanos(at, counters);
         if let Some(i) = self.starts.iter().position(|t| *t == at) {
             self.starts.remove(i);
         }

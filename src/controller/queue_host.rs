@@ -333,12 +333,15 @@ impl<Q: QController> QueueHost<Q> {
             self.waker = Some(task.waker().clone());
         }
         self.driving = true;
+        // One clock read for every reconcile that ends in this pass.
+        let mut now = None;
         let mut i = 0;
         while i < self.work.len() && !ctx.waiting() {
             match self.work[i].as_mut().poll(task) {
                 std::task::Poll::Ready(finished) => {
                     drop(self.work.swap_remove(i));
-                    self.finished(finished, ctx);
+                    let now = *now.get_or_insert_with(Instant::now);
+                    self.finished(finished, now, ctx);
                 }
                 std::task::Poll::Pending => i += 1,
             }
@@ -346,10 +349,10 @@ impl<Q: QController> QueueHost<Q> {
         self.driving = false;
     }
 
-    fn finished(&mut self, (ptr, ended, started): Finished, ctx: &mut Context<Self>) {
+    /// A reconcile ended (seen at `now`).
+    fn finished(&mut self, (ptr, ended, started): Finished, now: Instant, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
         self.running -= 1;
-        let now = Instant::now();
         let took = outcome::finished(&self.counters, &mut self.in_flight, started, now);
         self.queue_counters.latency.observe(took);
         ended.account(&self.counters, Some(&ptr));
@@ -509,9 +512,9 @@ impl<Q: QController> Actor for QueueHost<Q> {
     }
 }
 
-/// Drives a host's reconciles (spawned at start, it lives as long as the
-/// host): one item of the actor's context for all of them, rather than one
-/// boxed, spawned item each.
+/// Drives a host's reconciles (spawned at start, it ends with the host's
+/// last handle): one item of the actor's context for all of them, rather
+/// than one boxed, spawned item each.
 struct Drive;
 
 impl<Q: QController> ActorFuture<QueueHost<Q>> for Drive {
@@ -524,7 +527,13 @@ impl<Q: QController> ActorFuture<QueueHost<Q>> for Drive {
         task: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
         act.drive(ctx, task);
-        std::task::Poll::Pending
+        if act.work.is_empty() && !ctx.connected() {
+            // Nothing under way and nobody left to send work: let the actor
+            // stop, as it would without this item.
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
     }
 }
 

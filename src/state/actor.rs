@@ -1032,8 +1032,11 @@ impl Handler<StateRequest> for StateActor {
     }
 }
 
-/// Drains the [`Inbox`] on every turn of the state actor (spawned at start,
-/// it lives as long as the actor): each drain is one pass.
+/// Drains the [`Inbox`] on every turn of the state actor (spawned at start):
+/// each drain is one pass. It ends once the actor's mailbox has no sender
+/// left (every [`State`](super::State) handle holds one), so that the actor
+/// stops as it did before it had an inbox: a pending item would keep it
+/// alive for good.
 #[derive(Default)]
 struct DrainInbox {
     /// The requests of one pass (its capacity kept from pass to pass).
@@ -1054,7 +1057,13 @@ impl ActorFuture<StateActor> for DrainInbox {
         if !this.batch.is_empty() {
             act.handle_pass(&mut this.batch, ctx);
         }
-        std::task::Poll::Pending
+        if ctx.connected() {
+            std::task::Poll::Pending
+        } else {
+            // No handle is left to send more (the actor's mailbox wakes it
+            // when its last sender goes).
+            std::task::Poll::Ready(())
+        }
     }
 }
 
