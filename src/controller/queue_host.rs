@@ -295,26 +295,33 @@ impl<Q: QController> QueueHost<Q> {
         self.queue_counters.time_in_queue.observe(waited);
         let reason = if failures > 0 { "retry after failure" } else { "queued" };
         let span = reconcile_span(&self.name, &ptr, reason);
-        let recorded = span.clone();
         self.running += 1;
         outcome::started(&self.counters, &mut self.in_flight, now, Some(waited));
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), true);
         self.work.push(Box::pin(async move {
             let _permit = permit;
-            let ended = run_caught(async {
-                let outcome = controller.reconcile(&cx, &ptr).await?;
-                Ok(with_requeue(outcome, cx.take_requeue()))
-            })
-            .instrument(span)
-            .await;
-            recorded.record(
-                "result",
-                ended.label(|outcome| match outcome {
-                    Outcome::Done => "success",
-                    Outcome::RequeueAfter(_) => "requeue",
-                }),
-            );
+            let ended = {
+                let mut reconcile = std::pin::pin!(
+                    run_caught(async {
+                        let outcome = controller.reconcile(&cx, &ptr).await?;
+                        Ok(with_requeue(outcome, cx.take_requeue()))
+                    })
+                    .instrument(span)
+                );
+                let ended = reconcile.as_mut().await;
+                // Recorded on the span the reconcile ran in (no second handle
+                // kept: the future stays small enough for the allocator's
+                // per-thread cache of small blocks).
+                reconcile.span().record(
+                    "result",
+                    ended.label(|outcome| match outcome {
+                        Outcome::Done => "success",
+                        Outcome::RequeueAfter(_) => "requeue",
+                    }),
+                );
+                ended
+            };
             (ptr, ended, now)
         }));
         if !self.driving
