@@ -9,7 +9,13 @@ use super::Spec;
 
 const KIND_CACHE_LIMIT: usize = 4096;
 
+const RECENT_OF_LIMIT: usize = 8;
+
 thread_local! {
+    /// The kinds [`Kind::of`] returned last on this thread, with their spec type.
+    static RECENT_OF: std::cell::RefCell<Vec<(std::any::TypeId, Kind)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+
     /// Kinds made on this thread, by hash (see [`Kind::new`]).
     static KINDS: std::cell::RefCell<std::collections::HashMap<u64, Kind, KindHashing>> =
         std::cell::RefCell::new(std::collections::HashMap::default());
@@ -98,7 +104,25 @@ impl Kind {
     /// assert_eq!(kind.resource_type(), Hostname::TYPE);
     /// ```
     pub fn of<S: Spec>(namespace: impl AsRef<str>) -> Self {
-        Kind::new(namespace, S::TYPE)
+        let ns = namespace.as_ref();
+        let id = std::any::TypeId::of::<S>();
+        // The kinds of the spec types used last on this thread, found by
+        // type and namespace without hashing either (a reconcile names the
+        // kind of its output on every call).
+        RECENT_OF
+            .try_with(|recent| {
+                let mut recent = recent.borrow_mut();
+                if let Some((_, k)) = recent.iter().find(|(t, k)| *t == id && k.namespace() == ns) {
+                    return k.clone();
+                }
+                let k = Kind::new(ns, S::TYPE);
+                if recent.len() == RECENT_OF_LIMIT {
+                    recent.remove(0);
+                }
+                recent.push((id, k.clone()));
+                k
+            })
+            .unwrap_or_else(|_| Kind::new(ns, S::TYPE))
     }
 
     /// The namespace.
