@@ -501,14 +501,14 @@ def main():
     ))
     md.append("")
     md.append(
-        "Where the time goes (callgrind, per request): the actix round trip itself (an envelope, a "
-        "oneshot channel, two task wake-ups) is what the baseline measures; on top of it a write "
-        "validates the address, stamps version, owner and timestamps, checks for watchers and keeps "
-        "the resource in a per-kind map **sorted by id** (lists come out sorted, as the contract "
-        "requires). A sequential `create` pays the most for that order: every id is new, so each one "
-        "is a tree insertion into a store that keeps growing over the run (cache misses), where the "
-        "baseline does one hash insertion. Updates and modifies of existing resources, and creates "
-        "with requests in flight, stay above half the bare rate.\n"
+        "Where the time goes (callgrind, per request): the baseline pays an actix round trip "
+        "(an envelope, a mailbox node, a oneshot channel, two task wake-ups). A request through a "
+        "`State` handle skips the envelope and the mailbox: it is pushed onto the state actor's "
+        "request queue, which the actor drains whole each turn, and answered on one oneshot "
+        "channel. On top of that a write validates the address, stamps version, owner and "
+        "timestamps, publishes to its watchers and keeps the resource in its kind's collection "
+        "(a hash index by id; the id order that lists come out in is brought up to date when "
+        "someone lists, not on every write).\n"
     )
 
     # ------------------------------------------------------------------ durable state

@@ -85,20 +85,30 @@ impl Handler<WatchEvent> for Subscriber {
     fn handle(&mut self, _: WatchEvent, _: &mut Self::Context) {}
 }
 
-#[actix::test]
-async fn a_state_whose_handles_are_all_gone_stops_and_frees_what_it_held() {
-    let state = State::start();
-    state.create(int("kept", 1), None).await.unwrap();
+/// A subscriber that lives only through `state`'s watch of it: the receiver
+/// hears when it stops, which is when the state actor has let it go.
+async fn subscribed(state: &State) -> oneshot::Receiver<()> {
     let (tx, stopped) = oneshot::channel();
     let subscriber = Subscriber(Some(tx)).start();
     state
         .watch_kind(&Kind::of::<IntSpec>(NS), LabelQuery::all(), true, subscriber.recipient())
         .await
         .unwrap();
-    // The subscriber now lives only through the state's watch of it.
-    drop(state);
+    stopped
+}
+
+async fn assert_freed(stopped: oneshot::Receiver<()>, what: &str) {
     let freed = tokio::time::timeout(Duration::from_secs(10), stopped).await;
-    assert!(freed.is_ok(), "the state stopped once its last handle was dropped");
+    assert!(freed.is_ok(), "{what}");
+}
+
+#[actix::test]
+async fn a_state_whose_handles_are_all_gone_stops_and_frees_what_it_held() {
+    let state = State::start();
+    state.create(int("kept", 1), None).await.unwrap();
+    let stopped = subscribed(&state).await;
+    drop(state);
+    assert_freed(stopped, "the state stopped once its last handle was dropped").await;
 }
 
 #[actix::test]
@@ -149,15 +159,9 @@ async fn a_stopped_runtime_frees_its_state_and_controllers() {
         state.create(int(&format!("r{k}"), k), None).await.unwrap();
     }
     runtime.settled().await;
-    let (tx, stopped) = oneshot::channel();
-    let subscriber = Subscriber(Some(tx)).start();
-    state
-        .watch_kind(&Kind::of::<IntSpec>(NS), LabelQuery::all(), false, subscriber.recipient())
-        .await
-        .unwrap();
+    let stopped = subscribed(&state).await;
     drop(state);
     runtime.stop().await;
     drop(runtime);
-    let freed = tokio::time::timeout(Duration::from_secs(10), stopped).await;
-    assert!(freed.is_ok(), "the state stopped with the runtime's last handle");
+    assert_freed(stopped, "the state stopped with the runtime's last handle").await;
 }
