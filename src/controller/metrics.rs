@@ -402,26 +402,12 @@ pub(crate) struct Running {
     /// Hand-out times in nanoseconds since the counters' base, oldest first
     /// (a host hands out with a monotonic clock, so pushing keeps the order).
     starts: std::collections::VecDeque<u64>,
-    /// The last instant converted, and what it came to (a host hands out and
-    /// finishes several items at one instant).
-    last: Option<(tokio::time::Instant, u64)>,
 }
 
 impl Running {
-    fn nanos(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) -> u64 {
-        match self.last {
-            Some((instant, nanos)) if instant == at => nanos,
-            _ => {
-                let nanos = counters.nanos(at);
-                self.last = Some((at, nanos));
-                nanos
-            }
-        }
-    }
-
     /// An item was handed out at `at`.
     pub(crate) fn started(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) {
-        let at = self.nanos(at, counters);
+        let at = counters.nanos(at);
         self.starts.push_back(at);
         counters.publish(self.starts.len(), i128::from(at), self.starts.front());
     }
@@ -433,7 +419,7 @@ impl Running {
 
     /// The item handed out at `at` is done.
     pub(crate) fn finished(&mut self, at: tokio::time::Instant, counters: &WorkQueueCounters) {
-        let at = self.nanos(at, counters);
+        let at = counters.nanos(at);
         if let Some(i) = self.starts.iter().position(|t| *t == at) {
             self.starts.remove(i);
         }

@@ -64,7 +64,6 @@ pub(crate) struct QueueHost<Q> {
     pool: WorkerPool,
     queue: WorkQueue<Pointer>,
     concurrency: usize,
-    running: usize,
     /// The reconciles under way, by start time (for the metrics).
     in_flight: Running,
     counters: Arc<Counters>,
@@ -84,7 +83,7 @@ pub(crate) struct QueueHost<Q> {
     /// A listing of every primary (for `requeues_all`) is in flight: further
     /// asks join it (its keys run after the changes that asked).
     requeueing_all: bool,
-    /// The reconciles under way, polled by [`Drive`].
+    /// The reconciles under way (as many as are running), polled by [`Drive`].
     work: Vec<Work>,
     /// [`Drive`] is polling `work` now (what starts meanwhile, it polls too).
     driving: bool,
@@ -114,7 +113,6 @@ impl<Q: QController> QueueHost<Q> {
             env,
             pool,
             concurrency: concurrency.max(1),
-            running: 0,
             in_flight: Running::default(),
             counters,
             queue_counters,
@@ -260,7 +258,7 @@ impl<Q: QController> QueueHost<Q> {
             self.refresh();
             return;
         }
-        while self.running < self.concurrency && self.queue.has_ready(now) {
+        while self.work.len() < self.concurrency && self.queue.has_ready(now) {
             let Some(permit) = self.pool.try_acquire() else {
                 self.wait_for_permit(ctx);
                 break;
@@ -279,7 +277,7 @@ impl<Q: QController> QueueHost<Q> {
         ctx.spawn(self.pool.clone().acquire().into_actor(self).map(|permit, act, ctx| {
             act.waiting_for_permit = false;
             if let Some(permit) = permit
-                && act.running < act.concurrency
+                && act.work.len() < act.concurrency
                 && act.queue.has_ready(Instant::now())
             {
                 act.start_one(permit, Instant::now());
@@ -295,7 +293,6 @@ impl<Q: QController> QueueHost<Q> {
         self.queue_counters.time_in_queue.observe(waited);
         let reason = if failures > 0 { "retry after failure" } else { "queued" };
         let span = reconcile_span(&self.name, &ptr, reason);
-        self.running += 1;
         outcome::started(&self.counters, &mut self.in_flight, now, Some(waited));
         let controller = self.controller.clone();
         let cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), true);
@@ -359,7 +356,6 @@ impl<Q: QController> QueueHost<Q> {
     /// A reconcile ended (seen at `now`).
     fn finished(&mut self, (ptr, ended, started): Finished, now: Instant, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
-        self.running -= 1;
         let took = outcome::finished(&self.counters, &mut self.in_flight, started, now);
         self.queue_counters.latency.observe(took);
         ended.account(&self.counters, Some(&ptr));
@@ -444,7 +440,7 @@ impl<Q: QController> QueueHost<Q> {
         let stats = self.queue.stats();
         let depth = stats.ready + stats.delayed + stats.backing_off;
         self.queue_counters.depth.store(depth as u64, Ordering::Relaxed);
-        self.queue_counters.processing.store(self.running as u64, Ordering::Relaxed);
+        self.queue_counters.processing.store(self.work.len() as u64, Ordering::Relaxed);
         self.counters.work_queue.depth.store(stats.ready as u64, Ordering::Relaxed);
         self.counters.work_queue.adds.store(self.queue.adds(), Ordering::Relaxed);
         self.counters.set_status(if self.standby {
@@ -455,7 +451,7 @@ impl<Q: QController> QueueHost<Q> {
             ControllerStatus::Running
         });
         // A standby's queued keys are not pending work: `settled()` passes them.
-        let pending = self.running > 0
+        let pending = !self.work.is_empty()
             || (!self.standby
                 && (stats.ready > 0 || stats.backing_off > 0 || self.waiting_for_permit));
         if pending && self.busy.is_none() {

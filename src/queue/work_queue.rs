@@ -66,6 +66,30 @@ pub struct Taken<K> {
     pub failures: u32,
 }
 
+/// The keys waiting for a time, in due order.
+#[derive(Debug)]
+struct Delays<K> {
+    /// By due time, then by order of scheduling.
+    by_due: BTreeMap<(Instant, u64), K>,
+    /// The scheduling order given last.
+    seq: u64,
+    /// How many of them wait out a failure's backoff.
+    backing_off: usize,
+}
+
+impl<K: Clone + Ord> Delays<K> {
+    /// Schedules `key` at `due`; its stage in the queue.
+    fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Stage {
+        self.seq += 1;
+        let seq = self.seq;
+        self.by_due.insert((due, seq), key.clone());
+        if backoff {
+            self.backing_off += 1;
+        }
+        Stage::Delayed { due, seq, backoff }
+    }
+}
+
 /// Counts of keys by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueStats {
@@ -103,11 +127,9 @@ pub struct WorkQueue<K> {
     /// it, then removes or reschedules it) with one lookup.
     entries: hashbrown::HashMap<K, KeyState, rustc_hash::FxBuildHasher>,
     ready: VecDeque<K>,
-    delayed: BTreeMap<(Instant, u64), K>,
-    seq: u64,
+    delays: Delays<K>,
     backoff: Backoff,
     rng: fastrand::Rng,
-    backing_off: usize,
     processing: usize,
     retries: u64,
     adds: u64,
@@ -119,7 +141,7 @@ impl<K> fmt::Debug for WorkQueue<K> {
         f.debug_struct("WorkQueue")
             .field("keys", &self.entries.len())
             .field("ready", &self.ready.len())
-            .field("delayed", &self.delayed.len())
+            .field("delayed", &self.delays.by_due.len())
             .field("processing", &self.processing)
             .finish()
     }
@@ -136,30 +158,14 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         WorkQueue {
             entries: hashbrown::HashMap::default(),
             ready: VecDeque::new(),
-            delayed: BTreeMap::new(),
-            seq: 0,
+            delays: Delays { by_due: BTreeMap::new(), seq: 0, backing_off: 0 },
             backoff,
             rng: fastrand::Rng::with_seed(seed),
-            backing_off: 0,
             processing: 0,
             retries: 0,
             adds: 0,
             shutdown: false,
         }
-    }
-
-    fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
-    fn schedule(&mut self, key: &K, due: Instant, backoff: bool) -> Stage {
-        let seq = self.next_seq();
-        self.delayed.insert((due, seq), key.clone());
-        if backoff {
-            self.backing_off += 1;
-        }
-        Stage::Delayed { due, seq, backoff }
     }
 
     /// Queues `key` now.
@@ -183,7 +189,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         match entry.get().stage {
             Stage::Ready { .. } | Stage::Delayed { backoff: true, .. } => {}
             Stage::Delayed { due, seq, backoff: false } => {
-                self.delayed.remove(&(due, seq));
+                self.delays.by_due.remove(&(due, seq));
                 entry.get_mut().stage = Stage::Ready { since: now };
                 self.ready.push_back(entry.key().clone());
                 self.adds += 1;
@@ -207,7 +213,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         let due = now + delay;
         let stage = match self.entries.get(&key).map(|e| e.stage) {
             None => {
-                let stage = self.schedule(&key, due, false);
+                let stage = self.delays.schedule(&key, due, false);
                 self.entries.insert(key, KeyState { stage, failures: 0 });
                 return;
             }
@@ -219,8 +225,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 if due >= old {
                     return;
                 }
-                self.delayed.remove(&(old, seq));
-                self.schedule(&key, due, false)
+                self.delays.by_due.remove(&(old, seq));
+                self.delays.schedule(&key, due, false)
             }
             Stage::Processing { again } => Stage::Processing { again: again.merge(Again::At(due)) },
         };
@@ -231,7 +237,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// Moves every delayed key that is due by `now` to the ready list.
     fn promote(&mut self, now: Instant) {
-        while let Some(entry) = self.delayed.first_entry() {
+        while let Some(entry) = self.delays.by_due.first_entry() {
             let (due, _) = *entry.key();
             if due > now {
                 break;
@@ -239,7 +245,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             let key = entry.remove();
             if let Some(e) = self.entries.get_mut(&key) {
                 if let Stage::Delayed { backoff: true, .. } = e.stage {
-                    self.backing_off -= 1;
+                    self.delays.backing_off -= 1;
                 }
                 e.stage = Stage::Ready { since: due };
                 self.ready.push_back(key);
@@ -279,7 +285,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// The earliest time a waiting key becomes due.
     pub fn next_due(&self) -> Option<Instant> {
-        self.delayed.keys().next().map(|(due, _)| *due)
+        self.delays.by_due.keys().next().map(|(due, _)| *due)
     }
 
     /// Marks `key` done with `completion`. Returns the backoff delay when the
@@ -318,15 +324,11 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             }
             Again::At(due) => {
                 let backoff = retry.is_some();
-                self.seq += 1;
-                let seq = self.seq;
-                self.delayed.insert((due, seq), key.clone());
                 if backoff {
-                    self.backing_off += 1;
                     self.retries += 1;
                 }
                 *entry.get_mut() = KeyState {
-                    stage: Stage::Delayed { due, seq, backoff },
+                    stage: self.delays.schedule(key, due, backoff),
                     failures: if backoff { failures.saturating_add(1) } else { 0 },
                 };
             }
@@ -339,8 +341,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     pub fn shutdown(&mut self) {
         self.shutdown = true;
         self.ready.clear();
-        self.delayed.clear();
-        self.backing_off = 0;
+        self.delays.by_due.clear();
+        self.delays.backing_off = 0;
         self.entries.retain(|_, e| matches!(e.stage, Stage::Processing { .. }));
     }
 
@@ -368,8 +370,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     pub fn stats(&self) -> QueueStats {
         QueueStats {
             ready: self.ready.len(),
-            delayed: self.delayed.len() - self.backing_off,
-            backing_off: self.backing_off,
+            delayed: self.delays.by_due.len() - self.delays.backing_off,
+            backing_off: self.delays.backing_off,
             processing: self.processing,
         }
     }

@@ -19,12 +19,17 @@ struct Collections {
 
 impl Collections {
     fn collection_mut(&mut self, kind: &Kind) -> &mut Collection {
+        self.collection_entry(kind).1
+    }
+
+    /// The interned kind and the collection of `kind`, made if new.
+    fn collection_entry(&mut self, kind: &Kind) -> (&Kind, &mut Collection) {
         // A kind is cloned only when it is new. (Returning the collection out
         // of a `get_mut` match does not borrow-check; kinds hash in O(1).)
         if !self.by_kind.contains_key(kind) {
             self.by_kind.insert(kind.clone(), Collection::default());
         }
-        self.by_kind.get_mut(kind).expect("inserted above")
+        self.by_kind.get_key_value_mut(kind).expect("inserted above")
     }
 
     fn len(&self) -> usize {
@@ -41,8 +46,9 @@ struct Shared {
 }
 
 /// The cached view the state actor owns: every resource in memory, a
-/// [`Collection`] per kind (found by id in O(1), listed in id order). Reads are served from here, synchronously; a durable
-/// [`Backend`](super::Backend) only receives the committed writes.
+/// [`Collection`] per kind (found by id in O(1), listed in id order). Reads
+/// are served from here, synchronously; a durable [`Backend`](super::Backend)
+/// only receives the committed writes.
 ///
 /// The maps sit behind a lock only so that [`CacheView`]s can read them from
 /// other threads; the state actor is the only writer and holds the lock for
@@ -145,14 +151,7 @@ impl Cache {
         stamp: impl FnOnce(AnyResource, &Kind) -> AnyResource,
     ) -> Result<AnyResource, AnyResource> {
         let mut guard = self.write();
-        let collections = &mut *guard;
-        if !collections.by_kind.contains_key(resource.pointer().kind()) {
-            collections.by_kind.insert(resource.pointer().kind().clone(), Collection::default());
-        }
-        let (kind, collection) = collections
-            .by_kind
-            .get_key_value_mut(resource.pointer().kind())
-            .expect("inserted above");
+        let (kind, collection) = guard.collection_entry(resource.pointer().kind());
         collection.insert_new(resource, |resource| stamp(resource, kind))
     }
 

@@ -392,14 +392,20 @@ impl State {
         Reply { pending, op, _busy: busy }
     }
 
-    async fn resource(&self, req: StateRequest) -> Result<AnyResource, Error> {
+    /// Sends `req` now; its answer's resource. (Plain functions returning
+    /// small futures, like [`send`](State::send): an `async fn` would keep
+    /// the 100-byte request in its future.)
+    fn resource(&self, req: StateRequest) -> impl Future<Output = Result<AnyResource, Error>> + '_ {
         let op = req.operation();
-        reply_resource(self.send(req).await?, op)
+        let reply = self.send(req);
+        async move { reply_resource(reply.await?, op) }
     }
 
-    async fn done(&self, req: StateRequest) -> Result<(), Error> {
+    /// Sends `req` now; its answer, which carries nothing.
+    fn done(&self, req: StateRequest) -> impl Future<Output = Result<(), Error>> + '_ {
         let op = req.operation();
-        reply_done(self.send(req).await?, op)
+        let reply = self.send(req);
+        async move { reply_done(reply.await?, op) }
     }
 
     /// The resource at `ptr`: an [`AnyResource`] for a plain [`Pointer`], a
@@ -420,7 +426,7 @@ impl State {
                 return found.ok_or_else(|| Error::NotFound { resource: ptr.clone() });
             }
         }
-        reply_resource(self.send(StateRequest::Get { pointer: ptr.clone() }).await?, "get")
+        self.resource(StateRequest::Get { pointer: ptr.clone() }).await
     }
 
     /// The resource at `ptr` as spec type `S`.

@@ -107,14 +107,15 @@ impl fmt::Debug for WatchEvent {
 ///
 /// A message per event costs an envelope, a mailbox push and a wake each; a
 /// per-object controller hears one event per object it handles. The state
-/// actor collects a batched watch's events while it drains its mailbox and
-/// sends them (before any reply to the writes that caused them) at the end of
-/// the pass. Each event keeps its own flow-control slot.
+/// actor collects a batched watch's events during a pass and sends them
+/// (before any reply to the writes that caused them) at the end of the pass.
+/// The batch holds the flow-control slots of all its events.
 pub(crate) struct WatchBatch {
     events: BatchEvents,
     /// The flow-control slots (and units of activity) of all its events,
-    /// returned together when the batch is dropped.
-    _token: DeliveryToken,
+    /// returned together when the batch is dropped (`None`: a batch of one
+    /// event that holds its own).
+    _token: Option<DeliveryToken>,
 }
 
 enum BatchEvents {
@@ -196,33 +197,11 @@ impl Sink {
         }
     }
 
-    /// Whether its events wait in the outbox for the end of the state's pass.
-    fn batches(&self) -> bool {
-        matches!(self, Sink::Batch(_))
-    }
-
-    /// Sends the events of `pending` to a batched sink, in order, as one
-    /// message holding `token` (their slots).
-    fn deliver_batch(&self, pending: &mut Vec<WatchEvent>, token: DeliveryToken) {
-        let Sink::Batch(r) = self else {
-            unreachable!("only a batched sink has pending events");
-        };
-        let events = if pending.len() == 1 {
-            BatchEvents::One(pending.pop().expect("one event"))
-        } else {
-            // A list of its exact size; `pending` keeps its capacity.
-            let mut batch = Vec::with_capacity(pending.len());
-            batch.append(pending);
-            BatchEvents::Many(batch)
-        };
-        r.do_send(WatchBatch { events, _token: token });
-    }
-
-    /// Sends one event now (a sink that is not batched).
+    /// Sends one event now.
     fn deliver(&self, msg: WatchEvent) {
         match self {
             Sink::Actor(r) => r.do_send(msg),
-            Sink::Batch(_) => unreachable!("a batched sink's events wait for the end of the pass"),
+            Sink::Batch(r) => r.do_send(WatchBatch { events: BatchEvents::One(msg), _token: None }),
             Sink::Channel(c) => {
                 // A closed stream drops the message (and so its token); the
                 // subscription is pruned on the next publish.
@@ -380,7 +359,7 @@ impl Outbox {
 
     fn send_now(&mut self, event: Event, revision: u64) {
         let watch = self.credit.watch;
-        if self.sink.batches() {
+        if let Sink::Batch(_) = self.sink {
             // Counted in the window (`in_flight` adds the pending ones) from
             // now; in flight and in activity when the batch goes out, before
             // the replies of this pass (whose requests hold activity until
@@ -404,16 +383,23 @@ impl Outbox {
     /// Sends the pending events of a batched sink as one message, their
     /// slots and units of activity taken (and returned) together.
     pub(crate) fn send_pending(&mut self) {
-        let n = self.pending.len();
-        if n == 0 {
+        // Only a batched sink has pending events.
+        let (Sink::Batch(r), n @ 1..) = (&self.sink, self.pending.len()) else {
             return;
-        }
+        };
         self.credit.in_flight.fetch_add(n, Ordering::SeqCst);
         if let Some(a) = &self.credit.activity {
             a.enter_many(n);
         }
-        let token = DeliveryToken(self.credit.clone(), n);
-        self.sink.deliver_batch(&mut self.pending, token);
+        let events = if n == 1 {
+            BatchEvents::One(self.pending.remove(0))
+        } else {
+            // A list of its exact size; `pending` keeps its capacity.
+            let mut batch = Vec::with_capacity(n);
+            batch.append(&mut self.pending);
+            BatchEvents::Many(batch)
+        };
+        r.do_send(WatchBatch { events, _token: Some(DeliveryToken(self.credit.clone(), n)) });
     }
 
     /// Sends `event` (of store revision `revision`) now if the window has
