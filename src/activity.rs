@@ -40,7 +40,7 @@ impl Activity {
 
     /// Takes one unit.
     pub(crate) fn enter(&self) {
-        self.0.busy.fetch_add(1, Ordering::SeqCst);
+        self.enter_many(1);
     }
 
     /// Releases one unit (wakes `settled()` waiters when it was the last).

@@ -25,12 +25,17 @@ pub(crate) struct AccessRules {
     output_types: Vec<String>,
 }
 
+/// The kind of each input, in order.
+fn kinds_of(inputs: &[Input]) -> Vec<Kind> {
+    inputs.iter().map(|i| Kind::new(&i.namespace, &i.resource_type)).collect()
+}
+
 impl AccessRules {
     pub(crate) fn new(controller: Arc<str>, inputs: Vec<Input>, outputs: &[Output]) -> Self {
         let types: BTreeSet<String> = outputs.iter().map(|o| o.resource_type.clone()).collect();
         AccessRules {
             controller,
-            kinds: inputs.iter().map(|i| Kind::new(&i.namespace, &i.resource_type)).collect(),
+            kinds: kinds_of(&inputs),
             inputs,
             output_types: types.into_iter().collect(),
         }
@@ -54,11 +59,7 @@ impl AccessRules {
     }
 
     pub(crate) fn with_inputs(&self, inputs: Vec<Input>) -> Self {
-        AccessRules {
-            kinds: inputs.iter().map(|i| Kind::new(&i.namespace, &i.resource_type)).collect(),
-            inputs,
-            ..self.clone()
-        }
+        AccessRules { kinds: kinds_of(&inputs), inputs, ..self.clone() }
     }
 
     fn denied(&self, operation: &'static str, resource: String, reason: String) -> Error {

@@ -66,6 +66,22 @@ pub struct Taken<K> {
     pub failures: u32,
 }
 
+/// The keys ready to hand out, oldest first.
+#[derive(Debug)]
+struct Ready<K> {
+    keys: VecDeque<K>,
+    /// How many times a key became ready so far ([`WorkQueue::adds`]).
+    adds: u64,
+}
+
+impl<K> Ready<K> {
+    /// `key` became ready.
+    fn push(&mut self, key: K) {
+        self.adds += 1;
+        self.keys.push_back(key);
+    }
+}
+
 /// The keys waiting for a time, in due order.
 #[derive(Debug)]
 struct Delays<K> {
@@ -87,6 +103,11 @@ impl<K: Clone + Ord> Delays<K> {
             self.backing_off += 1;
         }
         Stage::Delayed { due, seq, backoff }
+    }
+
+    /// Takes back the schedule of a key that is not backing off.
+    fn cancel(&mut self, due: Instant, seq: u64) {
+        self.by_due.remove(&(due, seq));
     }
 }
 
@@ -126,13 +147,12 @@ pub struct WorkQueue<K> {
     /// hashbrown's map rather than std's: `entry_ref` finishes a key (reads
     /// it, then removes or reschedules it) with one lookup.
     entries: hashbrown::HashMap<K, KeyState, rustc_hash::FxBuildHasher>,
-    ready: VecDeque<K>,
+    ready: Ready<K>,
     delays: Delays<K>,
     backoff: Backoff,
     rng: fastrand::Rng,
     processing: usize,
     retries: u64,
-    adds: u64,
     shutdown: bool,
 }
 
@@ -140,7 +160,7 @@ impl<K> fmt::Debug for WorkQueue<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WorkQueue")
             .field("keys", &self.entries.len())
-            .field("ready", &self.ready.len())
+            .field("ready", &self.ready.keys.len())
             .field("delayed", &self.delays.by_due.len())
             .field("processing", &self.processing)
             .finish()
@@ -157,13 +177,12 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     pub fn with_seed(backoff: Backoff, seed: u64) -> Self {
         WorkQueue {
             entries: hashbrown::HashMap::default(),
-            ready: VecDeque::new(),
+            ready: Ready { keys: VecDeque::new(), adds: 0 },
             delays: Delays { by_due: BTreeMap::new(), seq: 0, backing_off: 0 },
             backoff,
             rng: fastrand::Rng::with_seed(seed),
             processing: 0,
             retries: 0,
-            adds: 0,
             shutdown: false,
         }
     }
@@ -179,8 +198,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         }
         let mut entry = match self.entries.entry(key) {
             hashbrown::hash_map::Entry::Vacant(vacant) => {
-                self.adds += 1;
-                self.ready.push_back(vacant.key().clone());
+                self.ready.push(vacant.key().clone());
                 vacant.insert(KeyState { stage: Stage::Ready { since: now }, failures: 0 });
                 return;
             }
@@ -189,10 +207,9 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         match entry.get().stage {
             Stage::Ready { .. } | Stage::Delayed { backoff: true, .. } => {}
             Stage::Delayed { due, seq, backoff: false } => {
-                self.delays.by_due.remove(&(due, seq));
+                self.delays.cancel(due, seq);
                 entry.get_mut().stage = Stage::Ready { since: now };
-                self.ready.push_back(entry.key().clone());
-                self.adds += 1;
+                self.ready.push(entry.key().clone());
             }
             Stage::Processing { again } => {
                 entry.get_mut().stage = Stage::Processing { again: again.merge(Again::Now) };
@@ -225,7 +242,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 if due >= old {
                     return;
                 }
-                self.delays.by_due.remove(&(old, seq));
+                self.delays.cancel(old, seq);
                 self.delays.schedule(&key, due, false)
             }
             Stage::Processing { again } => Stage::Processing { again: again.merge(Again::At(due)) },
@@ -248,8 +265,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                     self.delays.backing_off -= 1;
                 }
                 e.stage = Stage::Ready { since: due };
-                self.ready.push_back(key);
-                self.adds += 1;
+                self.ready.push(key);
             }
         }
     }
@@ -266,7 +282,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             return None;
         }
         self.promote(now);
-        let key = self.ready.pop_front()?;
+        let key = self.ready.keys.pop_front()?;
         let entry = self.entries.get_mut(&key)?;
         let Stage::Ready { since } = entry.stage else {
             return None;
@@ -280,7 +296,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Whether a key is ready (or due) at `now`.
     pub fn has_ready(&mut self, now: Instant) -> bool {
         self.promote(now);
-        !self.shutdown && !self.ready.is_empty()
+        !self.shutdown && !self.ready.keys.is_empty()
     }
 
     /// The earliest time a waiting key becomes due.
@@ -319,8 +335,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             }
             Again::Now => {
                 *entry.get_mut() = KeyState { stage: Stage::Ready { since: now }, failures: 0 };
-                self.ready.push_back(key.clone());
-                self.adds += 1;
+                self.ready.push(key.clone());
             }
             Again::At(due) => {
                 let backoff = retry.is_some();
@@ -340,7 +355,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Keys in flight may still be marked done.
     pub fn shutdown(&mut self) {
         self.shutdown = true;
-        self.ready.clear();
+        self.ready.keys.clear();
         self.delays.by_due.clear();
         self.delays.backing_off = 0;
         self.entries.retain(|_, e| matches!(e.stage, Stage::Processing { .. }));
@@ -369,7 +384,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Counts of keys by state.
     pub fn stats(&self) -> QueueStats {
         QueueStats {
-            ready: self.ready.len(),
+            ready: self.ready.keys.len(),
             delayed: self.delays.by_due.len() - self.delays.backing_off,
             backing_off: self.delays.backing_off,
             processing: self.processing,
@@ -385,7 +400,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// adds: a duplicate add of a ready key, or an add absorbed into a
     /// running key or a backoff, is not one).
     pub fn adds(&self) -> u64 {
-        self.adds
+        self.ready.adds
     }
 
     /// The number of consecutive failures of `key` (0 if unknown).

@@ -117,7 +117,6 @@ pub(crate) trait ErasedNode: Any + Send + Sync {
     fn spec(&self) -> Option<&dyn ErasedSpec>;
     /// A copy with other metadata (the spec cloned).
     fn with_metadata(&self, metadata: Metadata) -> Arc<dyn ErasedNode>;
-    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
 impl<T: NodeSpec> ErasedNode for Node<T> {
@@ -135,10 +134,6 @@ impl<T: NodeSpec> ErasedNode for Node<T> {
 
     fn with_metadata(&self, metadata: Metadata) -> Arc<dyn ErasedNode> {
         Arc::new(Node { metadata, spec: self.spec.clone() })
-    }
-
-    fn into_any_arc(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
     }
 }
 
@@ -237,8 +232,10 @@ impl AnyResource {
         if md.resource_type() != S::TYPE {
             return Err(mismatch(md.resource_type().to_owned()));
         }
-        if spec.as_any().is::<S>()
-            && let Ok(node) = self.0.clone().into_any_arc().downcast::<Node<S>>()
+        // The node itself, shared, when it holds an `S` (checked before the
+        // reference count moves).
+        if (&*self.0 as &dyn Any).is::<Node<S>>()
+            && let Ok(node) = (self.0.clone() as Arc<dyn Any + Send + Sync>).downcast::<Node<S>>()
         {
             return Ok(Resource::from_node(node));
         }

@@ -92,6 +92,16 @@ fn stored(slots: &[Option<AnyResource>], slot: u32) -> &AnyResource {
     slots[slot as usize].as_ref().expect("an indexed slot holds a resource")
 }
 
+/// Whether an index entry is the one of `id` (of hash `hash`): the kept hash
+/// first, so that most misses never read the resource.
+fn is_id<'a>(
+    slots: &'a [Option<AnyResource>],
+    hash: u32,
+    id: &'a str,
+) -> impl Fn(&Indexed) -> bool + 'a {
+    move |&(s, h)| h == hash && stored(slots, s).id() == id
+}
+
 impl Collection {
     /// How many resources it holds.
     pub(crate) fn len(&self) -> usize {
@@ -99,10 +109,7 @@ impl Collection {
     }
 
     fn slot_of(&self, hash: u32, id: &str) -> Option<u32> {
-        let slots = &self.slots;
-        self.index
-            .find(spread(hash), |&(s, h)| h == hash && stored(slots, s).id() == id)
-            .map(|e| e.0)
+        self.index.find(spread(hash), is_id(&self.slots, hash, id)).map(|e| e.0)
     }
 
     /// The resource with this id.
@@ -169,11 +176,7 @@ impl Collection {
     /// Removes and returns the resource with this id.
     pub(crate) fn remove(&mut self, id: &str) -> Option<AnyResource> {
         let hash = hash_id(id);
-        let slots = &self.slots;
-        let found = self
-            .index
-            .find_entry(spread(hash), |&(s, h)| h == hash && stored(slots, s).id() == id)
-            .ok()?;
+        let found = self.index.find_entry(spread(hash), is_id(&self.slots, hash, id)).ok()?;
         let ((slot, _), _) = found.remove();
         Some(self.free_slot(slot))
     }
@@ -186,10 +189,7 @@ impl Collection {
         f: impl FnOnce(Option<&AnyResource>) -> (SlotEdit, R),
     ) -> R {
         let hash = hash_id(id);
-        let slots = &self.slots;
-        let Ok(found) =
-            self.index.find_entry(spread(hash), |&(s, h)| h == hash && stored(slots, s).id() == id)
-        else {
+        let Ok(found) = self.index.find_entry(spread(hash), is_id(&self.slots, hash, id)) else {
             let (edit, result) = f(None);
             if let SlotEdit::Put(resource) = edit {
                 self.add(hash, resource);

@@ -113,9 +113,8 @@ impl fmt::Debug for WatchEvent {
 pub(crate) struct WatchBatch {
     events: BatchEvents,
     /// The flow-control slots (and units of activity) of all its events,
-    /// returned together when the batch is dropped (`None`: a batch of one
-    /// event that holds its own).
-    _token: Option<DeliveryToken>,
+    /// returned together when the batch is dropped.
+    _token: DeliveryToken,
 }
 
 enum BatchEvents {
@@ -159,6 +158,18 @@ pub(crate) struct Credit {
 /// its events); returns its slots on drop.
 pub(crate) struct DeliveryToken(Arc<Credit>, usize);
 
+impl DeliveryToken {
+    /// Takes `n` flow-control slots of `credit` (and as many units of its
+    /// activity), returned when the token drops.
+    fn take(credit: &Arc<Credit>, n: usize) -> Self {
+        credit.in_flight.fetch_add(n, Ordering::SeqCst);
+        if let Some(a) = &credit.activity {
+            a.enter_many(n);
+        }
+        DeliveryToken(credit.clone(), n)
+    }
+}
+
 impl Drop for DeliveryToken {
     fn drop(&mut self) {
         let (c, n) = (&self.0, self.1);
@@ -194,19 +205,6 @@ impl Sink {
             Sink::Actor(r) => !r.connected(),
             Sink::Batch(r) => !r.connected(),
             Sink::Channel(c) => c.is_closed(),
-        }
-    }
-
-    /// Sends one event now.
-    fn deliver(&self, msg: WatchEvent) {
-        match self {
-            Sink::Actor(r) => r.do_send(msg),
-            Sink::Batch(r) => r.do_send(WatchBatch { events: BatchEvents::One(msg), _token: None }),
-            Sink::Channel(c) => {
-                // A closed stream drops the message (and so its token); the
-                // subscription is pruned on the next publish.
-                let _ = c.unbounded_send(msg);
-            }
         }
     }
 }
@@ -358,21 +356,24 @@ impl Outbox {
     }
 
     fn send_now(&mut self, event: Event, revision: u64) {
-        let watch = self.credit.watch;
-        if let Sink::Batch(_) = self.sink {
+        let mut msg = WatchEvent { watch: self.credit.watch, event, revision, _token: None };
+        match &self.sink {
             // Counted in the window (`in_flight` adds the pending ones) from
             // now; in flight and in activity when the batch goes out, before
             // the replies of this pass (whose requests hold activity until
             // then: `settled()` never sees a gap).
-            self.pending.push(WatchEvent { watch, event, revision, _token: None });
-            return;
+            Sink::Batch(_) => self.pending.push(msg),
+            Sink::Actor(r) => {
+                msg._token = Some(DeliveryToken::take(&self.credit, 1));
+                r.do_send(msg);
+            }
+            Sink::Channel(c) => {
+                msg._token = Some(DeliveryToken::take(&self.credit, 1));
+                // A closed stream drops the message (and so its token); the
+                // subscription is pruned on the next publish.
+                let _ = c.unbounded_send(msg);
+            }
         }
-        self.credit.in_flight.fetch_add(1, Ordering::SeqCst);
-        if let Some(a) = &self.credit.activity {
-            a.enter();
-        }
-        let token = Some(DeliveryToken(self.credit.clone(), 1));
-        self.sink.deliver(WatchEvent { watch, event, revision, _token: token });
     }
 
     /// Whether events wait for [`send_pending`](Self::send_pending).
@@ -387,10 +388,7 @@ impl Outbox {
         let (Sink::Batch(r), n @ 1..) = (&self.sink, self.pending.len()) else {
             return;
         };
-        self.credit.in_flight.fetch_add(n, Ordering::SeqCst);
-        if let Some(a) = &self.credit.activity {
-            a.enter_many(n);
-        }
+        let token = DeliveryToken::take(&self.credit, n);
         let events = if n == 1 {
             BatchEvents::One(self.pending.remove(0))
         } else {
@@ -399,7 +397,7 @@ impl Outbox {
             batch.append(&mut self.pending);
             BatchEvents::Many(batch)
         };
-        r.do_send(WatchBatch { events, _token: Some(DeliveryToken(self.credit.clone(), n)) });
+        r.do_send(WatchBatch { events, _token: token });
     }
 
     /// Sends `event` (of store revision `revision`) now if the window has

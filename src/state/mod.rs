@@ -90,7 +90,7 @@
 //!   subscribe ([`State::watch_kind`], [`WatchEvent`]), get one message per
 //!   change, sent as it is made (a plain controller collapses changes into
 //!   one reconcile anyway).
-
+//!
 //! # Watches and slow subscribers
 //! `watch(ptr)` first yields the current state (`Created`, or `Destroyed` with a
 //! tombstone), then every change. `watch_kind(kind, query, bootstrap)` with
