@@ -166,3 +166,67 @@ async fn a_runtime_opens_a_durable_state_in_one_line() {
     let r = runtime.state().get_typed::<Route>(&Pointer::of::<Route>("config", "r")).await.unwrap();
     assert_eq!(r.version().get(), 1);
 }
+
+/// What a build before uids wrote: format 1, each resource as its revision
+/// then JSON metadata without a `uid`.
+fn write_a_file_without_uids(file: &std::path::Path) {
+    let db = redb::Database::create(file).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut meta =
+            txn.open_table(redb::TableDefinition::<&str, u64>::new("cosi.meta")).unwrap();
+        meta.insert("format", 1).unwrap();
+        meta.insert("revision", 4).unwrap();
+        let mut resources =
+            txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("cosi.resources")).unwrap();
+        let json = serde_json::json!({
+            "metadata": {
+                "namespace": "config", "type": "Routes.net.cosi.dev", "id": "old",
+                "version": 3, "phase": "running",
+                "created": "2024-01-02T03:04:05Z", "updated": "2024-01-02T03:04:06Z",
+            },
+            "spec": { "destination": "0.0.0.0/0", "gateway": null, "metric": 1 },
+        });
+        let mut value = 4u64.to_be_bytes().to_vec();
+        value.extend(serde_json::to_vec(&json).unwrap());
+        resources.insert("config\0Routes.net.cosi.dev\0old", value.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[actix::test]
+async fn a_file_written_before_uids_opens_with_stable_uids_and_refuses_stale_updates() {
+    let dir = ScratchDir::new();
+    let file = dir.path().join("state.redb");
+    write_a_file_without_uids(&file);
+    let p = Pointer::of::<Route>("config", "old");
+
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    let read = state.get_typed::<Route>(&p).await.unwrap();
+    let uid = read.metadata().uid().expect("a uid given at load");
+    assert_eq!(read.version().get(), 3);
+    state.close().await.unwrap();
+
+    // The same uid after a reopen, before anything wrote it...
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    assert_eq!(state.get(&p).await.unwrap().metadata().uid(), Some(uid), "stable");
+    // ... and stored by the next write.
+    let mut next = read.clone();
+    next.spec_mut().metric = 2;
+    let updated = state.update(next, None).await.unwrap();
+    assert_eq!(updated.metadata().uid(), Some(uid));
+    state.close().await.unwrap();
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    let stored = state.get_typed::<Route>(&p).await.unwrap();
+    assert_eq!(stored.metadata().uid(), Some(uid));
+
+    // A copy read from it is refused once it was destroyed and created again.
+    state.destroy(&p, None).await.unwrap();
+    let again = state.create(Resource::new("config", "old", Route::default()), None).await.unwrap();
+    assert_ne!(again.metadata().uid(), Some(uid));
+    let mut stale = stored;
+    stale.metadata_mut().set_version(again.version());
+    let e = state.update(stale, None).await.unwrap_err();
+    assert!(e.is_version_conflict(), "{e}");
+    assert_eq!(state.get_typed::<Route>(&p).await.unwrap().spec(), &Route::default());
+}

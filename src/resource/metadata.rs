@@ -6,17 +6,25 @@ use std::sync::Arc;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Annotations, Finalizers, Kind, Labels, Phase, Pointer, Timestamp, Version};
+use super::{Annotations, Finalizers, Kind, Labels, Phase, Pointer, Timestamp, Uid, Version};
 
 /// The metadata of a resource.
 ///
 /// The address ([`Pointer`]: namespace, type, id) is immutable. The state sets
-/// [`version`](Metadata::version), [`owner`](Metadata::owner),
-/// [`created`](Metadata::created) and [`updated`](Metadata::updated) on every
-/// write, whatever the caller sent (except that an update must carry the version
-/// it read). Phase, finalizers, labels and annotations are stored as given.
+/// [`version`](Metadata::version), [`uid`](Metadata::uid),
+/// [`owner`](Metadata::owner), [`created`](Metadata::created) and
+/// [`updated`](Metadata::updated) on every write, whatever the caller sent
+/// (except that an update must carry the version it read, and the uid if it
+/// has one). Phase, finalizers, labels and annotations are stored as given.
 ///
-/// Equality ignores the timestamps and compares finalizers as a set.
+/// Equality ignores what the state assigns beyond the version — the
+/// timestamps, the [`revision`](Metadata::revision) and the
+/// [`uid`](Metadata::uid) — and compares finalizers as a set. So a resource
+/// built from scratch equals the stored one when its content does (which is
+/// what lets [`modify`](crate::State::modify) write nothing when nothing
+/// changed), and two incarnations with the same content compare equal:
+/// compare [`uid`](Metadata::uid)s to tell them apart. The state's update
+/// check does.
 ///
 /// ```
 /// use cosi_runtime::resource::{Metadata, Phase, Pointer, Version};
@@ -33,6 +41,7 @@ pub struct Metadata {
     pointer: Pointer,
     version: Version,
     revision: u64,
+    uid: Option<Uid>,
     phase: Phase,
     owner: Option<Arc<str>>,
     finalizers: Finalizers,
@@ -49,6 +58,7 @@ impl Metadata {
             pointer,
             version: Version::UNSET,
             revision: 0,
+            uid: None,
             phase: Phase::Running,
             owner: None,
             finalizers: Finalizers::new(),
@@ -109,6 +119,38 @@ impl Metadata {
 
     pub(crate) fn set_revision(&mut self, revision: u64) {
         self.revision = revision;
+    }
+
+    /// The uid of the incarnation this copy belongs to (see [`Uid`]); `None`
+    /// for a resource that was never stored.
+    ///
+    /// Set by the state: every create stores a new random uid (one the caller
+    /// sent is replaced), and every later write keeps the stored one
+    /// (update, modify, teardown, finalizer edits), whatever the caller sent.
+    ///
+    /// An update is checked against it where the version is checked: a uid
+    /// that differs from the stored one is a
+    /// [`VersionConflict`](crate::Error::VersionConflict) even at the same
+    /// version (the resource was destroyed and created again since the copy
+    /// was read). An update that carries **no** uid (built from scratch with
+    /// [`set_version`](Metadata::set_version)) is checked by its version only.
+    ///
+    /// A resource stored before uids existed (a redb file or an etcd value
+    /// written by an older build) gets one when it is loaded, derived from its
+    /// address and its [`created`](Metadata::created) time: the same in every
+    /// process and after every reopen, and stored with the next write.
+    ///
+    /// Serialized as `uid` (omitted when `None`). Ignored by equality.
+    pub fn uid(&self) -> Option<Uid> {
+        self.uid
+    }
+
+    /// Sets the uid an update will be checked against (`None`: the version
+    /// only). Normally the uid read from the state is simply kept; this exists
+    /// for callers that build a resource from scratch and know which
+    /// incarnation they mean. A create replaces it.
+    pub fn set_uid(&mut self, uid: Option<Uid>) {
+        self.uid = uid;
     }
 
     /// The phase.
@@ -212,6 +254,9 @@ impl fmt::Debug for Metadata {
             .field("version", &self.version)
             .field("phase", &self.phase)
             .field("owner", &self.owner);
+        if let Some(uid) = &self.uid {
+            d.field("uid", uid);
+        }
         if !self.finalizers.is_empty() {
             d.field("finalizers", &self.finalizers);
         }
@@ -237,6 +282,9 @@ struct Wire<'a> {
     #[serde(rename = "type")]
     resource_type: std::borrow::Cow<'a, str>,
     id: std::borrow::Cow<'a, str>,
+    /// Absent in data written before uids existed (see [`Metadata::uid`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uid: Option<Uid>,
     #[serde(default)]
     version: Version,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -263,6 +311,7 @@ impl Serialize for Metadata {
             namespace: self.namespace().into(),
             resource_type: self.resource_type().into(),
             id: self.id().into(),
+            uid: self.uid,
             version: self.version,
             revision: self.revision,
             owner: self.owner().map(Into::into),
@@ -287,6 +336,7 @@ impl<'de> Deserialize<'de> for Metadata {
             pointer: Pointer::new(w.namespace, w.resource_type, &*w.id),
             version: w.version,
             revision: w.revision,
+            uid: w.uid,
             phase: w.phase,
             owner: w.owner.map(|o| Arc::from(o.as_ref())),
             finalizers: w.finalizers,
@@ -315,6 +365,40 @@ mod tests {
         assert_eq!(a, b);
         b.set_version(Version::new(2));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn equality_ignores_the_uid_and_debug_shows_it() {
+        let a = md();
+        let mut b = md();
+        b.set_uid(Some(Uid::random()));
+        assert_eq!(a, b, "state-assigned, like the timestamps");
+        let mut c = b.clone();
+        c.set_uid(Some(Uid::random()));
+        assert_eq!(b, c);
+        assert_ne!(b.uid(), c.uid());
+        let uid = b.uid().unwrap();
+        assert!(format!("{b:?}").contains(&uid.to_string()), "{b:?}");
+        assert!(!format!("{a:?}").contains("uid"), "{a:?}");
+    }
+
+    #[test]
+    fn the_uid_is_serialized_as_uid_and_optional() {
+        let mut a = md();
+        let json = serde_json::to_value(&a).unwrap();
+        assert!(json.get("uid").is_none(), "omitted when none: {json}");
+        let uid = Uid::random();
+        a.set_uid(Some(uid));
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["uid"], uid.to_string());
+        let back: Metadata = serde_json::from_value(json).unwrap();
+        assert_eq!(back.uid(), Some(uid));
+        // Written before uids existed: none.
+        let old: Metadata =
+            serde_json::from_str(r#"{"namespace":"ns","type":"T","id":"a","version":3}"#).unwrap();
+        assert_eq!(old.uid(), None);
+        let bad = r#"{"namespace":"ns","type":"T","id":"a","uid":"nope"}"#;
+        assert!(serde_json::from_str::<Metadata>(bad).is_err());
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //!   (namespace, type).
 //! - [`Spec`] is implemented by your payload types; [`Resource<S>`] pairs metadata
 //!   with a typed spec.
+//! - [`Uid`] tells incarnations apart: a resource destroyed and created again
+//!   at the same address is another one, and an update computed from the old
+//!   one is a conflict.
 //! - [`AnyResource`] is the type-erased, cheaply cloned form the state stores and
 //!   watches deliver; [`AnyResource::typed`] reads it back (a wrong type is an
 //!   error, never a panic).
@@ -22,6 +25,7 @@ mod query;
 mod selector;
 mod spec;
 mod typed;
+mod uid;
 pub mod validate;
 mod version;
 
@@ -37,6 +41,7 @@ pub use query::{LabelQuery, LabelTerm};
 pub use selector::SelectorError;
 pub use spec::{Resource, Spec};
 pub use typed::{Address, PointerTo, TypedPointer};
+pub use uid::Uid;
 pub use version::{Phase, Timestamp, Version};
 
 #[cfg(test)]

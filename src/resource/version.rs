@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// The state owns versions: a create stores version 1, every update stores the
 /// previous version + 1. A resource that was never stored has
 /// [`Version::UNSET`]. An update must carry the version it read; any other
-/// version is a [`VersionConflict`](crate::Error::VersionConflict).
+/// version is a [`VersionConflict`](crate::Error::VersionConflict). A version
+/// alone does not tell incarnations apart (a resource destroyed and created
+/// again starts at 1 again): the [`Uid`](super::Uid) does.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Version(u64);

@@ -87,6 +87,11 @@ pub struct Snapshot {
     /// The store revision of the last committed write (0 for a new store).
     pub revision: u64,
     /// Every stored resource, each with its mod revision in its metadata.
+    ///
+    /// A backend stores and returns the whole metadata, including the
+    /// [`uid`](crate::resource::Metadata::uid) (serializing the metadata with
+    /// serde does). A resource returned without one (stored before uids) gets
+    /// one derived from its address and creation time, stable across reopens.
     pub resources: Vec<AnyResource>,
 }
 

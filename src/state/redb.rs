@@ -31,14 +31,21 @@ const META: TableDefinition<'_, &str, u64> = TableDefinition::new("cosi.meta");
 /// - A write is acknowledged only after its batch is on disk; a crash (even
 ///   `SIGKILL` or a power cut on a disk that honours fsync) loses nothing
 ///   acknowledged, and never leaves a batch half applied (redb's commit is atomic).
-/// - Resources come back after a reopen exactly as stored (version, owner,
-///   phase, finalizers, labels, annotations, timestamps, mod revision). A
+/// - Resources come back after a reopen exactly as stored (version,
+///   [uid](crate::resource::Metadata::uid), owner, phase, finalizers, labels,
+///   annotations, timestamps, mod revision). The uid is part of the stored
+///   metadata (`"uid"` in the JSON); a resource in a file written before uids
+///   has none there and gets one derived from its address and creation time
+///   at every open (the same each time; stored with its next write), so such
+///   a file needs no migration and stays format 1. A
 ///   spec comes back in its serialized form and reads back as its typed spec
 ///   on the first typed read ([`AnyResource::typed`]), without registering
 ///   anything first.
 /// - Open fails with [`Error::Storage`] and leaves the file as it was when the
 ///   file is locked by another process ([`StorageFailure::Locked`]), is not a
-///   state file or is damaged ([`StorageFailure::Corrupt`]), was written by a
+///   state file or is damaged ([`StorageFailure::Corrupt`]: also a file that
+///   starts with redb's magic and then holds something else, or a state file
+///   cut short), was written by a
 ///   newer format ([`StorageFailure::UnsupportedFormat`]), or cannot be
 ///   created or written ([`StorageFailure::ReadOnly`]).
 ///
@@ -73,8 +80,21 @@ fn classify(e: &redb::Error) -> StorageFailure {
             StorageFailure::Corrupt
         }
         redb::Error::UpgradeRequired(_) => StorageFailure::UnsupportedFormat,
-        redb::Error::Io(io) => classify_io(io),
+        redb::Error::Io(io) => classify_redb_io(io),
         _ => StorageFailure::Io,
+    }
+}
+
+/// What kind of failure an IO error that redb met on the file is. redb
+/// reports a file that only starts like a redb file as IO errors: a magic
+/// number that does not match ([`InvalidData`](std::io::ErrorKind::InvalidData))
+/// and a header cut short ([`UnexpectedEof`](std::io::ErrorKind::UnexpectedEof)).
+/// Both are about the bytes in the file, not about reaching them: corrupt.
+fn classify_redb_io(e: &std::io::Error) -> StorageFailure {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::InvalidData | ErrorKind::UnexpectedEof => StorageFailure::Corrupt,
+        _ => classify_io(e),
     }
 }
 
@@ -394,6 +414,15 @@ mod tests {
         assert_eq!(classify_io(&IoError::from(ErrorKind::StorageFull)), StorageFailure::Io);
         assert_eq!(classify(&redb::Error::DatabaseAlreadyOpen), StorageFailure::Locked);
         assert_eq!(classify(&redb::Error::UpgradeRequired(1)), StorageFailure::UnsupportedFormat);
+        // A magic number that does not match, a header cut short: the file, not the disk.
+        for kind in [ErrorKind::InvalidData, ErrorKind::UnexpectedEof] {
+            let e = redb::Error::Io(IoError::new(kind, "from redb's header parsing"));
+            assert_eq!(classify(&e), StorageFailure::Corrupt, "{kind:?}");
+        }
+        let e = redb::Error::Io(IoError::from(ErrorKind::StorageFull));
+        assert_eq!(classify(&e), StorageFailure::Io);
+        let e = redb::Error::Io(IoError::from(ErrorKind::PermissionDenied));
+        assert_eq!(classify(&e), StorageFailure::ReadOnly);
     }
 
     #[test]

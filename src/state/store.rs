@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::cache::{Cache, CacheView, SlotEdit};
 use crate::Error;
-use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
+use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, Uid, validate};
 
 /// Which phase an update or modify requires the stored resource to be in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -152,8 +152,10 @@ impl Store {
     }
 
     /// Fills the store with what a backend held at open: resources as stored
-    /// (versions, owners and mod revisions kept), and the store revision moves
-    /// up to `revision` if it is ahead.
+    /// (versions, uids, owners and mod revisions kept), and the store revision
+    /// moves up to `revision` if it is ahead. A resource stored without a uid
+    /// (by a build before uids) gets its derived one ([`Uid`], stable across
+    /// processes and reopens).
     pub(crate) fn load(&mut self, resources: Vec<AnyResource>, revision: u64) {
         for mut res in resources {
             let kind = self.backend.intern(res.pointer().kind());
@@ -161,6 +163,7 @@ impl Store {
             let md = res.metadata_mut();
             md.intern_kind(&kind);
             md.set_owner(owner);
+            give_legacy_uid(md);
             self.revision = self.revision.max(md.revision());
             self.backend.put(res);
         }
@@ -184,7 +187,8 @@ impl Store {
     }
 
     /// Stores `res` as another writer made it (a shared backend's change
-    /// feed): kind and owner interned, nothing checked, the change returned.
+    /// feed): kind and owner interned, a missing uid derived as at
+    /// [`load`](Self::load), nothing checked, the change returned.
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn put_external(&mut self, mut res: AnyResource) -> Change {
         let kind = self.backend.intern(res.pointer().kind());
@@ -192,6 +196,7 @@ impl Store {
         let md = res.metadata_mut();
         md.intern_kind(&kind);
         md.set_owner(owner);
+        give_legacy_uid(md);
         let ptr = res.pointer().clone();
         self.backend.with_slot(&ptr, |current| {
             let change = match current {
@@ -288,8 +293,10 @@ impl Store {
         self.backend.for_each_match(kind, query, f);
     }
 
-    /// Creates `res` owned by `owner`: version 1, `created` = `updated` = `now`;
-    /// phase, finalizers, labels and annotations as given.
+    /// Creates `res` owned by `owner`: version 1, a new random
+    /// [`uid`](crate::resource::Metadata::uid) (one `res` carries is replaced),
+    /// `created` = `updated` = `now`; phase, finalizers, labels and
+    /// annotations as given.
     ///
     /// # Errors
     /// [`Error::AlreadyExists`]; [`Error::InvalidInput`].
@@ -323,10 +330,15 @@ impl Store {
     /// Updates the stored resource with `res`.
     ///
     /// Checks, in this order: missing → [`Error::NotFound`]; stored owner ≠
-    /// `owner` → [`Error::OwnerConflict`]; `res.version()` ≠ stored version →
-    /// [`Error::VersionConflict`]; stored phase not `expected` →
-    /// [`Error::PhaseConflict`]. A write that would move a tearing-down resource
-    /// back to running is [`Error::InvalidInput`].
+    /// `owner` → [`Error::OwnerConflict`]; `res.version()` ≠ stored version,
+    /// or `res` carries a [`uid`](crate::resource::Metadata::uid) other than
+    /// the stored one (it was read from an earlier incarnation: the resource
+    /// was destroyed and created again since) → [`Error::VersionConflict`];
+    /// stored phase not `expected` → [`Error::PhaseConflict`]. A `res` without
+    /// a uid is checked by its version only. A write that would move a
+    /// tearing-down resource back to running is [`Error::InvalidInput`].
+    ///
+    /// The stored uid is kept, whatever `res` carries.
     ///
     /// # Errors
     /// As above, and [`Error::InvalidInput`] for bad metadata.
@@ -344,7 +356,7 @@ impl Store {
             let result = (|| {
                 let current = current.ok_or_else(|| Error::NotFound { resource: ptr.clone() })?;
                 check_owner(current, owner)?;
-                if current.version() != res.version() {
+                if current.version() != res.version() || !same_incarnation(current, &res) {
                     return Err(Error::VersionConflict {
                         resource: ptr.clone(),
                         sent: res.version(),
@@ -422,10 +434,14 @@ impl Store {
             return Ok((stored, Some(change)));
         };
         // The function starts from the stored copy, so only its own edits can
-        // differ; version and owner are the state's.
-        if desired.version() != cur.version() || desired.owner() != cur.owner() {
+        // differ; version, uid and owner are the state's.
+        if desired.version() != cur.version()
+            || desired.owner() != cur.owner()
+            || desired.metadata().uid() != cur.metadata().uid()
+        {
             let md = desired.metadata_mut();
             md.set_version(cur.version());
+            md.set_uid(cur.metadata().uid());
             md.set_owner(cur.metadata().owner_shared().cloned());
         }
         if desired == cur {
@@ -578,8 +594,24 @@ impl Store {
     }
 }
 
+/// Whether `res` may be an update of `current`: it carries no uid (checked
+/// by its version only), or the stored one.
+fn same_incarnation(current: &AnyResource, res: &AnyResource) -> bool {
+    match res.metadata().uid() {
+        None => true,
+        Some(sent) => current.metadata().uid() == Some(sent),
+    }
+}
+
+/// Gives a resource loaded without a uid (stored before uids) its derived one.
+fn give_legacy_uid(md: &mut crate::resource::Metadata) {
+    if md.uid().is_none() {
+        md.set_uid(Some(Uid::of_legacy(md.pointer(), md.created())));
+    }
+}
+
 /// Stamps a new resource as the contract prescribes: the interned kind,
-/// version 1, the owner, `created` = `updated` = `now`.
+/// version 1, a new uid, the owner, `created` = `updated` = `now`.
 fn stamp_new(
     mut res: AnyResource,
     kind: &Kind,
@@ -591,6 +623,7 @@ fn stamp_new(
     md.intern_kind(kind);
     md.set_revision(revision);
     md.set_version(crate::resource::Version::INITIAL);
+    md.set_uid(Some(Uid::random()));
     md.set_owner(owner);
     md.set_created(now);
     md.set_updated(now);
@@ -598,7 +631,7 @@ fn stamp_new(
 }
 
 /// Stamps `new` as the successor of `current` (checks already done): version
-/// + 1, owner, kind and `created` kept from the stored copy, `updated` = `now`.
+/// + 1, uid, owner, kind and `created` kept from the stored copy, `updated` = `now`.
 fn stamp_update(
     current: &AnyResource,
     mut new: AnyResource,
@@ -615,6 +648,7 @@ fn stamp_update(
     let md = new.metadata_mut();
     md.intern_kind(cur.kind());
     md.set_version(cur.version().next());
+    md.set_uid(cur.uid());
     md.set_revision(revision);
     md.set_owner(cur.owner_shared().cloned());
     md.set_created(cur.created());
@@ -916,6 +950,110 @@ mod tests {
         assert_eq!((a.version(), a.metadata().revision(), s.revision()), (Version::new(7), 41, 41));
         s.load(Vec::new(), 50);
         assert_eq!(s.revision(), 50);
+    }
+
+    #[test]
+    fn an_update_from_another_incarnation_is_a_version_conflict() {
+        let mut s = Store::new();
+        let (first, _) = s.create(num("a", 1), None, t(1)).unwrap();
+        s.destroy(&ptr("a"), None).unwrap();
+        let (second, _) = s.create(num("a", 2), None, t(2)).unwrap();
+        assert_eq!(first.version(), second.version(), "both at version 1");
+        assert_ne!(first.metadata().uid(), second.metadata().uid());
+        let mut stale = first.typed::<Num>().unwrap();
+        stale.spec_mut().0 = 99;
+        let e = s.update(stale.into_any(), None, ExpectedPhase::Running, t(3)).unwrap_err();
+        assert!(e.is_version_conflict(), "{e}");
+        let now = s.get(&ptr("a")).unwrap();
+        assert_eq!(now.typed::<Num>().unwrap().spec(), &Num(2), "the new incarnation untouched");
+        assert_eq!(now.metadata().revision(), second.metadata().revision());
+        // The owner is still checked first.
+        s.destroy(&ptr("a"), None).unwrap();
+        s.create(num("a", 3), Some("c"), t(4)).unwrap();
+        let e = s.update(first, None, ExpectedPhase::Running, t(5)).unwrap_err();
+        assert!(e.is_owner_conflict(), "{e}");
+    }
+
+    #[test]
+    fn the_uid_is_the_states_set_at_create_and_kept_by_every_write() {
+        let mut s = Store::new();
+        let mut r = num("a", 1);
+        let sent = Uid::random();
+        r.metadata_mut().set_uid(Some(sent));
+        let (created, _) = s.create(r, None, t(1)).unwrap();
+        let uid = created.metadata().uid().expect("a stored resource has a uid");
+        assert_ne!(uid, sent, "a create replaces the caller's uid");
+        let (updated, _) = s.update(created, None, ExpectedPhase::Running, t(2)).unwrap();
+        assert_eq!(updated.metadata().uid(), Some(uid));
+        let (modified, _) =
+            s.modify(&ptr("a"), &set_num(5), None, ExpectedPhase::Running, t(3)).unwrap();
+        assert_eq!(modified.metadata().uid(), Some(uid));
+        s.add_finalizer(&ptr("a"), "f", t(4)).unwrap();
+        assert_eq!(s.get(&ptr("a")).unwrap().metadata().uid(), Some(uid));
+        s.teardown(&ptr("a"), None, t(5)).unwrap();
+        assert_eq!(s.get(&ptr("a")).unwrap().metadata().uid(), Some(uid));
+        s.remove_finalizer(&ptr("a"), "f", t(6)).unwrap();
+        let Change::Destroyed(gone) = s.destroy(&ptr("a"), None).unwrap() else { panic!() };
+        assert_eq!(gone.metadata().uid(), Some(uid));
+        let (again, _) = s.create(num("a", 1), None, t(7)).unwrap();
+        assert_ne!(again.metadata().uid(), Some(uid), "another incarnation, another uid");
+    }
+
+    #[test]
+    fn an_update_without_a_uid_checks_the_version_only() {
+        let mut s = Store::new();
+        let (stored, _) = s.create(num("a", 1), None, t(1)).unwrap();
+        let mut scratch = num("a", 2);
+        scratch.metadata_mut().set_version(stored.version());
+        let (updated, _) = s.update(scratch, None, ExpectedPhase::Running, t(2)).unwrap();
+        assert_eq!(updated.metadata().uid(), stored.metadata().uid(), "the stored uid kept");
+        assert_eq!(updated.version(), Version::new(2));
+        let mut foreign = updated.clone();
+        foreign.metadata_mut().set_uid(Some(Uid::random()));
+        let e = s.update(foreign, None, ExpectedPhase::Running, t(3)).unwrap_err();
+        assert!(e.is_version_conflict(), "a uid that is not the stored one: {e}");
+    }
+
+    #[test]
+    fn a_modify_that_builds_from_scratch_is_still_a_no_op_when_nothing_changed() {
+        let mut s = Store::new();
+        let from_scratch: ModifyFn = Box::new(|_| Ok(Resource::new("ns", "m", Num(1)).into_any()));
+        let p = Pointer::of::<Num>("ns", "m");
+        let (a, change) = s.modify(&p, &from_scratch, None, ExpectedPhase::Running, t(1)).unwrap();
+        assert!(matches!(change, Some(Change::Created(_))));
+        let (b, change) = s.modify(&p, &from_scratch, None, ExpectedPhase::Running, t(2)).unwrap();
+        assert_eq!(change, None, "no uid in the function's result is no change");
+        assert_eq!(b.metadata().uid(), a.metadata().uid());
+        assert_eq!(b.metadata().revision(), a.metadata().revision());
+    }
+
+    #[test]
+    fn resources_loaded_without_a_uid_get_a_stable_one() {
+        let old = || {
+            let mut r = num("a", 1);
+            r.metadata_mut().set_created(t(1_000));
+            r.metadata_mut().set_version(Version::new(3));
+            r.metadata_mut().set_revision(7);
+            r
+        };
+        let mut s = Store::new();
+        s.load(vec![old()], 7);
+        let uid = s.get(&ptr("a")).unwrap().metadata().uid().expect("derived at load");
+        let mut again = Store::new();
+        again.load(vec![old()], 7);
+        assert_eq!(again.get(&ptr("a")).unwrap().metadata().uid(), Some(uid), "after a reopen");
+        // Stored with the next write; and a stale copy from before is refused.
+        let (updated, _) = s.update(old(), None, ExpectedPhase::Running, t(2_000)).unwrap();
+        assert_eq!(updated.metadata().uid(), Some(uid));
+        let mut kept = num("b", 1);
+        let given = Uid::random();
+        kept.metadata_mut().set_uid(Some(given));
+        s.load(vec![kept], 0);
+        assert_eq!(s.get(&ptr("b")).unwrap().metadata().uid(), Some(given), "as stored");
+        // A change fed by another writer gets the same.
+        let mut fed = Store::new();
+        let change = fed.put_external(old());
+        assert_eq!(change.resource().metadata().uid(), Some(uid));
     }
 
     #[test]

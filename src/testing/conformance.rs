@@ -295,6 +295,8 @@ macro_rules! state_conformance {
                 check_versions_are_owned_by_the_state,
                 check_update_keeps_created_and_moves_updated,
                 check_update_checks_not_found_owner_version_phase_in_order,
+                check_an_update_from_another_incarnation_is_a_version_conflict,
+                check_uids_are_the_states_and_differ_across_incarnations,
                 check_modify_creates_then_updates,
                 check_no_op_modify_writes_nothing_and_emits_nothing,
                 check_modify_of_a_torn_down_resource_is_a_phase_conflict_unless_expected,
@@ -457,6 +459,95 @@ pub async fn check_update_checks_not_found_owner_version_phase_in_order(t: &mut 
     let fresh = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
     let e = state.update(fresh, Some("owner")).await.unwrap_err();
     assert!(e.is_phase_conflict(), "{e}");
+}
+
+/// Checks that an update computed from an earlier incarnation of a resource
+/// (read, then the resource was destroyed and created again) is a version
+/// conflict even at the same version, and leaves the new incarnation as it is.
+pub async fn check_an_update_from_another_incarnation_is_a_version_conflict(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), Some("owner")).await.unwrap();
+    let read = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
+    let first = read.metadata().uid().expect("a stored resource has a uid");
+    let state = t.reopen(state).await;
+    state.destroy(&ptr("a"), Some("owner")).await.unwrap();
+    let again = state.create(int("a", 2), Some("owner")).await.unwrap();
+    let second = again.metadata().uid().expect("a stored resource has a uid");
+    assert_ne!(first, second, "another incarnation, another uid");
+    assert_eq!(again.version(), read.version(), "both at version 1: only the uid tells");
+    let state = t.reopen(state).await;
+
+    let mut stale = read.clone();
+    stale.spec_mut().0 = 99;
+    let e = state.update(stale.clone(), Some("owner")).await.unwrap_err();
+    assert!(e.is_version_conflict(), "{e}");
+    assert!(e.to_string().contains(&ptr("a").to_string()), "names the resource: {e}");
+    // The same through a phase-expecting update.
+    let e = state.update_with_phase(stale, Some("owner"), ExpectedPhase::Any).await.unwrap_err();
+    assert!(e.is_version_conflict(), "{e}");
+    let now = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
+    assert_eq!(now.spec(), &IntSpec(2), "the new incarnation is untouched");
+    assert_eq!(now.version(), Version::new(1));
+    assert_eq!(now.metadata().uid(), Some(second));
+    assert_eq!(now.metadata().revision(), again.metadata().revision(), "nothing was written");
+
+    // The new incarnation's own copy updates as usual.
+    let mut fresh = now;
+    fresh.spec_mut().0 = 3;
+    let updated = state.update(fresh, Some("owner")).await.unwrap();
+    assert_eq!(updated.version(), Version::new(2));
+    assert_eq!(updated.metadata().uid(), Some(second));
+}
+
+/// Checks that the state gives every create a new uid (replacing one the
+/// caller sent), that every later write keeps it (update, modify, teardown,
+/// finalizer edits), that a reopened state has the same one, and that a
+/// resource destroyed and created again has another.
+pub async fn check_uids_are_the_states_and_differ_across_incarnations(t: &mut dyn Target) {
+    let state = t.open().await;
+    let mut events = state.watch_stream(&ptr("a")).await.unwrap();
+    assert!(matches!(events.next().await, Some(Event::Destroyed(_))), "a tombstone first");
+    let mut sent = int("a", 1);
+    let elsewhere = state.create(int("elsewhere", 1), None).await.unwrap();
+    sent.metadata_mut().set_uid(elsewhere.metadata().uid());
+    let created = state.create(sent, None).await.unwrap();
+    let uid = created.metadata().uid().expect("a stored resource has a uid");
+    assert_ne!(Some(uid), elsewhere.metadata().uid(), "a create replaces the caller's uid");
+    match events.next().await {
+        Some(Event::Created(r)) => assert_eq!(r.metadata().uid(), Some(uid), "watchers see it"),
+        other => panic!("expected the create, got {other:?}"),
+    }
+    let state = t.reopen(state).await;
+    let got = state.get(&ptr("a")).await.unwrap();
+    assert_eq!(got.metadata().uid(), Some(uid), "the uid survives a reopen");
+
+    let mut next = got.typed::<IntSpec>().unwrap();
+    next.spec_mut().0 = 2;
+    let updated = state.update(next, None).await.unwrap();
+    assert_eq!(updated.metadata().uid(), Some(uid), "update keeps it");
+    let modified = state
+        .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3, None)
+        .await
+        .unwrap();
+    assert_eq!(modified.metadata().uid(), Some(uid), "modify keeps it");
+    state.add_finalizer(&ptr("a"), "f").await.unwrap();
+    state.teardown(&ptr("a"), None).await.unwrap();
+    state.remove_finalizer(&ptr("a"), "f").await.unwrap();
+    let state = t.reopen(state).await;
+    let kept = state.get(&ptr("a")).await.unwrap();
+    assert_eq!(kept.metadata().uid(), Some(uid), "finalizer edits and teardown keep it");
+    assert_eq!(kept.version(), Version::new(6));
+
+    state.destroy(&ptr("a"), None).await.unwrap();
+    let again = state.create(int("a", 1), None).await.unwrap();
+    let other = again.metadata().uid().expect("a stored resource has a uid");
+    assert_ne!(other, uid, "another incarnation, another uid");
+    let state = t.reopen(state).await;
+    let got = state.get(&ptr("a")).await.unwrap();
+    assert_eq!(got.metadata().uid(), Some(other), "the new uid survives a reopen");
+    assert_eq!(got, again, "equal as stored");
+    let json = serde_json::to_value(got.metadata()).unwrap();
+    assert_eq!(json["uid"], other.to_string(), "serialized as `uid`");
 }
 
 /// Checks that modify creates then updates.

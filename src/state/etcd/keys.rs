@@ -9,6 +9,10 @@
 //!
 //! The value is the resource as JSON (metadata and spec, the same shape as a
 //! [`DynamicResource`]); its mod revision is etcd's, not stored in the value.
+//! The metadata carries the incarnation's [`uid`](crate::resource::Metadata::uid);
+//! a value written by a build before uids has none and is decoded as such:
+//! the state gives it the uid derived from its address and creation time
+//! (the same in every process) when it loads or is fed the value.
 
 use crate::Error;
 use crate::StorageFailure;
