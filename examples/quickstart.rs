@@ -84,10 +84,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("bring eth0 up with modify (atomic read-modify-write)");
     let eth0 = Pointer::typed::<LinkSpec>("network", "eth0");
-    user.modify(&eth0, LinkSpec::default, |l| l.spec_mut().up = true).await?;
+    user.modify(&eth0, |l| l.spec_mut().up = true).await?;
 
     println!("modify again with the same value: nothing is written, no event");
-    let same = user.modify(&eth0, LinkSpec::default, |l| l.spec_mut().up = true).await?;
+    let same = user.modify(&eth0, |l| l.spec_mut().up = true).await?;
     println!("  eth0 is still at version {}", same.version());
 
     runtime.settled().await;
@@ -122,7 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     runtime.settled().await;
     println!("final contents:");
-    for link in user.list_typed::<LinkSpec>("network", &LabelQuery::all()).await?.resources {
+    for link in user.list_typed::<LinkSpec>("network", &LabelQuery::all()).await? {
         println!("  {} v{} {:?}", link.id(), link.version(), link.spec());
     }
     let up = user.get(&Pointer::typed::<LinksUp>("network", "count")).await?;

@@ -33,8 +33,11 @@ pub enum Error {
         resource: Pointer,
     },
 
-    /// An update carried another version than the stored one.
-    #[error("resource {resource} is at version {stored}, the update was based on version {sent}")]
+    /// An update carried another version than the stored one, or was
+    /// computed from another incarnation of the resource (its
+    /// [`uid`](crate::resource::Metadata::uid) differs from the stored one:
+    /// the resource was destroyed and created again since it was read).
+    #[error("{}", version_conflict(resource, *sent, *stored))]
     VersionConflict {
         /// The resource.
         resource: Pointer,
@@ -176,7 +179,10 @@ pub enum StorageFailure {
 impl fmt::Display for StorageFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            StorageFailure::Locked => "locked by another process",
+            StorageFailure::Locked => {
+                "locked: another process has it open, or a state of this process still has \
+                 (call state.close(), or runtime.stop() on the runtime that opened it)"
+            }
             StorageFailure::Corrupt => "corrupt",
             StorageFailure::UnsupportedFormat => "unsupported format",
             StorageFailure::ReadOnly => "read-only",
@@ -186,6 +192,20 @@ impl fmt::Display for StorageFailure {
             StorageFailure::Unavailable => "unavailable",
             StorageFailure::Fenced => "fenced: the claim on the output type was lost",
         })
+    }
+}
+
+/// The text of a version conflict: an equal version means another incarnation.
+fn version_conflict(resource: &Pointer, sent: Version, stored: Version) -> String {
+    if sent == stored {
+        format!(
+            "resource {resource} was destroyed and created again since the update's copy was \
+             read: version {stored} of another incarnation (another uid)"
+        )
+    } else {
+        format!(
+            "resource {resource} is at version {stored}, the update was based on version {sent}"
+        )
     }
 }
 

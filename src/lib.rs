@@ -90,7 +90,7 @@ pub mod supervisor;
 pub mod testing;
 
 pub use error::{Error, Result, StorageFailure};
-pub use runtime::{NotIdle, NotSettled, Runtime, RuntimeBuilder};
+pub use runtime::{NotIdle, NotSettled, Runtime, RuntimeBuilder, SETTLED_PATIENCE};
 pub use state::State;
 
 /// The names most programs need, in one import: resources and specs
@@ -100,14 +100,16 @@ pub mod prelude {
     pub use crate::Runtime;
     pub use crate::controller::{
         Controller, Input, InputKind, Outcome, Output, OutputKind, QController, QSettings,
-        QueueHandle, ReconcileContext, ReconcileError, ReconcileResult, TerminalError,
+        QueueHandle, ReconcileContext, ReconcileError, ReconcileResult, TerminalError, finalizer,
     };
     pub use crate::error::Error;
     pub use crate::resource::{
         AnyResource, Kind, LabelQuery, Metadata, Phase, Pointer, Resource, Spec, TypedPointer,
         Version,
     };
-    pub use crate::state::{Client, Event, ExpectedPhase, State, WatchEvent, WatchOptions};
+    pub use crate::state::{
+        Access, Client, Decoded, Event, ExpectedPhase, State, WatchEvent, WatchOptions,
+    };
     pub use crate::supervisor::{Backoff, RestartPolicy};
 }
 

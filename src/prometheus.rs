@@ -432,6 +432,7 @@ mod tests {
             last_error: None,
             reads: 5,
             writes: 4,
+            self_triggered: 0,
             queue: queue.then(|| QueueMetrics {
                 depth: 7,
                 processing: 1,

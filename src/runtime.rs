@@ -43,6 +43,7 @@ pub struct RuntimeBuilder {
     placement: Placement,
     /// Wraps the state handle controllers get (the test kit records through it).
     intercept: Option<Arc<dyn Fn(State) -> State + Send + Sync>>,
+    patience: std::time::Duration,
 }
 
 impl fmt::Debug for RuntimeBuilder {
@@ -64,6 +65,7 @@ impl Default for RuntimeBuilder {
             arbiters: default_arbiters(),
             placement: Placement::default(),
             intercept: None,
+            patience: SETTLED_PATIENCE,
         }
     }
 }
@@ -123,6 +125,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long [`Runtime::settled`] waits with no progress (no reconcile
+    /// ended) before it logs, once, at WARN, what is still busy (default
+    /// [`SETTLED_PATIENCE`]). It goes on waiting after that.
+    #[must_use]
+    pub fn settled_patience(mut self, patience: std::time::Duration) -> Self {
+        self.patience = patience;
+        self
+    }
+
     pub(crate) fn intercept_controllers(
         mut self,
         intercept: Arc<dyn Fn(State) -> State + Send + Sync>,
@@ -132,7 +143,12 @@ impl RuntimeBuilder {
     }
 
     /// Starts the runtime over an in-memory state, on the current arbiter.
-    /// Must be called inside a running actix `System`.
+    ///
+    /// # Panics
+    /// Outside a running actix `System` (under `#[tokio::main]` or
+    /// `#[tokio::test]`, say), with a message that says what to write
+    /// instead: `#[actix::main]`, `#[actix::test]`.
+    #[track_caller]
     pub fn start(self) -> Runtime {
         let activity = Activity::new();
         let state = State::start_actor(StateActor::new(), activity.clone());
@@ -142,15 +158,18 @@ impl RuntimeBuilder {
     /// Opens the state `state` describes (durable namespaces, history; see
     /// [`StateBuilder`]) and starts the runtime over it, on the current arbiter.
     ///
+    /// The runtime owns the state it opens: [`Runtime::stop`] closes it, so
+    /// the same file can be opened again at once, in this process or another.
+    ///
     /// ```
     /// use cosi_runtime::{Runtime, State};
     /// # actix::System::new().block_on(async {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let runtime = Runtime::builder()
-    ///     .open(State::builder().durable(dir.path().join("state.redb"), ["config"]))
-    ///     .await?;
-    /// runtime.stop().await;
-    /// runtime.state().close().await?;
+    /// let path = dir.path().join("state.redb");
+    /// let runtime = Runtime::builder().open(State::builder().durable(&path, ["config"])).await?;
+    /// runtime.stop().await; // stops the controllers and closes the state file
+    /// let again = Runtime::builder().open(State::builder().durable(&path, ["config"])).await?;
+    /// again.stop().await;
     /// # Ok::<(), cosi_runtime::Error>(())
     /// # }).unwrap();
     /// ```
@@ -161,7 +180,9 @@ impl RuntimeBuilder {
         let activity = Activity::new();
         state.activity = Some(activity.clone());
         let state = state.open().await?;
-        Ok(self.start_over(state, activity))
+        let mut runtime = self.start_over(state, activity);
+        runtime.owns_state = true;
+        Ok(runtime)
     }
 
     /// Opens a state that keeps `namespaces` durable in the file at `path`
@@ -196,7 +217,16 @@ impl RuntimeBuilder {
             arbiters,
         )
         .start();
-        Runtime { state, supervisor, activity, stopped, live, placement: self.placement }
+        Runtime {
+            state,
+            supervisor,
+            activity,
+            stopped,
+            live,
+            placement: self.placement,
+            owns_state: false,
+            patience: self.patience,
+        }
     }
 }
 
@@ -249,10 +279,15 @@ pub struct Runtime {
     supervisor: Addr<Supervisor>,
     activity: Activity,
     stopped: watch::Receiver<Option<StopReason>>,
-    /// Every controller's live counters (for `register_metrics`).
-    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    /// Every controller's live counters (for `register_metrics`, and the
+    /// progress `settled` watches).
     live: ControllerSet,
     placement: Placement,
+    /// The runtime opened its state ([`RuntimeBuilder::open`]): `stop` closes it.
+    owns_state: bool,
+    /// How long [`settled`](Runtime::settled) waits without progress before
+    /// it says what is still busy.
+    patience: std::time::Duration,
 }
 
 impl fmt::Debug for Runtime {
@@ -271,6 +306,11 @@ impl Runtime {
     }
 
     /// Starts a runtime with the default policy over an in-memory state.
+    ///
+    /// # Panics
+    /// Outside a running actix `System`, saying what to write instead (see
+    /// [`RuntimeBuilder::start`]).
+    #[track_caller]
     pub fn start() -> Runtime {
         RuntimeBuilder::default().start()
     }
@@ -393,8 +433,40 @@ impl Runtime {
     /// `enqueue_after`, a queue item due later — is not waited for: the
     /// runtime is settled until it comes due. [`idle`](Runtime::idle) waits
     /// for that too.
+    ///
+    /// It has no bound: a controller that fails for ever, or keeps
+    /// re-triggering itself, keeps the runtime busy. So that such a wait is
+    /// not silent, once a patience ([`SETTLED_PATIENCE`], see
+    /// [`RuntimeBuilder::settled_patience`]) passes with no reconcile ending,
+    /// or with a controller [looping](crate::controller::ControllerHealth::is_looping),
+    /// it logs once, at WARN, what is still busy (what
+    /// [`settled_within`](Runtime::settled_within) reports), and waits on.
+    /// Prefer `settled_within` where giving up is an option.
     pub async fn settled(&self) {
-        self.activity.settled().await;
+        let mut settled = std::pin::pin!(self.activity.settled());
+        let (mut progress, _) = self.live.progress();
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            if tokio::time::timeout(self.patience, &mut settled).await.is_ok() {
+                return;
+            }
+            waited += self.patience;
+            let (ended, looping) = self.live.progress();
+            if looping || ended == progress {
+                let report = self.not_settled(waited).await;
+                let why = if looping {
+                    "a controller keeps re-triggering itself".to_owned()
+                } else {
+                    format!("no reconcile ended in the last {:?}", self.patience)
+                };
+                tracing::warn!(
+                    "runtime.settled() has been waiting for {waited:?}, and {why}: {report}"
+                );
+                settled.await;
+                return;
+            }
+            progress = ended;
+        }
     }
 
     /// Resolves when the runtime is [`settled`](Runtime::settled) **and** no
@@ -425,12 +497,25 @@ impl Runtime {
     }
 
     /// Stops every controller (each finishes its running reconcile first).
-    /// The state stays readable through existing handles. On a shared (etcd)
-    /// state this process then gives up its claims and revokes its lease, so
-    /// standbys in other processes take over at once, not after the lease TTL.
+    /// On a shared (etcd) state this process then gives up its claims and
+    /// revokes its lease, so standbys in other processes take over at once,
+    /// not after the lease TTL.
+    ///
+    /// A state the runtime opened itself ([`RuntimeBuilder::open`],
+    /// [`open_durable`](RuntimeBuilder::open_durable)) is then closed: what
+    /// was written is committed, the file and its lock are released (the
+    /// same file opens again at once, in this process too), and later
+    /// requests get [`Error::Unavailable`](crate::Error::Unavailable). An
+    /// in-memory state ([`Runtime::start`]) stays readable through existing
+    /// handles.
     pub async fn stop(&self) {
         let _ = self.supervisor.send(StopAll(StopReason::Requested)).await;
         self.state.resign_claims().await;
+        if self.owns_state
+            && let Err(e) = self.state.close().await
+        {
+            tracing::warn!("stopping the runtime: closing its state failed: {e}");
+        }
     }
 
     /// Resolves when the runtime stops, with the reason.
@@ -479,9 +564,14 @@ impl Runtime {
     /// # Errors
     /// [`NotSettled`] naming what was busy when the deadline passed.
     pub async fn settled_within(&self, deadline: std::time::Duration) -> Result<(), NotSettled> {
-        if tokio::time::timeout(deadline, self.settled()).await.is_ok() {
+        if tokio::time::timeout(deadline, self.activity.settled()).await.is_ok() {
             return Ok(());
         }
+        Err(self.not_settled(deadline).await)
+    }
+
+    /// What is busy, after waiting `waited` for the runtime to settle.
+    async fn not_settled(&self, waited: std::time::Duration) -> NotSettled {
         let health = self.health().await;
         let busy = health
             .controllers
@@ -491,7 +581,7 @@ impl Runtime {
                     || c.queued.is_some_and(|(waiting, running)| waiting + running > 0)
             })
             .collect();
-        Err(NotSettled { deadline, units: self.activity.busy(), busy })
+        NotSettled { deadline: waited, units: self.activity.busy(), busy }
     }
 
     /// Every controller's counters, in registration order.
@@ -537,6 +627,10 @@ impl Runtime {
         self.supervisor.send(GetGraph).await.unwrap_or_default()
     }
 }
+
+/// How long [`Runtime::settled`] waits with no progress before it says, once,
+/// what is still busy: 30 seconds.
+pub const SETTLED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The runtime was still busy when [`Runtime::settled_within`]'s deadline passed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -37,8 +37,8 @@ impl Controller for Busy {
     }
 }
 
-fn hot() -> Pointer {
-    Pointer::of::<IntSpec>(NS, "hot")
+fn hot() -> TypedPointer<IntSpec> {
+    Pointer::typed(NS, "hot")
 }
 
 /// A harness running `Busy` (gate open), settled, with input "hot" = 0.
@@ -47,13 +47,13 @@ async fn busy() -> (Harness, watch::Sender<bool>, Arc<AtomicI64>) {
     let last_seen = Arc::new(AtomicI64::new(-1));
     let seen = last_seen.clone();
     let h = Harness::new(move || Busy { gate: gate.clone(), last_seen: seen.clone() }).await;
-    h.create(Resource::new(NS, "hot", IntSpec(0))).await;
+    h.create(Resource::new(NS, "hot", IntSpec(0))).await.unwrap();
     h.settle().await;
     (h, open, last_seen)
 }
 
 async fn set(h: &Harness, n: i64) {
-    h.modify(&hot(), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await;
+    h.modify(&hot(), move |r| r.spec_mut().0 = n).await.unwrap();
 }
 
 #[actix::test]

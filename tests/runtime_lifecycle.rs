@@ -206,3 +206,52 @@ async fn the_dependency_graph_exports_to_dot_and_mermaid() {
     assert!(mermaid.contains("==>|strong default|"), "{mermaid}");
     assert!(mermaid.contains("-.->|shared|"), "{mermaid}");
 }
+
+#[test]
+fn starting_outside_an_actix_system_says_what_to_write_instead() {
+    // What #[tokio::main] gives: a tokio runtime, but no actix System.
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let panic = std::panic::catch_unwind(|| {
+        tokio.block_on(async {
+            let _ = cosi_runtime::Runtime::start();
+        })
+    })
+    .unwrap_err();
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default();
+    assert!(message.contains("inside a running actix System"), "{message}");
+    assert!(message.contains("#[actix::main]"), "{message}");
+    assert!(message.contains("instead of #[tokio::main]"), "{message}");
+}
+
+#[actix::test]
+async fn a_stopped_runtime_releases_the_state_file_it_opened_so_this_process_can_reopen_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let first = Runtime::builder().open_durable(&path, ["config"]).await.unwrap();
+    let user = first.state().client();
+    user.create(Resource::new("config", "a", IntSpec(7))).await.unwrap();
+    first.stop().await;
+    // Closing again (as programs written before did) is harmless.
+    first.state().close().await.unwrap();
+
+    let second = Runtime::builder().open_durable(&path, ["config"]).await.unwrap();
+    let a = second.state().client().get(&Pointer::typed::<IntSpec>("config", "a")).await.unwrap();
+    assert_eq!(a.spec().0, 7, "the write of the first runtime was kept");
+    second.stop().await;
+}
+
+#[actix::test]
+async fn a_file_still_open_in_this_process_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let open = State::builder().durable(&path, ["config"]).open().await.unwrap();
+    let err = State::builder().durable(&path, ["config"]).open().await.unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("locked"), "{message}");
+    assert!(message.contains("call state.close()"), "{message}");
+    open.close().await.unwrap();
+}

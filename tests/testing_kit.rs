@@ -10,33 +10,32 @@ use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::testing::{Fault, Harness, StateProbe};
 
-fn int(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+fn int(id: &str) -> TypedPointer<IntSpec> {
+    Pointer::typed(NS, id)
 }
 
-fn s(id: &str) -> Pointer {
-    Pointer::of::<StrSpec>(NS, id)
+fn s(id: &str) -> TypedPointer<StrSpec> {
+    Pointer::typed(NS, id)
 }
 
 #[actix::test]
 async fn the_harness_logs_the_controllers_writes_in_order() {
     let h = Harness::new(int_to_str).await;
-    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
     h.settle().await;
     assert_eq!(
         h.write_log(),
         ["add_finalizer default/Ints.test.cosi.dev/a", "modify default/Strs.test.cosi.dev/a"]
     );
-    assert_eq!(h.get::<StrSpec>(&s("a")).await.unwrap().spec().0, "1");
+    assert_eq!(h.get(&s("a")).await.unwrap().spec().0, "1");
     assert_eq!(h.finalizers(&int("a")).await, ["IntToStr"]);
     assert_eq!(h.writes()[1].owner.as_deref(), Some("IntToStr"));
 
     // The user's own writes are not in the log; no-op modifies are not writes.
     h.take_writes();
-    h.modify(&int("a"), |r: &mut Resource<IntSpec>| {
-        r.metadata_mut().labels_mut().insert("x", "y").map(drop).unwrap_or(())
-    })
-    .await;
+    h.modify(&int("a"), |r| r.metadata_mut().labels_mut().insert("x", "y").map(drop).unwrap_or(()))
+        .await
+        .unwrap();
     h.settle().await;
     assert!(h.write_log().is_empty(), "{:?}", h.write_log());
     assert!(h.reconciles().await >= 3);
@@ -45,10 +44,10 @@ async fn the_harness_logs_the_controllers_writes_in_order() {
 #[actix::test]
 async fn teardown_through_the_harness_shows_the_release_sequence() {
     let h = Harness::new(int_to_str).await;
-    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
     h.settle().await;
     h.take_writes();
-    h.teardown_and_destroy(&int("a")).await;
+    h.teardown_and_destroy(&int("a")).await.unwrap();
     assert_eq!(
         h.write_log(),
         [
@@ -57,7 +56,7 @@ async fn teardown_through_the_harness_shows_the_release_sequence() {
             "remove_finalizer default/Ints.test.cosi.dev/a"
         ]
     );
-    assert!(h.get::<IntSpec>(&int("a")).await.is_none());
+    assert!(h.get(&int("a")).await.unwrap_err().is_not_found());
 }
 
 #[actix::test]
@@ -66,9 +65,9 @@ async fn injected_faults_exercise_the_error_path_in_virtual_time() {
     let h = Harness::new(int_to_str).await;
     h.inject(Fault::on("add_finalizer").times(2));
     let start = tokio::time::Instant::now();
-    h.create(Resource::new(NS, "a", IntSpec(7))).await;
+    h.create(Resource::new(NS, "a", IntSpec(7))).await.unwrap();
     h.settle().await;
-    assert_eq!(h.get::<StrSpec>(&s("a")).await.unwrap().spec().0, "7");
+    assert_eq!(h.get(&s("a")).await.unwrap().spec().0, "7");
     let m = h.metrics().await;
     assert_eq!(m.errors, 2);
     assert_eq!((m.retries, m.restarts), (2, 0), "errors are retried, the instance kept");
@@ -84,9 +83,11 @@ async fn injected_faults_exercise_the_error_path_in_virtual_time() {
 #[actix::test]
 async fn a_fault_can_carry_a_chosen_error() {
     let h = Harness::new(int_to_str).await;
-    h.inject(Fault::on("modify").at(&s("a")).error(Error::AlreadyExists { resource: s("a") }));
-    h.create(Resource::new(NS, "a", IntSpec(1))).await;
-    h.create(Resource::new(NS, "b", IntSpec(2))).await;
+    h.inject(
+        Fault::on("modify").at(&s("a")).error(Error::AlreadyExists { resource: s("a").erase() }),
+    );
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    h.create(Resource::new(NS, "b", IntSpec(2))).await.unwrap();
     h.settle().await;
     let failed: Vec<_> = h.writes().into_iter().filter(|w| !w.is_ok()).collect();
     assert_eq!(failed.len(), 1);
@@ -97,12 +98,12 @@ async fn a_fault_can_carry_a_chosen_error() {
 #[actix::test]
 async fn wait_for_is_driven_by_watch_events() {
     let h = Harness::new(int_to_str).await;
-    h.create(Resource::new(NS, "a", IntSpec(1))).await;
-    h.wait_for(&s("a"), |r: Option<&Resource<StrSpec>>| r.is_some_and(|r| r.spec().0 == "1")).await;
-    h.modify(&int("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await;
-    h.wait_for(&s("a"), |r: Option<&Resource<StrSpec>>| r.is_some_and(|r| r.spec().0 == "2")).await;
-    h.teardown(&int("a")).await;
-    h.wait_for(&s("a"), |r: Option<&Resource<StrSpec>>| r.is_none()).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    h.wait_for(&s("a"), |r| r.is_some_and(|r| r.spec().0 == "1")).await;
+    h.modify(&int("a"), |r| r.spec_mut().0 = 2).await.unwrap();
+    h.wait_for(&s("a"), |r| r.is_some_and(|r| r.spec().0 == "2")).await;
+    h.teardown(&int("a")).await.unwrap();
+    h.wait_for(&s("a"), |r| r.is_none()).await;
 }
 
 #[actix::test]
@@ -110,7 +111,7 @@ async fn wait_for_is_driven_by_watch_events() {
 async fn wait_for_fails_when_the_state_never_comes() {
     tokio::time::pause();
     let h = Harness::new(int_to_str).await;
-    h.wait_for(&s("never"), |r: Option<&Resource<StrSpec>>| r.is_some()).await;
+    h.wait_for(&s("never"), |r| r.is_some()).await;
 }
 
 struct Panicky;
@@ -138,7 +139,7 @@ impl Controller for Panicky {
 async fn a_panic_in_the_controller_fails_the_test() {
     tokio::time::pause();
     let h = Harness::new(|| Panicky).await;
-    h.create(Resource::new(NS, "a", IntSpec(1))).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
     // Supervision catches the panic and retries; the kit still fails the test.
     h.settle().await;
 }
@@ -147,8 +148,8 @@ async fn a_panic_in_the_controller_fails_the_test() {
 async fn allow_panics_lets_a_test_check_recovery() {
     tokio::time::pause();
     let h = Harness::builder().allow_panics().start(|| Panicky).await.unwrap();
-    h.create(Resource::new(NS, "a", IntSpec(1))).await;
-    h.destroy(&int("a")).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    h.destroy(&int("a")).await.unwrap();
     h.settle().await;
     assert!(!h.panics().is_empty());
     assert!(h.metrics().await.panics >= 1);
@@ -183,7 +184,7 @@ async fn the_probe_records_exact_requests_for_delivered_messages() {
     probe.take_requests();
     let out = probe.state().get(&s("a")).await.unwrap();
     probe.take_requests();
-    host.deliver(Event::Created(out)).await;
+    host.deliver(Event::Created(out.into())).await;
     probe.settled().await;
     assert!(probe.request_log().is_empty(), "{:?}", probe.request_log());
 }
@@ -208,11 +209,8 @@ impl QController for Echo {
         "Echo"
     }
     fn settings(&self) -> QSettings {
-        QSettings {
-            inputs: vec![Input::primary::<IntSpec>(NS)],
-            outputs: vec![Output::exclusive::<StrSpec>()],
-            concurrency: 2,
-        }
+        QSettings::new(vec![Input::primary::<IntSpec>(NS)], vec![Output::exclusive::<StrSpec>()])
+            .with_concurrency(2)
     }
     async fn reconcile(
         &self,
@@ -220,10 +218,7 @@ impl QController for Echo {
         ptr: &Pointer,
     ) -> Result<Outcome, ReconcileError> {
         let id = ptr.id().to_owned();
-        cx.modify(&Pointer::of::<StrSpec>(NS, ptr.id()), move |r: &mut Resource<StrSpec>| {
-            r.spec_mut().0 = id.clone()
-        })
-        .await?;
+        cx.modify(&s(ptr.id()), move |r| r.spec_mut().0 = id.clone()).await?;
         Ok(Outcome::Done)
     }
 }
@@ -231,7 +226,7 @@ impl QController for Echo {
 #[actix::test]
 async fn queue_controllers_run_in_the_harness_and_the_probe() {
     let h = Harness::queue(|| Echo).await;
-    h.create(Resource::new(NS, "q", IntSpec(1))).await;
+    h.create(Resource::new(NS, "q", IntSpec(1))).await.unwrap();
     h.settle().await;
     assert_eq!(h.write_log(), ["modify default/Strs.test.cosi.dev/q"]);
     assert!(h.queue_handle().is_some());

@@ -28,8 +28,8 @@ impl Controller for MotdController {
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         for host in cx.list_typed::<Hostname>("network", &LabelQuery::all()).await? {
             let text = format!("Welcome to {}!", host.spec().0);
-            let motd = Pointer::of::<Motd>("os", "motd");
-            cx.modify(&motd, move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone()).await?;
+            let motd = Pointer::typed::<Motd>("os", "motd");
+            cx.modify(&motd, move |m| m.spec_mut().0 = text.clone()).await?;
         }
         Ok(())
     }
@@ -40,13 +40,13 @@ impl Controller for MotdController {
 async fn motd_follows_the_hostname_and_survives_a_failed_write() {
     tokio::time::pause(); // backoffs run in virtual time
     let h = Harness::new(|| MotdController).await;
-    let motd = Pointer::of::<Motd>("os", "motd");
+    let motd = Pointer::typed::<Motd>("os", "motd");
     h.inject(Fault::on("modify").at(&motd)); // the first write fails
 
-    h.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await;
+    h.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await.unwrap();
     h.settle().await; // no sleeps: returns when nothing is in flight
 
-    assert_eq!(h.get::<Motd>(&motd).await.unwrap().spec().0, "Welcome to node-1!");
+    assert_eq!(h.get(&motd).await.unwrap().spec().0, "Welcome to node-1!");
     let failed_then_ok =
         ["modify os/Motds.os.cosi.dev/motd (failed)", "modify os/Motds.os.cosi.dev/motd"];
     assert_eq!(h.write_log(), failed_then_ok);

@@ -75,5 +75,14 @@ async fn log_users_keep_the_warning_and_the_per_reconcile_line() {
             && text.contains("FailsOnce")),
         "{lines:#?}"
     );
+    // Every line of the reconcile target names the controller and the object.
+    for (_, target, text) in lines.iter().filter(|(_, t, _)| t == "cosi_runtime::reconcile") {
+        assert!(text.contains("FailsOnce") && text.contains("object.ref"), "{target}: {text}");
+    }
+    assert!(
+        lines.iter().any(|(_, target, text)| target == "cosi_runtime::reconcile"
+            && text.contains("result=success")),
+        "{lines:#?}"
+    );
     runtime.stop().await;
 }

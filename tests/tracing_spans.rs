@@ -92,7 +92,7 @@ impl QController for Keys {
         QSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![Output::shared::<SentenceSpec>()],
-            concurrency: 1,
+            ..Default::default()
         }
     }
     async fn reconcile(

@@ -1,11 +1,13 @@
-//! [`Transform`]: one input type → one output type, per object.
+//! [`Transform`]: one input type → one output type (or many outputs per
+//! input), per object.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError, TerminalError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::ExpectedPhase;
 
@@ -16,37 +18,70 @@ pub const INPUT_LABEL: &str = "transform.cosi.dev/input";
 
 /// What a mapping makes of one input: an output id and spec, or nothing
 /// (no output for this input; an earlier one is removed). A
-/// [`TerminalError`](cosi_runtime::controller::TerminalError) is not retried;
-/// any other error is, with backoff.
+/// [`TerminalError`] is not retried; any other error is, with backoff.
 pub type Mapped<O> = Result<Option<(String, O)>, ReconcileError>;
 
-type MapFuture<'a, O> = Pin<Box<dyn Future<Output = Mapped<O>> + 'a>>;
+/// What a [many-outputs](Transform::many) mapping makes of one input: every
+/// output it implies, as (id, spec) pairs (empty: none; an output made
+/// earlier and no longer listed is removed). Errors as for [`Mapped`].
+pub type MappedMany<O> = Result<Vec<(String, O)>, ReconcileError>;
 
-/// A mapping, sync or async, behind one call.
+type MapFuture<'a, O> = Pin<Box<dyn Future<Output = MappedMany<O>> + 'a>>;
+
+/// What a mapping returns, made a list of outputs: the single form is the
+/// many form with zero or one output.
+trait IntoOutputs<O> {
+    fn into_outputs(self) -> Vec<(String, O)>;
+}
+
+impl<O> IntoOutputs<O> for Option<(String, O)> {
+    fn into_outputs(self) -> Vec<(String, O)> {
+        self.into_iter().collect()
+    }
+}
+
+impl<O> IntoOutputs<O> for Vec<(String, O)> {
+    fn into_outputs(self) -> Vec<(String, O)> {
+        self
+    }
+}
+
+/// A mapping, sync or async, one output or many, behind one call.
 trait MapFn<I: Spec, O: Spec> {
     fn call<'a>(&'a self, cx: &'a ReconcileContext, input: &'a Resource<I>) -> MapFuture<'a, O>;
 }
 
-struct SyncMap<F>(F);
+struct SyncMap<F, R>(F, PhantomData<fn() -> R>);
 
-impl<I: Spec, O: Spec, F: Fn(&Resource<I>) -> Mapped<O>> MapFn<I, O> for SyncMap<F> {
+impl<I, O, R, F> MapFn<I, O> for SyncMap<F, R>
+where
+    I: Spec,
+    O: Spec,
+    R: IntoOutputs<O>,
+    F: Fn(&Resource<I>) -> Result<R, ReconcileError>,
+{
     fn call<'a>(&'a self, _: &'a ReconcileContext, input: &'a Resource<I>) -> MapFuture<'a, O> {
-        Box::pin(std::future::ready((self.0)(input)))
+        Box::pin(std::future::ready((self.0)(input).map(IntoOutputs::into_outputs)))
     }
 }
 
-struct AsyncMap<F>(F);
+struct AsyncMap<F, R>(F, PhantomData<fn() -> R>);
 
-impl<I: Spec, O: Spec, F: AsyncFn(&ReconcileContext, &Resource<I>) -> Mapped<O>> MapFn<I, O>
-    for AsyncMap<F>
+impl<I, O, R, F> MapFn<I, O> for AsyncMap<F, R>
+where
+    I: Spec,
+    O: Spec,
+    R: IntoOutputs<O>,
+    F: AsyncFn(&ReconcileContext, &Resource<I>) -> Result<R, ReconcileError>,
 {
     fn call<'a>(&'a self, cx: &'a ReconcileContext, input: &'a Resource<I>) -> MapFuture<'a, O> {
-        Box::pin(async move { (self.0)(cx, input).await })
+        Box::pin(async move { (self.0)(cx, input).await.map(IntoOutputs::into_outputs) })
     }
 }
 
 /// A generic controller that turns each resource of input type `I` into (at
-/// most) one resource of output type `O`, through a mapping you give it.
+/// most) one resource of output type `O`, through a mapping you give it; or,
+/// made with [`many`](Transform::many), into any number of them.
 ///
 /// It is a queue controller: each input is reconciled on its own, so one
 /// input whose mapping fails backs off alone while the others go on.
@@ -87,24 +122,36 @@ impl<I: Spec, O: Spec, F: AsyncFn(&ReconcileContext, &Resource<I>) -> Mapped<O>>
 /// ```
 ///
 /// # Expected flow
-/// 1. Every input in the input namespace is queued at start and on each change.
-/// 2. A running input is mapped: `Some((id, spec))` creates or updates output
+/// 1. An input is reconciled at start, and on each change of it (created,
+///    updated, tearing down, destroyed). Its outputs wake it only when one is
+///    **destroy-ready** (tearing down with no finalizers left) or destroyed;
+///    their other changes (including the transform's own writes) do not.
+/// 2. A running input is mapped: each `(id, spec)` creates or updates output
 ///    `id` in the output namespace (nothing is written when nothing changed),
-///    labelled [`INPUT_LABEL`] = the input's id; `None` removes what the
-///    input had made. An output made earlier under another id is removed.
+///    labelled [`INPUT_LABEL`] = the input's id. An output the input made
+///    earlier and the mapping no longer returns (`None`, an empty list,
+///    another id) is removed: torn down, destroyed once destroy-ready.
 /// 3. With [input finalizers](Transform::with_input_finalizers), the transform
-///    holds its finalizer (its name) on each running input it has mapped.
+///    holds its finalizer (its name) on each running input it has mapped
+///    (putting it on is a change of the input: one more reconcile).
 /// 4. An input tearing down: its outputs are torn down, destroyed once
 ///    destroy-ready (whoever holds them, such as a controller that applies
-///    them, lets go first), and only then is the input's finalizer removed,
-///    so `teardown_and_destroy` of the input completes after its outputs are gone.
+///    them, lets go first: that is the change that wakes the input again),
+///    and only then is the input's finalizer removed, so
+///    `teardown_and_destroy` of the input completes after its outputs are gone.
 /// 5. An input that is gone (or never had a finalizer and was destroyed):
 ///    its outputs are removed the same way.
 ///
 /// # Guarantees
-/// - One output per input at most; outputs whose input vanished are removed,
-///   also those left from an earlier run (outputs are watched from the start
-///   and mapped back to their input by label).
+/// - Each output belongs to one input; outputs whose input vanished are
+///   removed, also those left from an earlier run: at start every existing
+///   output of the transform is mapped back (by label) to its input, which
+///   is reconciled, found gone, and its outputs removed.
+/// - The transform never wakes itself by writing its outputs, so a mapping
+///   that is not a pure function (a counter, a timestamp) still settles: a
+///   handful of reconciles per input, not a loop.
+/// - An output destroyed by someone else is made again (its destruction
+///   wakes its input).
 /// - One input is never reconciled twice at once; a failing input backs off
 ///   alone (per-key backoff of the [work queue](cosi_runtime::queue)).
 /// - [Extra inputs](Transform::with_extra_input) the mapping reads: any
@@ -116,13 +163,20 @@ impl<I: Spec, O: Spec, F: AsyncFn(&ReconcileContext, &Resource<I>) -> Mapped<O>>
 /// - Finding an input's outputs lists the output kind by label: a scan of
 ///   that kind per reconcile. Fine for thousands of outputs; for very large
 ///   kinds write a [`QController`] that knows the output id.
-/// - A mapping must be a function of what it reads: the transform remembers
-///   nothing between reconciles.
+/// - The mapping runs only when its input (or an extra input) changes: an
+///   output changed behind the transform's back (by a writer acting as its
+///   owner) is not put back until then, and a mapping that reads anything
+///   else (the clock, a file) is not run again when that changes: read it
+///   through an extra input, or requeue from outside with an
+///   [`Enqueuer`](crate::Enqueuer).
+/// - Two inputs mapped to one output id fight over it (the later write
+///   wins, and relabels it): give each input ids of its own.
 ///
 /// # Errors
 /// Mapping errors and state errors fail the reconcile of that one input:
 /// retried with backoff, or (terminal) not retried until the input changes.
-/// The controller's health and metrics report them.
+/// A many-outputs mapping that returns one id twice is a terminal error
+/// (nothing is written). The controller's health and metrics report them.
 pub struct Transform<I: Spec, O: Spec> {
     name: String,
     input_namespace: String,
@@ -159,7 +213,8 @@ impl<I: Spec, O: Spec> Transform<I, O> {
         output_namespace: impl Into<String>,
         map: impl Fn(&Resource<I>) -> Mapped<O> + 'static,
     ) -> Self {
-        Self::with_map(name, input_namespace, output_namespace, Box::new(SyncMap(map)))
+        let map = SyncMap(map, PhantomData);
+        Self::with_map(name, input_namespace, output_namespace, Box::new(map))
     }
 
     /// As [`new`](Transform::new), with an async mapping that may read
@@ -200,7 +255,67 @@ impl<I: Spec, O: Spec> Transform<I, O> {
         output_namespace: impl Into<String>,
         map: impl AsyncFn(&ReconcileContext, &Resource<I>) -> Mapped<O> + 'static,
     ) -> Self {
-        Self::with_map(name, input_namespace, output_namespace, Box::new(AsyncMap(map)))
+        let map = AsyncMap(map, PhantomData);
+        Self::with_map(name, input_namespace, output_namespace, Box::new(map))
+    }
+
+    /// A transform that makes any number of outputs of each input: the
+    /// mapping lists them all, as `(id, spec)` pairs. Outputs it made earlier
+    /// and no longer lists are removed; every output is labelled
+    /// [`INPUT_LABEL`] and removed with its input, as for [`new`](Transform::new)
+    /// (which is this form with zero or one output).
+    ///
+    /// ```
+    /// use cosi_actors::Transform;
+    /// use cosi_runtime::prelude::*;
+    /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct TimeConfig { servers: Vec<String> }
+    /// # impl Spec for TimeConfig { const TYPE: &'static str = "TimeConfigs.net.cosi.dev"; }
+    /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct TimeServer { address: String }
+    /// # impl Spec for TimeServer { const TYPE: &'static str = "TimeServers.net.cosi.dev"; }
+    ///
+    /// # actix::System::new().block_on(async {
+    /// let runtime = Runtime::start();
+    /// // One config listing servers: one resource per server.
+    /// runtime
+    ///     .register_queue(|| {
+    ///         Transform::many("TimeServers", "config", "network", |config: &Resource<TimeConfig>| {
+    ///             let servers = config.spec().servers.iter();
+    ///             Ok(servers.map(|s| (s.clone(), TimeServer { address: s.clone() })).collect())
+    ///         })
+    ///         .with_input_finalizers()
+    ///     })
+    ///     .await?;
+    /// let state = runtime.state();
+    /// let servers = vec!["ntp1".to_owned(), "ntp2".to_owned()];
+    /// state.create(Resource::new("config", "time", TimeConfig { servers }), None).await?;
+    /// runtime.settled().await;
+    /// let made = state.list_typed::<TimeServer>("network", &LabelQuery::all()).await?;
+    /// assert_eq!(made.iter().map(|s| s.id()).collect::<Vec<_>>(), ["ntp1", "ntp2"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn many(
+        name: impl Into<String>,
+        input_namespace: impl Into<String>,
+        output_namespace: impl Into<String>,
+        map: impl Fn(&Resource<I>) -> MappedMany<O> + 'static,
+    ) -> Self {
+        let map = SyncMap(map, PhantomData);
+        Self::with_map(name, input_namespace, output_namespace, Box::new(map))
+    }
+
+    /// As [`many`](Transform::many), with an async mapping that may read
+    /// through the reconcile context (as [`new_async`](Transform::new_async)).
+    pub fn many_async(
+        name: impl Into<String>,
+        input_namespace: impl Into<String>,
+        output_namespace: impl Into<String>,
+        map: impl AsyncFn(&ReconcileContext, &Resource<I>) -> MappedMany<O> + 'static,
+    ) -> Self {
+        let map = AsyncMap(map, PhantomData);
+        Self::with_map(name, input_namespace, output_namespace, Box::new(map))
     }
 
     fn with_map(
@@ -274,8 +389,10 @@ impl<I: Spec, O: Spec> Transform<I, O> {
         Ok(gone)
     }
 
-    /// Writes output `id` made from `input`; `false` when that output is
-    /// still being removed (its destroy-ready change requeues the input).
+    /// Writes output `id` made from `input`. An output of that id still
+    /// tearing down (removed earlier, or by someone else) is released first
+    /// and made again once gone; `false` while something still holds it
+    /// (its destroy-ready change requeues the input).
     async fn write(
         &self,
         cx: &ReconcileContext,
@@ -296,11 +413,18 @@ impl<I: Spec, O: Spec> Transform<I, O> {
                 out.metadata_mut().labels_mut().insert(INPUT_LABEL, from.clone());
             }
         };
-        match cx.modify_with(&ptr, empty, set, ExpectedPhase::Running).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.is_phase_conflict() => Ok(false),
-            Err(e) => Err(e),
+        for _ in 0..2 {
+            match cx.modify_with(&ptr, empty.clone(), set.clone(), ExpectedPhase::Running).await {
+                Ok(_) => return Ok(true),
+                Err(e) if e.is_phase_conflict() => {
+                    if !cx.release(&ptr).await? {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
+        Ok(false) // torn down again meanwhile: its destruction requeues the input
     }
 }
 
@@ -312,7 +436,7 @@ impl<I: Spec, O: Spec> QController for Transform<I, O> {
     fn settings(&self) -> QSettings {
         let mut inputs = vec![
             Input::primary::<I>(&self.input_namespace),
-            Input::mapped::<O>(&self.output_namespace),
+            Input::destroy_ready::<O>(&self.output_namespace),
         ];
         inputs.extend(self.extra.iter().cloned());
         let output = Output::new(O::TYPE, self.output);
@@ -360,15 +484,18 @@ impl<I: Spec, O: Spec> QController for Transform<I, O> {
         if self.input_finalizers && !held && !cx.add_finalizer(ptr).await? {
             return Ok(Outcome::Done); // going away: its teardown requeues it
         }
-        let keep = match self.map.call(cx, &input).await? {
-            Some((id, spec)) => {
-                let ptr = self.output_kind().pointer(id.as_str());
-                self.write(cx, &input, id, spec).await?;
-                Some(ptr)
+        let outputs = self.map.call(cx, &input).await?;
+        let mut keep = HashSet::with_capacity(outputs.len());
+        for (id, _) in &outputs {
+            if !keep.insert(self.output_kind().pointer(id.as_str())) {
+                let why = format!("the mapping of {ptr} returned output id {id:?} twice");
+                return Err(TerminalError::new(why).into());
             }
-            None => None,
-        };
-        let stale: Vec<Pointer> = made.into_iter().filter(|m| Some(m) != keep.as_ref()).collect();
+        }
+        for (id, spec) in outputs {
+            self.write(cx, &input, id, spec).await?;
+        }
+        let stale: Vec<Pointer> = made.into_iter().filter(|m| !keep.contains(m)).collect();
         self.release_all(cx, &stale).await?;
         Ok(Outcome::Done)
     }

@@ -11,8 +11,8 @@
 //! User configuration (links, addresses, routes, hostname) → four render
 //! controllers derive the files they imply → a queue controller writes them
 //! under a sandbox directory → a status controller reports. The run applies a
-//! configuration, changes it (one controller panics and is restarted by the
-//! supervisor), removes part of it (the teardown cascades and the files
+//! configuration, changes it (one controller panics; the panic is caught and
+//! that configuration retried), removes part of it (the teardown cascades and the files
 //! disappear), prints the final resources and the per-controller metrics, and
 //! writes the dependency graph (DOT, Mermaid) and Prometheus metrics beside
 //! the files. See `plane.rs` for the controllers.

@@ -243,41 +243,36 @@ impl QController for ApplyController {
         cx: &ReconcileContext,
         ptr: &Pointer,
     ) -> Result<Outcome, ReconcileError> {
-        let record = Pointer::of::<AppliedFile>(STATUS, ptr.id());
-        let file = match cx.get_typed::<FileSpec>(ptr).await {
-            Ok(file) => file,
-            Err(e) if e.is_not_found() => return Ok(Outcome::Done),
-            Err(e) => return Err(e.into()),
-        };
-        let path = self.path(file.spec())?;
-        if file.phase() == Phase::TearingDown {
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-                _ => log::info!("ApplyController: removed {}", file.spec().path),
-            }
-            match cx.destroy(&record).await {
-                Err(e) if !e.is_not_found() => return Err(e.into()),
-                _ => {}
-            }
-            cx.remove_finalizer(ptr).await?;
-            return Ok(Outcome::Done);
-        }
-        if !file.metadata().finalizers().contains(cx.name()) && !cx.add_finalizer(ptr).await? {
-            return Ok(Outcome::Done); // going away: its teardown wakes us again
-        }
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&path, &file.spec().content)?;
-        let applied = AppliedFile {
-            path: file.spec().path.clone(),
-            bytes: file.spec().content.len() as u64,
-            from_version: file.version().get(),
-        };
-        log::info!("ApplyController: wrote {} ({} bytes)", applied.path, applied.bytes);
-        cx.modify(&record, move |r: &mut Resource<AppliedFile>| *r.spec_mut() = applied.clone())
-            .await?;
-        Ok(Outcome::Done)
+        let record = Pointer::typed::<AppliedFile>(STATUS, ptr.id());
+        // Holds a finalizer on the FileSpec: its teardown waits until the
+        // file is gone from disk and its record destroyed.
+        finalizer(
+            cx,
+            ptr,
+            async |file: Resource<FileSpec>| {
+                let path = self.path(file.spec())?;
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::write(&path, &file.spec().content)?;
+                let applied = AppliedFile {
+                    path: file.spec().path.clone(),
+                    bytes: file.spec().content.len() as u64,
+                    from_version: file.version().get(),
+                };
+                log::info!("ApplyController: wrote {} ({} bytes)", applied.path, applied.bytes);
+                cx.modify(&record, move |r| *r.spec_mut() = applied.clone()).await?;
+                Ok(Outcome::Done)
+            },
+            async |file| {
+                match std::fs::remove_file(self.path(file.spec())?) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                    _ => log::info!("ApplyController: removed {}", file.spec().path),
+                }
+                Ok(cx.release(&record).await?)
+            },
+        )
+        .await
     }
 }
 
@@ -628,11 +623,10 @@ pub async fn run_story(
     line(out, "     (HostnameController's stale cache makes it panic; it is caught and retried)");
     let step = Instant::now();
     let eth1 = Pointer::typed::<LinkConfig>(CONFIG, "eth1");
-    user.modify(&eth1, LinkConfig::default, |l| l.spec_mut().mtu = 9000).await?;
+    user.modify(&eth1, |l| l.spec_mut().mtu = 9000).await?;
     user.create(route("storage", "192.168.20.0/24", "192.168.10.1", "eth1")).await?;
     let hostname = Pointer::typed::<HostnameConfig>(CONFIG, "hostname");
-    user.modify(&hostname, HostnameConfig::default, |h| h.spec_mut().hostname = "node-2".into())
-        .await?;
+    user.modify(&hostname, |h| h.spec_mut().hostname = "node-2".into()).await?;
     settle(&runtime, step, out).await;
     let m = runtime.metrics().await;
     if let Some(h) = m.iter().find(|m| m.controller == "HostnameController") {

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::{Input, Output};
+use super::{Input, InputKind, Output};
 use crate::Error;
 use crate::resource::{Kind, Pointer};
 
@@ -66,6 +66,48 @@ impl AccessRules {
         Error::AccessDenied { controller: self.controller.to_string(), operation, resource, reason }
     }
 
+    /// Whether these are a queue controller's rules (it has a primary input;
+    /// registration makes sure every queue controller has one).
+    fn is_queue(&self) -> bool {
+        self.inputs.iter().any(|i| i.dependency == InputKind::Primary)
+    }
+
+    /// The declaration that would allow reading `kind`, as code to paste.
+    fn read_hint(&self, namespace: &str, resource_type: &str) -> String {
+        let (input, place) = if self.is_queue() {
+            ("Input::mapped", "QSettings::inputs")
+        } else {
+            ("Input::weak", "inputs()")
+        };
+        format!(
+            "declare {input}::<S>({namespace:?}) in {place} (S: the spec type of {resource_type:?}), \
+             or Output::exclusive::<S>() in {}",
+            if self.is_queue() { "QSettings::outputs" } else { "outputs()" }
+        )
+    }
+
+    /// The declaration that would allow writing `resource_type`.
+    fn write_hint(&self, resource_type: &str) -> String {
+        format!(
+            "declare Output::exclusive::<S>() (or Output::shared::<S>()) in {} (S: the spec type of {resource_type:?})",
+            if self.is_queue() { "QSettings::outputs" } else { "outputs()" }
+        )
+    }
+
+    /// The declaration that would allow finalizers on `ptr`.
+    fn finalizer_hint(&self, ptr: &Pointer) -> String {
+        let (input, place) = if self.is_queue() {
+            ("Input::primary (or Input::mapped)", "QSettings::inputs")
+        } else {
+            ("Input::strong", "inputs()")
+        };
+        format!(
+            "declare {input}::<S>({:?}) in {place} (S: the spec type of {:?})",
+            ptr.namespace(),
+            ptr.resource_type()
+        )
+    }
+
     fn is_output(&self, resource_type: &str) -> bool {
         self.output_types.iter().any(|t| t == resource_type)
     }
@@ -77,7 +119,10 @@ impl AccessRules {
             Err(self.denied(
                 "get",
                 ptr.to_string(),
-                "it is neither an input nor an output of the controller".into(),
+                format!(
+                    "it is neither an input nor an output of the controller; {}",
+                    self.read_hint(ptr.namespace(), ptr.resource_type())
+                ),
             ))
         }
     }
@@ -95,12 +140,16 @@ impl AccessRules {
             .inputs
             .iter()
             .any(|i| i.namespace == kind.namespace() && i.resource_type == kind.resource_type());
+        let hint = self.read_hint(kind.namespace(), kind.resource_type());
         let reason = if id_only {
-            "the controller's input on this kind is for one id only, which allows get, not list"
+            format!(
+                "the controller's input on this kind is for one id only, which allows get, \
+                 not list; to list, {hint} without an id"
+            )
         } else {
-            "it is neither an input nor an output of the controller"
+            format!("it is neither an input nor an output of the controller; {hint}")
         };
-        Err(self.denied("list", kind.to_string(), reason.into()))
+        Err(self.denied("list", kind.to_string(), reason))
     }
 
     pub(crate) fn check_write(&self, operation: &'static str, ptr: &Pointer) -> Result<(), Error> {
@@ -110,7 +159,11 @@ impl AccessRules {
             Err(self.denied(
                 operation,
                 ptr.to_string(),
-                format!("type {:?} is not an output of the controller", ptr.resource_type()),
+                format!(
+                    "type {:?} is not an output of the controller; {}",
+                    ptr.resource_type(),
+                    self.write_hint(ptr.resource_type())
+                ),
             ))
         }
     }
@@ -126,7 +179,10 @@ impl AccessRules {
             Err(self.denied(
                 operation,
                 ptr.to_string(),
-                "finalizers may only be changed on strong (or primary and mapped) inputs".into(),
+                format!(
+                    "finalizers may only be changed on strong (or primary and mapped) inputs; {}",
+                    self.finalizer_hint(ptr)
+                ),
             ))
         }
     }
@@ -135,7 +191,7 @@ impl AccessRules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::{InputKind, OutputKind};
+    use crate::controller::OutputKind;
 
     fn rules() -> AccessRules {
         AccessRules::new(
@@ -173,6 +229,27 @@ mod tests {
         let e = r.check_get(&Pointer::new("ns", "Secret", "x")).unwrap_err();
         assert!(e.is_access_denied());
         assert!(e.to_string().contains("ns/Secret/x"), "{e}");
+    }
+
+    #[test]
+    fn a_denial_names_the_declaration_that_would_allow_it() {
+        let r = rules();
+        let read = r.check_get(&Pointer::new("ns", "Secret", "x")).unwrap_err().to_string();
+        assert!(read.contains(r#"declare Input::weak::<S>("ns") in inputs()"#), "{read}");
+        let write =
+            r.check_write("modify", &Pointer::new("ns", "In", "x")).unwrap_err().to_string();
+        assert!(write.contains("declare Output::exclusive::<S>()"), "{write}");
+        let fin = r.check_finalizer("add_finalizer", &Pointer::new("ns", "In", "x")).unwrap_err();
+        assert!(fin.to_string().contains(r#"declare Input::strong::<S>("ns")"#), "{fin}");
+
+        let mut primary = Input::new(&Kind::new("ns", "Queued"), InputKind::Primary);
+        primary.id = None;
+        let queue = AccessRules::new(Arc::from("Q"), vec![primary], &[]);
+        let read = queue.check_list(&Kind::new("ns", "Other")).unwrap_err().to_string();
+        assert!(
+            read.contains(r#"declare Input::mapped::<S>("ns") in QSettings::inputs"#),
+            "{read}"
+        );
     }
 
     #[test]

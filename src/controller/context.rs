@@ -11,8 +11,7 @@ use super::metrics::Counters;
 use crate::Error;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 use crate::state::{
-    Decoded, ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready,
-    reply_resource,
+    Access, ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready, reply_resource,
 };
 use crate::supervisor::{RegistrationError, check_inputs};
 
@@ -24,6 +23,16 @@ use crate::supervisor::{RegistrationError, check_inputs};
 /// [`Error::AccessDenied`] otherwise. Writes are stamped with the controller's
 /// name as owner. Methods take `&self`, so several calls can be awaited
 /// concurrently (for example with `futures::future::join_all`).
+///
+/// Reads and writes are the [`Access`] calls, the same as a user's
+/// [`Client`](crate::state::Client) and a test's
+/// [`Harness`](crate::testing::Harness): `get`, `get_typed`, `list`,
+/// `list_typed`, `list_decoded`, `create`, `update`, `modify`, `modify_or`,
+/// `modify_with`, `teardown`, `destroy`, `release`. Beyond them: this
+/// controller's finalizer ([`add_finalizer`](Self::add_finalizer),
+/// [`remove_finalizer`](Self::remove_finalizer); for queue controllers the
+/// whole dance is [`finalizer`](super::finalizer())),
+/// [`requeue_after`](Self::requeue_after) and [`update_inputs`](Self::update_inputs).
 pub struct ReconcileContext {
     reach: Arc<Reach>,
     rules: Arc<AccessRules>,
@@ -72,7 +81,7 @@ impl ReconcileContext {
         self.rules.inputs()
     }
 
-    fn owner(&self) -> Option<Arc<str>> {
+    fn owner_arc(&self) -> Option<Arc<str>> {
         Some(self.rules.controller().clone())
     }
 
@@ -126,14 +135,6 @@ impl ReconcileContext {
         self.reach.state.get(ptr).await
     }
 
-    /// Reads a resource as spec type `S`.
-    ///
-    /// # Errors
-    /// As [`get`](ReconcileContext::get), and [`Error::TypeMismatch`].
-    pub async fn get_typed<S: Spec>(&self, ptr: &Pointer) -> Result<Resource<S>, Error> {
-        self.get(ptr).await?.typed()
-    }
-
     /// Lists a kind that is an input (without an id) or an output type, sorted by id.
     ///
     /// # Errors
@@ -144,33 +145,6 @@ impl ReconcileContext {
         self.reach.state.list(kind, query).await
     }
 
-    /// Lists spec type `S` in `namespace`, sorted by id.
-    ///
-    /// # Errors
-    /// As [`list`](ReconcileContext::list), and [`Error::TypeMismatch`]
-    /// naming the first resource that does not decode as `S` (use
-    /// [`list_decoded`](ReconcileContext::list_decoded) to read the others).
-    pub async fn list_typed<S: Spec>(
-        &self,
-        namespace: &str,
-        query: &LabelQuery,
-    ) -> Result<Vec<Resource<S>>, Error> {
-        self.list(&Kind::of::<S>(namespace), query).await?.iter().map(AnyResource::typed).collect()
-    }
-
-    /// Lists spec type `S` in `namespace`, decoding each resource on its
-    /// own: the ones that do not decode as `S` are set apart, named.
-    ///
-    /// # Errors
-    /// As [`list`](ReconcileContext::list).
-    pub async fn list_decoded<S: Spec>(
-        &self,
-        namespace: &str,
-        query: &LabelQuery,
-    ) -> Result<Decoded<S>, Error> {
-        Ok(Decoded::from_list(self.list(&Kind::of::<S>(namespace), query).await?))
-    }
-
     /// Creates an output resource, owned by this controller.
     ///
     /// # Errors
@@ -178,22 +152,16 @@ impl ReconcileContext {
     pub async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("create", resource.pointer())?;
-        let req = StateRequest::create(resource, self.owner());
+        let req = StateRequest::create(resource, self.owner_arc());
         reply_resource(self.write(req).await?, "create")
     }
 
-    /// Updates an output resource (carrying the version it was read at).
+    /// Updates an output resource (carrying the version it was read at),
+    /// expecting the stored one in `expected_phase`; [`update`](Self::update)
+    /// expects it running.
     ///
     /// # Errors
     /// [`Error::AccessDenied`], then as [`State::update`].
-    pub async fn update(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        self.update_with_phase(resource, ExpectedPhase::Running).await
-    }
-
-    /// [`update`](ReconcileContext::update) with another expected phase.
-    ///
-    /// # Errors
-    /// As [`update`](ReconcileContext::update).
     pub async fn update_with_phase(
         &self,
         resource: impl Into<AnyResource>,
@@ -201,37 +169,16 @@ impl ReconcileContext {
     ) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("update", resource.pointer())?;
-        let req = StateRequest::update(resource, self.owner(), expected_phase);
+        let req = StateRequest::update(resource, self.owner_arc(), expected_phase);
         reply_resource(self.write(req).await?, "update")
     }
 
-    /// Creates or updates an output resource through `f` (see [`State::modify`]);
-    /// writes nothing when nothing changes.
+    /// The general read-modify-write of an output (see [`Access::modify_with`]):
+    /// [`modify`](Self::modify) with an explicit starting resource and
+    /// expected phase.
     ///
     /// # Errors
     /// [`Error::AccessDenied`], then as [`State::modify`].
-    pub async fn modify<S, P, F>(&self, ptr: &P, f: F) -> Result<Resource<S>, Error>
-    where
-        S: Spec + Default,
-        P: PointerTo<S> + ?Sized,
-        F: Fn(&mut Resource<S>) + Send + 'static,
-    {
-        let ptr = ptr.pointer();
-        let at = ptr.clone();
-        self.modify_with(
-            ptr,
-            move || Resource::at(at.clone(), S::default()),
-            f,
-            ExpectedPhase::Running,
-        )
-        .await
-    }
-
-    /// [`modify`](ReconcileContext::modify) with an explicit starting resource
-    /// and expected phase.
-    ///
-    /// # Errors
-    /// As [`modify`](ReconcileContext::modify).
     pub async fn modify_with<S, P, E, F>(
         &self,
         ptr: &P,
@@ -247,7 +194,7 @@ impl ReconcileContext {
     {
         let ptr = ptr.pointer();
         self.rules.check_write("modify", ptr)?;
-        let req = StateRequest::modify(ptr, self.owner(), expected_phase, empty, f)?;
+        let req = StateRequest::modify(ptr, self.owner_arc(), expected_phase, empty, f)?;
         reply_resource(self.write(req).await?, "modify")?.typed()
     }
 
@@ -257,7 +204,7 @@ impl ReconcileContext {
     /// [`Error::AccessDenied`], [`Error::NotFound`], [`Error::OwnerConflict`].
     pub async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
         self.rules.check_write("teardown", ptr)?;
-        let req = StateRequest::teardown(ptr, self.owner());
+        let req = StateRequest::teardown(ptr, self.owner_arc());
         reply_ready(self.write(req).await?)
     }
 
@@ -268,29 +215,8 @@ impl ReconcileContext {
     /// [`Error::PendingFinalizers`].
     pub async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
         self.rules.check_write("destroy", ptr)?;
-        let req = StateRequest::destroy(ptr, self.owner());
+        let req = StateRequest::destroy(ptr, self.owner_arc());
         reply_done(self.write(req).await?, "destroy")
-    }
-
-    /// Tears down an output and destroys it once nothing holds it (no
-    /// finalizers); returns `true` when it is gone (also if it never existed).
-    /// Call it again when woken by a destroy-ready input on the output type:
-    /// this is the output half of the teardown flow.
-    ///
-    /// # Errors
-    /// [`Error::AccessDenied`], [`Error::OwnerConflict`].
-    pub async fn release(&self, ptr: &Pointer) -> Result<bool, Error> {
-        match self.teardown(ptr).await {
-            Ok(true) => match self.destroy(ptr).await {
-                Ok(()) => Ok(true),
-                Err(e) if e.is_not_found() => Ok(true),
-                Err(e) if e.is_pending_finalizers() => Ok(false),
-                Err(e) => Err(e),
-            },
-            Ok(false) => Ok(false),
-            Err(e) if e.is_not_found() => Ok(true),
-            Err(e) => Err(e),
-        }
     }
 
     /// Puts this controller's finalizer (its name) on a strong input, if that
@@ -385,5 +311,50 @@ impl ReconcileContext {
 
     pub(crate) fn take_new_inputs(&mut self) -> Option<(Vec<Input>, Arc<AccessRules>)> {
         self.new_inputs.take().map(|i| (i, self.rules.clone()))
+    }
+}
+
+/// The controller's calls as the one [`Access`] surface (the derived calls,
+/// `modify`, `list_typed`, `release`..., are methods of the context too).
+impl Access for ReconcileContext {
+    fn owner(&self) -> Option<&str> {
+        Some(self.name())
+    }
+    async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
+        ReconcileContext::get(self, ptr).await
+    }
+    async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        ReconcileContext::list(self, kind, query).await
+    }
+    async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
+        ReconcileContext::create(self, resource).await
+    }
+    async fn update_with_phase(
+        &self,
+        resource: impl Into<AnyResource>,
+        expected_phase: ExpectedPhase,
+    ) -> Result<AnyResource, Error> {
+        ReconcileContext::update_with_phase(self, resource, expected_phase).await
+    }
+    async fn modify_with<S, P, E, F>(
+        &self,
+        ptr: &P,
+        empty: E,
+        change: F,
+        expected_phase: ExpectedPhase,
+    ) -> Result<Resource<S>, Error>
+    where
+        S: Spec,
+        P: PointerTo<S> + ?Sized,
+        E: Fn() -> Resource<S> + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
+    {
+        ReconcileContext::modify_with(self, ptr, empty, change, expected_phase).await
+    }
+    async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
+        ReconcileContext::teardown(self, ptr).await
+    }
+    async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
+        ReconcileContext::destroy(self, ptr).await
     }
 }

@@ -16,15 +16,30 @@ pub struct ControllerHealth {
     pub failures_in_a_row: u64,
     /// The last failure while failing; why it gave up once failed.
     pub last_error: Option<String>,
-    /// For a queue controller: keys waiting and keys running.
+    /// Work waiting and work running: for a queue controller, keys; for a
+    /// plain controller, its one pending reconcile and its one running.
+    /// (`None` only in values built by hand.)
     pub queued: Option<(u64, u64)>,
+    /// Reconciles in a row that only its own writes triggered: at
+    /// [`SELF_TRIGGER_LIMIT`](super::SELF_TRIGGER_LIMIT) or more it keeps
+    /// re-triggering itself.
+    pub self_triggered: u64,
 }
 
 impl ControllerHealth {
-    /// Whether it works as it should: running (or standing by) and not failing.
+    /// Whether it works as it should: running (or standing by), not
+    /// failing, and not re-triggering itself.
     pub fn is_healthy(&self) -> bool {
         matches!(self.status, ControllerStatus::Running | ControllerStatus::Standby)
             && self.failures_in_a_row == 0
+            && !self.is_looping()
+    }
+
+    /// Whether it keeps re-triggering itself: at least
+    /// [`SELF_TRIGGER_LIMIT`](super::SELF_TRIGGER_LIMIT) reconciles in a row
+    /// that nothing but its own writes asked for.
+    pub fn is_looping(&self) -> bool {
+        self.self_triggered >= super::SELF_TRIGGER_LIMIT
     }
 }
 
@@ -35,7 +50,11 @@ impl From<&ControllerMetrics> for ControllerHealth {
             status: m.status,
             failures_in_a_row: m.failures_in_a_row,
             last_error: m.last_error.clone(),
-            queued: m.queue.as_ref().map(|q| (q.depth, q.processing)),
+            queued: Some(match &m.queue {
+                Some(q) => (q.depth, q.processing),
+                None => (m.work_queue.depth, m.active_workers),
+            }),
+            self_triggered: m.self_triggered,
         }
     }
 }
@@ -46,10 +65,21 @@ impl fmt::Display for ControllerHealth {
         if let Some((waiting, running)) = self.queued
             && waiting + running > 0
         {
-            write!(f, ", {waiting} keys queued, {running} running")?;
+            if running > 0 {
+                write!(f, ", {waiting} queued, {running} reconciling now")?;
+            } else {
+                write!(f, ", {waiting} queued")?;
+            }
         }
         if self.failures_in_a_row > 0 {
             write!(f, ", {} failures in a row", self.failures_in_a_row)?;
+        }
+        if self.is_looping() {
+            write!(
+                f,
+                ", re-triggers itself: {} reconciles in a row caused only by its own writes",
+                self.self_triggered
+            )?;
         }
         if let Some(e) = &self.last_error {
             write!(f, ", last error: {e}")?;
@@ -109,6 +139,7 @@ mod tests {
             failures_in_a_row: failures,
             last_error: error.map(str::to_owned),
             queued: None,
+            self_triggered: 0,
         }
     }
 
@@ -124,5 +155,18 @@ mod tests {
         assert!(!all.is_healthy());
         assert_eq!(all.unhealthy().count(), 2);
         assert_eq!(all.to_string().lines().count(), 3);
+    }
+
+    #[test]
+    fn a_controller_that_re_triggers_itself_is_unhealthy_and_says_so() {
+        let mut looping = health(ControllerStatus::Running, 0, None);
+        looping.self_triggered = crate::controller::SELF_TRIGGER_LIMIT - 1;
+        assert!(looping.is_healthy(), "one short of the limit");
+        looping.self_triggered = 250;
+        assert!(!looping.is_healthy());
+        assert_eq!(
+            looping.to_string(),
+            "c: running, re-triggers itself: 250 reconciles in a row caused only by its own writes"
+        );
     }
 }

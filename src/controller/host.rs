@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters, Running};
-use super::outcome::{self, Ended, run_caught};
+use super::outcome::{self, Echoes, Ended, run_caught};
 use super::{Controller, Input, InputKind, Reach, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
@@ -64,6 +64,26 @@ pub(crate) fn reconcile_span(
         "object.reason" = %reason,
         result = tracing::field::Empty,
     )
+}
+
+/// Records how a reconcile ended on its span: the `result` field for a
+/// tracing subscriber. Without one (`log` users, env_logger), recording would
+/// print a line with the result alone, naming neither controller nor object;
+/// so that line is written here instead, naming both.
+pub(crate) fn record_result(
+    span: &tracing::Span,
+    controller: &str,
+    object: &dyn std::fmt::Display,
+    result: &'static str,
+) {
+    if tracing::dispatcher::has_been_set() {
+        span.record("result", result);
+    } else if log::log_enabled!(target: "cosi_runtime::reconcile", log::Level::Info) {
+        log::info!(
+            target: "cosi_runtime::reconcile",
+            "reconcile; controller={controller} object.ref={object} result={result}"
+        );
+    }
 }
 
 /// What a host needs from the runtime.
@@ -210,6 +230,11 @@ pub(crate) struct ControllerHost<C, F> {
     /// Why the pending reconcile runs (`object.reason` of its span).
     reason: &'static str,
     budget: RoundBudget,
+    /// Whether only the controller's own writes asked for the next
+    /// reconcile (`None`: nothing asked yet, or something other than a change).
+    own_only: Option<bool>,
+    /// Reconciles in a row caused only by its own writes.
+    echoes: Echoes,
 }
 
 impl<C, F> ControllerHost<C, F>
@@ -249,6 +274,8 @@ where
             in_flight: Running::default(),
             reason: "registered",
             budget: RoundBudget::default(),
+            own_only: None,
+            echoes: Echoes::default(),
         };
         host.became_ready("registered");
         host
@@ -311,9 +338,11 @@ where
             .any(|i| i.dependency != InputKind::DestroyReady || destroy_ready(r))
     }
 
-    /// Something asked for a reconcile.
-    fn trigger(&mut self, reason: &'static str, ctx: &mut Context<Self>) {
+    /// Something asked for a reconcile (`own`: a change the controller made
+    /// itself).
+    fn trigger(&mut self, reason: &'static str, own: bool, ctx: &mut Context<Self>) {
         Counters::bump_own(&self.counters.wakeups);
+        self.own_only = Some(self.own_only.unwrap_or(true) && own);
         match self.stage {
             Stage::Idle => {
                 self.became_ready(reason);
@@ -339,6 +368,8 @@ where
         self.stage = Stage::Running;
         self.starting();
         self.dirty = false;
+        let own_only = self.own_only.take() == Some(true);
+        self.echoes.start(own_only, &self.counters, &self.name, &"*");
         if let Some((timer, _armed)) = self.requeue.take() {
             ctx.cancel_future(timer);
         }
@@ -368,8 +399,8 @@ where
         let work = async move {
             let ended = run_caught(instance.reconcile(&mut cx)).await;
             let requeue = cx.requeue_requested();
-            recorded
-                .record("result", ended.label(|()| if requeue { "requeue" } else { "success" }));
+            let result = ended.label(|()| if requeue { "requeue" } else { "success" });
+            record_result(&recorded, cx.name(), &"*", result);
             match ended {
                 // A panicked instance may be half-updated: it is dropped and
                 // replaced from the factory on the retry.
@@ -424,8 +455,14 @@ where
                     self.busy = None;
                 }
             }
-            Ended::Terminal(_) => {
-                self.give_up(failure, "returned a terminal error", ctx);
+            Ended::Terminal(_) | Ended::Denied(_) => {
+                let why = if matches!(ended, Ended::Denied(_)) {
+                    "was denied an access its declarations do not allow (a bug in the program: \
+                     not retried)"
+                } else {
+                    "returned a terminal error"
+                };
+                self.give_up(failure, why, ctx);
                 if !self.stop_waiters.is_empty() {
                     self.finish_stop(ctx);
                 }
@@ -494,7 +531,7 @@ where
         }
         let handle = ctx.run_later(delay, |act, ctx| {
             let timer = act.requeue.take();
-            act.trigger("requeue requested", ctx);
+            act.trigger("requeue requested", false, ctx);
             drop(timer); // after the trigger took its unit: never idle in between
         });
         self.requeue = Some((handle, self.env.state.activity().timer()));
@@ -565,7 +602,8 @@ where
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
         if self.wants(msg.event()) {
-            self.trigger("input changed", ctx);
+            let own = msg.event().resource().and_then(AnyResource::owner) == Some(&*self.name);
+            self.trigger("input changed", own, ctx);
         }
     }
 }
@@ -598,7 +636,7 @@ where
         if owner {
             tracing::info!("controller {}: owns its outputs; reconciling", self.name);
             self.counters.set_status(ControllerStatus::Running);
-            self.trigger("claim acquired", ctx);
+            self.trigger("claim acquired", false, ctx);
             return;
         }
         tracing::warn!(

@@ -80,6 +80,8 @@ pub(crate) struct Counters {
     failures_in_a_row: AtomicU64,
     /// The last failure's message, until a reconcile succeeds.
     last_error: std::sync::Mutex<Option<String>>,
+    /// Reconciles in a row triggered only by the controller's own writes.
+    pub(crate) self_triggered: AtomicU64,
 }
 
 impl Default for Counters {
@@ -103,6 +105,7 @@ impl Default for Counters {
             status: AtomicU8::new(0),
             failures_in_a_row: AtomicU64::new(0),
             last_error: std::sync::Mutex::new(None),
+            self_triggered: AtomicU64::new(0),
         }
     }
 }
@@ -145,10 +148,13 @@ impl Counters {
             Some(error.to_owned());
     }
 
-    /// Records a successful reconcile: the failure streak ends.
+    /// Records a successful reconcile: the failure streak ends (unless the
+    /// controller failed for good: a reconcile that was under way then does
+    /// not clear why).
     pub(crate) fn succeeded(&self) {
         // Read first: after a success, usually nothing to reset.
         if self.failures_in_a_row.load(Ordering::Relaxed) > 0
+            && self.status() != ControllerStatus::Failed
             && self.failures_in_a_row.swap(0, Ordering::Relaxed) > 0
         {
             *self.last_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
@@ -190,6 +196,7 @@ impl Counters {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
+            self_triggered: get(&self.self_triggered),
         }
     }
 }
@@ -255,6 +262,11 @@ pub struct ControllerMetrics {
     pub last_error: Option<String>,
     /// Queue figures, for queue controllers.
     pub queue: Option<QueueMetrics>,
+    /// Reconciles in a row that only the controller's own writes triggered
+    /// (0 once anything else triggers one). At
+    /// [`SELF_TRIGGER_LIMIT`](crate::controller::SELF_TRIGGER_LIMIT) the
+    /// controller is reported as re-triggering itself: a loop.
+    pub self_triggered: u64,
 }
 
 /// Upper bounds of the latency histogram buckets of [`QueueMetrics`], in seconds.
@@ -582,6 +594,20 @@ impl ControllerSet {
             .iter()
             .map(|r| r.counters.snapshot(&r.name, r.queue.as_deref()))
             .collect()
+    }
+    /// How many reconciles have ended, in all (successes, errors, panics),
+    /// and whether a controller keeps re-triggering itself: what
+    /// [`Runtime::settled`](crate::Runtime::settled) watches for progress.
+    pub(crate) fn progress(&self) -> (u64, bool) {
+        let all = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        all.iter().fold((0, false), |(ended, looping), r| {
+            let c = &r.counters;
+            (
+                ended + get(&c.reconciles) + get(&c.errors) + get(&c.panics),
+                looping || get(&c.self_triggered) >= super::SELF_TRIGGER_LIMIT,
+            )
+        })
     }
 }
 

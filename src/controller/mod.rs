@@ -23,9 +23,23 @@
 //!    exponential backoff with jitter (reset by a success). After a panic the
 //!    instance is dropped and a fresh one is built from the factory; the actor,
 //!    its mailbox and its subscriptions stay.
-//! 6. With a restart-intensity limit, a controller that fails more than N times
-//!    in T is marked failed (or stops the runtime, by policy).
-//! 7. [`Runtime::stop`](crate::Runtime::stop) lets a running reconcile finish,
+//! 6. With a restart-intensity limit ([`Intensity`](crate::supervisor::Intensity)),
+//!    a controller whose reconciles fail (errors or panics, each followed by a
+//!    retry) more than N times in T is marked failed (or stops the runtime, by
+//!    policy). In the metrics, `retries` counts those retries and `restarts`
+//!    only the fresh instances built after a panic.
+//! 7. A reconcile refused an access its declarations do not allow
+//!    ([`Error::AccessDenied`](crate::Error::AccessDenied), even wrapped in
+//!    another error) is a bug in the program, not a transient failure: the
+//!    controller is marked failed at once, without retries, with one ERROR
+//!    line naming the declaration to add, also shown by
+//!    [`Runtime::health`](crate::Runtime::health). A queue controller stops
+//!    for every key alike.
+//! 8. A controller whose reconciles, [`SELF_TRIGGER_LIMIT`] in a row, were
+//!    triggered by nothing but its own writes is looping (an output it
+//!    also watches fully, or a write that is not a function of its inputs):
+//!    it goes on, but logs it once at WARN and health reports it.
+//! 9. [`Runtime::stop`](crate::Runtime::stop) lets a running reconcile finish,
 //!    then stops the controller.
 //!
 //! The teardown flow a strong input enables: the controller puts its finalizer
@@ -95,6 +109,7 @@
 
 mod access;
 mod context;
+mod finalize;
 mod from_fn;
 mod health;
 pub(crate) mod host;
@@ -108,12 +123,14 @@ mod spec;
 pub(crate) use access::AccessRules;
 pub(crate) use context::Reach;
 pub use context::ReconcileContext;
+pub use finalize::finalizer;
 pub use from_fn::{FnController, from_fn};
 pub use health::{ControllerHealth, Health};
 pub use metrics::{
     ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,
     RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS, WorkQueueMetrics,
 };
+pub use outcome::SELF_TRIGGER_LIMIT;
 pub use pool::default_pool_size;
-pub use queue::{Outcome, QController, QSettings, QueueHandle, TerminalError};
+pub use queue::{DEFAULT_CONCURRENCY, Outcome, QController, QSettings, QueueHandle, TerminalError};
 pub use spec::{Controller, Input, InputKind, Output, OutputKind, ReconcileError, ReconcileResult};

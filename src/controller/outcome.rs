@@ -29,6 +29,10 @@ pub(crate) enum Ended<T> {
     Terminal(ReconcileError),
     /// It returned another error: retried after a backoff.
     Failed(ReconcileError),
+    /// It was refused an access its declarations do not allow
+    /// ([`Error::AccessDenied`](crate::Error::AccessDenied)): a bug in the
+    /// program that no retry can fix, so the controller stops.
+    Denied(ReconcileError),
     /// It panicked (the payload's text).
     Panicked(String),
 }
@@ -37,6 +41,7 @@ impl<T> Ended<T> {
     fn of(result: Result<Result<T, ReconcileError>, String>) -> Self {
         match result {
             Ok(Ok(value)) => Ended::Succeeded(value),
+            Ok(Err(e)) if is_access_denied(&*e) => Ended::Denied(e),
             Ok(Err(e)) if TerminalError::is_terminal(&e) => Ended::Terminal(e),
             Ok(Err(e)) => Ended::Failed(e),
             Err(panic) => Ended::Panicked(panic),
@@ -48,7 +53,7 @@ impl<T> Ended<T> {
     pub(crate) fn label(&self, success: impl Fn(&T) -> &'static str) -> &'static str {
         match self {
             Ended::Succeeded(value) => success(value),
-            Ended::Terminal(_) => "terminal error",
+            Ended::Terminal(_) | Ended::Denied(_) => "terminal error",
             Ended::Failed(_) => "error",
             Ended::Panicked(_) => "panic",
         }
@@ -72,7 +77,7 @@ impl<T> Ended<T> {
                 counters.succeeded();
                 return None;
             }
-            Ended::Terminal(e) => {
+            Ended::Terminal(e) | Ended::Denied(e) => {
                 Counters::bump(&counters.errors);
                 Counters::bump(&counters.terminal_errors);
                 reason(e)
@@ -89,6 +94,66 @@ impl<T> Ended<T> {
         counters.failed(&reason);
         Some(reason)
     }
+}
+
+/// How many reconciles in a row a controller may cause by its own writes
+/// alone before it is reported as re-triggering itself (a loop: a mapping
+/// that is not a pure function of its inputs, or an output that is also a
+/// fully watched input). A controller that converges takes one or two.
+pub const SELF_TRIGGER_LIMIT: u64 = 100;
+
+/// Counts the reconciles in a row that nothing but the controller's own
+/// writes asked for, and says so once that run reaches
+/// [`SELF_TRIGGER_LIMIT`] (log and [`health`](crate::Runtime::health)).
+#[derive(Debug, Default)]
+pub(crate) struct Echoes {
+    in_a_row: u64,
+}
+
+impl Echoes {
+    /// A reconcile of `object` starts; `own_only`: what asked for it was
+    /// only changes the controller made itself.
+    pub(crate) fn start(
+        &mut self,
+        own_only: bool,
+        counters: &Counters,
+        controller: &str,
+        object: &dyn std::fmt::Display,
+    ) {
+        if !own_only {
+            if self.in_a_row > 0 {
+                self.in_a_row = 0;
+                counters.self_triggered.store(0, Ordering::Relaxed);
+            }
+            return;
+        }
+        self.in_a_row += 1;
+        counters.self_triggered.store(self.in_a_row, Ordering::Relaxed);
+        if self.in_a_row == SELF_TRIGGER_LIMIT {
+            tracing::warn!(
+                controller = %controller,
+                "object.ref" = %object,
+                "controller {controller}: {SELF_TRIGGER_LIMIT} reconciles in a row were triggered \
+                 only by its own writes (last: {object}); it keeps re-triggering itself. Is an \
+                 output also a fully watched input, or does a write depend on something other \
+                 than the inputs (a counter, a clock)? Watch own outputs as destroy-ready only, \
+                 and make writes a function of the inputs"
+            );
+        }
+    }
+}
+
+/// Whether `e`, or an error it wraps, is an
+/// [`Error::AccessDenied`](crate::Error::AccessDenied).
+fn is_access_denied(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.downcast_ref::<crate::Error>().is_some_and(crate::Error::is_access_denied) {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// Runs a reconcile with panics caught. (A plain function: an `async fn`

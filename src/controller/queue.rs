@@ -56,7 +56,31 @@ impl std::error::Error for TerminalError {
     }
 }
 
-/// What a queue controller declares.
+/// What a queue controller declares: its inputs, outputs and concurrency.
+///
+/// The [`Default`] is no inputs, no outputs and a concurrency of
+/// [`DEFAULT_CONCURRENCY`] (1: one resource at a time), so a literal names
+/// only what it sets, and [`new`](QSettings::new) takes the two lists:
+///
+/// ```
+/// use cosi_runtime::prelude::*;
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, Spec)]
+/// # #[spec(type = "Ints.test.cosi.dev")]
+/// # struct Int(i64);
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, Spec)]
+/// # #[spec(type = "Strs.test.cosi.dev")]
+/// # struct Str(String);
+///
+/// let settings = QSettings {
+///     inputs: vec![Input::primary::<Int>("default")],
+///     outputs: vec![Output::exclusive::<Str>()],
+///     ..Default::default()
+/// };
+/// assert_eq!(settings.concurrency, 1);
+/// let same = QSettings::new(vec![Input::primary::<Int>("default")], vec![Output::exclusive::<Str>()]);
+/// assert_eq!(same, settings);
+/// assert_eq!(same.with_concurrency(4).concurrency, 4);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QSettings {
     /// Primary inputs (each change queues that resource) and mapped inputs
@@ -64,9 +88,35 @@ pub struct QSettings {
     pub inputs: Vec<Input>,
     /// Outputs, as for [`Controller`](super::Controller).
     pub outputs: Vec<Output>,
-    /// How many resources this controller may reconcile at once (at least 1).
-    /// The runtime's worker pool also caps all queue controllers together.
+    /// How many resources this controller may reconcile at once (at least 1;
+    /// default [`DEFAULT_CONCURRENCY`]). The runtime's worker pool also caps
+    /// all queue controllers together.
     pub concurrency: usize,
+}
+
+/// A queue controller's concurrency unless it says otherwise: one resource
+/// at a time (the safe choice for a reconcile that touches the outside
+/// world; raise it with [`QSettings::with_concurrency`]).
+pub const DEFAULT_CONCURRENCY: usize = 1;
+
+impl Default for QSettings {
+    fn default() -> Self {
+        QSettings { inputs: Vec::new(), outputs: Vec::new(), concurrency: DEFAULT_CONCURRENCY }
+    }
+}
+
+impl QSettings {
+    /// These inputs and outputs, at the [default concurrency](DEFAULT_CONCURRENCY).
+    pub fn new(inputs: Vec<Input>, outputs: Vec<Output>) -> Self {
+        QSettings { inputs, outputs, ..QSettings::default() }
+    }
+
+    /// The same settings with another concurrency.
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
 }
 
 /// A controller that reconciles one resource at a time per key, from a queue.
@@ -98,7 +148,7 @@ pub struct QSettings {
 ///         QSettings {
 ///             inputs: vec![Input::primary::<Int>("default")],
 ///             outputs: vec![Output::exclusive::<Str>()],
-///             concurrency: 4,
+///             concurrency: 4, // default: 1
 ///         }
 ///     }
 ///     async fn reconcile(&self, cx: &ReconcileContext, ptr: &Pointer) -> Result<Outcome, ReconcileError> {

@@ -22,9 +22,12 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::access::AccessRules;
-use super::host::{HostEnv, StopHost, panic_message, reconcile_span, watched_kinds, wind_down};
+use super::host::destroy_ready;
+use super::host::{
+    HostEnv, StopHost, panic_message, reconcile_span, record_result, watched_kinds, wind_down,
+};
 use super::metrics::{ControllerStatus, Counters, QueueCounters, Running};
-use super::outcome::{self, Ended, run_caught};
+use super::outcome::{self, Echoes, Ended, run_caught};
 use super::pool::{Permit, WorkerPool};
 use super::queue::{Enqueue, Outcome, QController};
 use super::{Input, InputKind, Reach, ReconcileContext};
@@ -37,6 +40,7 @@ use crate::state::claims::Ownership;
 use crate::state::{
     Event, Sink, WatchBatch, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget,
 };
+use crate::supervisor::HostReport;
 
 /// What one reconcile came back with, and when it started.
 type Finished = (Pointer, Ended<Outcome>, Instant);
@@ -89,6 +93,16 @@ pub(crate) struct QueueHost<Q> {
     driving: bool,
     /// The host's task, to have [`Drive`] poll a reconcile started elsewhere.
     waker: Option<std::task::Waker>,
+    /// The keys queued only by changes the controller made itself (empty in
+    /// a controller that does not read what it writes: no cost then).
+    own_triggered: rustc_hash::FxHashSet<Pointer>,
+    /// Reconciles in a row caused only by its own writes.
+    echoes: Echoes,
+    /// Destroy-ready input kinds whose bootstrap is not over: every resource
+    /// of theirs is mapped until then (leftovers of an earlier run are found).
+    bootstrapping: Vec<Kind>,
+    /// Refused an access its declarations do not allow: nothing more runs.
+    failed: bool,
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -127,6 +141,10 @@ impl<Q: QController> QueueHost<Q> {
             work: Vec::new(),
             driving: false,
             waker: None,
+            own_triggered: rustc_hash::FxHashSet::default(),
+            echoes: Echoes::default(),
+            bootstrapping: Vec::new(),
+            failed: false,
         }
     }
 
@@ -146,19 +164,39 @@ impl<Q: QController> QueueHost<Q> {
         self.rules.covered_by(ptr, |i| i.dependency == InputKind::Primary)
     }
 
-    fn is_mapped(&self, ptr: &Pointer) -> bool {
+    /// Whether a change of `resource` goes through `map_resource`: a mapped
+    /// input always; a destroy-ready input during its bootstrap, and then
+    /// once the resource is destroy-ready or destroyed.
+    fn is_mapped(&self, resource: &AnyResource, destroyed: bool) -> bool {
+        let ptr = resource.pointer();
         self.rules.covered_by(ptr, |i| i.dependency == InputKind::Mapped)
+            || (self.rules.covered_by(ptr, |i| i.dependency == InputKind::DestroyReady)
+                && (destroyed
+                    || destroy_ready(resource)
+                    || self.bootstrapping.contains(ptr.kind())))
+    }
+
+    /// Queues `key`, remembering whether only the controller's own writes
+    /// asked for it.
+    fn add(&mut self, key: Pointer, own: bool, now: Instant) {
+        if own {
+            self.own_triggered.insert(key.clone());
+        } else if !self.own_triggered.is_empty() {
+            self.own_triggered.remove(&key);
+        }
+        self.queue.add(key, now);
     }
 
     /// Queues the primary resources a change asks for; returns whether the
     /// controller asked for every primary resource.
-    fn on_change(&mut self, resource: &AnyResource, now: Instant) -> bool {
+    fn on_change(&mut self, resource: &AnyResource, destroyed: bool, now: Instant) -> bool {
         let ptr = resource.pointer();
+        let own = resource.owner() == Some(&*self.name);
         if self.is_primary(ptr) {
             Counters::bump_own(&self.counters.wakeups);
-            self.queue.add(ptr.clone(), now);
+            self.add(ptr.clone(), own, now);
         }
-        if !self.is_mapped(ptr) {
+        if !self.is_mapped(resource, destroyed) {
             return false;
         }
         Counters::bump_own(&self.counters.wakeups);
@@ -170,7 +208,7 @@ impl<Q: QController> QueueHost<Q> {
             Ok((targets, all)) => {
                 for target in targets {
                     if self.is_primary(&target) {
-                        self.queue.add(target, now);
+                        self.add(target, own, now);
                     } else {
                         tracing::error!(
                             controller = %self.name,
@@ -197,13 +235,14 @@ impl<Q: QController> QueueHost<Q> {
 
     /// Queues what an event asks for; whether it was a change (not a marker).
     fn on_event(&mut self, event: &Event, now: Instant, ctx: &mut Context<Self>) -> bool {
-        if let Event::Bootstrapped(_) = event {
+        if let Event::Bootstrapped(kind) = event {
+            self.bootstrapping.retain(|k| k != kind);
             return false;
         }
         let Some(resource) = event.resource() else {
             return false;
         };
-        if self.on_change(resource, now) {
+        if self.on_change(resource, matches!(event, Event::Destroyed(_)), now) {
             self.requeue_all(ctx);
         }
         true
@@ -254,7 +293,7 @@ impl<Q: QController> QueueHost<Q> {
     /// [`pump`](Self::pump) with the time already read (one clock read per
     /// turn: it shows in a profile of many short reconciles).
     fn pump_at(&mut self, now: Instant, ctx: &mut Context<Self>) {
-        if self.standby {
+        if self.standby || self.failed {
             self.refresh();
             return;
         }
@@ -292,6 +331,8 @@ impl<Q: QController> QueueHost<Q> {
         };
         self.queue_counters.time_in_queue.observe(waited);
         let reason = if failures > 0 { "retry after failure" } else { "queued" };
+        let own_only = !self.own_triggered.is_empty() && self.own_triggered.remove(&ptr);
+        self.echoes.start(own_only, &self.counters, &self.name, &ptr);
         let span = reconcile_span(&self.name, &ptr, reason);
         outcome::started(&self.counters, &mut self.in_flight, now, Some(waited));
         let controller = self.controller.clone();
@@ -310,13 +351,11 @@ impl<Q: QController> QueueHost<Q> {
                 // Recorded on the span the reconcile ran in (no second handle
                 // kept: the future stays small enough for the allocator's
                 // per-thread cache of small blocks).
-                reconcile.span().record(
-                    "result",
-                    ended.label(|outcome| match outcome {
-                        Outcome::Done => "success",
-                        Outcome::RequeueAfter(_) => "requeue",
-                    }),
-                );
+                let result = ended.label(|outcome| match outcome {
+                    Outcome::Done => "success",
+                    Outcome::RequeueAfter(_) => "requeue",
+                });
+                record_result(reconcile.span(), cx.name(), &ptr, result);
                 ended
             };
             (ptr, ended, now)
@@ -375,6 +414,10 @@ impl<Q: QController> QueueHost<Q> {
                     "queue controller {}: {ptr}: {e}; not retried",
                     self.name
                 );
+                Completion::Terminal
+            }
+            Ended::Denied(e) => {
+                self.fail(&ptr, &e);
                 Completion::Terminal
             }
             Ended::Failed(e) => {
@@ -443,7 +486,9 @@ impl<Q: QController> QueueHost<Q> {
         self.queue_counters.processing.store(self.work.len() as u64, Ordering::Relaxed);
         self.counters.work_queue.depth.store(stats.ready as u64, Ordering::Relaxed);
         self.counters.work_queue.adds.store(self.queue.adds(), Ordering::Relaxed);
-        self.counters.set_status(if self.standby {
+        self.counters.set_status(if self.failed {
+            ControllerStatus::Failed
+        } else if self.standby {
             ControllerStatus::Standby
         } else if stats.backing_off > 0 {
             ControllerStatus::BackingOff
@@ -453,12 +498,36 @@ impl<Q: QController> QueueHost<Q> {
         // A standby's queued keys are not pending work: `settled()` passes them.
         let pending = !self.work.is_empty()
             || (!self.standby
+                && !self.failed
                 && (stats.ready > 0 || stats.backing_off > 0 || self.waiting_for_permit));
         if pending && self.busy.is_none() {
             self.busy = Some(self.env.state.activity().guard());
         } else if !pending {
             self.busy = None;
         }
+    }
+
+    /// A reconcile of `ptr` was refused an access the declarations do not
+    /// allow: a bug in the program that no retry fixes, for every key alike.
+    /// The controller stops reconciling (its queued keys stay, not counted
+    /// as pending work) and reports itself failed.
+    fn fail(&mut self, ptr: &Pointer, error: &super::ReconcileError) {
+        if self.failed {
+            return;
+        }
+        self.failed = true;
+        self.counters.set_status(ControllerStatus::Failed);
+        let error = format!("{ptr}: {error}");
+        tracing::error!(
+            controller = %self.name,
+            "object.ref" = %ptr,
+            "queue controller {}: reconcile of {error}; a bug in the program: not retried, \
+             the controller stops",
+            self.name
+        );
+        self.env
+            .supervisor
+            .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
     }
 
     fn finish_stop(&mut self, ctx: &mut Context<Self>) {
@@ -474,14 +543,24 @@ impl<Q: QController> Actor for QueueHost<Q> {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         // Every kind bootstraps: each existing primary resource is queued, and
-        // each existing mapped resource is mapped (so a primary whose mapped
-        // resource outlived it, say an output left behind, is found at start).
+        // each existing mapped or destroy-ready resource is mapped (so a
+        // primary whose mapped resource outlived it, say an output left
+        // behind, is found at start).
         let env = self.env.clone();
         let recipient: Recipient<WatchBatch> = ctx.address().recipient();
         let primary: Vec<Kind> =
             watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
-        let mapped: Vec<Kind> =
-            watched_kinds(&self.inputs_of(InputKind::Mapped).cloned().collect::<Vec<_>>());
+        self.bootstrapping =
+            watched_kinds(&self.inputs_of(InputKind::DestroyReady).cloned().collect::<Vec<_>>());
+        let mapped: Vec<Kind> = watched_kinds(
+            &self
+                .rules
+                .inputs()
+                .iter()
+                .filter(|i| matches!(i.dependency, InputKind::Mapped | InputKind::DestroyReady))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         let name = self.name.clone();
         let subscribe = async move {
             let mut subs = HashMap::new();

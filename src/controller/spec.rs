@@ -79,7 +79,14 @@ pub enum InputKind {
     /// its own finalizer on these resources to hold their destruction.
     Strong,
     /// Triggers only when a resource is tearing down with no finalizers left
-    /// ("ready to destroy"). Used on a controller's own output type.
+    /// ("ready to destroy"). Used on a controller's own output type, so that
+    /// its own writes do not trigger it again.
+    ///
+    /// In a queue controller it is mapped through
+    /// [`map_resource`](super::QController::map_resource) like a
+    /// [`Mapped`](InputKind::Mapped) input: every existing resource at start
+    /// (which finds outputs left over from an earlier run), then each one that
+    /// becomes ready to destroy or is destroyed.
     DestroyReady,
     /// Queue controllers only: each change queues a reconcile of that very
     /// resource; finalizers allowed.

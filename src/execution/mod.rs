@@ -86,6 +86,23 @@ mod blocking;
 mod budget;
 
 pub(crate) use arbiters::Arbiters;
+
+/// What to write instead, when the runtime is started outside an actix
+/// `System` (the usual cause: `#[tokio::main]` or `#[tokio::test]`, which
+/// start a tokio runtime but no actix System, so actix would panic later,
+/// deep inside itself, with a message that points nowhere near the cause).
+pub(crate) const NO_SYSTEM: &str = "cosi-runtime must be started inside a running actix System, \
+and there is none on this thread. Write #[actix::main] (or #[actix_rt::main]) on main instead of \
+#[tokio::main], #[actix::test] instead of #[tokio::test], or run the code inside \
+actix::System::new().block_on(async { .. })";
+
+/// Panics with [`NO_SYSTEM`] unless an actix `System` runs on this thread.
+#[track_caller]
+pub(crate) fn require_system() {
+    if actix_rt::System::try_current().is_none() {
+        panic!("{NO_SYSTEM}");
+    }
+}
 pub use arbiters::Placement;
 pub use blocking::Blocking;
 pub use budget::ROUND_BUDGET;

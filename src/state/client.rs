@@ -205,7 +205,12 @@ pub(crate) fn check_type<S: Spec>(ptr: &Pointer) -> Result<(), Error> {
 
 impl State {
     /// Starts an in-memory state (a [`StateActor`](crate::dev::StateActor) and a [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator))
-    /// on the current arbiter. Must be called inside a running actix `System`.
+    /// on the current arbiter.
+    ///
+    /// # Panics
+    /// Outside a running actix `System` (under `#[tokio::main]`, say), with
+    /// a message that says what to write instead.
+    #[track_caller]
     pub fn start() -> State {
         State::start_actor(StateActor::new(), Activity::new())
     }
@@ -270,6 +275,7 @@ impl State {
     }
 
     pub(crate) fn start_actor(actor: StateActor, activity: Activity) -> State {
+        crate::execution::require_system();
         #[cfg(feature = "etcd")]
         let shared = actor.shared.is_some();
         let view = Some(actor.store.view());
@@ -300,17 +306,23 @@ impl State {
     /// Commits what is staged, releases every backend (the state file and its
     /// lock), and stops the state actor; resolves once all that is done, so
     /// the same file can be opened again right after. Later requests through
-    /// any handle of this state get [`Error::Unavailable`].
+    /// any handle of this state get [`Error::Unavailable`]. Closing a state
+    /// that is already closed (say, by [`Runtime::stop`](crate::Runtime::stop))
+    /// does nothing.
     ///
     /// # Errors
-    /// [`Error::Unavailable`] if the state was already stopped.
+    /// [`Error::Unavailable`] for a handle with no state actor behind it
+    /// ([`from_recipient`](State::from_recipient)); [`Error::Storage`] if the
+    /// last commit fails.
     pub async fn close(&self) -> Result<(), Error> {
-        let unavailable =
-            || Error::Unavailable { resource: "the state".into(), service: "the state actor" };
         let Some(closer) = &self.closer else {
-            return Err(unavailable());
+            return Err(Error::Unavailable {
+                resource: "the state".into(),
+                service: "the state actor",
+            });
         };
-        closer.send(Close).await.map_err(|_| unavailable())?
+        // An actor that is gone has closed already.
+        closer.send(Close).await.unwrap_or(Ok(()))
     }
 
     /// A handle that sends every request to `requests` (a probe in tests, or a
@@ -484,6 +496,12 @@ impl State {
 
     /// Updates `resource`, which must carry the version it was read at, with
     /// `owner` and expecting the stored resource to be running.
+    ///
+    /// A resource read from the state also carries its incarnation's
+    /// [`uid`](crate::resource::Metadata::uid): if the resource was destroyed
+    /// and created again since, the update is an [`Error::VersionConflict`]
+    /// even at the same version. A resource built from scratch, without a
+    /// uid, is checked by its version only.
     ///
     /// # Errors
     /// In this order: [`Error::NotFound`], [`Error::OwnerConflict`],

@@ -23,12 +23,15 @@
 //! # The contract
 //! - `get`: the resource or `NotFound`. `list`: a kind filtered by a
 //!   [`LabelQuery`](crate::resource::LabelQuery), sorted by id.
-//! - `create`: `AlreadyExists` if the id exists; version 1; phase, finalizers
-//!   and labels as given; the caller becomes the owner.
+//! - `create`: `AlreadyExists` if the id exists; version 1 and a new
+//!   [`uid`](crate::resource::Metadata::uid) for this incarnation; phase,
+//!   finalizers and labels as given; the caller becomes the owner.
 //! - `update`: checks in this order: `NotFound`, `OwnerConflict` (owners match
 //!   exactly; none matches only none), `VersionConflict` (the caller sends the
-//!   version it read), `PhaseConflict` (expected `Running` unless told
-//!   otherwise). Then version + 1, `created` kept.
+//!   version it read, and the uid of the incarnation it read if it has one: a
+//!   resource destroyed and created again since is a conflict even at the same
+//!   version), `PhaseConflict` (expected `Running` unless told otherwise).
+//!   Then version + 1, `created` and `uid` kept.
 //! - `modify`: create if missing, update otherwise; if the result equals the
 //!   stored resource nothing is written and no event is sent.
 //! - `destroy`: `NotFound`, `OwnerConflict`, `PendingFinalizers`; the resource
@@ -151,7 +154,7 @@ pub use delivery::WatchEvent;
 pub use etcd::EtcdConfig;
 pub use event::{Event, WatchId};
 pub use open::{Namespaces, StateBuilder};
-pub use owned::{Client, Decoded};
+pub use owned::{Access, Client, Decoded};
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use store::ExpectedPhase;

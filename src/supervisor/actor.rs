@@ -390,7 +390,8 @@ impl Handler<HostReport> for Supervisor {
         match report {
             HostReport::GaveUp { controller, error } => match self.policy.on_exceeded {
                 OnExceeded::MarkFailed => {
-                    tracing::error!(
+                    // The host logged why, at ERROR: one failure, one line.
+                    tracing::debug!(
                         controller = %controller,
                         "controller {controller} is marked failed: {error}"
                     );

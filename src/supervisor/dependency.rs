@@ -144,7 +144,10 @@ pub(crate) fn check_inputs(
             validate::name("id", id).map_err(invalid)?;
         }
         let fits = if queue {
-            matches!(input.dependency, InputKind::Primary | InputKind::Mapped)
+            matches!(
+                input.dependency,
+                InputKind::Primary | InputKind::Mapped | InputKind::DestroyReady
+            )
         } else {
             matches!(
                 input.dependency,
@@ -156,7 +159,7 @@ pub(crate) fn check_inputs(
                 controller: controller.to_owned(),
                 input: input.to_string(),
                 reason: if queue {
-                    "queue controllers take primary and mapped inputs".into()
+                    "queue controllers take primary, mapped and destroy-ready inputs".into()
                 } else {
                     "controllers take weak, strong and destroy-ready inputs".into()
                 },

@@ -56,15 +56,21 @@ impl Backoff {
     }
 }
 
-/// At most `max_restarts` restarts within any window of `within`.
+/// At most `max_restarts` failed reconciles within any window of `within`
+/// (the restart intensity of Erlang/OTP supervisors, whose name the field
+/// keeps).
 ///
-/// A *restart* is a retry after a failed reconcile, whether it returned an
-/// error or panicked (after a panic the retry also gets a fresh instance):
-/// the limit is there to stop a controller that keeps failing from looping
-/// forever.
+/// What it counts is every failure of a plain controller's reconcile, an
+/// error or a panic: each is followed by a retry after a backoff, and that
+/// retry is what the limit allows or refuses. In the metrics
+/// ([`ControllerMetrics`](crate::controller::ControllerMetrics)) these are
+/// `retries`; `restarts` counts only the fresh instances built from the
+/// factory after a panic, a subset of the same failures. The limit is there
+/// to stop a controller that keeps failing from looping forever. Queue
+/// controllers back off per key instead, and are not limited by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Intensity {
-    /// Restarts allowed in the window.
+    /// Failed reconciles (so retries) allowed in the window.
     pub max_restarts: u32,
     /// The window.
     pub within: Duration,
@@ -87,7 +93,8 @@ pub enum OnExceeded {
 pub struct RestartPolicy {
     /// The delay before each retry.
     pub backoff: Backoff,
-    /// An optional limit on restarts in a time window (none by default: retry forever).
+    /// An optional limit on failed reconciles (retries) in a time window
+    /// (none by default: retry forever).
     pub intensity: Option<Intensity>,
     /// What to do past the limit.
     pub on_exceeded: OnExceeded,

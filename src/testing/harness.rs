@@ -11,8 +11,8 @@ use super::panics;
 use super::record::{Fault, Faults, Log, Recorded};
 use crate::controller::{Controller, ControllerMetrics, QController, QueueHandle};
 use crate::execution::Placement;
-use crate::resource::{AnyResource, Pointer, Resource, Spec};
-use crate::state::{State, StateReply, StateRequest};
+use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
+use crate::state::{Access, Client, ExpectedPhase, State, StateReply, StateRequest};
 use crate::supervisor::{Backoff, RegistrationError};
 use crate::{Error, Runtime};
 
@@ -142,6 +142,7 @@ impl HarnessBuilder {
 
     fn harness(&self, runtime: Runtime, writes: Log, faults: Faults) -> Harness {
         Harness {
+            user: runtime.state().client(),
             runtime,
             writes,
             faults,
@@ -188,13 +189,16 @@ impl HarnessBuilder {
 /// Runs one controller (or queue controller) against a real state actor and
 /// nothing else, so a test can drive it like a user and look at what it did.
 ///
-/// - Arrange and act through [`create`](Harness::create),
-///   [`modify`](Harness::modify), [`teardown`](Harness::teardown),
-///   [`destroy`](Harness::destroy), as a user (owner `None`).
+/// - Arrange and act as a user (owner `None`) with the same calls as
+///   everywhere else: a harness derefs to a user [`Client`] and is an
+///   [`Access`], so `h.create(..)`, `h.modify(&ptr, change)`,
+///   `h.get(&ptr)`, `h.list_typed::<S>(..)`, `h.teardown(&ptr)`,
+///   `h.destroy(&ptr)`, `h.teardown_and_destroy(&ptr)` return the state's
+///   `Result`s (`.unwrap()` them, or assert on the error).
 /// - Step with [`settle`](Harness::settle): it returns when nothing is in
 ///   flight, no reconcile is pending and no retry waits (virtual time runs
 ///   under `tokio::time::pause()`).
-/// - Look with [`get`](Harness::get), [`finalizers`](Harness::finalizers),
+/// - Look with `get`, [`finalizers`](Harness::finalizers),
 ///   [`writes`](Harness::writes) (the controller's own writes, in order),
 ///   [`reconciles`](Harness::reconciles) and [`wait_for`](Harness::wait_for).
 /// - Break things with [`inject`](Harness::inject).
@@ -219,7 +223,7 @@ impl HarnessBuilder {
 /// #     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
 /// #         for i in cx.list_typed::<Int>("default", &LabelQuery::all()).await? {
 /// #             let n = i.spec().0;
-/// #             cx.modify(&Pointer::of::<Double>("default", i.id()), move |d: &mut Resource<Double>| d.spec_mut().0 = 2 * n).await?;
+/// #             cx.modify(&Pointer::typed::<Double>("default", i.id()), move |d| d.spec_mut().0 = 2 * n).await?;
 /// #         }
 /// #         Ok(())
 /// #     }
@@ -227,13 +231,15 @@ impl HarnessBuilder {
 ///
 /// # actix::System::new().block_on(async {
 /// let h = Harness::new(|| Doubler).await;
-/// h.create(Resource::new("default", "x", Int(21))).await;
+/// h.modify(&Pointer::typed::<Int>("default", "x"), |i| i.spec_mut().0 = 21).await?;
 /// h.settle().await;
-/// assert_eq!(h.get::<Double>(&Pointer::of::<Double>("default", "x")).await.unwrap().spec().0, 42);
+/// assert_eq!(h.get(&Pointer::typed::<Double>("default", "x")).await?.spec().0, 42);
 /// assert_eq!(h.write_log(), ["modify default/Doubles.test.cosi.dev/x"]);
-/// # });
+/// # Ok::<(), cosi_runtime::Error>(())
+/// # }).unwrap();
 /// ```
 pub struct Harness {
+    user: Client,
     runtime: Runtime,
     writes: Log,
     faults: Faults,
@@ -283,9 +289,15 @@ impl Harness {
         &self.runtime
     }
 
-    /// The state, acting as a user.
+    /// The state, for calls with an explicit owner (the harness itself acts
+    /// as the user).
     pub fn state(&self) -> State {
         self.runtime.state()
+    }
+
+    /// The user's [`Client`] the harness derefs to.
+    pub fn client(&self) -> &Client {
+        &self.user
     }
 
     /// The queue controller's handle (for harnesses made with [`queue`](Harness::queue)).
@@ -374,45 +386,6 @@ impl Harness {
         panics::since(self.panic_mark)
     }
 
-    /// Creates a resource as a user.
-    pub async fn create(&self, resource: impl Into<AnyResource>) -> AnyResource {
-        must("create", self.state().create(resource, None).await)
-    }
-
-    /// Creates or changes a resource as a user.
-    pub async fn modify<S, F>(&self, ptr: &Pointer, f: F) -> Resource<S>
-    where
-        S: Spec + Default,
-        F: Fn(&mut Resource<S>) + Send + 'static,
-    {
-        must("modify", self.state().modify(ptr, f, None).await)
-    }
-
-    /// Tears a user resource down; returns whether it is ready to destroy.
-    pub async fn teardown(&self, ptr: &Pointer) -> bool {
-        must("teardown", self.state().teardown(ptr, None).await)
-    }
-
-    /// Destroys a user resource.
-    pub async fn destroy(&self, ptr: &Pointer) {
-        must("destroy", self.state().destroy(ptr, None).await);
-    }
-
-    /// Tears a user resource down and waits until the controller released it
-    /// and it is destroyed.
-    pub async fn teardown_and_destroy(&self, ptr: &Pointer) {
-        must("teardown_and_destroy", self.state().teardown_and_destroy(ptr, None).await);
-    }
-
-    /// The resource at `ptr` as spec type `S`, if it exists.
-    pub async fn get<S: Spec>(&self, ptr: &Pointer) -> Option<Resource<S>> {
-        match self.state().get_typed::<S>(ptr).await {
-            Ok(r) => Some(r),
-            Err(e) if e.is_not_found() => None,
-            Err(e) => panic!("harness: get {ptr} failed: {e}"),
-        }
-    }
-
     /// The finalizers on the resource at `ptr` (empty if it does not exist).
     pub async fn finalizers(&self, ptr: &Pointer) -> Vec<String> {
         match self.state().get(ptr).await {
@@ -460,11 +433,13 @@ impl Harness {
     /// Waits, driven by watch events (no polling, no sleeps), until `check`
     /// holds for the resource at `ptr` (`None`: it does not exist). Fails the
     /// test after the harness timeout (virtual time under a paused clock).
-    pub async fn wait_for<S, F>(&self, ptr: &Pointer, mut check: F)
+    pub async fn wait_for<S, P, F>(&self, ptr: &P, mut check: F)
     where
         S: Spec,
+        P: PointerTo<S> + ?Sized,
         F: FnMut(Option<&Resource<S>>) -> bool,
     {
+        let ptr = ptr.pointer();
         let mut events = must("watch", self.state().watch_stream(ptr).await);
         let mut last = None;
         let waiting = async {
@@ -497,6 +472,58 @@ impl Harness {
             last.as_deref().unwrap_or("nothing")
         );
         self.check_panics();
+    }
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.user
+    }
+}
+
+/// The user's calls, as everywhere (see [`Access`]).
+impl Access for Harness {
+    fn owner(&self) -> Option<&str> {
+        None
+    }
+    async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
+        self.user.get(ptr).await
+    }
+    async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        self.user.list(kind, query).await
+    }
+    async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
+        self.user.create(resource).await
+    }
+    async fn update_with_phase(
+        &self,
+        resource: impl Into<AnyResource>,
+        expected_phase: ExpectedPhase,
+    ) -> Result<AnyResource, Error> {
+        self.user.update_with_phase(resource, expected_phase).await
+    }
+    async fn modify_with<S, P, E, F>(
+        &self,
+        ptr: &P,
+        empty: E,
+        change: F,
+        expected_phase: ExpectedPhase,
+    ) -> Result<Resource<S>, Error>
+    where
+        S: Spec,
+        P: PointerTo<S> + ?Sized,
+        E: Fn() -> Resource<S> + Send + 'static,
+        F: Fn(&mut Resource<S>) + Send + 'static,
+    {
+        self.user.modify_with(ptr, empty, change, expected_phase).await
+    }
+    async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
+        self.user.teardown(ptr).await
+    }
+    async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
+        self.user.destroy(ptr).await
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! - [`Harness`] runs one controller (or queue controller) against a real
 //!   state actor and nothing else. Create, change, tear down and destroy its
-//!   inputs as a user would, [`settle`](Harness::settle), then look at its
+//!   inputs as a user would, with the same calls as a
+//!   [`Client`](crate::state::Client) (the [`Access`](crate::state::Access)
+//!   surface), [`settle`](Harness::settle), then look at its
 //!   outputs, finalizers, the log of the writes it made, and its reconcile
 //!   count. [`Fault`]s make chosen state calls fail, to exercise error paths.
 //! - [`StateProbe`] runs the controller's actor against a probe instead of
@@ -35,7 +37,7 @@
 //! #     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
 //! #         for h in cx.list_typed::<Hostname>("network", &LabelQuery::all()).await? {
 //! #             let text = format!("Welcome to {}!", h.spec().0);
-//! #             cx.modify(&Pointer::of::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone()).await?;
+//! #             cx.modify(&Pointer::typed::<Motd>("os", "motd"), move |m| m.spec_mut().0 = text.clone()).await?;
 //! #         }
 //! #         Ok(())
 //! #     }
@@ -44,13 +46,14 @@
 //! # actix::System::new().block_on(async {
 //! tokio::time::pause();
 //! let h = Harness::new(|| MotdController).await;
-//! let motd = Pointer::of::<Motd>("os", "motd");
+//! let motd = Pointer::typed::<Motd>("os", "motd");
 //! h.inject(Fault::on("modify").at(&motd)); // the first write fails: retried with backoff
-//! h.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await;
+//! h.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await?;
 //! h.settle().await;
-//! assert_eq!(h.get::<Motd>(&motd).await.unwrap().spec().0, "Welcome to node-1!");
+//! assert_eq!(h.get(&motd).await?.spec().0, "Welcome to node-1!");
 //! assert_eq!(h.write_log(), ["modify os/Motds.os.cosi.dev/motd (failed)", "modify os/Motds.os.cosi.dev/motd"]);
-//! # });
+//! # Ok::<(), cosi_runtime::Error>(())
+//! # }).unwrap();
 //! ```
 
 pub mod conformance;

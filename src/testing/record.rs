@@ -67,8 +67,13 @@ impl Recorded {
 impl fmt::Display for Recorded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.operation, self.subject)?;
-        if self.error.is_some() {
-            f.write_str(" (failed)")?;
+        // An answer the caller expects (a release that finds its output
+        // gone, or still held) is not a failure: it says what it found.
+        match &self.error {
+            None => {}
+            Some(e) if e.is_not_found() => f.write_str(" (not found)")?,
+            Some(e) if e.is_pending_finalizers() => f.write_str(" (pending finalizers)")?,
+            Some(_) => f.write_str(" (failed)")?,
         }
         Ok(())
     }
@@ -173,5 +178,37 @@ impl Log {
 
     pub(crate) fn take(&self) -> Vec<Recorded> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn teardown_answered(answer: Result<StateReply, Error>) -> String {
+        let ptr = Pointer::new("ns", "Files.test.cosi.dev", "a");
+        let req = StateRequest::Teardown { pointer: ptr, owner: Some("C".into()) };
+        Recorded::of(&req).answered(&answer).to_string()
+    }
+
+    #[test]
+    fn the_write_log_says_what_a_request_found_and_failed_only_for_failures() {
+        let ptr = Pointer::new("ns", "Files.test.cosi.dev", "a");
+        assert_eq!(
+            teardown_answered(Err(Error::NotFound { resource: ptr.clone() })),
+            "teardown ns/Files.test.cosi.dev/a (not found)",
+            "a release of an output already gone is no failure"
+        );
+        let held = Error::PendingFinalizers { resource: ptr.clone(), finalizers: vec!["X".into()] };
+        assert_eq!(
+            teardown_answered(Err(held)),
+            "teardown ns/Files.test.cosi.dev/a (pending finalizers)"
+        );
+        let denied = Error::OwnerConflict {
+            resource: ptr,
+            owner: Some("D".into()),
+            caller: Some("C".into()),
+        };
+        assert_eq!(teardown_answered(Err(denied)), "teardown ns/Files.test.cosi.dev/a (failed)");
     }
 }
