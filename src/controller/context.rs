@@ -11,7 +11,7 @@ use super::metrics::Counters;
 use crate::Error;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 use crate::state::{
-    Access, ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready, reply_resource,
+    ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready, reply_resource,
 };
 use crate::supervisor::{RegistrationError, check_inputs};
 
@@ -311,50 +311,5 @@ impl ReconcileContext {
 
     pub(crate) fn take_new_inputs(&mut self) -> Option<(Vec<Input>, Arc<AccessRules>)> {
         self.new_inputs.take().map(|i| (i, self.rules.clone()))
-    }
-}
-
-/// The controller's calls as the one [`Access`] surface (the derived calls,
-/// `modify`, `list_typed`, `release`..., are methods of the context too).
-impl Access for ReconcileContext {
-    fn owner(&self) -> Option<&str> {
-        Some(self.name())
-    }
-    async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
-        ReconcileContext::get(self, ptr).await
-    }
-    async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
-        ReconcileContext::list(self, kind, query).await
-    }
-    async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        ReconcileContext::create(self, resource).await
-    }
-    async fn update_with_phase(
-        &self,
-        resource: impl Into<AnyResource>,
-        expected_phase: ExpectedPhase,
-    ) -> Result<AnyResource, Error> {
-        ReconcileContext::update_with_phase(self, resource, expected_phase).await
-    }
-    async fn modify_with<S, P, E, F>(
-        &self,
-        ptr: &P,
-        empty: E,
-        change: F,
-        expected_phase: ExpectedPhase,
-    ) -> Result<Resource<S>, Error>
-    where
-        S: Spec,
-        P: PointerTo<S> + ?Sized,
-        E: Fn() -> Resource<S> + Send + 'static,
-        F: Fn(&mut Resource<S>) + Send + 'static,
-    {
-        ReconcileContext::modify_with(self, ptr, empty, change, expected_phase).await
-    }
-    async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
-        ReconcileContext::teardown(self, ptr).await
-    }
-    async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
-        ReconcileContext::destroy(self, ptr).await
     }
 }

@@ -456,48 +456,73 @@ impl Client {
     }
 }
 
-impl Access for Client {
-    fn owner(&self) -> Option<&str> {
-        Client::owner(self)
-    }
-    async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
-        Client::get(self, ptr).await
-    }
-    async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
-        Client::list(self, kind, query).await
-    }
-    async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        Client::create(self, resource).await
-    }
-    async fn update_with_phase(
-        &self,
-        resource: impl Into<AnyResource>,
-        expected_phase: ExpectedPhase,
-    ) -> Result<AnyResource, Error> {
-        Client::update_with_phase(self, resource, expected_phase).await
-    }
-    async fn modify_with<S, P, E, F>(
-        &self,
-        ptr: &P,
-        empty: E,
-        change: F,
-        expected_phase: ExpectedPhase,
-    ) -> Result<Resource<S>, Error>
-    where
-        S: Spec,
-        P: PointerTo<S> + ?Sized,
-        E: Fn() -> Resource<S> + Send + 'static,
-        F: Fn(&mut Resource<S>) + Send + 'static,
-    {
-        Client::modify_with(self, ptr, empty, change, expected_phase).await
-    }
-    async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
-        Client::teardown(self, ptr).await
-    }
-    async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
-        Client::destroy(self, ptr).await
-    }
+/// Implements [`Access`]'s core for a type whose inherent methods of the
+/// same names already are that core (`Client`, `ReconcileContext`), with
+/// `$owner` (of `$this`, the value) for [`Access::owner`].
+macro_rules! core_by_inherent {
+    ($ty:ty, |$this:ident| $owner:expr) => {
+        impl $crate::state::Access for $ty {
+            fn owner(&self) -> Option<&str> {
+                let $this = self;
+                $owner
+            }
+            async fn get<P: $crate::resource::Address + ?Sized>(
+                &self,
+                ptr: &P,
+            ) -> Result<P::Resource, $crate::Error> {
+                <$ty>::get(self, ptr).await
+            }
+            async fn list(
+                &self,
+                kind: &$crate::resource::Kind,
+                query: &$crate::resource::LabelQuery,
+            ) -> Result<Vec<$crate::resource::AnyResource>, $crate::Error> {
+                <$ty>::list(self, kind, query).await
+            }
+            async fn create(
+                &self,
+                resource: impl Into<$crate::resource::AnyResource>,
+            ) -> Result<$crate::resource::AnyResource, $crate::Error> {
+                <$ty>::create(self, resource).await
+            }
+            async fn update_with_phase(
+                &self,
+                resource: impl Into<$crate::resource::AnyResource>,
+                expected_phase: $crate::state::ExpectedPhase,
+            ) -> Result<$crate::resource::AnyResource, $crate::Error> {
+                <$ty>::update_with_phase(self, resource, expected_phase).await
+            }
+            async fn modify_with<S, P, E, F>(
+                &self,
+                ptr: &P,
+                empty: E,
+                change: F,
+                expected_phase: $crate::state::ExpectedPhase,
+            ) -> Result<$crate::resource::Resource<S>, $crate::Error>
+            where
+                S: $crate::resource::Spec,
+                P: $crate::resource::PointerTo<S> + ?Sized,
+                E: Fn() -> $crate::resource::Resource<S> + Send + 'static,
+                F: Fn(&mut $crate::resource::Resource<S>) + Send + 'static,
+            {
+                <$ty>::modify_with(self, ptr, empty, change, expected_phase).await
+            }
+            async fn teardown(
+                &self,
+                ptr: &$crate::resource::Pointer,
+            ) -> Result<bool, $crate::Error> {
+                <$ty>::teardown(self, ptr).await
+            }
+            async fn destroy(&self, ptr: &$crate::resource::Pointer) -> Result<(), $crate::Error> {
+                <$ty>::destroy(self, ptr).await
+            }
+        }
+    };
 }
+
+core_by_inherent!(Client, |client| client.owner.as_deref());
+// The controller's calls as the one `Access` surface: it writes as itself.
+core_by_inherent!(crate::controller::ReconcileContext, |cx| Some(cx.name()));
 
 /// The derived [`Access`] calls as methods of each implementor's own, so
 /// that code naming a `Client` or a `ReconcileContext` needs no import. Each
