@@ -5,6 +5,8 @@
 //! owner bound once; and [`Decoded`], a typed list that keeps the resources
 //! that decode apart from those that don't.
 
+use std::future::Future;
+
 use super::{ExpectedPhase, State, WatchOptions, WatchStream};
 use crate::Error;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
@@ -204,8 +206,11 @@ pub trait Access {
     ///
     /// # Errors
     /// As [`update_with_phase`](Access::update_with_phase).
-    async fn update(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        self.update_with_phase(resource, ExpectedPhase::Running).await
+    fn update(
+        &self,
+        resource: impl Into<AnyResource>,
+    ) -> impl Future<Output = Result<AnyResource, Error>> {
+        self.update_with_phase(resource, ExpectedPhase::Running)
     }
 
     /// Creates or changes the resource at `ptr` through `change`, starting
@@ -216,13 +221,21 @@ pub trait Access {
     /// # Errors
     /// As [`modify_with`](Access::modify_with); [`Error::PhaseConflict`] when
     /// the resource is tearing down.
-    async fn modify<S, P, F>(&self, ptr: &P, change: F) -> Result<Resource<S>, Error>
+    fn modify<S, P, F>(
+        &self,
+        ptr: &P,
+        change: F,
+    ) -> impl Future<Output = Result<Resource<S>, Error>>
     where
         S: Spec + Default,
         P: PointerTo<S> + ?Sized,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
-        self.modify_or(ptr, S::default(), change).await
+        // The future of `modify_with` itself, no wrapper around it (futures
+        // are moved whole: every layer costs a reconcile a copy).
+        let at = ptr.pointer().clone();
+        let empty = move || Resource::at(at.clone(), S::default());
+        self.modify_with(ptr, empty, change, ExpectedPhase::Running)
     }
 
     /// [`modify`](Access::modify) for a spec without `Default` (or another
@@ -231,7 +244,12 @@ pub trait Access {
     ///
     /// # Errors
     /// As [`modify`](Access::modify).
-    async fn modify_or<S, P, F>(&self, ptr: &P, initial: S, change: F) -> Result<Resource<S>, Error>
+    fn modify_or<S, P, F>(
+        &self,
+        ptr: &P,
+        initial: S,
+        change: F,
+    ) -> impl Future<Output = Result<Resource<S>, Error>>
     where
         S: Spec,
         P: PointerTo<S> + ?Sized,
@@ -239,7 +257,7 @@ pub trait Access {
     {
         let at = ptr.pointer().clone();
         let empty = move || Resource::at(at.clone(), initial.clone());
-        self.modify_with(ptr, empty, change, ExpectedPhase::Running).await
+        self.modify_with(ptr, empty, change, ExpectedPhase::Running)
     }
 
     /// Tears the resource at `ptr` down and destroys it once nothing holds it
@@ -466,55 +484,55 @@ macro_rules! core_by_inherent {
                 let $this = self;
                 $owner
             }
-            async fn get<P: $crate::resource::Address + ?Sized>(
+            fn get<P: $crate::resource::Address + ?Sized>(
                 &self,
                 ptr: &P,
-            ) -> Result<P::Resource, $crate::Error> {
-                <$ty>::get(self, ptr).await
+            ) -> impl std::future::Future<Output = Result<P::Resource, $crate::Error>> {
+                <$ty>::get(self, ptr)
             }
-            async fn list(
+            fn list(
                 &self,
                 kind: &$crate::resource::Kind,
                 query: &$crate::resource::LabelQuery,
-            ) -> Result<Vec<$crate::resource::AnyResource>, $crate::Error> {
-                <$ty>::list(self, kind, query).await
+            ) -> impl std::future::Future<Output = Result<Vec<$crate::resource::AnyResource>, $crate::Error>> {
+                <$ty>::list(self, kind, query)
             }
-            async fn create(
+            fn create(
                 &self,
                 resource: impl Into<$crate::resource::AnyResource>,
-            ) -> Result<$crate::resource::AnyResource, $crate::Error> {
-                <$ty>::create(self, resource).await
+            ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
+                <$ty>::create(self, resource)
             }
-            async fn update_with_phase(
+            fn update_with_phase(
                 &self,
                 resource: impl Into<$crate::resource::AnyResource>,
                 expected_phase: $crate::state::ExpectedPhase,
-            ) -> Result<$crate::resource::AnyResource, $crate::Error> {
-                <$ty>::update_with_phase(self, resource, expected_phase).await
+            ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
+                <$ty>::update_with_phase(self, resource, expected_phase)
             }
-            async fn modify_with<S, P, E, F>(
+            fn modify_with<S, P, E, F>(
                 &self,
                 ptr: &P,
                 empty: E,
                 change: F,
                 expected_phase: $crate::state::ExpectedPhase,
-            ) -> Result<$crate::resource::Resource<S>, $crate::Error>
+            ) -> impl std::future::Future<Output = Result<$crate::resource::Resource<S>, $crate::Error>>
             where
                 S: $crate::resource::Spec,
                 P: $crate::resource::PointerTo<S> + ?Sized,
                 E: Fn() -> $crate::resource::Resource<S> + Send + 'static,
                 F: Fn(&mut $crate::resource::Resource<S>) + Send + 'static,
             {
-                <$ty>::modify_with(self, ptr, empty, change, expected_phase).await
+                <$ty>::modify_with(self, ptr, empty, change, expected_phase)
             }
-            async fn teardown(
+            fn teardown(
                 &self,
                 ptr: &$crate::resource::Pointer,
-            ) -> Result<bool, $crate::Error> {
-                <$ty>::teardown(self, ptr).await
+            ) -> impl std::future::Future<Output = Result<bool, $crate::Error>> {
+                <$ty>::teardown(self, ptr)
             }
-            async fn destroy(&self, ptr: &$crate::resource::Pointer) -> Result<(), $crate::Error> {
-                <$ty>::destroy(self, ptr).await
+            fn destroy(&self, ptr: &$crate::resource::Pointer) -> impl std::future::Future<Output = Result<(), $crate::Error>> {
+                <$ty>::destroy(self, ptr)
             }
         }
     };
@@ -534,8 +552,8 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::get_typed`].
-            pub async fn get_typed<S: Spec>(&self, ptr: &Pointer) -> Result<Resource<S>, Error> {
-                Access::get_typed(self, ptr).await
+            pub fn get_typed<S: Spec>(&self, ptr: &Pointer) -> impl Future<Output = Result<Resource<S>, Error>> {
+                Access::get_typed(self, ptr)
             }
 
             /// As [`Access::list_typed`]: the resources of `S` in `namespace`
@@ -543,12 +561,12 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::list_typed`].
-            pub async fn list_typed<S: Spec>(
+            pub fn list_typed<S: Spec>(
                 &self,
                 namespace: &str,
                 query: &LabelQuery,
-            ) -> Result<Vec<Resource<S>>, Error> {
-                Access::list_typed(self, namespace, query).await
+            ) -> impl Future<Output = Result<Vec<Resource<S>>, Error>> {
+                Access::list_typed(self, namespace, query)
             }
 
             /// As [`Access::list_decoded`]: the same, with the ones that do not
@@ -556,12 +574,12 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::list_decoded`].
-            pub async fn list_decoded<S: Spec>(
+            pub fn list_decoded<S: Spec>(
                 &self,
                 namespace: &str,
                 query: &LabelQuery,
-            ) -> Result<Decoded<S>, Error> {
-                Access::list_decoded(self, namespace, query).await
+            ) -> impl Future<Output = Result<Decoded<S>, Error>> {
+                Access::list_decoded(self, namespace, query)
             }
 
             /// As [`Access::update`]: updates `resource` (carrying the version
@@ -569,11 +587,11 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::update`].
-            pub async fn update(
+            pub fn update(
                 &self,
                 resource: impl Into<AnyResource>,
-            ) -> Result<AnyResource, Error> {
-                Access::update(self, resource).await
+            ) -> impl Future<Output = Result<AnyResource, Error>> {
+                Access::update(self, resource)
             }
 
             /// As [`Access::modify`]: creates or changes the resource at `ptr`
@@ -582,13 +600,13 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::modify`].
-            pub async fn modify<S, P, F>(&self, ptr: &P, change: F) -> Result<Resource<S>, Error>
+            pub fn modify<S, P, F>(&self, ptr: &P, change: F) -> impl Future<Output = Result<Resource<S>, Error>>
             where
                 S: Spec + Default,
                 P: PointerTo<S> + ?Sized,
                 F: Fn(&mut Resource<S>) + Send + 'static,
             {
-                Access::modify(self, ptr, change).await
+                Access::modify(self, ptr, change)
             }
 
             /// As [`Access::modify_or`]: [`modify`](Self::modify) starting from
@@ -596,18 +614,18 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::modify`].
-            pub async fn modify_or<S, P, F>(
+            pub fn modify_or<S, P, F>(
                 &self,
                 ptr: &P,
                 initial: S,
                 change: F,
-            ) -> Result<Resource<S>, Error>
+            ) -> impl Future<Output = Result<Resource<S>, Error>>
             where
                 S: Spec,
                 P: PointerTo<S> + ?Sized,
                 F: Fn(&mut Resource<S>) + Send + 'static,
             {
-                Access::modify_or(self, ptr, initial, change).await
+                Access::modify_or(self, ptr, initial, change)
             }
 
             /// As [`Access::release`]: tears the resource down and destroys it
@@ -615,8 +633,8 @@ macro_rules! derived_calls {
             ///
             /// # Errors
             /// As [`Access::release`].
-            pub async fn release(&self, ptr: &Pointer) -> Result<bool, Error> {
-                Access::release(self, ptr).await
+            pub fn release(&self, ptr: &Pointer) -> impl Future<Output = Result<bool, Error>> {
+                Access::release(self, ptr)
             }
         }
     )*};
