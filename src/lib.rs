@@ -80,6 +80,8 @@ pub mod execution;
 pub mod finalizer;
 #[cfg(feature = "krm")]
 pub mod krm;
+#[cfg(feature = "kubernetes-api")]
+pub mod kubernetes;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod queue;

@@ -24,7 +24,7 @@ use crate::supervisor::{RegistrationError, check_inputs};
 /// name as owner. Methods take `&self`, so several calls can be awaited
 /// concurrently (for example with `futures::future::join_all`).
 ///
-/// Reads and writes are the [`Access`] calls, the same as a user's
+/// Reads and writes are the [`Access`](crate::state::Access) calls, the same as a user's
 /// [`Client`](crate::state::Client) and a test's
 /// [`Harness`](crate::testing::Harness): `get`, `get_typed`, `list`,
 /// `list_typed`, `list_decoded`, `create`, `update`, `modify`, `modify_or`,
@@ -173,7 +173,7 @@ impl ReconcileContext {
         reply_resource(self.write(req).await?, "update")
     }
 
-    /// The general read-modify-write of an output (see [`Access::modify_with`]):
+    /// The general read-modify-write of an output (see [`Access::modify_with`](crate::state::Access::modify_with)):
     /// [`modify`](Self::modify) with an explicit starting resource and
     /// expected phase.
     ///

@@ -1,0 +1,179 @@
+//! List and get: `<Kind>List` (or a Table) at the store revision of its snapshot.
+//!
+//! The state's plain list carries no revision; a bootstrap watch does: its
+//! `Created` events are the snapshot, and after its `Bootstrapped` marker
+//! [`WatchStream::revision`] is the store revision the snapshot was taken at
+//! (the watch is registered, and its initial events published, in one step
+//! of the state actor). The watch is dropped (unwatched) right after.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::object::object;
+use super::params::{FieldSelector, ListParams};
+use super::registry::Exposed;
+use super::status::Status;
+use super::table::{row, table, wants_table};
+use crate::State;
+use crate::resource::{AnyResource, Kind, LabelQuery};
+use crate::state::{Event, WatchOptions, WatchStream};
+
+type Query = web::Query<HashMap<String, String>>;
+
+/// The resources of `kind` matching `labels`, sorted by id, and the store
+/// revision of that snapshot.
+pub(crate) async fn snapshot(
+    state: &State,
+    kind: &Kind,
+    labels: &LabelQuery,
+) -> Result<(Vec<AnyResource>, u64), Status> {
+    // A window no snapshot fills: every initial event goes out at once, at
+    // the revision of the snapshot.
+    let options = WatchOptions::bootstrap().with_window(usize::MAX);
+    let mut stream: WatchStream = state.watch_kind_stream(kind, labels.clone(), options).await?;
+    let mut items = Vec::new();
+    while let Some(event) = stream.next().await {
+        match event {
+            Event::Created(r) => items.push(r),
+            Event::Bootstrapped(_) => return Ok((items, stream.revision())),
+            // Changes after the snapshot are not part of it.
+            _ => {}
+        }
+    }
+    Err(Status::from(crate::Error::Unavailable {
+        resource: kind.to_string(),
+        service: "the state actor (the snapshot's watch ended)",
+    }))
+}
+
+fn accept(req: &HttpRequest) -> Option<&str> {
+    req.headers().get(actix_web::http::header::ACCEPT).and_then(|v| v.to_str().ok())
+}
+
+fn namespace_ok(namespace: &str) -> Result<(), Status> {
+    crate::resource::validate::name("namespace", namespace).map_err(Status::bad_request)
+}
+
+/// `GET /apis/{group}/{version}/{plural}`: every namespace served.
+pub(super) async fn all_namespaces(
+    shared: web::Data<Shared>,
+    path: web::Path<(String, String, String)>,
+    query: Query,
+    req: HttpRequest,
+) -> Result<HttpResponse, Status> {
+    let (group, version, plural) = path.into_inner();
+    let exposed = shared.exposed(&group, &version, &plural)?;
+    let params = ListParams::parse(&query)?;
+    let namespaces: Vec<String> = shared
+        .namespaces_of(&exposed)
+        .into_iter()
+        .filter(|ns| params.fields.admits_namespace(ns))
+        .collect();
+    list_or_watch(&shared, exposed, namespaces, params, wants_table(accept(&req))).await
+}
+
+/// `GET /apis/{group}/{version}/namespaces/{namespace}/{plural}`.
+pub(super) async fn namespaced(
+    shared: web::Data<Shared>,
+    path: web::Path<(String, String, String, String)>,
+    query: Query,
+    req: HttpRequest,
+) -> Result<HttpResponse, Status> {
+    let (group, version, namespace, plural) = path.into_inner();
+    let exposed = shared.exposed(&group, &version, &plural)?;
+    namespace_ok(&namespace)?;
+    let params = ListParams::parse(&query)?;
+    list_or_watch(&shared, exposed, vec![namespace], params, wants_table(accept(&req))).await
+}
+
+async fn list_or_watch(
+    shared: &Shared,
+    exposed: Arc<Exposed>,
+    namespaces: Vec<String>,
+    params: ListParams,
+    as_table: bool,
+) -> Result<HttpResponse, Status> {
+    if params.watch {
+        return super::watch::watch(shared, exposed, namespaces, params, as_table).await;
+    }
+    let mut items = Vec::new();
+    let mut revision = None::<u64>;
+    // With no namespace to read, an empty list still needs a revision:
+    // that of a snapshot of a namespace nobody names.
+    let probe = namespaces.is_empty().then(|| "default".to_owned());
+    for namespace in namespaces.iter().chain(&probe) {
+        let kind = Kind::new(namespace, &exposed.resource_type);
+        let (found, at) = snapshot(&shared.state, &kind, &params.labels).await?;
+        // The oldest snapshot: a watch from it may repeat, never miss.
+        revision = Some(revision.map_or(at, |r| r.min(at)));
+        if probe.is_none() {
+            items.extend(found);
+        }
+    }
+    let revision = revision.unwrap_or(0);
+    respond(&exposed, &items, revision, as_table, &params.fields)
+}
+
+fn respond(
+    exposed: &Exposed,
+    items: &[AnyResource],
+    revision: u64,
+    as_table: bool,
+    fields: &FieldSelector,
+) -> Result<HttpResponse, Status> {
+    let objects = items
+        .iter()
+        .filter(|r| fields.matches(r))
+        .map(|r| Ok((r, object(exposed, r, r.metadata().revision())?)))
+        .collect::<Result<Vec<_>, Status>>()?;
+    let body = if as_table {
+        let now = SystemTime::now();
+        let rows =
+            objects.iter().map(|(r, o)| row(exposed, r, o, r.metadata().revision(), now)).collect();
+        table(exposed, rows, revision)
+    } else {
+        json!({
+            "kind": format!("{}List", exposed.kind),
+            "apiVersion": exposed.api_version(),
+            "metadata": { "resourceVersion": revision.to_string() },
+            "items": objects.into_iter().map(|(_, o)| o).collect::<Vec<Value>>(),
+        })
+    };
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// `GET /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}`.
+pub(super) async fn get(
+    shared: web::Data<Shared>,
+    path: web::Path<(String, String, String, String, String)>,
+    req: HttpRequest,
+) -> Result<HttpResponse, Status> {
+    let (group, version, namespace, plural, name) = path.into_inner();
+    let exposed = shared.exposed(&group, &version, &plural)?;
+    namespace_ok(&namespace)?;
+    let ptr = Kind::new(&namespace, &exposed.resource_type).pointer(name.as_str());
+    let resource = match shared.state.get(&ptr).await {
+        Ok(r) => r,
+        Err(e) if e.is_not_found() => {
+            return Err(Status::object_not_found(&exposed.group, &exposed.plural, &name));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let revision = resource.metadata().revision();
+    if wants_table(accept(&req)) {
+        return respond(
+            &exposed,
+            std::slice::from_ref(&resource),
+            revision,
+            true,
+            &FieldSelector::default(),
+        );
+    }
+    Ok(HttpResponse::Ok().json(object(&exposed, &resource, revision)?))
+}

@@ -1,0 +1,397 @@
+//! The state served through the Kubernetes API (feature `kubernetes-api`):
+//! stock clients — `kubectl`, client-go, kube-rs, the python `kubernetes`
+//! client — discover, list, get and watch the resource types you expose.
+//!
+//! This first step serves reads only. Writes (POST, PUT, PATCH, DELETE) are
+//! answered `405 MethodNotAllowed`; authentication, TLS and OpenAPI come with
+//! them.
+//!
+//! # Expected flow
+//!
+//! 1. Build a [`KubernetesApi`] over a [`State`] and [`expose`](KubernetesApi::expose)
+//!    each type you want served with an [`Expose`]: nothing is exposed by default.
+//!    Group and plural come from the resource type (`LinkConfigs.net.cosi.dev`
+//!    is `linkconfigs` in group `net.cosi.dev`), the version is yours.
+//! 2. [`serve`](KubernetesApi::serve) it on an address of its own, or mount it
+//!    into your actix-web `App` with [`configure`](KubernetesApi::configure).
+//! 3. Point a client at it: `kubectl --server http://127.0.0.1:PORT get linkconfigs -n config`.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /version` | the [`server_version`](KubernetesApi::server_version) (kubectl's dispatcher picks its client by it) |
+//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (empty), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `get`, `list`, `watch`) |
+//! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}` | a `<Kind>List`, or a watch with `?watch=true` |
+//! | `GET /apis/{g}/{v}/{plural}` | the same over every namespace the type is served from ([`Expose::namespaces`], [`KubernetesApi::namespaces`]) |
+//! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | one object |
+//! | `GET /api/v1/namespaces/{ns}` | a `Namespace` (namespaces are implicit: every valid name exists); kubectl reads it when an object is not found |
+//!
+//! # Guarantees
+//!
+//! - An object is `{apiVersion, kind, metadata, spec}`; its `metadata.resourceVersion`
+//!   is the store revision of the write that produced it, `generation` our
+//!   version, `uid` the incarnation's uid (see [`object`](self#objects) below).
+//! - A list's `metadata.resourceVersion` is the store revision of its snapshot:
+//!   a watch from it (`kubectl get -w`, informers) delivers exactly the changes
+//!   after the list.
+//! - A watch is HTTP 200, chunked, one JSON event per line, never buffered:
+//!   `ADDED`, `MODIFIED`, `DELETED`; from no version or `"0"`, first `ADDED`
+//!   for everything that exists; from a version, the changes after it.
+//!   Every event's object carries a `resourceVersion`, and they never go
+//!   backwards within one watch.
+//! - A watch from a revision the state no longer keeps gets HTTP 200 and one
+//!   in-stream `ERROR` event with a `410 Expired` `Status`, then ends (what
+//!   informers and kube-rs need to relist rather than retry for ever).
+//! - `allowWatchBookmarks=true`: `BOOKMARK` events every
+//!   [`bookmark_interval`](KubernetesApi::bookmark_interval);
+//!   `sendInitialEvents=true`: a bookmark annotated `k8s.io/initial-events-end`
+//!   after the initial `ADDED` events. `timeoutSeconds=N` ends the stream
+//!   cleanly after N seconds. `labelSelector` (kubectl syntax) and
+//!   `fieldSelector` on `metadata.name` and `metadata.namespace` (`=`, `==`,
+//!   `!=`) apply to lists and watches. Booleans parse like Go's (`True` too).
+//! - `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` (what `kubectl get`
+//!   asks) gets a `Table`: NAME, the print columns, AGE; each row carries
+//!   the object's metadata (`PartialObjectMetadata`). Watches then send a
+//!   one-row Table per event.
+//! - A watch client that stops reading never holds the state back: its events
+//!   queue in a buffer of [`watch_buffer`](KubernetesApi::watch_buffer) events,
+//!   and when that is full the server ends the watch (the client watches again
+//!   from its last version).
+//!
+//! # Objects
+//!
+//! | ours | object |
+//! |---|---|
+//! | id, namespace | `metadata.name`, `metadata.namespace` |
+//! | uid | `metadata.uid` |
+//! | mod revision | `metadata.resourceVersion` |
+//! | version | `metadata.generation` |
+//! | created | `metadata.creationTimestamp` |
+//! | labels, annotations, finalizers | the same |
+//! | owner (a controller) | annotation `cosi.dev/owner` ([`OWNER_ANNOTATION`]) |
+//! | phase `TearingDown` | `metadata.deletionTimestamp` (the time of its last write) |
+//! | spec | `spec` |
+//!
+//! # Caveats
+//!
+//! - Ids are served as names unchanged, not mangled. An id that is not a
+//!   Kubernetes name (a `/`, spaces, capitals) is listed and watched as is,
+//!   but kubectl cannot address it as `TYPE/NAME`; a raw GET must escape a
+//!   `/` as `%2F`.
+//! - The state has no cross-namespace list: all-namespace requests read the
+//!   namespaces named by [`Expose::namespaces`] and [`KubernetesApi::namespaces`]
+//!   only. Such a list's `resourceVersion` is the oldest of its namespaces'
+//!   snapshot revisions, so a watch from it may repeat a change the list
+//!   already showed, never miss one.
+//! - `limit` is ignored: a list is never cut into pages (no `continue`).
+//! - A watch's `DELETED` carries the revision of the destroy, except when the
+//!   client fell behind and the state coalesced its backlog: then events carry
+//!   their own revision, raised to the highest sent so far so that the stream
+//!   never goes backwards. Bookmarks carry the revision the watch has caught up
+//!   to; on a type nobody writes that revision stays where it was.
+//!
+//! # Errors
+//!
+//! Every error is a `Status` object ([`Status`]): `404 NotFound` for an
+//! unknown group, version, type or object; `400 BadRequest` for a malformed
+//! selector, boolean, version or timeout; `405 MethodNotAllowed` for writes;
+//! `503 ServiceUnavailable` when the state is gone. Bad registrations are
+//! [`ExposeError`]s.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use cosi_runtime::State;
+//! use cosi_runtime::kubernetes::{Expose, KubernetesApi};
+//! use cosi_runtime::resource::{Resource, Spec};
+//!
+//! #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+//! struct LinkConfig {
+//!     mtu: u32,
+//! }
+//! impl Spec for LinkConfig {
+//!     const TYPE: &'static str = "LinkConfigs.net.cosi.dev";
+//! }
+//!
+//! # actix::System::new().block_on(async {
+//! let state = State::start();
+//! state.create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 }), None).await?;
+//! let api = KubernetesApi::new(&state)
+//!     .expose(
+//!         Expose::of::<LinkConfig>("v1alpha1")
+//!             .short_names(["lc"])
+//!             .column("MTU", ".spec.mtu")
+//!             .namespaces(["config"]),
+//!     )?
+//!     .server_version(1, 33);
+//! let server = api.serve("127.0.0.1:6443".parse()?).await?;
+//! // kubectl --server http://127.0.0.1:6443 get lc -n config
+//! println!("serving on {}", server.url());
+//! # server.stop().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Mounted into an application's own server:
+//!
+//! ```no_run
+//! # use cosi_runtime::kubernetes::KubernetesApi;
+//! use actix_web::{App, HttpServer};
+//! # actix::System::new().block_on(async {
+//! # let state = cosi_runtime::State::start();
+//! let api = KubernetesApi::new(&state).configure();
+//! HttpServer::new(move || App::new().configure(api.clone()))
+//!     .bind(("127.0.0.1", 6443))?
+//!     .run()
+//!     .await
+//! # }).unwrap();
+//! ```
+
+mod discovery;
+mod list;
+mod object;
+mod params;
+mod registry;
+mod status;
+mod table;
+mod watch;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use actix_web::{App, HttpServer, web};
+
+pub use object::OWNER_ANNOTATION;
+pub use registry::{Expose, ExposeError};
+pub use status::Status;
+
+use crate::State;
+use registry::{Exposed, Registry};
+
+/// What the handlers share.
+pub(crate) struct Shared {
+    pub(crate) state: State,
+    pub(crate) registry: Registry,
+    pub(crate) server_version: (u32, u32),
+    pub(crate) namespaces: BTreeSet<String>,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) watch_buffer: usize,
+}
+
+impl Shared {
+    /// The type served at `/apis/{group}/{version}/.../{plural}`.
+    pub(crate) fn exposed(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Arc<Exposed>, Status> {
+        self.registry.find(group, version, plural).map(|t| Arc::new(t.clone())).ok_or_else(|| {
+            Status::not_found(format!(
+                "the server could not find the requested resource ({plural}.{group}/{version} is not served)"
+            ))
+        })
+    }
+
+    /// The namespaces an all-namespace request reads for `exposed`.
+    pub(crate) fn namespaces_of(&self, exposed: &Exposed) -> Vec<String> {
+        exposed.namespaces.union(&self.namespaces).cloned().collect()
+    }
+}
+
+/// Bookmarks' default period (`allowWatchBookmarks=true`).
+pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Events a watch client may have unread before the server ends its watch.
+pub const DEFAULT_WATCH_BUFFER: usize = 1024;
+
+/// The Kubernetes API over one [`State`]: expose types, then
+/// [`serve`](KubernetesApi::serve) it or mount it with
+/// [`configure`](KubernetesApi::configure). See the [module](self) docs.
+#[derive(Clone)]
+pub struct KubernetesApi {
+    state: State,
+    registry: Registry,
+    server_version: (u32, u32),
+    namespaces: BTreeSet<String>,
+    bookmark_interval: Duration,
+    watch_buffer: usize,
+}
+
+impl fmt::Debug for KubernetesApi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KubernetesApi")
+            .field(
+                "types",
+                &self.registry.types.iter().map(|t| &t.resource_type).collect::<Vec<_>>(),
+            )
+            .field("server_version", &self.server_version)
+            .field("namespaces", &self.namespaces)
+            .field("bookmark_interval", &self.bookmark_interval)
+            .field("watch_buffer", &self.watch_buffer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubernetesApi {
+    /// The API over `state`, with nothing exposed yet, answering `/version`
+    /// as Kubernetes 1.33.
+    pub fn new(state: &State) -> KubernetesApi {
+        KubernetesApi {
+            state: state.clone(),
+            registry: Registry::default(),
+            server_version: (1, 33),
+            namespaces: BTreeSet::new(),
+            bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
+            watch_buffer: DEFAULT_WATCH_BUFFER,
+        }
+    }
+
+    /// Serves the resources of one type (see [`Expose`]).
+    ///
+    /// # Errors
+    /// [`ExposeError`] when the type has no group, a name or the version is
+    /// not valid in Kubernetes, a print column's path is not understood, or
+    /// the plural or a short name is already served.
+    pub fn expose(mut self, expose: Expose) -> Result<Self, ExposeError> {
+        self.registry.add(expose.resolve()?)?;
+        Ok(self)
+    }
+
+    /// What `/version` answers (default 1.33). kubectl's dispatcher runs the
+    /// client of the same minor version (`kubectl.1.27` ... `kubectl.1.33`).
+    #[must_use]
+    pub fn server_version(mut self, major: u32, minor: u32) -> Self {
+        self.server_version = (major, minor);
+        self
+    }
+
+    /// Namespaces every exposed type is served from in all-namespace requests
+    /// (`kubectl get -A`), besides each type's own [`Expose::namespaces`].
+    #[must_use]
+    pub fn namespaces<S: Into<String>>(mut self, namespaces: impl IntoIterator<Item = S>) -> Self {
+        self.namespaces.extend(namespaces.into_iter().map(Into::into));
+        self
+    }
+
+    /// How often a watch with `allowWatchBookmarks=true` gets a `BOOKMARK`
+    /// (default [`DEFAULT_BOOKMARK_INTERVAL`]; at least 10 ms).
+    #[must_use]
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Events a watch client may leave unread before the server ends its
+    /// watch (default [`DEFAULT_WATCH_BUFFER`], at least 1).
+    #[must_use]
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events.max(1);
+        self
+    }
+
+    fn shared(&self) -> Shared {
+        Shared {
+            state: self.state.clone(),
+            registry: self.registry.clone(),
+            server_version: self.server_version,
+            namespaces: self.namespaces.clone(),
+            bookmark_interval: self.bookmark_interval,
+            watch_buffer: self.watch_buffer,
+        }
+    }
+
+    /// The routes, to mount at the root of an actix-web `App` with
+    /// `.configure(..)` (kubectl expects `/version`, `/api` and `/apis` at the
+    /// root of `--server`). Clone it into each worker's `App`.
+    pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+        let shared = web::Data::new(self.shared());
+        move |cfg: &mut web::ServiceConfig| {
+            cfg.app_data(shared.clone());
+            routes(cfg);
+        }
+    }
+
+    /// Serves the API on `addr` (port 0: any free port) from one worker
+    /// thread of its own, until [`KubernetesServer::stop`] or the end of the
+    /// actix `System`.
+    ///
+    /// # Errors
+    /// The IO error when `addr` cannot be bound.
+    pub async fn serve(self, addr: SocketAddr) -> std::io::Result<KubernetesServer> {
+        let configure = self.configure();
+        let server = HttpServer::new(move || App::new().configure(configure.clone()))
+            .workers(1)
+            .disable_signals()
+            .shutdown_timeout(1)
+            .bind(addr)?;
+        let local = server.addrs().first().copied().unwrap_or(addr);
+        if !local.ip().is_loopback() {
+            tracing::warn!(
+                "Kubernetes API on {local}: not a loopback address, reachable from other hosts without authentication"
+            );
+        }
+        let server = server.run();
+        let handle = server.handle();
+        actix::spawn(async move {
+            if let Err(e) = server.await {
+                tracing::error!("Kubernetes API: {e}");
+            }
+        });
+        tracing::info!("Kubernetes API on http://{local}");
+        Ok(KubernetesServer { handle, local })
+    }
+}
+
+fn routes(cfg: &mut web::ServiceConfig) {
+    let not_allowed = || web::to(status::not_allowed);
+    for (path, route) in [
+        ("/version", web::get().to(discovery::version)),
+        ("/api", web::get().to(discovery::core)),
+        ("/api/v1/namespaces/{namespace}", web::get().to(discovery::namespace)),
+        ("/apis", web::get().to(discovery::groups)),
+        ("/apis/{group}", web::get().to(discovery::group)),
+        ("/apis/{group}/{version}", web::get().to(discovery::resources)),
+        ("/apis/{group}/{version}/{plural}", web::get().to(list::all_namespaces)),
+        (
+            "/apis/{group}/{version}/namespaces/{namespace}/{plural}",
+            web::get().to(list::namespaced),
+        ),
+        (
+            "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}",
+            web::get().to(list::get),
+        ),
+    ] {
+        cfg.service(web::resource(path).route(route).default_service(not_allowed()));
+    }
+    for path in ["/api/{tail:.*}", "/apis/{tail:.*}"] {
+        cfg.service(web::resource(path).to(status::no_such_path));
+    }
+}
+
+/// A running Kubernetes API server ([`KubernetesApi::serve`]).
+#[derive(Debug)]
+pub struct KubernetesServer {
+    handle: ServerHandle,
+    local: SocketAddr,
+}
+
+impl KubernetesServer {
+    /// Where it listens (with the port chosen when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Its base URL, `http://ADDR` (what `kubectl --server` takes).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local)
+    }
+
+    /// Stops it: open connections are closed, watches end.
+    pub async fn stop(self) {
+        self.handle.stop(false).await;
+    }
+}

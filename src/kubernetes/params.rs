@@ -1,0 +1,176 @@
+//! Query parameters of list and watch requests: selectors, booleans,
+//! versions, timeouts.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::status::Status;
+use crate::resource::{AnyResource, LabelQuery};
+
+/// A boolean as Go's `strconv.ParseBool` reads it (python sends `True`).
+pub(crate) fn parse_bool(name: &str, value: &str) -> Result<bool, Status> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(Status::bad_request(format!("{name}={value:?} is not a boolean"))),
+    }
+}
+
+/// One term of a field selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FieldTerm {
+    field: Field,
+    value: String,
+    equal: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Name,
+    Namespace,
+}
+
+/// A field selector on `metadata.name` and `metadata.namespace` (`=`, `==`, `!=`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FieldSelector(Vec<FieldTerm>);
+
+impl FieldSelector {
+    pub(crate) fn parse(text: &str) -> Result<Self, Status> {
+        let mut terms = Vec::new();
+        for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (key, value, equal) = if let Some((k, v)) = term.split_once("!=") {
+                (k, v, false)
+            } else if let Some((k, v)) = term.split_once("==") {
+                (k, v, true)
+            } else if let Some((k, v)) = term.split_once('=') {
+                (k, v, true)
+            } else {
+                return Err(Status::bad_request(format!(
+                    "invalid field selector term {term:?}: expected field=value, field==value or field!=value"
+                )));
+            };
+            let field = match key.trim() {
+                "metadata.name" => Field::Name,
+                "metadata.namespace" => Field::Namespace,
+                other => {
+                    return Err(Status::bad_request(format!(
+                        "field label not supported: {other} (only metadata.name and metadata.namespace)"
+                    )));
+                }
+            };
+            terms.push(FieldTerm { field, value: value.trim().to_owned(), equal });
+        }
+        Ok(FieldSelector(terms))
+    }
+
+    pub(crate) fn matches(&self, resource: &AnyResource) -> bool {
+        self.0.iter().all(|t| {
+            let actual = match t.field {
+                Field::Name => resource.id(),
+                Field::Namespace => resource.metadata().namespace(),
+            };
+            (actual == t.value) == t.equal
+        })
+    }
+
+    /// Whether resources of `namespace` can match at all.
+    pub(crate) fn admits_namespace(&self, namespace: &str) -> bool {
+        self.0.iter().all(|t| t.field != Field::Namespace || (namespace == t.value) == t.equal)
+    }
+}
+
+/// Where a list or watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// No version, or "0": the current state first.
+    Now,
+    /// After this revision.
+    After(u64),
+}
+
+/// The parameters of a list or watch request.
+#[derive(Clone, Debug)]
+pub(crate) struct ListParams {
+    pub(crate) labels: LabelQuery,
+    pub(crate) fields: FieldSelector,
+    pub(crate) watch: bool,
+    pub(crate) start: Start,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) bookmarks: bool,
+    pub(crate) send_initial_events: bool,
+}
+
+impl ListParams {
+    pub(crate) fn parse(query: &HashMap<String, String>) -> Result<Self, Status> {
+        let flag = |name: &str| query.get(name).map_or(Ok(false), |v| parse_bool(name, v));
+        let labels = match query.get("labelSelector") {
+            Some(s) => s.parse().map_err(|e| {
+                Status::bad_request(format!("unable to parse labelSelector {s:?}: {e}"))
+            })?,
+            None => LabelQuery::all(),
+        };
+        let fields = match query.get("fieldSelector") {
+            Some(s) => FieldSelector::parse(s)?,
+            None => FieldSelector::default(),
+        };
+        let start = match query.get("resourceVersion").map(String::as_str) {
+            None | Some("" | "0") => Start::Now,
+            Some(v) => Start::After(v.parse().map_err(|_| {
+                Status::bad_request(format!(
+                    "resourceVersion {v:?} is not a revision of this server"
+                ))
+            })?),
+        };
+        let timeout = match query.get("timeoutSeconds") {
+            Some(v) => Some(Duration::from_secs(v.parse().map_err(|_| {
+                Status::bad_request(format!("timeoutSeconds {v:?} is not a number of seconds"))
+            })?)),
+            None => None,
+        };
+        Ok(ListParams {
+            labels,
+            fields,
+            watch: flag("watch")?,
+            start,
+            timeout,
+            bookmarks: flag("allowWatchBookmarks")?,
+            send_initial_events: flag("sendInitialEvents")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::{Metadata, Pointer};
+
+    fn resource(ns: &str, id: &str) -> AnyResource {
+        AnyResource::from_dynamic(
+            Metadata::new(Pointer::new(ns, "As.x.dev", id)),
+            serde_json::Value::Null,
+        )
+    }
+
+    #[test]
+    fn booleans_parse_like_gos() {
+        for t in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert!(parse_bool("watch", t).unwrap(), "{t}");
+        }
+        for f in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert!(!parse_bool("watch", f).unwrap(), "{f}");
+        }
+        assert_eq!(parse_bool("watch", "yes").unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn field_selectors_on_name_and_namespace() {
+        let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=b").unwrap();
+        assert!(s.matches(&resource("c", "a")));
+        assert!(!s.matches(&resource("b", "a")));
+        assert!(!s.matches(&resource("c", "x")));
+        assert!(FieldSelector::parse("metadata.name==a").unwrap().matches(&resource("n", "a")));
+        assert!(!s.admits_namespace("b"));
+        assert_eq!(FieldSelector::parse("spec.mtu=1").unwrap_err().code(), 400);
+        assert_eq!(FieldSelector::parse("metadata.name").unwrap_err().code(), 400);
+    }
+}

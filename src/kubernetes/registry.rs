@@ -1,0 +1,446 @@
+//! Which resource types are served, and under which Kubernetes names.
+
+use std::collections::BTreeSet;
+
+use crate::resource::Spec;
+
+/// A bad registration: what [`KubernetesApi::expose`](super::KubernetesApi::expose) refuses.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExposeError {
+    /// The resource type has no group: Kubernetes needs `Plural.group`
+    /// (`LinkConfigs.net.cosi.dev`).
+    #[error(
+        "resource type {resource_type:?} has no group: expose types named Plural.group (e.g. LinkConfigs.net.cosi.dev)"
+    )]
+    NoGroup {
+        /// The type as registered.
+        resource_type: String,
+    },
+    /// A name derived from (or given for) the type is not valid in Kubernetes.
+    #[error(
+        "{what} {value:?} of resource type {resource_type:?} is not valid in Kubernetes: {reason}"
+    )]
+    BadName {
+        /// The type as registered.
+        resource_type: String,
+        /// Which name (`group`, `plural`, `kind`, `short name`).
+        what: &'static str,
+        /// The name.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The version is not a Kubernetes API version (`v1`, `v1alpha1`, `v2beta3`).
+    #[error(
+        "version {version:?} of resource type {resource_type:?} is not a Kubernetes API version (v1, v1alpha1, v2beta3, ...)"
+    )]
+    BadVersion {
+        /// The type as registered.
+        resource_type: String,
+        /// The version asked for.
+        version: String,
+    },
+    /// Another registered type has the same plural in the same group (or one
+    /// type registered twice).
+    #[error("{plural}.{group} is exposed twice (resource types {first:?} and {second:?})")]
+    DuplicatePlural {
+        /// The group.
+        group: String,
+        /// The plural both would be served under.
+        plural: String,
+        /// The type registered first.
+        first: String,
+        /// The type registered second.
+        second: String,
+    },
+    /// A short name already taken by another exposed type.
+    #[error("short name {short_name:?} of {resource_type:?} is already taken by {taken_by:?}")]
+    DuplicateShortName {
+        /// The type as registered.
+        resource_type: String,
+        /// The short name.
+        short_name: String,
+        /// The type that has it.
+        taken_by: String,
+    },
+    /// A print column's path is not in the supported JSONPath subset
+    /// (`.spec.a.b`, `.metadata.labels.x`, `.spec.list[0]`).
+    #[error(
+        "print column {column:?} of {resource_type:?}: path {path:?} is not of the form .a.b or .a[0] (a JSONPath subset)"
+    )]
+    BadColumn {
+        /// The type as registered.
+        resource_type: String,
+        /// The column's name.
+        column: String,
+        /// Its path.
+        path: String,
+    },
+}
+
+/// One step of a print column's path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Field(String),
+    Index(usize),
+}
+
+/// A print column: a name (shown upper-case by kubectl) and where its value is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Column {
+    pub(crate) name: String,
+    pub(crate) path: String,
+    pub(crate) steps: Vec<Step>,
+}
+
+/// Parses `.a.b[0].c`.
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let rest = path.trim().strip_prefix('.')?;
+    let mut steps = Vec::new();
+    for segment in rest.split('.') {
+        let (field, mut indexes) = match segment.find('[') {
+            Some(i) => (&segment[..i], &segment[i..]),
+            None => (segment, ""),
+        };
+        if field.is_empty() || field.contains([']', '*', '@', '$', '?', ' ']) {
+            return None;
+        }
+        steps.push(Step::Field(field.to_owned()));
+        while !indexes.is_empty() {
+            let close = indexes.find(']')?;
+            let n: usize = indexes.get(1..close)?.parse().ok()?;
+            steps.push(Step::Index(n));
+            indexes = &indexes[close + 1..];
+        }
+    }
+    Some(steps)
+}
+
+/// How to expose one resource type: its version, and optionally its kind,
+/// short names, print columns and the namespaces that all-namespace
+/// requests (`kubectl get -A`) read.
+///
+/// The group and the plural come from the resource type: `LinkConfigs.net.cosi.dev`
+/// is plural `linkconfigs` in group `net.cosi.dev`; the kind is the type's
+/// first segment without a trailing `s` (`LinkConfig`; override it with
+/// [`kind`](Expose::kind) for `Policies` and the like), the singular name the
+/// kind in lower case.
+///
+/// ```
+/// use cosi_runtime::kubernetes::Expose;
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct LinkConfig { mtu: u32 }
+/// # impl cosi_runtime::resource::Spec for LinkConfig { const TYPE: &'static str = "LinkConfigs.net.cosi.dev"; }
+/// let expose = Expose::of::<LinkConfig>("v1alpha1")
+///     .short_names(["lc"])
+///     .column("MTU", ".spec.mtu")
+///     .namespaces(["config"]);
+/// # let _ = expose;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expose {
+    resource_type: String,
+    version: String,
+    kind: Option<String>,
+    short_names: Vec<String>,
+    columns: Vec<(String, String)>,
+    namespaces: BTreeSet<String>,
+}
+
+impl Expose {
+    /// Exposes the resources of spec type `S` at API version `version`.
+    pub fn of<S: Spec>(version: impl Into<String>) -> Expose {
+        Expose::resource_type(S::TYPE, version)
+    }
+
+    /// Exposes the resources of type `resource_type` (the dynamic form, for
+    /// tools that know types by name only).
+    pub fn resource_type(resource_type: impl Into<String>, version: impl Into<String>) -> Expose {
+        Expose {
+            resource_type: resource_type.into(),
+            version: version.into(),
+            kind: None,
+            short_names: Vec::new(),
+            columns: Vec::new(),
+            namespaces: BTreeSet::new(),
+        }
+    }
+
+    /// The kind (default: the type's first segment without a trailing `s`).
+    #[must_use]
+    pub fn kind(mut self, kind: impl Into<String>) -> Self {
+        self.kind = Some(kind.into());
+        self
+    }
+
+    /// Short names (`kubectl get lc`).
+    #[must_use]
+    pub fn short_names<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.short_names.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// A print column between NAME and AGE in `kubectl get`: `path` is a
+    /// JSONPath subset over the object (`.spec.mtu`, `.metadata.labels.tier`,
+    /// `.spec.addresses[0]`).
+    #[must_use]
+    pub fn column(mut self, name: impl Into<String>, path: impl Into<String>) -> Self {
+        self.columns.push((name.into(), path.into()));
+        self
+    }
+
+    /// Namespaces that all-namespace requests (`/apis/g/v/plural`, `kubectl
+    /// get -A`) list and watch, besides those given to
+    /// [`KubernetesApi::namespaces`](super::KubernetesApi::namespaces). The
+    /// state has no cross-namespace list: a namespace named nowhere is
+    /// served to requests that name it, and missing from `-A`.
+    #[must_use]
+    pub fn namespaces<S: Into<String>>(mut self, namespaces: impl IntoIterator<Item = S>) -> Self {
+        self.namespaces.extend(namespaces.into_iter().map(Into::into));
+        self
+    }
+
+    /// Checks the names and derives the rest.
+    pub(crate) fn resolve(self) -> Result<Exposed, ExposeError> {
+        let ty = self.resource_type.clone();
+        let bad = |what, value: &str, reason| ExposeError::BadName {
+            resource_type: ty.clone(),
+            what,
+            value: value.to_owned(),
+            reason,
+        };
+        let Some((first, group)) = self.resource_type.split_once('.') else {
+            return Err(ExposeError::NoGroup { resource_type: ty.clone() });
+        };
+        if group.is_empty() {
+            return Err(ExposeError::NoGroup { resource_type: ty.clone() });
+        }
+        let group = group.to_ascii_lowercase();
+        if group.len() > 253 || !group.split('.').all(is_dns_label) {
+            return Err(bad("group", &group, "a DNS subdomain of lower-case labels"));
+        }
+        let plural = first.to_ascii_lowercase();
+        if !is_dns_label(&plural) {
+            return Err(bad("plural", &plural, "a DNS label: a-z, 0-9 and '-', at most 63"));
+        }
+        if !is_version(&self.version) {
+            return Err(ExposeError::BadVersion {
+                resource_type: ty.clone(),
+                version: self.version.clone(),
+            });
+        }
+        let kind = match self.kind {
+            Some(kind) => kind,
+            None => first.strip_suffix('s').unwrap_or(first).to_owned(),
+        };
+        if kind.is_empty()
+            || !kind.starts_with(|c: char| c.is_ascii_alphabetic())
+            || !kind.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err(bad("kind", &kind, "letters and digits, starting with a letter"));
+        }
+        let singular = kind.to_ascii_lowercase();
+        for short in &self.short_names {
+            if !is_dns_label(short) {
+                return Err(bad("short name", short, "a DNS label: a-z, 0-9 and '-', at most 63"));
+            }
+        }
+        let mut columns = Vec::new();
+        for (name, path) in self.columns {
+            let Some(steps) = parse_path(&path) else {
+                return Err(ExposeError::BadColumn { resource_type: ty, column: name, path });
+            };
+            columns.push(Column { name, path, steps });
+        }
+        Ok(Exposed {
+            resource_type: self.resource_type,
+            group,
+            version: self.version,
+            plural,
+            singular,
+            kind,
+            short_names: self.short_names,
+            columns,
+            namespaces: self.namespaces,
+        })
+    }
+}
+
+/// `a-z0-9-`, starting and ending alphanumeric, at most 63.
+pub(crate) fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// `v<N>` optionally followed by `alpha<N>` or `beta<N>`.
+fn is_version(v: &str) -> bool {
+    let Some(rest) = v.strip_prefix('v') else { return false };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || rest.starts_with('0') {
+        return false;
+    }
+    let tail = &rest[digits..];
+    if tail.is_empty() {
+        return true;
+    }
+    let Some(n) = tail.strip_prefix("alpha").or_else(|| tail.strip_prefix("beta")) else {
+        return false;
+    };
+    !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A type as served: every name resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Exposed {
+    pub(crate) resource_type: String,
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) plural: String,
+    pub(crate) singular: String,
+    pub(crate) kind: String,
+    pub(crate) short_names: Vec<String>,
+    pub(crate) columns: Vec<Column>,
+    pub(crate) namespaces: BTreeSet<String>,
+}
+
+impl Exposed {
+    /// `group/version`.
+    pub(crate) fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
+}
+
+/// Every exposed type.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Registry {
+    pub(crate) types: Vec<Exposed>,
+}
+
+impl Registry {
+    pub(crate) fn add(&mut self, exposed: Exposed) -> Result<(), ExposeError> {
+        for other in &self.types {
+            if other.group == exposed.group && other.plural == exposed.plural {
+                return Err(ExposeError::DuplicatePlural {
+                    group: exposed.group,
+                    plural: exposed.plural,
+                    first: other.resource_type.clone(),
+                    second: exposed.resource_type,
+                });
+            }
+            if let Some(short) = exposed
+                .short_names
+                .iter()
+                .find(|s| other.short_names.contains(s) || **s == other.plural)
+            {
+                return Err(ExposeError::DuplicateShortName {
+                    resource_type: exposed.resource_type.clone(),
+                    short_name: short.clone(),
+                    taken_by: other.resource_type.clone(),
+                });
+            }
+        }
+        self.types.push(exposed);
+        Ok(())
+    }
+
+    /// The type served at `/apis/{group}/{version}/.../{plural}`.
+    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Exposed> {
+        self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
+    }
+
+    /// The groups, each with its versions, sorted.
+    pub(crate) fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
+        for t in &self.types {
+            groups.entry(&t.group).or_default().insert(&t.version);
+        }
+        groups.into_iter().map(|(g, vs)| (g.to_owned(), sort_versions(vs.into_iter()))).collect()
+    }
+}
+
+/// Versions in Kubernetes priority order: GA before beta before alpha,
+/// higher first.
+fn sort_versions<'a>(versions: impl Iterator<Item = &'a str>) -> Vec<String> {
+    fn key(v: &str) -> (u8, u64, u64) {
+        let rest = v.trim_start_matches('v');
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let major = rest[..digits].parse().unwrap_or(0);
+        let tail = &rest[digits..];
+        let (level, n) = if let Some(n) = tail.strip_prefix("beta") {
+            (1, n)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (0, n)
+        } else {
+            (2, "0")
+        };
+        (level, major, n.parse().unwrap_or(0))
+    }
+    let mut versions: Vec<String> = versions.map(str::to_owned).collect();
+    versions.sort_by_key(|v| std::cmp::Reverse(key(v)));
+    versions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_resource_type() {
+        let t = Expose::resource_type("LinkConfigs.net.cosi.dev", "v1alpha1").resolve().unwrap();
+        assert_eq!(
+            (t.group.as_str(), t.plural.as_str(), t.kind.as_str(), t.singular.as_str()),
+            ("net.cosi.dev", "linkconfigs", "LinkConfig", "linkconfig")
+        );
+        let p = Expose::resource_type("Policies.x.dev", "v1").kind("Policy").resolve().unwrap();
+        assert_eq!((p.kind.as_str(), p.singular.as_str()), ("Policy", "policy"));
+    }
+
+    #[test]
+    fn bad_registrations_are_typed_errors() {
+        let no_group = Expose::resource_type("Links", "v1").resolve().unwrap_err();
+        assert!(matches!(no_group, ExposeError::NoGroup { .. }), "{no_group}");
+        for version in ["1", "v0", "V1", "v1gamma1", "v1alpha", "v1beta01", ""] {
+            let e = Expose::resource_type("Links.x.dev", version).resolve().unwrap_err();
+            assert!(matches!(e, ExposeError::BadVersion { .. }), "{version}: {e}");
+        }
+        let e = Expose::resource_type("Links.x.dev", "v1").column("A", "spec.a").resolve();
+        assert!(matches!(e, Err(ExposeError::BadColumn { .. })));
+        let e = Expose::resource_type("Links.x.dev", "v1").short_names(["L"]).resolve();
+        assert!(matches!(e, Err(ExposeError::BadName { what: "short name", .. })));
+        let e = Expose::resource_type("Link_s.x.dev", "v1").resolve();
+        assert!(matches!(e, Err(ExposeError::BadName { what: "plural", .. })));
+
+        let mut registry = Registry::default();
+        registry.add(Expose::resource_type("Links.x.dev", "v1").resolve().unwrap()).unwrap();
+        let again = Expose::resource_type("links.x.dev", "v2").resolve().unwrap();
+        assert!(matches!(registry.add(again), Err(ExposeError::DuplicatePlural { .. })));
+    }
+
+    #[test]
+    fn versions_accepted_and_sorted_like_kubernetes() {
+        for v in ["v1", "v1alpha1", "v2beta3", "v10"] {
+            assert!(is_version(v), "{v}");
+        }
+        let sorted = sort_versions(["v1alpha1", "v1", "v2beta1", "v1beta2"].into_iter());
+        assert_eq!(sorted, ["v1", "v2beta1", "v1beta2", "v1alpha1"]);
+    }
+
+    #[test]
+    fn column_paths_are_a_jsonpath_subset() {
+        assert_eq!(
+            parse_path(".spec.a[2].b"),
+            Some(vec![
+                Step::Field("spec".into()),
+                Step::Field("a".into()),
+                Step::Index(2),
+                Step::Field("b".into())
+            ])
+        );
+        for bad in ["spec", ".", ".a..b", ".a[x]", ".a[*]", "{.a}"] {
+            assert_eq!(parse_path(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Errors as Kubernetes `Status` objects: what clients read (`reason`, `code`).
+
+use std::fmt;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::{Value, json};
+
+/// A failed request, answered as a `Status` object
+/// (`{kind: Status, apiVersion: v1, status: Failure, message, reason, code}`).
+///
+/// kubectl prints `Error from server (<reason>): <message>`; clients branch on
+/// `code` and `reason` (404 `NotFound`, 400 `BadRequest`, 405
+/// `MethodNotAllowed`, 406 `NotAcceptable`, 410 `Expired`, 500
+/// `InternalError`, 503 `ServiceUnavailable`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    code: u16,
+    reason: &'static str,
+    message: String,
+    details: Option<Details>,
+}
+
+/// What a `NotFound` is about, in `details`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Details {
+    name: String,
+    group: String,
+    kind: String,
+}
+
+impl Status {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Status { code, reason, message: message.into(), details: None }
+    }
+
+    /// 404 `NotFound`: no such object, type or path.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Status::new(404, "NotFound", message)
+    }
+
+    /// 404 for object `name` of `plural` in `group`, worded as the apiserver
+    /// words it (`linkconfigs.net.cosi.dev "eth0" not found`).
+    pub fn object_not_found(group: &str, plural: &str, name: &str) -> Self {
+        let mut status = Status::not_found(format!("{plural}.{group} \"{name}\" not found"));
+        status.details =
+            Some(Details { name: name.into(), group: group.into(), kind: plural.into() });
+        status
+    }
+
+    /// 400 `BadRequest`: a malformed parameter (selector, version, boolean).
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Status::new(400, "BadRequest", message)
+    }
+
+    /// 405 `MethodNotAllowed`: writes are not served (yet).
+    pub fn method_not_allowed(method: &str, path: &str) -> Self {
+        Status::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow {method} on {path}: this server only reads (get, list, watch)"
+            ),
+        )
+    }
+
+    /// 410 `Expired`: a watch asked for a revision the state no longer keeps.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Status::new(410, "Expired", message)
+    }
+
+    /// 500 `InternalError`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Status::new(500, "InternalError", message)
+    }
+
+    /// The HTTP status code.
+    pub fn code(&self) -> u16 {
+        self.code
+    }
+
+    /// The machine-readable reason (`NotFound`, `Expired`, ...).
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+
+    /// The message for humans.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The `Status` object.
+    pub fn to_json(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            status["details"] = json!({ "name": d.name, "group": d.group, "kind": d.kind });
+        }
+        status
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for Status {}
+
+impl ResponseError for Status {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status_code()).json(self.to_json())
+    }
+}
+
+impl From<crate::Error> for Status {
+    fn from(e: crate::Error) -> Self {
+        use crate::Error;
+        match &e {
+            Error::NotFound { .. } => Status::not_found(e.to_string()),
+            Error::InvalidInput { .. } => Status::bad_request(e.to_string()),
+            Error::Compacted { .. } => Status::expired(e.to_string()),
+            Error::Unavailable { .. } => Status::new(503, "ServiceUnavailable", e.to_string()),
+            _ => Status::internal(e.to_string()),
+        }
+    }
+}
+
+/// The answer to any method but GET on a served path.
+pub(super) async fn not_allowed(req: actix_web::HttpRequest) -> HttpResponse {
+    Status::method_not_allowed(req.method().as_str(), req.path()).error_response()
+}
+
+/// The answer to a path under `/api` or `/apis` that names nothing served.
+pub(super) async fn no_such_path(req: actix_web::HttpRequest) -> HttpResponse {
+    if req.method() != actix_web::http::Method::GET {
+        return Status::method_not_allowed(req.method().as_str(), req.path()).error_response();
+    }
+    Status::not_found(format!("the server could not find the requested resource ({})", req.path()))
+        .error_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_names_its_object_like_the_apiserver() {
+        let s = Status::object_not_found("net.cosi.dev", "linkconfigs", "eth9").to_json();
+        assert_eq!(s["message"], "linkconfigs.net.cosi.dev \"eth9\" not found");
+        assert_eq!((s["code"].as_u64(), s["reason"].as_str()), (Some(404), Some("NotFound")));
+        assert_eq!(s["details"]["name"], "eth9");
+        assert_eq!((s["kind"].as_str(), s["status"].as_str()), (Some("Status"), Some("Failure")));
+    }
+
+    #[test]
+    fn state_errors_map_to_kubernetes_codes() {
+        let ptr = crate::resource::Pointer::new("ns", "As.x.dev", "a");
+        assert_eq!(Status::from(crate::Error::NotFound { resource: ptr }).code(), 404);
+        let compacted =
+            crate::Error::Compacted { resource: "k".into(), revision: 1, reason: "old".into() };
+        assert_eq!(Status::from(compacted).reason(), "Expired");
+    }
+}

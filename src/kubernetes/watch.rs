@@ -1,0 +1,303 @@
+//! Watches: chunked JSON lines, one event each, from the state's kind watches.
+//!
+//! A task takes the state's events as they come and puts lines into a
+//! bounded channel the response body drains as fast as the client reads.
+//! The task never waits for the client: when the channel is full, the client
+//! is too slow, and its watch ends (the state's own flow control never fills
+//! because of a client; see `admin::sse` for the same design).
+//!
+//! Revisions never go backwards within one watch:
+//! - the initial `ADDED` events of a bootstrap are sent in ascending revision
+//!   (the state sends them by id);
+//! - live events carry their resource's revision, and `DELETED` the
+//!   revision the watch reached with it (the destroy's, the resource's own
+//!   being that of its last write);
+//! - whatever may still be lower (a backlog the state coalesced while the
+//!   client was behind delivers in first-change order; one watch over
+//!   several namespaces merges several streams) is raised to the highest
+//!   revision sent so far.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::HttpResponse;
+use actix_web::web::Bytes;
+use futures::future::Either;
+use futures::stream::{LocalBoxStream, SelectAll};
+use futures::{Stream, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::Shared;
+use super::object::object;
+use super::params::{FieldSelector, ListParams, Start};
+use super::registry::Exposed;
+use super::status::Status;
+use super::table::{row, table};
+use crate::resource::{AnyResource, Kind};
+use crate::state::{Event, WatchOptions, WatchStream};
+
+/// One line: `{"type": ..., "object": ...}` and a newline.
+fn line(kind: &str, object: Value) -> Bytes {
+    let mut text = json!({ "type": kind, "object": object }).to_string();
+    text.push('\n');
+    Bytes::from(text)
+}
+
+/// An event of stream `.0`, and that stream's revision once it is taken.
+type Tagged = (usize, Event, u64);
+
+fn tagged(index: usize, stream: WatchStream) -> LocalBoxStream<'static, Tagged> {
+    futures::stream::unfold(stream, move |mut stream| async move {
+        let event = stream.next().await?;
+        let revision = stream.revision();
+        Some(((index, event, revision), stream))
+    })
+    .boxed_local()
+}
+
+/// Starts a watch of `exposed` in `namespaces` and answers with its stream.
+pub(super) async fn watch(
+    shared: &Shared,
+    exposed: Arc<Exposed>,
+    namespaces: Vec<String>,
+    params: ListParams,
+    as_table: bool,
+) -> Result<HttpResponse, Status> {
+    let options = match params.start {
+        Start::Now => WatchOptions::bootstrap(),
+        Start::After(revision) => WatchOptions::resume_from(revision),
+    };
+    let bootstrap = options.bootstrap;
+    let (tx, rx) = mpsc::channel::<Bytes>(shared.watch_buffer);
+    let mut streams = Vec::new();
+    for namespace in &namespaces {
+        let kind = Kind::new(namespace, &exposed.resource_type);
+        match shared.state.watch_kind_stream(&kind, params.labels.clone(), options.clone()).await {
+            Ok(stream) => streams.push(stream),
+            Err(e) if e.is_compacted() => {
+                // HTTP 200 and the error in the stream: clients read a watch's
+                // status from its events, and relist on 410.
+                let status = Status::expired(format!(
+                    "too old resource version: {} ({e})",
+                    match params.start {
+                        Start::After(r) => r,
+                        Start::Now => 0,
+                    }
+                ));
+                // The channel is new and empty: there is room.
+                let _ = tx.try_send(line("ERROR", status.to_json()));
+                streams.clear();
+                drop(tx);
+                return Ok(respond(rx));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let forward = Forward {
+        caught: streams.iter().map(WatchStream::revision).collect(),
+        pending: vec![Some(Vec::new()); if bootstrap { streams.len() } else { 0 }],
+        bootstrapping: if bootstrap { streams.len() } else { 0 },
+        initial_events_end: bootstrap && params.send_initial_events && params.bookmarks,
+        last: 0,
+        exposed,
+        fields: params.fields.clone(),
+        as_table,
+        bookmarks: params.bookmarks,
+        interval: shared.bookmark_interval,
+        deadline: params.timeout.map(|t| Instant::now() + t),
+        buffer: shared.watch_buffer,
+        tx,
+    };
+    let merged: SelectAll<_> =
+        futures::stream::select_all(streams.into_iter().enumerate().map(|(i, s)| tagged(i, s)));
+    actix_web::rt::spawn(forward.run(merged));
+    Ok(respond(rx))
+}
+
+/// The body: lines as they come; it ends when the task ends (timeout, a
+/// client too slow, the state gone), which closes the chunked stream cleanly.
+fn respond(rx: mpsc::Receiver<Bytes>) -> HttpResponse {
+    let body = futures::stream::unfold(rx, |mut rx| async move {
+        let line = rx.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(line), rx))
+    });
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("cache-control", "no-cache, private"))
+        .force_close()
+        .streaming(body)
+}
+
+/// The task between the state's streams and the client's buffer.
+struct Forward {
+    exposed: Arc<Exposed>,
+    fields: FieldSelector,
+    as_table: bool,
+    bookmarks: bool,
+    /// Send a bookmark annotated `k8s.io/initial-events-end` once every
+    /// stream has bootstrapped.
+    initial_events_end: bool,
+    interval: Duration,
+    deadline: Option<Instant>,
+    buffer: usize,
+    tx: mpsc::Sender<Bytes>,
+    /// Per stream, the revision it has caught up to.
+    caught: Vec<u64>,
+    /// Per stream, its initial events until its `Bootstrapped` (then `None`).
+    pending: Vec<Option<Vec<AnyResource>>>,
+    /// Streams that have not bootstrapped yet.
+    bootstrapping: usize,
+    /// The highest revision sent.
+    last: u64,
+}
+
+/// Why the forwarding ends.
+struct Done;
+
+impl Forward {
+    async fn run(mut self, mut merged: impl Stream<Item = Tagged> + Unpin) {
+        let mut next_bookmark = Instant::now() + self.interval;
+        loop {
+            let wake = match self.deadline {
+                Some(deadline) if !self.bookmarks => deadline,
+                Some(deadline) => deadline.min(next_bookmark),
+                None if self.bookmarks => next_bookmark,
+                // Nothing to wake for but events; a far tick is harmless.
+                None => Instant::now() + Duration::from_secs(3600),
+            };
+            let next = {
+                let closed = std::pin::pin!(self.tx.closed());
+                let timer = std::pin::pin!(tokio::time::sleep_until(wake));
+                let item = merged.next();
+                match futures::future::select(closed, futures::future::select(timer, item)).await {
+                    Either::Left(_) => return,
+                    Either::Right((Either::Left(_), _)) => None,
+                    Either::Right((Either::Right((item, _)), _)) => Some(item),
+                }
+            };
+            let outcome = match next {
+                None => {
+                    if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                        // The client's timeoutSeconds: end the stream cleanly.
+                        return;
+                    }
+                    if self.bookmarks && Instant::now() >= next_bookmark {
+                        next_bookmark = Instant::now() + self.interval;
+                        self.bookmark(false)
+                    } else {
+                        Ok(())
+                    }
+                }
+                // Every stream ended: the state is gone.
+                Some(None) => return,
+                Some(Some((index, event, revision))) => self.event(index, event, revision),
+            };
+            if outcome.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Puts `line` into the client's buffer.
+    fn send(&mut self, line: Bytes) -> Result<(), Done> {
+        match self.tx.try_send(line) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(
+                    "Kubernetes API: a watch client fell {} events behind; ending its watch",
+                    self.buffer
+                );
+                Err(Done)
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(Done),
+        }
+    }
+
+    /// A bookmark at the revision every stream has caught up to, unless
+    /// some stream is behind what was sent already (it never goes backwards).
+    fn bookmark(&mut self, initial_events_end: bool) -> Result<(), Done> {
+        if self.bootstrapping > 0 {
+            return Ok(());
+        }
+        let Some(&revision) = self.caught.iter().min() else {
+            return Ok(());
+        };
+        if revision < self.last {
+            return Ok(());
+        }
+        self.last = revision;
+        let mut metadata = json!({ "resourceVersion": revision.to_string() });
+        if initial_events_end {
+            metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+        }
+        let object = json!({
+            "kind": self.exposed.kind,
+            "apiVersion": self.exposed.api_version(),
+            "metadata": metadata,
+        });
+        self.send(line("BOOKMARK", object))
+    }
+
+    fn event(&mut self, index: usize, event: Event, revision: u64) -> Result<(), Done> {
+        self.caught[index] = revision;
+        if let Some(Some(initial)) = self.pending.get_mut(index) {
+            match event {
+                Event::Created(r) => {
+                    initial.push(r);
+                    return Ok(());
+                }
+                Event::Bootstrapped(_) => {
+                    let mut initial = self.pending[index].take().unwrap_or_default();
+                    initial.sort_by_key(|r| r.metadata().revision());
+                    for r in initial {
+                        let own = r.metadata().revision();
+                        self.change("ADDED", &r, own)?;
+                    }
+                    self.bootstrapping -= 1;
+                    if self.bootstrapping == 0 && self.initial_events_end {
+                        return self.bookmark(true);
+                    }
+                    return Ok(());
+                }
+                // Not during a bootstrap: the state sends every initial event first.
+                _ => {}
+            }
+        }
+        match event {
+            Event::Created(r) => {
+                let own = r.metadata().revision();
+                self.change("ADDED", &r, own)
+            }
+            Event::Updated { new, .. } => {
+                let own = new.metadata().revision();
+                self.change("MODIFIED", &new, own)
+            }
+            Event::Destroyed(r) => {
+                let own = r.metadata().revision().max(revision);
+                self.change("DELETED", &r, own)
+            }
+            Event::Bootstrapped(_) => Ok(()),
+        }
+    }
+
+    fn change(&mut self, kind: &str, resource: &AnyResource, own: u64) -> Result<(), Done> {
+        if !self.fields.matches(resource) {
+            return Ok(());
+        }
+        let revision = own.max(self.last);
+        self.last = revision;
+        let object = match object(&self.exposed, resource, revision) {
+            Ok(object) => object,
+            Err(status) => return self.send(line("ERROR", status.to_json())),
+        };
+        let object = if self.as_table {
+            let row = row(&self.exposed, resource, &object, revision, std::time::SystemTime::now());
+            table(&self.exposed, vec![row], revision)
+        } else {
+            object
+        };
+        self.send(line(kind, object))
+    }
+}

@@ -1,0 +1,706 @@
+//! The state served through the Kubernetes API, read and watched over real
+//! HTTP on loopback: by a small hand-written client (lists, watches, errors),
+//! and by the machine's `kubectl` (skipped where there is none), both the
+//! oldest and the newest minor version its dispatcher runs.
+
+mod admin_support;
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use admin_support::{Open, get, open, open_with, request};
+use cosi_runtime::State;
+use cosi_runtime::kubernetes::{Expose, KubernetesApi, KubernetesServer};
+use cosi_runtime::resource::{Pointer, Resource, Spec};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct LinkConfig {
+    mtu: u32,
+}
+
+impl Spec for LinkConfig {
+    const TYPE: &'static str = "LinkConfigs.net.cosi.dev";
+}
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+const LINKS: &str = "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs";
+
+fn link(ns: &str, id: &str, mtu: u32, tier: &str) -> Resource<LinkConfig> {
+    let mut r = Resource::new(ns, id, LinkConfig { mtu });
+    r.metadata_mut().labels_mut().insert("tier", tier);
+    r
+}
+
+/// config/eth0 (core), config/eth1 (edge), edge/wan0 (edge).
+async fn seed(state: &State) {
+    for r in [
+        link("config", "eth0", 1500, "core"),
+        link("config", "eth1", 9000, "edge"),
+        link("edge", "wan0", 1400, "edge"),
+    ] {
+        state.create(r, None).await.unwrap();
+    }
+}
+
+fn api(state: &State) -> KubernetesApi {
+    KubernetesApi::new(state)
+        .expose(
+            Expose::of::<LinkConfig>("v1alpha1")
+                .short_names(["lc"])
+                .column("MTU", ".spec.mtu")
+                .namespaces(["config", "edge"]),
+        )
+        .unwrap()
+}
+
+async fn serve(api: KubernetesApi) -> (KubernetesServer, SocketAddr) {
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = server.local_addr();
+    (server, addr)
+}
+
+/// A watch's body, one JSON event per line.
+struct Lines {
+    open: Open,
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    fn new(open: Open) -> Self {
+        Lines { open, pending: Vec::new() }
+    }
+
+    /// The next event; `None` when the stream ends. Bounded: a watch that
+    /// sends nothing for 10 s fails the test.
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                return Some(serde_json::from_slice(&line).expect("a JSON line"));
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.open.chunk())
+                .await
+                .expect("a watch event within 10 s")?;
+            self.pending.extend(chunk);
+        }
+    }
+
+    /// The next event's type and object name.
+    async fn next_named(&mut self) -> (String, String) {
+        let e = self.next().await.expect("an event");
+        (e["type"].as_str().unwrap().to_owned(), name(&e["object"]))
+    }
+}
+
+fn name(object: &Value) -> String {
+    object["metadata"]["name"].as_str().unwrap_or_default().to_owned()
+}
+
+fn revision(object: &Value) -> u64 {
+    object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+async fn watch(addr: SocketAddr, path: &str) -> Lines {
+    let open = open(addr, path).await;
+    assert_eq!(open.status, 200);
+    Lines::new(open)
+}
+
+async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
+    let ptr = Pointer::of::<LinkConfig>("config", id);
+    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None);
+    r.await.unwrap().metadata().revision()
+}
+
+#[actix::test]
+async fn discovery_names_the_group_version_and_resource() {
+    let state = State::start();
+    let (server, addr) = serve(api(&state).server_version(1, 29)).await;
+    let version = get(addr, "/version").await.json();
+    assert_eq!((version["major"].as_str(), version["minor"].as_str()), (Some("1"), Some("29")));
+    assert_eq!(get(addr, "/api").await.json()["kind"], "APIVersions");
+    let groups = get(addr, "/apis").await.json();
+    assert_eq!(groups["kind"], "APIGroupList");
+    assert_eq!(groups["groups"][0]["name"], "net.cosi.dev");
+    assert_eq!(groups["groups"][0]["preferredVersion"]["groupVersion"], "net.cosi.dev/v1alpha1");
+    let list = get(addr, "/apis/net.cosi.dev/v1alpha1").await.json();
+    assert_eq!(list["kind"], "APIResourceList");
+    let r = &list["resources"][0];
+    assert_eq!(r["name"], "linkconfigs");
+    assert_eq!(r["singularName"], "linkconfig");
+    assert_eq!(r["kind"], "LinkConfig");
+    assert_eq!(r["namespaced"], true);
+    assert_eq!(r["shortNames"], serde_json::json!(["lc"]));
+    assert_eq!(r["verbs"], serde_json::json!(["get", "list", "watch"]));
+    assert_eq!(get(addr, "/apis/net.cosi.dev/v2").await.status, 404);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn objects_map_metadata_and_spec() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let got = get(addr, &format!("{LINKS}/eth1")).await;
+    assert_eq!(got.status, 200);
+    let o = got.json();
+    assert_eq!(o["apiVersion"], "net.cosi.dev/v1alpha1");
+    assert_eq!(o["kind"], "LinkConfig");
+    assert_eq!(o["spec"]["mtu"], 9000);
+    let md = &o["metadata"];
+    assert_eq!((md["name"].as_str(), md["namespace"].as_str()), (Some("eth1"), Some("config")));
+    assert_eq!(md["labels"]["tier"], "edge");
+    assert_eq!(md["generation"], 1);
+    assert_eq!(md["uid"].as_str().map(str::len), Some(36), "a uuid: {md}");
+    assert!(md["creationTimestamp"].as_str().unwrap().ends_with('Z'));
+    let stored = state.get(&Pointer::of::<LinkConfig>("config", "eth1")).await.unwrap();
+    assert_eq!(revision(&o), stored.metadata().revision());
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_list_carries_its_snapshot_revision_and_a_watch_from_it_sees_exactly_the_later_changes() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let list = get(addr, LINKS).await.json();
+    assert_eq!(list["kind"], "LinkConfigList");
+    let items: Vec<String> = list["items"].as_array().unwrap().iter().map(name).collect();
+    assert_eq!(items, ["eth0", "eth1"]);
+    let at = revision(&list);
+    let newest = list["items"].as_array().unwrap().iter().map(revision).max().unwrap();
+    // Three writes so far (one of them in another namespace).
+    assert_eq!(at, 3, "the list's revision is the store revision of its snapshot");
+    assert!(newest <= at);
+
+    // A change after the list, then a watch from the list's revision.
+    let modified_at = set_mtu(&state, "eth0", 1280).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=true&resourceVersion={at}")).await;
+    let e = w.next().await.unwrap();
+    assert_eq!((e["type"].as_str(), name(&e["object"]).as_str()), (Some("MODIFIED"), "eth0"));
+    assert_eq!(e["object"]["spec"]["mtu"], 1280);
+    assert_eq!(revision(&e["object"]), modified_at);
+    state.create(link("config", "eth2", 1500, "core"), None).await.unwrap();
+    assert_eq!(w.next_named().await, ("ADDED".into(), "eth2".into()));
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_watch_without_a_version_starts_with_everything_in_ascending_revision() {
+    let state = State::start();
+    // Created in an order that their ids do not sort in.
+    for id in ["c", "a", "b"] {
+        state.create(link("config", id, 1500, "core"), None).await.unwrap();
+    }
+    let (server, addr) = serve(api(&state)).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=1")).await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let e = w.next().await.unwrap();
+        assert_eq!(e["type"], "ADDED");
+        seen.push((name(&e["object"]), revision(&e["object"])));
+    }
+    assert_eq!(seen, [("c".into(), 1), ("a".into(), 2), ("b".into(), 3)]);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_deleted_event_carries_the_destroys_revision_and_revisions_never_go_back() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=true")).await;
+    let mut last = 0;
+    for _ in 0..2 {
+        let e = w.next().await.unwrap();
+        last = last.max(revision(&e["object"]));
+    }
+    set_mtu(&state, "eth1", 1400).await;
+    state.destroy(&Pointer::of::<LinkConfig>("config", "eth0"), None).await.unwrap();
+    let modified = w.next().await.unwrap();
+    assert_eq!(modified["type"], "MODIFIED");
+    let deleted = w.next().await.unwrap();
+    assert_eq!(
+        (deleted["type"].as_str(), name(&deleted["object"]).as_str()),
+        (Some("DELETED"), "eth0")
+    );
+    let (m, d) = (revision(&modified["object"]), revision(&deleted["object"]));
+    assert!(last < m && m < d, "revisions {last} < {m} < {d}");
+    assert_eq!(d, 5, "the destroy is the fifth write");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_watch_from_a_compacted_revision_gets_an_in_stream_410_then_ends() {
+    let state = State::builder().history(2).open().await.unwrap();
+    seed(&state).await;
+    for mtu in [1, 2, 3] {
+        set_mtu(&state, "eth0", mtu).await;
+    }
+    let (server, addr) = serve(api(&state)).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=true&resourceVersion=1")).await;
+    let e = w.next().await.unwrap();
+    assert_eq!(e["type"], "ERROR");
+    let status = &e["object"];
+    assert_eq!(
+        (status["kind"].as_str(), status["apiVersion"].as_str()),
+        (Some("Status"), Some("v1"))
+    );
+    assert_eq!((status["code"].as_u64(), status["reason"].as_str()), (Some(410), Some("Expired")));
+    assert_eq!(status["status"], "Failure");
+    assert!(w.next().await.is_none(), "the stream ends after the error");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn timeout_seconds_ends_the_watch_cleanly() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=true&timeoutSeconds=1")).await;
+    assert_eq!(w.next_named().await.0, "ADDED");
+    assert_eq!(w.next_named().await.0, "ADDED");
+    assert!(w.next().await.is_none(), "the stream ends, with its last chunk");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn bookmarks_arrive_on_a_quiet_watch_and_after_the_initial_events() {
+    let state = State::start();
+    seed(&state).await;
+    let api = api(&state).bookmark_interval(Duration::from_millis(50));
+    let (server, addr) = serve(api).await;
+    let path = format!(
+        "{LINKS}?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    );
+    let mut w = watch(addr, &path).await;
+    assert_eq!(w.next_named().await.0, "ADDED");
+    assert_eq!(w.next_named().await.0, "ADDED");
+    let end = w.next().await.unwrap();
+    assert_eq!(end["type"], "BOOKMARK");
+    assert_eq!(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(end["object"]["kind"], "LinkConfig");
+    assert_eq!(revision(&end["object"]), 3);
+    let periodic = w.next().await.unwrap();
+    assert_eq!(periodic["type"], "BOOKMARK");
+    assert_eq!(revision(&periodic["object"]), 3);
+    assert!(periodic["object"]["metadata"].get("annotations").is_none());
+    server.stop().await;
+}
+
+#[actix::test]
+async fn python_style_booleans_start_a_watch() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let list = get(addr, LINKS).await.json();
+    let path = format!(
+        "{LINKS}?allowWatchBookmarks=True&resourceVersion={}&timeoutSeconds=30&watch=True",
+        revision(&list)
+    );
+    let mut w = watch(addr, &path).await;
+    state.create(link("config", "eth7", 1500, "core"), None).await.unwrap();
+    assert_eq!(w.next_named().await, ("ADDED".into(), "eth7".into()));
+    assert_eq!(get(addr, &format!("{LINKS}?watch=yes")).await.status, 400);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_field_selector_on_name_filters_lists_and_watches() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let list = get(addr, &format!("{LINKS}?fieldSelector=metadata.name%3Deth1")).await.json();
+    let items: Vec<String> = list["items"].as_array().unwrap().iter().map(name).collect();
+    assert_eq!(items, ["eth1"]);
+    let all = "/apis/net.cosi.dev/v1alpha1/linkconfigs?fieldSelector=metadata.namespace!%3Dconfig";
+    let items: Vec<String> =
+        get(addr, all).await.json()["items"].as_array().unwrap().iter().map(name).collect();
+    assert_eq!(items, ["wan0"]);
+    let mut w = watch(addr, &format!("{LINKS}?watch=true&fieldSelector=metadata.name==eth0")).await;
+    assert_eq!(w.next_named().await, ("ADDED".into(), "eth0".into()));
+    set_mtu(&state, "eth1", 1).await;
+    set_mtu(&state, "eth0", 2).await;
+    assert_eq!(w.next_named().await, ("MODIFIED".into(), "eth0".into()), "eth1 filtered out");
+    let bad = get(addr, &format!("{LINKS}?fieldSelector=spec.mtu%3D1")).await;
+    assert_eq!((bad.status, bad.json()["reason"].as_str()), (400, Some("BadRequest")));
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_label_selector_filters_and_a_bad_one_is_a_400_status() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let list = get(addr, "/apis/net.cosi.dev/v1alpha1/linkconfigs?labelSelector=tier%3Dedge").await;
+    let items: Vec<String> = list.json()["items"].as_array().unwrap().iter().map(name).collect();
+    assert_eq!(items, ["eth1", "wan0"]);
+    let bad = get(addr, &format!("{LINKS}?labelSelector=tier%20in%20(a")).await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.json()["kind"], "Status");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn an_unknown_id_or_type_is_a_404_status() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let missing = get(addr, &format!("{LINKS}/eth9")).await;
+    assert_eq!(missing.status, 404);
+    let s = missing.json();
+    assert_eq!((s["kind"].as_str(), s["reason"].as_str()), (Some("Status"), Some("NotFound")));
+    assert_eq!(s["message"], "linkconfigs.net.cosi.dev \"eth9\" not found");
+    for path in [
+        "/apis/net.cosi.dev/v1alpha1/namespaces/config/links",
+        "/apis/other.dev/v1/namespaces/config/linkconfigs",
+        "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs/eth0/status",
+    ] {
+        let r = get(addr, path).await;
+        assert_eq!((r.status, r.json()["reason"].as_str()), (404, Some("NotFound")), "{path}");
+    }
+    server.stop().await;
+}
+
+#[actix::test]
+async fn writes_are_405_method_not_allowed_for_now() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    for (method, path) in [
+        ("POST", LINKS.to_owned()),
+        ("PUT", format!("{LINKS}/eth0")),
+        ("DELETE", format!("{LINKS}/eth0")),
+        ("PATCH", format!("{LINKS}/eth0")),
+    ] {
+        let r = request(addr, method, &path).await;
+        assert_eq!(
+            (r.status, r.json()["reason"].as_str()),
+            (405, Some("MethodNotAllowed")),
+            "{method}"
+        );
+    }
+    assert!(state.get(&Pointer::of::<LinkConfig>("config", "eth0")).await.is_ok());
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_table_has_name_print_columns_and_age_with_metadata_in_each_row() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let t = open_with(addr, LINKS, &[("Accept", TABLE)]).await.body().await.json();
+    assert_eq!(t["kind"], "Table");
+    let columns: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Name", "MTU", "Age"]);
+    let row = &t["rows"][1];
+    assert_eq!(row["cells"][0], "eth1");
+    assert_eq!(row["cells"][1], 9000);
+    assert!(row["cells"][2].as_str().unwrap().ends_with('s'), "an age: {row}");
+    assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(row["object"]["metadata"]["labels"]["tier"], "edge");
+    // A watch under the Table Accept header: a one-row Table per event.
+    let open = open_with(
+        addr,
+        &format!("{LINKS}?watch=true&fieldSelector=metadata.name%3Deth0"),
+        &[("Accept", TABLE)],
+    )
+    .await;
+    let mut w = Lines::new(open);
+    let e = w.next().await.unwrap();
+    assert_eq!((e["type"].as_str(), e["object"]["kind"].as_str()), (Some("ADDED"), Some("Table")));
+    assert_eq!(e["object"]["rows"][0]["cells"][0], "eth0");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_watch_client_that_stops_reading_is_cut_off_and_never_holds_the_state_back() {
+    let state = State::start();
+    let (server, addr) = serve(api(&state).watch_buffer(8)).await;
+    let baseline = state.watch_count().await.unwrap();
+    // Subscribes, then reads nothing while a lot happens.
+    let slow = open(addr, &format!("{LINKS}?watch=true")).await;
+    let mut fast = watch(addr, &format!("{LINKS}?watch=true")).await;
+    // The fast watch is registered once it answered; wait for the slow one too.
+    while state.watch_count().await.unwrap() < baseline + 2 {
+        tokio::task::yield_now().await;
+    }
+    // 400 resources of 64 KiB: far more than the socket buffers hold.
+    let big = "x".repeat(64 * 1024);
+    for i in 0..400 {
+        let mut r = link("config", &format!("r{i:03}"), 1500, "core");
+        r.metadata_mut().annotations_mut().insert("payload", big.as_str());
+        state.create(r, None).await.unwrap();
+        // The fast reader keeps up and sees every change.
+        assert_eq!(w_name(&mut fast).await, format!("r{i:03}"));
+    }
+    // The slow reader gets what its buffers held, then the end; its watch is gone.
+    let mut slow = Lines::new(slow);
+    let mut got = 0;
+    while slow.next().await.is_some() {
+        got += 1;
+    }
+    assert!(got < 400, "the slow reader was cut off ({got} events)");
+    // Its watch is unregistered (a message to the state actor, on its way).
+    let gone = async {
+        while state.watch_count().await.unwrap() != baseline + 1 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone).await.expect("the slow watch ends");
+    drop(fast);
+    server.stop().await;
+}
+
+async fn w_name(w: &mut Lines) -> String {
+    w.next_named().await.1
+}
+
+// ---- kubectl ----------------------------------------------------------------
+
+/// The machine's kubectl dispatcher with the client of `minor`, if both are there.
+fn kubectl_available(minor: u32) -> bool {
+    let bin = std::path::Path::new("/usr/lib/google-cloud-sdk/bin");
+    let found = Command::new("kubectl")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+        && bin.join(format!("kubectl.1.{minor}")).exists();
+    if !found {
+        eprintln!("kubectl (with kubectl.1.{minor}) is not installed here: skipped");
+    }
+    found
+}
+
+/// kubectl against `addr`, with an empty kubeconfig and a cache of its own.
+struct Kubectl {
+    dir: tempfile::TempDir,
+    addr: SocketAddr,
+}
+
+impl Kubectl {
+    fn new(addr: SocketAddr) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config"), "").unwrap();
+        Kubectl { dir, addr }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.env("KUBECONFIG", self.dir.path().join("config"))
+            .env("HOME", self.dir.path())
+            .arg("--server")
+            .arg(format!("http://{}", self.addr))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts kubectl; its output arrives line by line on the returned
+    /// channel (stderr lines prefixed `E: `). The child is killed when the
+    /// guard drops.
+    fn spawn(&self, args: &[&str]) -> (ChildGuard, mpsc::UnboundedReceiver<String>) {
+        let mut child = self.command(args).spawn().expect("kubectl starts");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let out = child.stdout.take().unwrap();
+        let err = child.stderr.take().unwrap();
+        let tx2 = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx2.send(format!("E: {line}"));
+            }
+        });
+        (ChildGuard(child), rx)
+    }
+
+    /// Runs kubectl to its end (at most 60 s) and returns (success, stdout, stderr).
+    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let (mut guard, mut rx) = self.spawn(args);
+        let (mut out, mut err) = (String::new(), String::new());
+        let collect = async {
+            while let Some(line) = rx.recv().await {
+                let (to, text) = match line.strip_prefix("E: ") {
+                    Some(e) => (&mut err, e.to_owned()),
+                    None => (&mut out, line),
+                };
+                to.push_str(&text);
+                to.push('\n');
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), collect)
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} still runs after 60 s: {out}{err}"));
+        // Its output closed: it has ended, or is about to.
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let mut child = std::mem::replace(&mut guard.0, Command::new("true").spawn().unwrap());
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait().map(|s| s.success()).unwrap_or(false));
+        });
+        let ok = tokio::time::timeout(Duration::from_secs(10), done).await.unwrap().unwrap();
+        (ok, out, err)
+    }
+}
+
+/// Kills the child when dropped (a test that fails does not leave kubectl behind).
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Columns of a kubectl table line.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[actix::test]
+async fn kubectl_api_resources_lists_the_type_with_its_short_name() {
+    if !kubectl_available(33) {
+        return;
+    }
+    let state = State::start();
+    let (server, addr) = serve(api(&state)).await;
+    let (ok, out, err) = Kubectl::new(addr).run(&["api-resources"]).await;
+    assert!(ok, "{out}{err}");
+    let row =
+        out.lines().find(|l| l.starts_with("linkconfigs")).unwrap_or_else(|| panic!("{out}{err}"));
+    assert_eq!(words(row), ["linkconfigs", "lc", "net.cosi.dev/v1alpha1", "true", "LinkConfig"]);
+    server.stop().await;
+}
+
+/// `kubectl get` as a table, `-o yaml`, `-A`, `-l`, for one client version.
+async fn kubectl_reads(minor: u32) {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state).server_version(1, minor)).await;
+    let kubectl = Kubectl::new(addr);
+
+    let (ok, out, err) = kubectl.run(&["version", "-o", "json"]).await;
+    assert!(ok, "{out}{err}");
+    let version: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        version["clientVersion"]["minor"],
+        minor.to_string(),
+        "the dispatcher ran kubectl.1.{minor}"
+    );
+    assert_eq!(version["serverVersion"]["minor"], minor.to_string());
+
+    let (ok, out, err) = kubectl.run(&["get", "linkconfigs", "-n", "config"]).await;
+    assert!(ok, "{out}{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(words).collect();
+    assert_eq!(lines[0], ["NAME", "MTU", "AGE"], "{out}");
+    assert_eq!(&lines[1][..2], ["eth0", "1500"], "{out}");
+    assert_eq!(&lines[2][..2], ["eth1", "9000"], "{out}");
+    assert_eq!(lines.len(), 3, "{out}");
+
+    let (ok, out, err) = kubectl.run(&["get", "lc", "eth1", "-n", "config", "-o", "yaml"]).await;
+    assert!(ok, "{out}{err}");
+    for expected in [
+        "kind: LinkConfig",
+        "apiVersion: net.cosi.dev/v1alpha1",
+        "name: eth1",
+        "namespace: config",
+        "mtu: 9000",
+        "tier: edge",
+        "resourceVersion: \"2\"",
+    ] {
+        assert!(out.contains(expected), "{expected:?} in:\n{out}");
+    }
+
+    let (ok, out, err) = kubectl.run(&["get", "linkconfigs", "-A"]).await;
+    assert!(ok, "{out}{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(words).collect();
+    assert_eq!(lines[0], ["NAMESPACE", "NAME", "MTU", "AGE"], "{out}");
+    let rows: Vec<(&str, &str)> = lines[1..].iter().map(|l| (l[0], l[1])).collect();
+    assert_eq!(rows, [("config", "eth0"), ("config", "eth1"), ("edge", "wan0")], "{out}");
+
+    let (ok, out, err) =
+        kubectl.run(&["get", "linkconfigs", "-A", "-l", "tier=edge", "--show-labels"]).await;
+    assert!(ok, "{out}{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(words).collect();
+    assert_eq!(lines[0], ["NAMESPACE", "NAME", "MTU", "AGE", "LABELS"], "{out}");
+    let rows: Vec<(&str, &str, &str)> = lines[1..].iter().map(|l| (l[0], l[1], l[4])).collect();
+    assert_eq!(rows, [("config", "eth1", "tier=edge"), ("edge", "wan0", "tier=edge")], "{out}");
+
+    let (ok, out, err) = kubectl.run(&["get", "linkconfigs", "eth9", "-n", "config"]).await;
+    assert!(!ok, "{out}");
+    assert!(err.contains("NotFound") && err.contains("\"eth9\" not found"), "{err}");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kubectl_1_33_gets_tables_yaml_all_namespaces_and_labels() {
+    if kubectl_available(33) {
+        kubectl_reads(33).await;
+    }
+}
+
+#[actix::test]
+async fn kubectl_1_27_gets_tables_yaml_all_namespaces_and_labels() {
+    if kubectl_available(27) {
+        kubectl_reads(27).await;
+    }
+}
+
+async fn kubectl_watches(minor: u32) {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state).server_version(1, minor)).await;
+    let kubectl = Kubectl::new(addr);
+    let (_child, mut lines) = kubectl.spawn(&["get", "linkconfigs", "-n", "config", "-w"]);
+    let mut next = async || {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.recv())
+            .await
+            .expect("kubectl prints within 30 s")
+            .expect("kubectl still runs");
+        assert!(!line.starts_with("E: "), "{line}");
+        line
+    };
+    assert_eq!(words(&next().await), ["NAME", "MTU", "AGE"]);
+    assert_eq!(words(&next().await)[..2], ["eth0", "1500"]);
+    assert_eq!(words(&next().await)[..2], ["eth1", "9000"]);
+    // kubectl is watching (from the list's revision) once it printed the list;
+    // changes made now arrive as rows.
+    state.create(link("config", "eth5", 4000, "core"), None).await.unwrap();
+    assert_eq!(words(&next().await)[..2], ["eth5", "4000"]);
+    set_mtu(&state, "eth0", 1280).await;
+    assert_eq!(words(&next().await)[..2], ["eth0", "1280"]);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kubectl_1_33_get_watch_shows_changes_made_in_flight() {
+    if kubectl_available(33) {
+        kubectl_watches(33).await;
+    }
+}
+
+#[actix::test]
+async fn kubectl_1_27_get_watch_shows_changes_made_in_flight() {
+    if kubectl_available(27) {
+        kubectl_watches(27).await;
+    }
+}
