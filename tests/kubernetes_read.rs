@@ -135,7 +135,10 @@ async fn discovery_names_the_group_version_and_resource() {
     assert_eq!(r["kind"], "LinkConfig");
     assert_eq!(r["namespaced"], true);
     assert_eq!(r["shortNames"], serde_json::json!(["lc"]));
-    assert_eq!(r["verbs"], serde_json::json!(["get", "list", "watch"]));
+    assert_eq!(
+        r["verbs"],
+        serde_json::json!(["create", "delete", "get", "list", "patch", "update", "watch"])
+    );
     assert_eq!(get(addr, "/apis/net.cosi.dev/v2").await.status, 404);
     server.stop().await;
 }
@@ -367,21 +370,21 @@ async fn an_unknown_id_or_type_is_a_404_status() {
 }
 
 #[actix::test]
-async fn writes_are_405_method_not_allowed_for_now() {
+async fn methods_a_path_does_not_serve_are_405_method_not_allowed() {
     let state = State::start();
     seed(&state).await;
     let (server, addr) = serve(api(&state)).await;
     for (method, path) in [
-        ("POST", LINKS.to_owned()),
-        ("PUT", format!("{LINKS}/eth0")),
-        ("DELETE", format!("{LINKS}/eth0")),
-        ("PATCH", format!("{LINKS}/eth0")),
+        ("POST", "/apis/net.cosi.dev/v1alpha1".to_owned()),
+        ("DELETE", "/version".to_owned()),
+        ("PUT", LINKS.to_owned()),
+        ("POST", format!("{LINKS}/eth0")),
     ] {
         let r = request(addr, method, &path).await;
         assert_eq!(
             (r.status, r.json()["reason"].as_str()),
             (405, Some("MethodNotAllowed")),
-            "{method}"
+            "{method} {path}"
         );
     }
     assert!(state.get(&Pointer::of::<LinkConfig>("config", "eth0")).await.is_ok());

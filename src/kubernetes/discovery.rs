@@ -103,7 +103,7 @@ pub(super) async fn resources(
                 "singularName": t.singular,
                 "namespaced": true,
                 "kind": t.kind,
-                "verbs": ["get", "list", "watch"],
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
                 "shortNames": t.short_names,
             })
         })

@@ -1,10 +1,9 @@
 //! The state served through the Kubernetes API (feature `kubernetes-api`):
 //! stock clients — `kubectl`, client-go, kube-rs, the python `kubernetes`
-//! client — discover, list, get and watch the resource types you expose.
+//! client — discover, list, get, watch and write the resource types you expose.
 //!
-//! This first step serves reads only. Writes (POST, PUT, PATCH, DELETE) are
-//! answered `405 MethodNotAllowed`; authentication, TLS and OpenAPI come with
-//! them.
+//! Clients write as the user (no owner): resources owned by a controller
+//! are read-only to them.
 //!
 //! # Expected flow
 //!
@@ -14,16 +13,23 @@
 //!    is `linkconfigs` in group `net.cosi.dev`), the version is yours.
 //! 2. [`serve`](KubernetesApi::serve) it on an address of its own, or mount it
 //!    into your actix-web `App` with [`configure`](KubernetesApi::configure).
-//! 3. Point a client at it: `kubectl --server http://127.0.0.1:PORT get linkconfigs -n config`.
+//! 3. Point a client at it: `kubectl --server http://127.0.0.1:PORT get linkconfigs -n config`,
+//!    `kubectl apply -f linkconfig.yaml`, `kubectl delete lc eth0 -n config`.
 //!
 //! | route | answer |
 //! |---|---|
 //! | `GET /version` | the [`server_version`](KubernetesApi::server_version) (kubectl's dispatcher picks its client by it) |
-//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (empty), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `get`, `list`, `watch`) |
+//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (empty), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `get`, `list`, `patch`, `update`, `watch`) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}` | a `<Kind>List`, or a watch with `?watch=true` |
 //! | `GET /apis/{g}/{v}/{plural}` | the same over every namespace the type is served from ([`Expose::namespaces`], [`KubernetesApi::namespaces`]) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | one object |
+//! | `POST /apis/{g}/{v}/namespaces/{ns}/{plural}` | create: `201` and the stored object |
+//! | `PUT /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | replace labels, annotations, finalizers and spec: `200` and the stored object |
+//! | `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | `application/merge-patch+json` (RFC 7386), `application/json-patch+json` (RFC 6902), `application/apply-patch+yaml` (server-side apply: `201` when it creates) |
+//! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | tear down, then destroy once no finalizers remain: `200` and the torn-down object |
 //! | `GET /api/v1/namespaces/{ns}` | a `Namespace` (namespaces are implicit: every valid name exists); kubectl reads it when an object is not found |
+//! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::schema`]) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
+//! | `GET /openapi/v2` | a minimal OpenAPI v2 (protobuf, what kubectl 1.27–1.29 read before an apply): PATCH operations only, no definitions |
 //!
 //! # Guarantees
 //!
@@ -57,6 +63,44 @@
 //!   and when that is full the server ends the watch (the client watches again
 //!   from its last version).
 //!
+//! ## Writes
+//!
+//! - Every write goes through the [`State`] as the user (owner `None`). A
+//!   resource owned by a controller is read-only to clients: PUT, PATCH and
+//!   DELETE answer `403 Forbidden` and change nothing.
+//! - A written object gives labels, annotations (except [`OWNER_ANNOTATION`],
+//!   derived), finalizers and `spec`; `status`, `generation`, timestamps and
+//!   `managedFields` are ignored. The name and namespace must match the URL's.
+//! - Specs are decoded: with [`Expose::of::<S>`](Expose::of) a spec that does
+//!   not decode as `S` is a `422 Invalid` naming the error, and under
+//!   `fieldValidation=Strict` (kubectl's default) so is a field `S` does not
+//!   know. Unknown fields are found by comparing the written spec with `S`'s
+//!   own serialization of it (a `null`, `[]` or `{}` that `S` skips writing
+//!   is not counted); without `Strict` they are dropped, as the apiserver
+//!   prunes them. The dynamic [`Expose::resource_type`] takes any JSON object.
+//! - `metadata.resourceVersion` is the optimistic-concurrency token: when
+//!   sent (PUT, or set by a patch) it must be the stored mod revision, and a
+//!   sent `metadata.uid` the stored uid, else `409 Conflict` and nothing is
+//!   written. Without them a write is unconditional: it is read, changed and
+//!   updated at the version read, re-read and retried (5 times) when another
+//!   write comes in between.
+//! - Patches apply to the stored object as served (`object` above), then
+//!   write like a PUT. A JSON patch is all or nothing; a failed `test` (or an
+//!   operation on a missing path) is a `422 Invalid`.
+//! - Server-side apply (`application/apply-patch+yaml`, JSON bodies only,
+//!   which kubectl sends) is a merge patch onto the stored object, or a
+//!   create (`201`) when there is none; `?fieldManager=` is required and
+//!   recorded in the annotation [`FIELD_MANAGER_ANNOTATION`] (the last
+//!   applier; there are no per-field `managedFields`, so fields left out of
+//!   an apply are kept, not removed, and `force` is ignored).
+//! - `DELETE` tears the resource down at once (it is served with
+//!   `deletionTimestamp`, and updates are still accepted, e.g. removing a
+//!   finalizer) and destroys it as soon as no finalizers remain
+//!   ([`State::teardown_and_destroy`], in the background when some do).
+//!   `preconditions` (`uid`, `resourceVersion`) in the body are checked.
+//!   kubectl then watches the name until `DELETED`.
+//! - A request that fails changes nothing.
+//!
 //! # Objects
 //!
 //! | ours | object |
@@ -83,6 +127,10 @@
 //!   snapshot revisions, so a watch from it may repeat a change the list
 //!   already showed, never miss one.
 //! - `limit` is ignored: a list is never cut into pages (no `continue`).
+//! - No `dryRun` (`400`), no `generateName`, no collection DELETE, no
+//!   strategic merge patch (`415`, as the apiserver answers for custom
+//!   resources). Every write bumps the version (`generation`), even one that
+//!   changes nothing.
 //! - A watch's `DELETED` carries the revision of the destroy, except when the
 //!   client fell behind and the state coalesced its backlog: then events carry
 //!   their own revision, raised to the highest sent so far so that the stream
@@ -93,9 +141,16 @@
 //!
 //! Every error is a `Status` object ([`Status`]): `404 NotFound` for an
 //! unknown group, version, type or object; `400 BadRequest` for a malformed
-//! selector, boolean, version or timeout; `405 MethodNotAllowed` for writes;
-//! `503 ServiceUnavailable` when the state is gone. Bad registrations are
-//! [`ExposeError`]s.
+//! selector, boolean, version, timeout or body, a name or namespace that does
+//! not match the URL, `dryRun`, an apply without `fieldManager`; `403
+//! Forbidden` for a write to a resource a controller owns; `405
+//! MethodNotAllowed` for a method a path does not serve; `409 AlreadyExists`
+//! for a create of an existing object; `409 Conflict` for a stale
+//! `resourceVersion` or `uid`; `415 UnsupportedMediaType` for a strategic
+//! merge (or unknown) patch; `422 Invalid` for a spec that does not decode,
+//! an unknown field under `fieldValidation=Strict`, a missing name or a
+//! failed JSON patch; `503 ServiceUnavailable` when the state is gone. Bad
+//! registrations are [`ExposeError`]s.
 //!
 //! # Example
 //!
@@ -149,11 +204,14 @@
 mod discovery;
 mod list;
 mod object;
+mod openapi;
 mod params;
+mod patch;
 mod registry;
 mod status;
 mod table;
 mod watch;
+mod write;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -164,7 +222,7 @@ use std::time::Duration;
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpServer, web};
 
-pub use object::OWNER_ANNOTATION;
+pub use object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION};
 pub use registry::{Expose, ExposeError};
 pub use status::Status;
 
@@ -348,24 +406,36 @@ impl KubernetesApi {
 
 fn routes(cfg: &mut web::ServiceConfig) {
     let not_allowed = || web::to(status::not_allowed);
-    for (path, route) in [
-        ("/version", web::get().to(discovery::version)),
-        ("/api", web::get().to(discovery::core)),
-        ("/api/v1/namespaces/{namespace}", web::get().to(discovery::namespace)),
-        ("/apis", web::get().to(discovery::groups)),
-        ("/apis/{group}", web::get().to(discovery::group)),
-        ("/apis/{group}/{version}", web::get().to(discovery::resources)),
-        ("/apis/{group}/{version}/{plural}", web::get().to(list::all_namespaces)),
+    for (path, methods) in [
+        ("/version", vec![web::get().to(discovery::version)]),
+        ("/api", vec![web::get().to(discovery::core)]),
+        ("/api/v1/namespaces/{namespace}", vec![web::get().to(discovery::namespace)]),
+        ("/apis", vec![web::get().to(discovery::groups)]),
+        ("/apis/{group}", vec![web::get().to(discovery::group)]),
+        ("/apis/{group}/{version}", vec![web::get().to(discovery::resources)]),
+        ("/apis/{group}/{version}/{plural}", vec![web::get().to(list::all_namespaces)]),
         (
             "/apis/{group}/{version}/namespaces/{namespace}/{plural}",
-            web::get().to(list::namespaced),
+            vec![web::get().to(list::namespaced), web::post().to(write::create)],
         ),
         (
             "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}",
-            web::get().to(list::get),
+            vec![
+                web::get().to(list::get),
+                web::put().to(write::replace),
+                web::patch().to(write::patch),
+                web::delete().to(write::delete),
+            ],
         ),
+        ("/openapi/v2", vec![web::get().to(openapi::v2)]),
+        ("/openapi/v3", vec![web::get().to(openapi::index)]),
+        ("/openapi/v3/apis/{group}/{version}", vec![web::get().to(openapi::group_version)]),
     ] {
-        cfg.service(web::resource(path).route(route).default_service(not_allowed()));
+        let mut resource = web::resource(path);
+        for method in methods {
+            resource = resource.route(method);
+        }
+        cfg.service(resource.default_service(not_allowed()));
     }
     for path in ["/api/{tail:.*}", "/apis/{tail:.*}"] {
         cfg.service(web::resource(path).to(status::no_such_path));

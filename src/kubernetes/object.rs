@@ -22,6 +22,11 @@ use crate::resource::{AnyResource, Phase, StringMap, Timestamp};
 /// The annotation that names the controller owning a resource.
 pub const OWNER_ANNOTATION: &str = "cosi.dev/owner";
 
+/// The annotation in which a server-side apply (`PATCH` with
+/// `application/apply-patch+yaml`) records its `?fieldManager=` (the last
+/// applier; there are no per-field `managedFields`).
+pub const FIELD_MANAGER_ANNOTATION: &str = "cosi.dev/field-manager";
+
 /// RFC 3339 in whole seconds, as Kubernetes writes times.
 pub(crate) fn time(t: Timestamp) -> String {
     humantime::format_rfc3339_seconds(t.to_system_time()).to_string()

@@ -1,8 +1,48 @@
 //! Which resource types are served, and under which Kubernetes names.
 
 use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
 
 use crate::resource::Spec;
+
+/// Decodes a spec as the exposed Rust type and answers its canonical JSON
+/// (what the type serializes back to: unknown fields dropped), or why it
+/// does not decode.
+type DecodeFn = dyn Fn(&Value) -> Result<Value, String> + Send + Sync;
+
+/// The spec decoder captured by [`Expose::of`] (none for the dynamic form).
+#[derive(Clone)]
+pub(crate) struct Decoder(Arc<DecodeFn>);
+
+impl Decoder {
+    fn of<S: Spec>() -> Decoder {
+        Decoder(Arc::new(|value: &Value| {
+            let spec: S = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+            serde_json::to_value(&spec).map_err(|e| format!("the spec does not serialize: {e}"))
+        }))
+    }
+
+    pub(crate) fn decode(&self, value: &Value) -> Result<Value, String> {
+        (self.0)(value)
+    }
+}
+
+impl fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Decoder")
+    }
+}
+
+impl PartialEq for Decoder {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Decoder {}
 
 /// A bad registration: what [`KubernetesApi::expose`](super::KubernetesApi::expose) refuses.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -145,16 +185,28 @@ pub struct Expose {
     short_names: Vec<String>,
     columns: Vec<(String, String)>,
     namespaces: BTreeSet<String>,
+    decoder: Option<Decoder>,
+    /// The spec's JSON schema, serialized (a `Value` is not `Eq`).
+    schema: Option<String>,
 }
 
 impl Expose {
     /// Exposes the resources of spec type `S` at API version `version`.
+    ///
+    /// Written specs (POST, PUT, PATCH) must decode as `S`: one that does not
+    /// is a `422 Invalid`, and under `fieldValidation=Strict` (kubectl's
+    /// default) so is a field `S` does not know. What is stored is `S`'s own
+    /// serialization of the decoded spec (unknown fields dropped, as the
+    /// apiserver prunes them).
     pub fn of<S: Spec>(version: impl Into<String>) -> Expose {
-        Expose::resource_type(S::TYPE, version)
+        let mut expose = Expose::resource_type(S::TYPE, version);
+        expose.decoder = Some(Decoder::of::<S>());
+        expose
     }
 
     /// Exposes the resources of type `resource_type` (the dynamic form, for
-    /// tools that know types by name only).
+    /// tools that know types by name only). Any JSON object is accepted as a
+    /// written spec and stored as given.
     pub fn resource_type(resource_type: impl Into<String>, version: impl Into<String>) -> Expose {
         Expose {
             resource_type: resource_type.into(),
@@ -163,7 +215,19 @@ impl Expose {
             short_names: Vec::new(),
             columns: Vec::new(),
             namespaces: BTreeSet::new(),
+            decoder: None,
+            schema: None,
         }
+    }
+
+    /// The spec's OpenAPI v3 schema, served in `/openapi/v3/apis/{g}/{v}`
+    /// (default: `{"type": "object", "x-kubernetes-preserve-unknown-fields": true}`).
+    /// Only clients read it (`kubectl explain`); the server validates
+    /// written specs by decoding them (see [`of`](Expose::of)).
+    #[must_use]
+    pub fn schema(mut self, schema: Value) -> Self {
+        self.schema = Some(schema.to_string());
+        self
     }
 
     /// The kind (default: the type's first segment without a trailing `s`).
@@ -262,6 +326,8 @@ impl Expose {
             short_names: self.short_names,
             columns,
             namespaces: self.namespaces,
+            decoder: self.decoder,
+            schema: self.schema.and_then(|s| serde_json::from_str(&s).ok()),
         })
     }
 }
@@ -293,7 +359,7 @@ fn is_version(v: &str) -> bool {
 }
 
 /// A type as served: every name resolved.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Exposed {
     pub(crate) resource_type: String,
     pub(crate) group: String,
@@ -304,6 +370,8 @@ pub(crate) struct Exposed {
     pub(crate) short_names: Vec<String>,
     pub(crate) columns: Vec<Column>,
     pub(crate) namespaces: BTreeSet<String>,
+    pub(crate) decoder: Option<Decoder>,
+    pub(crate) schema: Option<Value>,
 }
 
 impl Exposed {

@@ -10,15 +10,16 @@ use serde_json::{Value, json};
 /// (`{kind: Status, apiVersion: v1, status: Failure, message, reason, code}`).
 ///
 /// kubectl prints `Error from server (<reason>): <message>`; clients branch on
-/// `code` and `reason` (404 `NotFound`, 400 `BadRequest`, 405
-/// `MethodNotAllowed`, 406 `NotAcceptable`, 410 `Expired`, 500
-/// `InternalError`, 503 `ServiceUnavailable`).
+/// `code` and `reason` (404 `NotFound`, 400 `BadRequest`, 403 `Forbidden`,
+/// 405 `MethodNotAllowed`, 406 `NotAcceptable`, 409 `AlreadyExists` and
+/// `Conflict`, 410 `Expired`, 415 `UnsupportedMediaType`, 422 `Invalid`,
+/// 500 `InternalError`, 503 `ServiceUnavailable`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
     code: u16,
     reason: &'static str,
     message: String,
-    details: Option<Details>,
+    details: Option<Box<Details>>,
 }
 
 /// What a `NotFound` is about, in `details`.
@@ -27,6 +28,19 @@ struct Details {
     name: String,
     group: String,
     kind: String,
+    /// `causes`: (field, message), as kubectl prints a 422.
+    causes: Vec<(String, String)>,
+}
+
+impl Details {
+    fn of(group: &str, plural: &str, name: &str) -> Option<Box<Details>> {
+        Some(Box::new(Details {
+            name: name.into(),
+            group: group.into(),
+            kind: plural.into(),
+            causes: Vec::new(),
+        }))
+    }
 }
 
 impl Status {
@@ -43,9 +57,69 @@ impl Status {
     /// words it (`linkconfigs.net.cosi.dev "eth0" not found`).
     pub fn object_not_found(group: &str, plural: &str, name: &str) -> Self {
         let mut status = Status::not_found(format!("{plural}.{group} \"{name}\" not found"));
-        status.details =
-            Some(Details { name: name.into(), group: group.into(), kind: plural.into() });
+        status.details = Details::of(group, plural, name);
         status
+    }
+
+    /// 409 `AlreadyExists`: a create found the object
+    /// (`linkconfigs.net.cosi.dev "eth0" already exists`).
+    pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
+        let mut status = Status::new(
+            409,
+            "AlreadyExists",
+            format!("{plural}.{group} \"{name}\" already exists"),
+        );
+        status.details = Details::of(group, plural, name);
+        status
+    }
+
+    /// 409 `Conflict`: a stale `resourceVersion` or `uid` (the client reads
+    /// again and retries).
+    pub fn conflict(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        let mut status = Status::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {plural}.{group} \"{name}\": {why}"),
+        );
+        status.details = Details::of(group, plural, name);
+        status
+    }
+
+    /// 403 `Forbidden`: the object is owned by a controller (read-only to clients).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Status::new(403, "Forbidden", message)
+    }
+
+    /// 422 `Invalid`: the object does not validate (a spec that does not
+    /// decode, an unknown field under `fieldValidation=Strict`, a failed
+    /// JSON patch `test`).
+    pub fn invalid(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        let mut status =
+            Status::new(422, "Invalid", format!("{plural}.{group} \"{name}\" is invalid: {why}"));
+        status.details = Details::of(group, plural, name);
+        // "field: message" parts, one cause each (kubectl prints them).
+        let causes = why
+            .split(", ")
+            .map(|part| match part.split_once(": ") {
+                Some((field, message)) if !field.contains(' ') => (field.into(), message.into()),
+                _ => (String::new(), part.into()),
+            })
+            .collect();
+        if let Some(details) = &mut status.details {
+            details.causes = causes;
+        }
+        status
+    }
+
+    /// 415 `UnsupportedMediaType`: a patch type not served (strategic merge).
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Status::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (not {content_type})"
+            ),
+        )
     }
 
     /// 400 `BadRequest`: a malformed parameter (selector, version, boolean).
@@ -53,14 +127,12 @@ impl Status {
         Status::new(400, "BadRequest", message)
     }
 
-    /// 405 `MethodNotAllowed`: writes are not served (yet).
+    /// 405 `MethodNotAllowed`: a method the path does not serve.
     pub fn method_not_allowed(method: &str, path: &str) -> Self {
         Status::new(
             405,
             "MethodNotAllowed",
-            format!(
-                "the server does not allow {method} on {path}: this server only reads (get, list, watch)"
-            ),
+            format!("the server does not allow {method} on {path}"),
         )
     }
 
@@ -102,6 +174,15 @@ impl Status {
         });
         if let Some(d) = &self.details {
             status["details"] = json!({ "name": d.name, "group": d.group, "kind": d.kind });
+            if !d.causes.is_empty() {
+                status["details"]["causes"] = d
+                    .causes
+                    .iter()
+                    .map(|(field, message)| {
+                        json!({"reason": "FieldValueInvalid", "message": message, "field": field})
+                    })
+                    .collect();
+            }
         }
         status
     }
@@ -130,6 +211,11 @@ impl From<crate::Error> for Status {
         use crate::Error;
         match &e {
             Error::NotFound { .. } => Status::not_found(e.to_string()),
+            Error::AlreadyExists { .. } => Status::new(409, "AlreadyExists", e.to_string()),
+            Error::VersionConflict { .. }
+            | Error::PhaseConflict { .. }
+            | Error::PendingFinalizers { .. } => Status::new(409, "Conflict", e.to_string()),
+            Error::OwnerConflict { .. } => Status::forbidden(e.to_string()),
             Error::InvalidInput { .. } => Status::bad_request(e.to_string()),
             Error::Compacted { .. } => Status::expired(e.to_string()),
             Error::Unavailable { .. } => Status::new(503, "ServiceUnavailable", e.to_string()),

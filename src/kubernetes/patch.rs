@@ -1,0 +1,289 @@
+//! Patches over JSON objects: JSON merge patch (RFC 7386) and JSON patch
+//! (RFC 6902, with JSON pointers per RFC 6901).
+
+use serde_json::{Map, Value};
+
+/// Applies a JSON merge patch (RFC 7386) to `target`: objects merge key by
+/// key, `null` removes a key, anything else replaces.
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(map) = target else { unreachable!("made an object above") };
+    for (key, value) in patch {
+        if value.is_null() {
+            map.remove(key);
+        } else {
+            merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// Why a JSON patch failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PatchError {
+    /// The patch document is not a list of well-formed operations (400).
+    Malformed(String),
+    /// An operation could not be applied, or a `test` failed (422).
+    Failed(String),
+}
+
+/// The reference tokens of a JSON pointer (`/a/b~1c` is `a`, `b/c`).
+fn tokens(pointer: &str) -> Result<Vec<String>, PatchError> {
+    if pointer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Err(PatchError::Malformed(format!(
+            "JSON pointer {pointer:?} does not start with '/'"
+        )));
+    };
+    // ~1 first, then ~0: "~01" is "~1", not "/".
+    Ok(rest.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect())
+}
+
+/// An array index token: digits without leading zeros (not `-`).
+fn index(token: &str, len: usize, pointer: &str) -> Result<usize, PatchError> {
+    let ok = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_digit())
+        && (token == "0" || !token.starts_with('0'));
+    match token.parse::<usize>() {
+        Ok(i) if ok && i < len => Ok(i),
+        _ => Err(PatchError::Failed(format!("{pointer}: no array element {token:?}"))),
+    }
+}
+
+fn resolve<'a>(doc: &'a Value, pointer: &str) -> Result<&'a Value, PatchError> {
+    let mut at = doc;
+    for token in tokens(pointer)? {
+        at = match at {
+            Value::Object(map) => map
+                .get(&token)
+                .ok_or_else(|| PatchError::Failed(format!("{pointer}: no field {token:?}")))?,
+            Value::Array(items) => &items[index(&token, items.len(), pointer)?],
+            _ => {
+                return Err(PatchError::Failed(format!(
+                    "{pointer}: {token:?} is not in a container"
+                )));
+            }
+        };
+    }
+    Ok(at)
+}
+
+/// The container holding `pointer`'s last token, and that token.
+fn parent<'a>(doc: &'a mut Value, pointer: &str) -> Result<(&'a mut Value, String), PatchError> {
+    let mut tokens = tokens(pointer)?;
+    let Some(last) = tokens.pop() else {
+        return Err(PatchError::Failed("the root has no parent".into()));
+    };
+    let mut at = doc;
+    for token in tokens {
+        at = match at {
+            Value::Object(map) => map
+                .get_mut(&token)
+                .ok_or_else(|| PatchError::Failed(format!("{pointer}: no field {token:?}")))?,
+            Value::Array(items) => {
+                let i = index(&token, items.len(), pointer)?;
+                &mut items[i]
+            }
+            _ => {
+                return Err(PatchError::Failed(format!(
+                    "{pointer}: {token:?} is not in a container"
+                )));
+            }
+        };
+    }
+    Ok((at, last))
+}
+
+fn add(doc: &mut Value, pointer: &str, value: Value) -> Result<(), PatchError> {
+    if pointer.is_empty() {
+        *doc = value;
+        return Ok(());
+    }
+    let (container, last) = parent(doc, pointer)?;
+    match container {
+        Value::Object(map) => {
+            map.insert(last, value);
+        }
+        Value::Array(items) => {
+            let i = if last == "-" { items.len() } else { index(&last, items.len() + 1, pointer)? };
+            items.insert(i, value);
+        }
+        _ => return Err(PatchError::Failed(format!("{pointer}: the parent is not a container"))),
+    }
+    Ok(())
+}
+
+fn remove(doc: &mut Value, pointer: &str) -> Result<Value, PatchError> {
+    let (container, last) = parent(doc, pointer)?;
+    match container {
+        Value::Object(map) => map
+            .remove(&last)
+            .ok_or_else(|| PatchError::Failed(format!("{pointer}: no field {last:?} to remove"))),
+        Value::Array(items) => {
+            let i = index(&last, items.len(), pointer)?;
+            Ok(items.remove(i))
+        }
+        _ => Err(PatchError::Failed(format!("{pointer}: the parent is not a container"))),
+    }
+}
+
+/// Applies a JSON patch (RFC 6902: `add`, `remove`, `replace`, `move`,
+/// `copy`, `test`) to `doc`, all or nothing: on an error `doc` is unchanged.
+pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
+    let Value::Array(ops) = patch else {
+        return Err(PatchError::Malformed("a JSON patch is an array of operations".into()));
+    };
+    let mut work = doc.clone();
+    for op in ops {
+        let field = |name: &str| -> Result<&str, PatchError> {
+            op.get(name).and_then(Value::as_str).ok_or_else(|| {
+                PatchError::Malformed(format!("operation {op} has no string {name:?}"))
+            })
+        };
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or_else(|| PatchError::Malformed(format!("operation {op} has no \"value\"")))
+        };
+        let path = field("path")?;
+        match field("op")? {
+            "add" => add(&mut work, path, value()?)?,
+            "remove" => {
+                remove(&mut work, path)?;
+            }
+            "replace" => {
+                let value = value()?;
+                if path.is_empty() {
+                    work = value;
+                } else {
+                    remove(&mut work, path)?;
+                    add(&mut work, path, value)?;
+                }
+            }
+            "move" => {
+                let from = field("from")?;
+                if path != from && path.starts_with(&format!("{from}/")) {
+                    return Err(PatchError::Failed(format!(
+                        "cannot move {from} into its own child {path}"
+                    )));
+                }
+                let moved = remove(&mut work, from)?;
+                add(&mut work, path, moved)?;
+            }
+            "copy" => {
+                let copied = resolve(&work, field("from")?)?.clone();
+                add(&mut work, path, copied)?;
+            }
+            "test" => {
+                let expected = value()?;
+                let actual = resolve(&work, path)?;
+                if *actual != expected {
+                    return Err(PatchError::Failed(format!(
+                        "test failed: {path} is {actual}, not {expected}"
+                    )));
+                }
+            }
+            other => {
+                return Err(PatchError::Malformed(format!(
+                    "unknown JSON patch operation {other:?}"
+                )));
+            }
+        }
+    }
+    *doc = work;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        // RFC 7386 appendix A, a few of its cases.
+        for (target, patch, result) in [
+            (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
+            (json!({"a": "b"}), json!({"b": "c"}), json!({"a": "b", "b": "c"})),
+            (json!({"a": "b"}), json!({"a": null}), json!({})),
+            (
+                json!({"a": {"b": "c"}}),
+                json!({"a": {"b": "d", "c": null}}),
+                json!({"a": {"b": "d"}}),
+            ),
+            (json!({"a": [{"b": "c"}]}), json!({"a": [1]}), json!({"a": [1]})),
+            (json!(["a", "b"]), json!(["c", "d"]), json!(["c", "d"])),
+            (json!({"a": "foo"}), json!("bar"), json!("bar")),
+            (json!({"e": null}), json!({"a": 1}), json!({"e": null, "a": 1})),
+            (json!([1, 2]), json!({"a": "b", "c": null}), json!({"a": "b"})),
+            (json!({}), json!({"a": {"bb": {"ccc": null}}}), json!({"a": {"bb": {}}})),
+        ] {
+            let mut doc = target.clone();
+            merge_patch(&mut doc, &patch);
+            assert_eq!(doc, result, "{target} + {patch}");
+        }
+    }
+
+    #[test]
+    fn json_patch_applies_every_operation() {
+        let mut doc = json!({"spec": {"mtu": 1500, "list": [1, 2]}, "a/b": 1, "m~n": 2});
+        let patch = json!([
+            {"op": "test", "path": "/spec/mtu", "value": 1500},
+            {"op": "replace", "path": "/spec/mtu", "value": 9000},
+            {"op": "add", "path": "/spec/list/1", "value": 5},
+            {"op": "add", "path": "/spec/list/-", "value": 9},
+            {"op": "remove", "path": "/spec/list/0"},
+            {"op": "copy", "from": "/spec/mtu", "path": "/spec/copy"},
+            {"op": "move", "from": "/a~1b", "path": "/moved"},
+            {"op": "test", "path": "/m~0n", "value": 2},
+            {"op": "add", "path": "/spec/new", "value": {"x": 1}}
+        ]);
+        json_patch(&mut doc, &patch).unwrap();
+        assert_eq!(
+            doc,
+            json!({"spec": {"mtu": 9000, "list": [5, 2, 9], "copy": 9000, "new": {"x": 1}},
+                   "moved": 1, "m~n": 2})
+        );
+    }
+
+    #[test]
+    fn a_failed_json_patch_changes_nothing() {
+        let original = json!({"spec": {"mtu": 1500}});
+        for (patch, malformed) in [
+            (
+                json!([{"op": "replace", "path": "/spec/mtu", "value": 1}, {"op": "test", "path": "/spec/mtu", "value": 2}]),
+                false,
+            ),
+            (json!([{"op": "remove", "path": "/spec/nope"}]), false),
+            (json!([{"op": "replace", "path": "/spec/nope", "value": 1}]), false),
+            (json!([{"op": "add", "path": "/nope/x", "value": 1}]), false),
+            (json!([{"op": "move", "from": "/spec", "path": "/spec/x"}]), false),
+            (json!([{"op": "add", "path": "spec", "value": 1}]), true),
+            (json!([{"op": "frob", "path": "/spec"}]), true),
+            (json!([{"op": "add", "path": "/spec/x"}]), true),
+            (json!({"op": "add"}), true),
+        ] {
+            let mut doc = original.clone();
+            let e = json_patch(&mut doc, &patch).unwrap_err();
+            assert_eq!(matches!(e, PatchError::Malformed(_)), malformed, "{patch}: {e:?}");
+            assert_eq!(doc, original, "{patch}");
+        }
+    }
+
+    #[test]
+    fn pointers_unescape_tilde_one_before_tilde_zero() {
+        assert_eq!(tokens("/a~1b/c~0d/~01").unwrap(), ["a/b", "c~d", "~1"]);
+        assert_eq!(tokens("").unwrap(), Vec::<String>::new());
+        assert_eq!(tokens("/").unwrap(), [""]);
+        let doc = json!({"arr": [0, 1]});
+        assert!(resolve(&doc, "/arr/01").is_err(), "no leading zeros");
+        assert_eq!(resolve(&doc, "/arr/1").unwrap(), &json!(1));
+    }
+}

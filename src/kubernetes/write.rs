@@ -1,0 +1,539 @@
+//! Writes: create (POST), replace (PUT), patch (PATCH: merge, JSON, apply)
+//! and delete (DELETE), all as the user (no owner): a resource owned by a
+//! controller is read-only to clients.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Map, Value};
+
+use super::Shared;
+use super::object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, object};
+use super::patch::{PatchError, json_patch, merge_patch};
+use super::registry::Exposed;
+use super::status::Status;
+use crate::resource::{AnyResource, Kind, Metadata, Phase, Pointer};
+use crate::state::ExpectedPhase;
+
+type Query = web::Query<HashMap<String, String>>;
+
+/// How many times a write re-reads the stored resource after losing a race
+/// with another writer (only writes without a `resourceVersion` retry).
+const ATTEMPTS: usize = 5;
+
+/// The object a request addresses.
+struct Target {
+    exposed: Arc<Exposed>,
+    namespace: String,
+    name: String,
+}
+
+impl Target {
+    fn pointer(&self) -> Pointer {
+        Kind::new(&self.namespace, &self.exposed.resource_type).pointer(self.name.as_str())
+    }
+
+    fn invalid(&self, why: &str) -> Status {
+        Status::invalid(&self.exposed.group, &self.exposed.plural, &self.name, why)
+    }
+
+    fn conflict(&self, why: &str) -> Status {
+        Status::conflict(&self.exposed.group, &self.exposed.plural, &self.name, why)
+    }
+
+    fn not_found(&self) -> Status {
+        Status::object_not_found(&self.exposed.group, &self.exposed.plural, &self.name)
+    }
+
+    /// A state error as the apiserver would word it.
+    fn error(&self, e: crate::Error) -> Status {
+        use crate::Error;
+        match &e {
+            Error::NotFound { .. } => self.not_found(),
+            Error::AlreadyExists { .. } => {
+                Status::already_exists(&self.exposed.group, &self.exposed.plural, &self.name)
+            }
+            Error::VersionConflict { .. } | Error::PhaseConflict { .. } => self.conflict(&format!(
+                "the object has been modified; please apply your changes to the latest version and try again ({e})"
+            )),
+            Error::InvalidInput { reason, .. } => self.invalid(reason),
+            _ => Status::from(e),
+        }
+    }
+
+    /// 403 when `stored` is owned by a controller.
+    fn writable(&self, stored: &AnyResource) -> Result<(), Status> {
+        match stored.owner() {
+            Some(owner) => Err(Status::forbidden(format!(
+                "{}.{} \"{}\" is owned by controller {owner:?}: it is read-only to clients",
+                self.exposed.plural, self.exposed.group, self.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    async fn stored(&self, shared: &Shared) -> Result<Option<AnyResource>, Status> {
+        match shared.state.get(&self.pointer()).await {
+            Ok(r) => Ok(Some(r)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn respond(&self, resource: &AnyResource, created: bool) -> Result<HttpResponse, Status> {
+        let body = object(&self.exposed, resource, resource.metadata().revision())?;
+        Ok(if created { HttpResponse::Created() } else { HttpResponse::Ok() }.json(body))
+    }
+}
+
+fn target(
+    shared: &Shared,
+    (group, version, namespace, plural): (String, String, String, String),
+    name: String,
+) -> Result<Target, Status> {
+    let exposed = shared.exposed(&group, &version, &plural)?;
+    crate::resource::validate::name("namespace", &namespace).map_err(Status::bad_request)?;
+    Ok(Target { exposed, namespace, name })
+}
+
+/// The options every write takes: `fieldValidation`, `dryRun`.
+fn strict(query: &HashMap<String, String>) -> Result<bool, Status> {
+    if query.contains_key("dryRun") {
+        return Err(Status::bad_request("dryRun is not supported by this server"));
+    }
+    match query.get("fieldValidation").map(String::as_str) {
+        Some("Strict") => Ok(true),
+        None | Some("" | "Warn" | "Ignore") => Ok(false),
+        Some(other) => Err(Status::bad_request(format!(
+            "fieldValidation={other:?}: expected Strict, Warn or Ignore"
+        ))),
+    }
+}
+
+fn json_body(body: &[u8]) -> Result<Value, Status> {
+    serde_json::from_slice(body)
+        .map_err(|e| Status::bad_request(format!("the request body is not JSON: {e}")))
+}
+
+/// What a written object asks for.
+struct Desired {
+    metadata: Metadata,
+    spec: Value,
+    /// `metadata.resourceVersion`: the optimistic-concurrency precondition.
+    resource_version: Option<u64>,
+    /// `metadata.uid`: the incarnation precondition.
+    uid: Option<String>,
+}
+
+fn string_map(value: Option<&Value>, what: &str) -> Result<Vec<(String, String)>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                other => Err(format!("metadata.{what}.{k}: must be a string, not {other}")),
+            })
+            .collect(),
+        Some(other) => Err(format!("metadata.{what}: must be an object, not {other}")),
+    }
+}
+
+/// Fields of `input` its canonical form lost: unknown to the spec type.
+/// A `null`, `[]` or `{}` the type does not write back is not counted
+/// (`skip_serializing_if` fields).
+fn unknown_fields(input: &Value, canonical: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, canonical) {
+        (Value::Object(input), Value::Object(canonical)) => {
+            for (key, value) in input {
+                let at = format!("{path}.{key}");
+                match canonical.get(key) {
+                    Some(c) => unknown_fields(value, c, &at, out),
+                    None => {
+                        let empty = match value {
+                            Value::Null => true,
+                            Value::Array(a) => a.is_empty(),
+                            Value::Object(o) => o.is_empty(),
+                            _ => false,
+                        };
+                        if !empty {
+                            out.push(at);
+                        }
+                    }
+                }
+            }
+        }
+        (Value::Array(input), Value::Array(canonical)) if input.len() == canonical.len() => {
+            for (i, (value, c)) in input.iter().zip(canonical).enumerate() {
+                unknown_fields(value, c, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Reads a written object. `path_name` is the name in the URL (PUT, PATCH);
+/// the body's must agree. Unknown top-level fields (`status`) are ignored;
+/// the spec is decoded (see [`Expose::of`](super::Expose::of)).
+fn desired(target: &Target, body: &Value, strict: bool) -> Result<Desired, Status> {
+    let Value::Object(body) = body else {
+        return Err(Status::bad_request("the request body is not a JSON object"));
+    };
+    let exposed = &target.exposed;
+    if let Some(v) = body.get("apiVersion").and_then(Value::as_str)
+        && v != exposed.api_version()
+    {
+        return Err(Status::bad_request(format!(
+            "the API version in the data ({v}) does not match the expected API version ({})",
+            exposed.api_version()
+        )));
+    }
+    if let Some(k) = body.get("kind").and_then(Value::as_str)
+        && k != exposed.kind
+    {
+        return Err(Status::bad_request(format!(
+            "the kind in the data ({k}) does not match the expected kind ({})",
+            exposed.kind
+        )));
+    }
+    let empty = Map::new();
+    let md = match body.get("metadata") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(md)) => md,
+        Some(_) => return Err(target.invalid("metadata: must be an object")),
+    };
+    match md.get("name").and_then(Value::as_str) {
+        Some(name) if name != target.name => {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({name}) does not match the name on the URL ({})",
+                target.name
+            )));
+        }
+        _ => {}
+    }
+    if let Some(ns) = md.get("namespace").and_then(Value::as_str)
+        && ns != target.namespace
+    {
+        return Err(Status::bad_request(format!(
+            "the namespace of the object ({ns}) does not match the namespace on the request ({})",
+            target.namespace
+        )));
+    }
+    let mut metadata = Metadata::new(target.pointer());
+    for (k, v) in string_map(md.get("labels"), "labels").map_err(|e| target.invalid(&e))? {
+        metadata.labels_mut().insert(k, v);
+    }
+    for (k, v) in
+        string_map(md.get("annotations"), "annotations").map_err(|e| target.invalid(&e))?
+    {
+        if k != OWNER_ANNOTATION {
+            metadata.annotations_mut().insert(k, v);
+        }
+    }
+    match md.get("finalizers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for f in items {
+                let f = f
+                    .as_str()
+                    .ok_or_else(|| target.invalid("metadata.finalizers: must be strings"))?;
+                metadata.finalizers_mut().add(f);
+            }
+        }
+        Some(_) => return Err(target.invalid("metadata.finalizers: must be a list of strings")),
+    }
+    let resource_version = match md.get("resourceVersion") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.parse::<u64>().map_err(|_| {
+            Status::bad_request(format!("metadata.resourceVersion {s:?} is not a resource version"))
+        })?),
+        Some(other) => {
+            return Err(
+                target.invalid(&format!("metadata.resourceVersion: {other} is not a string"))
+            );
+        }
+    };
+    let uid = md.get("uid").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    let spec = body.get("spec").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    let spec = match &exposed.decoder {
+        Some(decoder) => {
+            let canonical =
+                decoder.decode(&spec).map_err(|e| target.invalid(&format!("spec: {e}")))?;
+            if strict {
+                let mut unknown = Vec::new();
+                unknown_fields(&spec, &canonical, "spec", &mut unknown);
+                if !unknown.is_empty() {
+                    let fields = unknown
+                        .iter()
+                        .map(|f| {
+                            format!("{f}: unknown field {:?}", f.rsplit('.').next().unwrap_or(f))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(target.invalid(&fields));
+                }
+            }
+            canonical
+        }
+        None if spec.is_object() => spec,
+        None => return Err(target.invalid(&format!("spec: must be an object, not {spec}"))),
+    };
+    Ok(Desired { metadata, spec, resource_version, uid })
+}
+
+/// One attempt at writing `desired` over `stored`: preconditions, then an
+/// update at the stored version. `None`: another write won the race.
+async fn update_over(
+    shared: &Shared,
+    target: &Target,
+    desired: &Desired,
+    stored: &AnyResource,
+) -> Result<Option<AnyResource>, Status> {
+    target.writable(stored)?;
+    let smd = stored.metadata();
+    if let Some(rv) = desired.resource_version
+        && rv != smd.revision()
+    {
+        return Err(target.conflict(
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    if let Some(uid) = &desired.uid
+        && smd.uid().map(|u| u.to_string()).as_deref() != Some(uid.as_str())
+    {
+        return Err(target.conflict(&format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            smd.uid().map(|u| u.to_string()).unwrap_or_default()
+        )));
+    }
+    let mut md = desired.metadata.clone();
+    md.set_version(smd.version());
+    md.set_uid(smd.uid());
+    md.set_phase(smd.phase());
+    let phase = match smd.phase() {
+        Phase::Running => ExpectedPhase::Running,
+        Phase::TearingDown => ExpectedPhase::TearingDown,
+    };
+    let resource = AnyResource::from_dynamic(md, desired.spec.clone());
+    match shared.state.update_with_phase(resource, None, phase).await {
+        Ok(r) => Ok(Some(r)),
+        Err(crate::Error::VersionConflict { .. } | crate::Error::PhaseConflict { .. }) => Ok(None),
+        Err(e) => Err(target.error(e)),
+    }
+}
+
+/// `POST /apis/{group}/{version}/namespaces/{namespace}/{plural}`: 201 and
+/// the stored object; 409 `AlreadyExists`.
+pub(super) async fn create(
+    shared: web::Data<Shared>,
+    path: web::Path<(String, String, String, String)>,
+    query: Query,
+    body: web::Bytes,
+) -> Result<HttpResponse, Status> {
+    let strict = strict(&query)?;
+    let body = json_body(&body)?;
+    let name = body["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    let target = target(&shared, path.into_inner(), name)?;
+    if target.name.is_empty() {
+        return Err(target.invalid("metadata.name: Required value: name is required"));
+    }
+    let desired = desired(&target, &body, strict)?;
+    let resource = AnyResource::from_dynamic(desired.metadata, desired.spec);
+    let stored = shared.state.create(resource, None).await.map_err(|e| target.error(e))?;
+    target.respond(&stored, true)
+}
+
+type ItemPath = web::Path<(String, String, String, String, String)>;
+
+fn item(shared: &Shared, path: ItemPath) -> Result<Target, Status> {
+    let (g, v, ns, plural, name) = path.into_inner();
+    target(shared, (g, v, ns, plural), name)
+}
+
+/// `PUT .../{plural}/{name}`: replaces labels, annotations, finalizers and
+/// spec. `metadata.resourceVersion` (and `metadata.uid`), when sent, must
+/// be the stored ones (409 `Conflict`); without them the write is
+/// unconditional.
+pub(super) async fn replace(
+    shared: web::Data<Shared>,
+    path: ItemPath,
+    query: Query,
+    body: web::Bytes,
+) -> Result<HttpResponse, Status> {
+    let strict = strict(&query)?;
+    let target = item(&shared, path)?;
+    let desired = desired(&target, &json_body(&body)?, strict)?;
+    for _ in 0..ATTEMPTS {
+        let stored = target.stored(&shared).await?.ok_or_else(|| target.not_found())?;
+        if let Some(written) = update_over(&shared, &target, &desired, &stored).await? {
+            return target.respond(&written, false);
+        }
+    }
+    Err(target.conflict("too many concurrent writes; try again"))
+}
+
+/// The patch types served, by `Content-Type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PatchType {
+    Merge,
+    Json,
+    Apply,
+}
+
+fn patch_type(req: &HttpRequest) -> Result<PatchType, Status> {
+    let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    match content_type.split(';').next().unwrap_or("").trim() {
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/apply-patch+yaml" => Ok(PatchType::Apply),
+        _ => Err(Status::unsupported_media_type(content_type)),
+    }
+}
+
+/// `PATCH .../{plural}/{name}`: `application/merge-patch+json` (RFC 7386),
+/// `application/json-patch+json` (RFC 6902; a failed `test` is a 422), or
+/// `application/apply-patch+yaml` (server-side apply, see the module docs);
+/// anything else (strategic merge) is a 415.
+pub(super) async fn patch(
+    shared: web::Data<Shared>,
+    path: ItemPath,
+    query: Query,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, Status> {
+    let target = item(&shared, path)?;
+    let kind = patch_type(&req)?;
+    let strict = strict(&query)?;
+    let patch = serde_json::from_slice::<Value>(&body).map_err(|e| {
+        Status::bad_request(format!(
+            "the patch is not JSON (apply patches are read as JSON, which kubectl sends): {e}"
+        ))
+    })?;
+    let manager = match (kind, query.get("fieldManager")) {
+        (PatchType::Apply, Some(m)) if !m.is_empty() => Some(m.clone()),
+        (PatchType::Apply, _) => {
+            return Err(Status::bad_request(
+                "PATCH, application/apply-patch+yaml requires a fieldManager",
+            ));
+        }
+        _ => None,
+    };
+    let record_manager = |doc: &mut Value| {
+        if let Some(m) = &manager {
+            merge_patch(
+                doc,
+                &serde_json::json!({"metadata": {"annotations": {FIELD_MANAGER_ANNOTATION: m}}}),
+            );
+        }
+    };
+    for _ in 0..ATTEMPTS {
+        let Some(stored) = target.stored(&shared).await? else {
+            if kind != PatchType::Apply {
+                return Err(target.not_found());
+            }
+            // Server-side apply of a missing object creates it.
+            let mut doc = patch.clone();
+            if !doc.is_object() {
+                return Err(Status::bad_request("an apply patch is a JSON object"));
+            }
+            record_manager(&mut doc);
+            let desired = desired(&target, &doc, strict)?;
+            let resource = AnyResource::from_dynamic(desired.metadata, desired.spec);
+            match shared.state.create(resource, None).await {
+                Ok(created) => return target.respond(&created, true),
+                Err(crate::Error::AlreadyExists { .. }) => continue,
+                Err(e) => return Err(target.error(e)),
+            }
+        };
+        target.writable(&stored)?;
+        let mut doc = object(&target.exposed, &stored, stored.metadata().revision())?;
+        match kind {
+            PatchType::Merge | PatchType::Apply => merge_patch(&mut doc, &patch),
+            PatchType::Json => json_patch(&mut doc, &patch).map_err(|e| match e {
+                PatchError::Malformed(m) => Status::bad_request(m),
+                PatchError::Failed(m) => target.invalid(&m),
+            })?,
+        }
+        record_manager(&mut doc);
+        let desired = desired(&target, &doc, strict)?;
+        if let Some(written) = update_over(&shared, &target, &desired, &stored).await? {
+            return target.respond(&written, false);
+        }
+    }
+    Err(target.conflict("too many concurrent writes; try again"))
+}
+
+/// `DELETE .../{plural}/{name}`: tears the resource down at once (it shows
+/// `deletionTimestamp`) and destroys it when no finalizers remain, in the
+/// background if some do; answers the torn-down object. Honours
+/// `preconditions` (`uid`, `resourceVersion`) in the body (409).
+pub(super) async fn delete(
+    shared: web::Data<Shared>,
+    path: ItemPath,
+    query: Query,
+    body: web::Bytes,
+) -> Result<HttpResponse, Status> {
+    let target = item(&shared, path)?;
+    strict(&query)?;
+    let options =
+        if body.iter().all(u8::is_ascii_whitespace) { Value::Null } else { json_body(&body)? };
+    let stored = target.stored(&shared).await?.ok_or_else(|| target.not_found())?;
+    target.writable(&stored)?;
+    let pre = &options["preconditions"];
+    let resource_version = pre["resourceVersion"].as_str().and_then(|s| s.parse::<u64>().ok());
+    if let Some(rv) = resource_version
+        && rv != stored.metadata().revision()
+    {
+        return Err(target.conflict(&format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+            stored.metadata().revision()
+        )));
+    }
+    if let Some(uid) = pre["uid"].as_str()
+        && stored.metadata().uid().map(|u| u.to_string()).as_deref() != Some(uid)
+    {
+        return Err(target.conflict(&format!("Precondition failed: UID in precondition: {uid}")));
+    }
+    let ptr = target.pointer();
+    shared.state.teardown(&ptr, None).await.map_err(|e| target.error(e))?;
+    let torn = target.stored(&shared).await?.unwrap_or(stored);
+    // Destroyed at once when nothing holds it; else (or when a finalizer
+    // came in between) in the background, once the finalizers are gone.
+    let held = !torn.metadata().finalizers().is_empty()
+        || matches!(
+            shared.state.destroy(&ptr, None).await,
+            Err(crate::Error::PendingFinalizers { .. })
+        );
+    if held {
+        let state = shared.state.clone();
+        actix::spawn(async move {
+            match state.teardown_and_destroy(&ptr, None).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => tracing::warn!("Kubernetes API: deleting {ptr}: {e}"),
+            }
+        });
+    }
+    target.respond(&torn, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_are_what_the_canonical_form_lost() {
+        let mut out = Vec::new();
+        unknown_fields(
+            &json!({"mtu": 1, "bogus": 2, "empty": [], "none": null, "nested": [{"a": 1, "b": 2}]}),
+            &json!({"mtu": 1, "nested": [{"a": 1}]}),
+            "spec",
+            &mut out,
+        );
+        assert_eq!(out, ["spec.bogus", "spec.nested[0].b"]);
+    }
+}
