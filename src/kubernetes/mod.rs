@@ -4,6 +4,7 @@
 //!
 //! Clients write as the user (no owner): resources owned by a controller
 //! are read-only to them.
+//! Bearer tokens and TLS guard them: see [Authentication](#authentication).
 //!
 //! # Expected flow
 //!
@@ -101,6 +102,64 @@
 //!   kubectl then watches the name until `DELETED`.
 //! - A request that fails changes nothing.
 //!
+//! # Authentication
+//!
+//! With [`tokens`](KubernetesApi::tokens), every request to the API's paths
+//! (`/version`, `/api...`, `/apis...`, `/openapi...`) is checked before any
+//! handler runs:
+//!
+//! - `Authorization: Bearer <token>` (kubectl `--token`) names a [`User`] of
+//!   the [`Tokens`]; tokens are compared in constant time. An unknown token,
+//!   or another scheme, is `401 Unauthorized`, even where anonymous reads
+//!   are allowed.
+//! - A request without a token is `401 Unauthorized`, unless
+//!   [`anonymous_read`](KubernetesApi::anonymous_read) is on: then it reads
+//!   (GET: get, list, watch) every exposed type as [`ANONYMOUS`], and any
+//!   other method is `403 Forbidden`.
+//! - A request on a type (`/apis/{g}/{v}[/namespaces/{ns}]/{plural}...`)
+//!   needs the user's right on that plural: GET (`watch=true` included) is
+//!   a read, any other method a write; write rights imply read. Without it:
+//!   `403 Forbidden`, worded as the apiserver words it (`linkconfigs.net.cosi.dev
+//!   "eth0" is forbidden: User "viewer" cannot delete resource "linkconfigs"
+//!   in API group "net.cosi.dev" in the namespace "config"`).
+//! - Discovery and every other path that names no type (`/version`, `/api`,
+//!   `/apis`, `/apis/{g}/{v}`, `/api/v1/namespaces/{ns}`, `/openapi/...`) is
+//!   open to any known user, and to anonymous reads when they are allowed.
+//!
+//! kubectl sends `--token` only over https (and over https without
+//! credentials it prompts for a user name), so give the server a
+//! certificate: [`tls`](KubernetesApi::tls) (PEM chain and key, rustls with
+//! the `ring` provider) or [`tls_config`](KubernetesApi::tls_config).
+//!
+//! Without tokens nor `anonymous_read`, nothing is checked: anyone who
+//! reaches the API reads it (and will write it). That is meant for loopback
+//! development; [`serve`](KubernetesApi::serve) on another address logs a
+//! warning, as it does for tokens without TLS. Mounted with
+//! [`configure`](KubernetesApi::configure), the check covers the API's
+//! paths only, never the application's own routes beside them.
+//!
+//! ```no_run
+//! use cosi_runtime::kubernetes::{KubernetesApi, Tokens, User};
+//!
+//! # actix::System::new().block_on(async {
+//! # let state = cosi_runtime::State::start();
+//! let cert_chain_pem = std::fs::read("server.crt")?;
+//! let key_pem = std::fs::read("server.key")?;
+//! let api = KubernetesApi::new(&state)
+//!     .tokens(
+//!         Tokens::new()
+//!             .token("s3cret", User::new("admin").write_all())
+//!             .token("r0", User::new("viewer").read(["linkconfigs"])),
+//!     )
+//!     .anonymous_read(false) // the default
+//!     .tls(cert_chain_pem, key_pem)?;
+//! let server = api.serve("0.0.0.0:6443".parse()?).await?;
+//! // kubectl --server https://HOST:6443 --certificate-authority ca.pem --token r0 get linkconfigs
+//! assert!(server.url().starts_with("https://"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! # Objects
 //!
 //! | ours | object |
@@ -139,7 +198,9 @@
 //!
 //! # Errors
 //!
-//! Every error is a `Status` object ([`Status`]): `404 NotFound` for an
+//! Every error is a `Status` object ([`Status`]): `401 Unauthorized` for a
+//! missing or unknown token (when [tokens](#authentication) are configured);
+//! `403 Forbidden` for a request the user has no right to; `404 NotFound` for an
 //! unknown group, version, type or object; `400 BadRequest` for a malformed
 //! selector, boolean, version, timeout or body, a name or namespace that does
 //! not match the URL, `dryRun`, an apply without `fieldManager`; `403
@@ -150,7 +211,7 @@
 //! merge (or unknown) patch; `422 Invalid` for a spec that does not decode,
 //! an unknown field under `fieldValidation=Strict`, a missing name or a
 //! failed JSON patch; `503 ServiceUnavailable` when the state is gone. Bad
-//! registrations are [`ExposeError`]s.
+//! registrations are [`ExposeError`]s, a bad certificate or key a [`TlsError`].
 //!
 //! # Example
 //!
@@ -201,6 +262,7 @@
 //! # }).unwrap();
 //! ```
 
+mod auth;
 mod discovery;
 mod list;
 mod object;
@@ -210,6 +272,7 @@ mod patch;
 mod registry;
 mod status;
 mod table;
+mod tls;
 mod watch;
 mod write;
 
@@ -222,9 +285,11 @@ use std::time::Duration;
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpServer, web};
 
+pub use auth::{ANONYMOUS, Tokens, User};
 pub use object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION};
 pub use registry::{Expose, ExposeError};
 pub use status::Status;
+pub use tls::TlsError;
 
 use crate::State;
 use registry::{Exposed, Registry};
@@ -277,6 +342,11 @@ pub struct KubernetesApi {
     namespaces: BTreeSet<String>,
     bookmark_interval: Duration,
     watch_buffer: usize,
+    // ---- access and TLS (auth.rs, tls.rs) ----
+    /// `None`: open (no tokens, no anonymous setting).
+    access: Option<auth::Access>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    // ---- end access and TLS ----
 }
 
 impl fmt::Debug for KubernetesApi {
@@ -290,6 +360,8 @@ impl fmt::Debug for KubernetesApi {
             .field("namespaces", &self.namespaces)
             .field("bookmark_interval", &self.bookmark_interval)
             .field("watch_buffer", &self.watch_buffer)
+            .field("access", &self.access)
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -305,6 +377,8 @@ impl KubernetesApi {
             namespaces: BTreeSet::new(),
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             watch_buffer: DEFAULT_WATCH_BUFFER,
+            access: None,
+            tls: None,
         }
     }
 
@@ -351,6 +425,55 @@ impl KubernetesApi {
         self
     }
 
+    // ---- access and TLS (auth.rs, tls.rs) ----
+
+    /// Requires a bearer token (`Authorization: Bearer <token>`, kubectl
+    /// `--token`) from `tokens` on every request, and authorizes it by the
+    /// token's [`User`]'s rights (see [Authentication](self#authentication)).
+    /// Without `tokens` nor [`anonymous_read`](Self::anonymous_read) the API
+    /// is open to anyone who reaches it.
+    #[must_use]
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.access.get_or_insert_default().tokens = tokens;
+        self
+    }
+
+    /// Lets requests without a token read (get, list, watch) every exposed
+    /// type as [`ANONYMOUS`], and write nothing (default: off, such requests
+    /// are `401 Unauthorized`). Enables the checks like [`tokens`](Self::tokens).
+    #[must_use]
+    pub fn anonymous_read(mut self, allow: bool) -> Self {
+        self.access.get_or_insert_default().anonymous_read = allow;
+        self
+    }
+
+    /// Serves over TLS (rustls): `cert_chain_pem` is the server's certificate
+    /// (then any intermediates) in PEM, `key_pem` its private key (PKCS#8,
+    /// PKCS#1 or SEC1 PEM). Used by [`serve`](Self::serve); an application
+    /// mounting [`configure`](Self::configure) sets up TLS on its own server.
+    ///
+    /// # Errors
+    /// [`TlsError`] when either does not parse, or the key does not fit the certificate.
+    pub fn tls(
+        self,
+        cert_chain_pem: impl AsRef<[u8]>,
+        key_pem: impl AsRef<[u8]>,
+    ) -> Result<Self, TlsError> {
+        let config = tls::server_config(cert_chain_pem.as_ref(), key_pem.as_ref())?;
+        Ok(self.tls_config(config))
+    }
+
+    /// Serves over TLS with a rustls configuration of your own (client
+    /// certificates, other providers). actix-web adds the `http/1.1` ALPN
+    /// protocol to it.
+    #[must_use]
+    pub fn tls_config(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    // ---- end access and TLS ----
+
     fn shared(&self) -> Shared {
         Shared {
             state: self.state.clone(),
@@ -367,9 +490,14 @@ impl KubernetesApi {
     /// root of `--server`). Clone it into each worker's `App`.
     pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
         let shared = web::Data::new(self.shared());
+        // ---- access (auth.rs): the routes behind the token check when configured ----
+        let access = self.access.clone().map(Arc::new);
         move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(shared.clone());
-            routes(cfg);
+            match &access {
+                Some(access) => access.clone().mount(cfg, routes),
+                None => routes(cfg),
+            }
         }
     }
 
@@ -384,14 +512,26 @@ impl KubernetesApi {
         let server = HttpServer::new(move || App::new().configure(configure.clone()))
             .workers(1)
             .disable_signals()
-            .shutdown_timeout(1)
-            .bind(addr)?;
+            .shutdown_timeout(1);
+        // ---- TLS (tls.rs) and the warnings of access (auth.rs) ----
+        let tls = self.tls.is_some();
+        let server = match &self.tls {
+            Some(config) => server.bind_rustls_0_23(addr, config.as_ref().clone())?,
+            None => server.bind(addr)?,
+        };
         let local = server.addrs().first().copied().unwrap_or(addr);
         if !local.ip().is_loopback() {
-            tracing::warn!(
-                "Kubernetes API on {local}: not a loopback address, reachable from other hosts without authentication"
-            );
+            if self.access.is_none() {
+                tracing::warn!(
+                    "Kubernetes API on {local}: not a loopback address, reachable from other hosts without authentication (no tokens configured)"
+                );
+            } else if !tls {
+                tracing::warn!(
+                    "Kubernetes API on {local}: not a loopback address, bearer tokens over plain HTTP (no TLS configured)"
+                );
+            }
         }
+        // ---- end TLS ----
         let server = server.run();
         let handle = server.handle();
         actix::spawn(async move {
@@ -399,8 +539,9 @@ impl KubernetesApi {
                 tracing::error!("Kubernetes API: {e}");
             }
         });
-        tracing::info!("Kubernetes API on http://{local}");
-        Ok(KubernetesServer { handle, local })
+        let scheme = if tls { "https" } else { "http" };
+        tracing::info!("Kubernetes API on {scheme}://{local}");
+        Ok(KubernetesServer { handle, local, tls })
     }
 }
 
@@ -447,6 +588,7 @@ fn routes(cfg: &mut web::ServiceConfig) {
 pub struct KubernetesServer {
     handle: ServerHandle,
     local: SocketAddr,
+    tls: bool,
 }
 
 impl KubernetesServer {
@@ -455,9 +597,10 @@ impl KubernetesServer {
         self.local
     }
 
-    /// Its base URL, `http://ADDR` (what `kubectl --server` takes).
+    /// Its base URL, `http://ADDR`, or `https://ADDR` with TLS (what `kubectl --server` takes).
     pub fn url(&self) -> String {
-        format!("http://{}", self.local)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.local)
     }
 
     /// Stops it: open connections are closed, watches end.

@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 /// (`{kind: Status, apiVersion: v1, status: Failure, message, reason, code}`).
 ///
 /// kubectl prints `Error from server (<reason>): <message>`; clients branch on
-/// `code` and `reason` (404 `NotFound`, 400 `BadRequest`, 403 `Forbidden`,
-/// 405 `MethodNotAllowed`, 406 `NotAcceptable`, 409 `AlreadyExists` and
-/// `Conflict`, 410 `Expired`, 415 `UnsupportedMediaType`, 422 `Invalid`,
-/// 500 `InternalError`, 503 `ServiceUnavailable`).
+/// `code` and `reason` (400 `BadRequest`, 401 `Unauthorized`, 403
+/// `Forbidden`, 404 `NotFound`, 405 `MethodNotAllowed`, 406 `NotAcceptable`,
+/// 409 `AlreadyExists` and `Conflict`, 410 `Expired`, 415
+/// `UnsupportedMediaType`, 422 `Invalid`, 500 `InternalError`, 503
+/// `ServiceUnavailable`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
     code: u16,
@@ -85,7 +86,8 @@ impl Status {
         status
     }
 
-    /// 403 `Forbidden`: the object is owned by a controller (read-only to clients).
+    /// 403 `Forbidden`: the object is owned by a controller (read-only to
+    /// clients), or the user has no right to the request.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Status::new(403, "Forbidden", message)
     }
@@ -139,6 +141,23 @@ impl Status {
     /// 410 `Expired`: a watch asked for a revision the state no longer keeps.
     pub fn expired(message: impl Into<String>) -> Self {
         Status::new(410, "Expired", message)
+    }
+
+    /// 401 `Unauthorized`: no credentials where they are required, or
+    /// credentials the server does not know (worded as the apiserver words it).
+    pub fn unauthorized() -> Self {
+        Status::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403 `Forbidden`: the user is known but has no right to the request.
+    /// `object`: the `(group, plural, name)` it is about, for `details`.
+    pub(crate) fn forbidden_for(
+        message: impl Into<String>,
+        object: Option<(&str, &str, &str)>,
+    ) -> Self {
+        let mut status = Status::new(403, "Forbidden", message);
+        status.details = object.and_then(|(group, plural, name)| Details::of(group, plural, name));
+        status
     }
 
     /// 500 `InternalError`.
