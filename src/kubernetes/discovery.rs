@@ -25,12 +25,32 @@ pub(super) async fn version(shared: web::Data<Shared>) -> HttpResponse {
     }))
 }
 
-/// The core group: nothing of ours is served there.
+/// The core group, `v1`: none of our types, only the implicit namespaces
+/// (clients such as kube-rs' `Discovery` refuse a core group without a
+/// version).
 pub(super) async fn core() -> HttpResponse {
     HttpResponse::Ok().json(json!({
         "kind": "APIVersions",
-        "versions": [],
+        "versions": ["v1"],
         "serverAddressByClientCIDRs": [],
+    }))
+}
+
+/// `GET /api/v1`: the core group's one resource here, the implicit namespaces
+/// (get only: see [`namespace`]).
+pub(super) async fn core_resources() -> HttpResponse {
+    HttpResponse::Ok().json(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "v1",
+        "resources": [{
+            "name": "namespaces",
+            "singularName": "namespace",
+            "namespaced": false,
+            "kind": "Namespace",
+            "verbs": ["get"],
+            "shortNames": ["ns"],
+        }],
     }))
 }
 

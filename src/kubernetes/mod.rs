@@ -20,7 +20,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /version` | the [`server_version`](KubernetesApi::server_version) (kubectl's dispatcher picks its client by it) |
-//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (empty), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `get`, `list`, `patch`, `update`, `watch`) |
+//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the implicit namespaces only), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `get`, `list`, `patch`, `update`, `watch`) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}` | a `<Kind>List`, or a watch with `?watch=true` |
 //! | `GET /apis/{g}/{v}/{plural}` | the same over every namespace the type is served from ([`Expose::namespaces`], [`KubernetesApi::namespaces`]) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | one object |
@@ -550,6 +550,7 @@ fn routes(cfg: &mut web::ServiceConfig) {
     for (path, methods) in [
         ("/version", vec![web::get().to(discovery::version)]),
         ("/api", vec![web::get().to(discovery::core)]),
+        ("/api/v1", vec![web::get().to(discovery::core_resources)]),
         ("/api/v1/namespaces/{namespace}", vec![web::get().to(discovery::namespace)]),
         ("/apis", vec![web::get().to(discovery::groups)]),
         ("/apis/{group}", vec![web::get().to(discovery::group)]),

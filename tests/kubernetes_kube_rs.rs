@@ -1,0 +1,296 @@
+//! Stock kube-rs against the state served through the Kubernetes API, over
+//! plain http on loopback: `Discovery` finds the exposed type, an
+//! `Api<DynamicObject>` lists and gets it, and kube-runtime's `watcher` (its
+//! default configuration) sees its initial list, the changes made while it
+//! runs, and, when its watch fell off the state's bounded history, the 410
+//! and a relist that ends with exactly the state's resources.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use cosi_runtime::State;
+use cosi_runtime::kubernetes::{Expose, KubernetesApi};
+use cosi_runtime::resource::{Pointer, Resource, Spec};
+use futures::{Stream, StreamExt};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{Discovery, Scope};
+use kube::runtime::reflector;
+use kube::runtime::watcher::{self, Event};
+use kube::{Client, Config, ResourceExt};
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct LinkConfig {
+    mtu: u32,
+}
+
+impl Spec for LinkConfig {
+    const TYPE: &'static str = "LinkConfigs.net.cosi.dev";
+}
+
+fn link(ns: &str, id: &str, mtu: u32) -> Resource<LinkConfig> {
+    Resource::new(ns, id, LinkConfig { mtu })
+}
+
+async fn create(state: &State, id: &str, mtu: u32) -> u64 {
+    state.create(link("config", id, mtu), None).await.unwrap().metadata().revision()
+}
+
+async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
+    let ptr = Pointer::of::<LinkConfig>("config", id);
+    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None);
+    r.await.unwrap().metadata().revision()
+}
+
+/// What the state holds in namespace `config`: name → (revision, mtu).
+async fn stored(state: &State) -> BTreeMap<String, (String, u64)> {
+    let all = state.list_typed::<LinkConfig>("config", &Default::default()).await.unwrap();
+    all.iter()
+        .map(|r| {
+            let md = r.metadata();
+            (md.id().to_string(), (md.revision().to_string(), u64::from(r.spec().mtu)))
+        })
+        .collect()
+}
+
+/// The same, as a client saw it.
+fn seen<'a>(
+    objects: impl IntoIterator<Item = &'a DynamicObject>,
+) -> BTreeMap<String, (String, u64)> {
+    objects
+        .into_iter()
+        .map(|o| {
+            let rv = o.resource_version().expect("every object carries a resourceVersion");
+            (o.name_any(), (rv, o.data["spec"]["mtu"].as_u64().unwrap()))
+        })
+        .collect()
+}
+
+/// The watcher's next event, errors included; 20 s of silence fail the test.
+async fn next<S>(events: &mut S) -> Result<Event<DynamicObject>, watcher::Error>
+where
+    S: Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .expect("a watcher event within 20 s")
+        .expect("the watcher never ends")
+}
+
+/// Events up to and including the next `InitDone`, after an `Init`: the
+/// objects of that (re)list, and the errors seen before its `Init`.
+async fn relist<S>(events: &mut S) -> (Vec<DynamicObject>, Vec<watcher::Error>)
+where
+    S: Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Unpin,
+{
+    let mut errors = Vec::new();
+    loop {
+        match next(events).await {
+            Ok(Event::Init) => break,
+            Ok(Event::Apply(_) | Event::Delete(_)) => {}
+            Ok(e) => panic!("{e:?} before Init"),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut objects = Vec::new();
+    loop {
+        match next(events).await {
+            Ok(Event::InitApply(o)) => objects.push(o),
+            Ok(Event::InitDone) => return (objects, errors),
+            other => panic!("{other:?} during a relist"),
+        }
+    }
+}
+
+#[actix::test]
+async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relists_after_a_410() {
+    // A history of 16 changes, a watch buffer of 8 events: a watcher that
+    // stops reading while hundreds of large changes happen is cut off, and
+    // by then its version is gone from the history.
+    let state = State::builder().history(16).open().await.unwrap();
+    create(&state, "eth0", 1500).await;
+    create(&state, "eth1", 9000).await;
+    state.create(link("edge", "wan0", 1400), None).await.unwrap();
+    let api = KubernetesApi::new(&state)
+        .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config", "edge"]))
+        .unwrap()
+        .watch_buffer(8);
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let config = Config::new(server.url().parse().unwrap());
+    let client = Client::try_from(config).unwrap();
+
+    // Discovery (legacy: /apis, /apis/g/v), of our group: an unfiltered run
+    // fails on the empty core group, see `unfiltered_discovery_runs` below.
+    let discovery = Discovery::new(client.clone()).filter(&["net.cosi.dev"]).run().await.unwrap();
+    let gvk = GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig");
+    let (ar, caps) = discovery.resolve_gvk(&gvk).expect("discovery finds LinkConfig");
+    assert_eq!(
+        (ar.plural.as_str(), ar.api_version.as_str()),
+        ("linkconfigs", "net.cosi.dev/v1alpha1")
+    );
+    assert_eq!(caps.scope, Scope::Namespaced);
+    assert!(caps.supports_operation("watch"), "{caps:?}");
+
+    // List and get.
+    let links: Api<DynamicObject> = Api::namespaced_with(client.clone(), "config", &ar);
+    let list = links.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.metadata.resource_version.as_deref(), Some("3"));
+    assert_eq!(seen(&list.items), stored(&state).await);
+    let eth1 = links.get("eth1").await.unwrap();
+    assert_eq!(eth1.resource_version().as_deref(), Some("2"));
+    assert_eq!(eth1.data["spec"]["mtu"], 9000);
+    assert_eq!(eth1.types.as_ref().map(|t| t.kind.as_str()), Some("LinkConfig"));
+    let missing = links.get("nope").await.unwrap_err();
+    assert!(matches!(&missing, kube::Error::Api(s) if s.code == 404), "{missing:?}");
+
+    // A stock watcher: its initial list...
+    let baseline = state.watch_count().await.unwrap();
+    let mut events = watcher::watcher(links.clone(), watcher::Config::default()).boxed();
+    let (objects, errors) = relist(&mut events).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(seen(&objects), stored(&state).await);
+
+    // ...then the changes made while it runs.
+    let modified = set_mtu(&state, "eth0", 1280).await;
+    let added = create(&state, "eth2", 1500).await;
+    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1"), None).await.unwrap();
+    let mut changes = Vec::new();
+    for _ in 0..3 {
+        match next(&mut events).await.unwrap() {
+            Event::Apply(o) => changes.push(("apply", o.name_any(), o.resource_version())),
+            Event::Delete(o) => changes.push(("delete", o.name_any(), o.resource_version())),
+            other => panic!("{other:?}"),
+        }
+    }
+    let rv = |r: u64| Some(r.to_string());
+    assert_eq!(
+        changes,
+        [
+            ("apply", "eth0".into(), rv(modified)),
+            ("apply", "eth2".into(), rv(added)),
+            ("delete", "eth1".into(), rv(added + 1)),
+        ]
+    );
+    assert_eq!(state.watch_count().await.unwrap(), baseline + 1, "the watcher's watch");
+
+    // The watcher stops reading while 400 changes of 64 KiB happen: far more
+    // than the socket buffers and the watch buffer hold, and than the history
+    // keeps. The server cuts its watch off.
+    let big = "x".repeat(64 * 1024);
+    for i in 0..400 {
+        let payload = format!("{i}{big}");
+        let ptr = Pointer::of::<LinkConfig>("config", "eth2");
+        let modify = state.modify(
+            &ptr,
+            move |r: &mut Resource<LinkConfig>| {
+                r.metadata_mut().annotations_mut().insert("payload", payload.as_str());
+            },
+            None,
+        );
+        modify.await.unwrap();
+    }
+    let cut = async {
+        while state.watch_count().await.unwrap() != baseline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), cut).await.expect("the slow watch is cut off");
+    set_mtu(&state, "eth2", 1400).await;
+    state.destroy(&Pointer::of::<LinkConfig>("config", "eth0"), None).await.unwrap();
+    create(&state, "eth3", 576).await;
+
+    // Reading again: what the buffers held, the end of the watch, a re-watch
+    // from the last version it saw: 410 Expired, and a relist.
+    let (objects, errors) = relist(&mut events).await;
+    let gone = errors.iter().any(|e| matches!(e, watcher::Error::WatchError(s) if s.code == 410));
+    assert!(gone, "the re-watch got a 410: {errors:?}");
+    let relisted = seen(&objects);
+    assert_eq!(relisted, stored(&state).await, "the relist is exactly the state");
+    assert_eq!(relisted.keys().collect::<Vec<_>>(), ["eth2", "eth3"]);
+
+    // And it keeps watching from the relist.
+    set_mtu(&state, "eth3", 1500).await;
+    match next(&mut events).await.unwrap() {
+        Event::Apply(o) => {
+            assert_eq!((o.name_any().as_str(), &o.data["spec"]["mtu"]), ("eth3", &1500.into()))
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(events);
+    server.stop().await;
+}
+
+/// `Discovery::run()` without a filter also reads the core group: `/api` must
+/// name `v1` and `/api/v1` answer an `APIResourceList` (kube-rs fails on an
+/// empty `/api` with `Discovery(EmptyApiGroup(""))`).
+#[actix::test]
+async fn unfiltered_discovery_runs() {
+    let state = State::start();
+    let api = KubernetesApi::new(&state).expose(Expose::of::<LinkConfig>("v1alpha1")).unwrap();
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let discovery = Discovery::new(client).run().await.unwrap();
+    let gvk = GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig");
+    assert!(discovery.resolve_gvk(&gvk).is_some());
+    server.stop().await;
+}
+
+/// A watcher in streaming-list mode (`sendInitialEvents=true`: the initial
+/// objects as watch events, ended by the `initial-events-end` bookmark) over
+/// every namespace, feeding a stock reflector whose store follows the state.
+#[actix::test]
+async fn a_streaming_list_watcher_over_all_namespaces_feeds_a_reflector() {
+    let state = State::start();
+    create(&state, "eth0", 1500).await;
+    create(&state, "eth1", 9000).await;
+    state.create(link("edge", "wan0", 1400), None).await.unwrap();
+    let api = KubernetesApi::new(&state)
+        .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config", "edge"]))
+        .unwrap();
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let gvk = GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "linkconfigs");
+    let all: Api<DynamicObject> = Api::all_with(client, &ar);
+
+    let list = all.list(&ListParams::default()).await.unwrap();
+    let names: Vec<_> = list.items.iter().map(|o| (o.namespace().unwrap(), o.name_any())).collect();
+    let pair = |ns: &str, n: &str| (ns.to_owned(), n.to_owned());
+    assert_eq!(names, [pair("config", "eth0"), pair("config", "eth1"), pair("edge", "wan0")]);
+    // Metadata-only reads (what `metadata_watcher` lists), and a missing name.
+    let metas = all.list_metadata(&ListParams::default()).await.unwrap();
+    let revisions: Vec<_> = metas.items.iter().map(|m| m.resource_version().unwrap()).collect();
+    assert_eq!(revisions, ["1", "2", "3"]);
+    let config: Api<DynamicObject> = Api::namespaced_with(all.clone().into_client(), "config", &ar);
+    assert_eq!(config.get_metadata("eth1").await.unwrap().name_any(), "eth1");
+    assert!(config.get_opt("nope").await.unwrap().is_none());
+
+    let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
+    let reader = writer.as_reader();
+    let config = watcher::Config::default().streaming_lists();
+    let mut events = reflector::reflector(writer, watcher::watcher(all, config)).boxed();
+    let (objects, errors) = relist(&mut events).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(objects.len(), 3, "{objects:?}");
+    assert_eq!(reader.state().len(), 3);
+
+    set_mtu(&state, "eth0", 1280).await;
+    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1"), None).await.unwrap();
+    state.create(link("edge", "wan1", 1400), None).await.unwrap();
+    for _ in 0..3 {
+        assert!(matches!(next(&mut events).await, Ok(Event::Apply(_) | Event::Delete(_))));
+    }
+    let mut cached: Vec<_> = reader
+        .state()
+        .iter()
+        .map(|o| (o.namespace().unwrap(), o.name_any(), o.data["spec"]["mtu"].as_u64().unwrap()))
+        .collect();
+    cached.sort();
+    let row = |ns: &str, n: &str, mtu: u64| (ns.to_owned(), n.to_owned(), mtu);
+    assert_eq!(
+        cached,
+        [row("config", "eth0", 1280), row("edge", "wan0", 1400), row("edge", "wan1", 1400)]
+    );
+    drop(events);
+    server.stop().await;
+}
