@@ -17,12 +17,19 @@
 //! writes the dependency graph (DOT, Mermaid) and Prometheus metrics beside
 //! the files. See `plane.rs` for the controllers.
 //!
+//! With `--kube ADDR` (feature `kubernetes-api`) the Kubernetes API serves
+//! the configuration types on ADDR: `kubectl get`, `apply -f` and `delete`
+//! drive the control plane, which keeps running once settled until Ctrl-C.
+//! See `kube.rs`.
+//!
 //! With `--serve ADDR` (feature `admin`) the admin endpoint listens on ADDR
 //! (`HOST:PORT` or `unix:PATH`) while the story runs: it waits for Enter
 //! before each change, and keeps the control plane running once settled,
 //! until Ctrl-C. See `serve.rs`. A temporary directory it creates is removed
 //! at the end.
 
+#[cfg(feature = "kubernetes-api")]
+mod kube;
 mod plane;
 #[cfg(feature = "admin")]
 mod serve;
@@ -30,14 +37,18 @@ mod serve;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: netplane [--dir PATH] [--state DIR] [--serve ADDR]
+const USAGE: &str = "usage: netplane [--dir PATH] [--state DIR] [--serve ADDR | --kube ADDR]
   --dir PATH    where the rendered files go (default: a fresh temporary
                 directory, removed at the end, or DIR/files with --state)
   --state DIR   keep the configuration durable in DIR/state.redb: a second
                 run finds it and resumes from it
   --serve ADDR  serve the admin endpoint on ADDR (HOST:PORT or unix:PATH;
                 feature admin), wait for Enter before each change, and keep
-                running once settled until Ctrl-C";
+                running once settled until Ctrl-C
+  --kube ADDR   serve the Kubernetes API on ADDR (HOST:PORT; feature
+                kubernetes-api): kubectl gets, watches, applies and deletes
+                the configuration; once settled the control plane keeps
+                following it until Ctrl-C";
 
 /// What the command line asked for.
 struct Options {
@@ -49,11 +60,13 @@ struct Options {
     state: Option<PathBuf>,
     /// Where to serve the admin endpoint, if anywhere.
     serve: Option<String>,
+    /// Where to serve the Kubernetes API, if anywhere.
+    kube: Option<String>,
 }
 
 fn options() -> Result<Options, Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut dir, mut state, mut serve) = (None, None, None);
+    let (mut dir, mut state, mut serve, mut kube) = (None, None, None, None);
     let mut rest = args.iter().map(String::as_str);
     while let Some(arg) = rest.next() {
         match (arg, rest.next()) {
@@ -64,6 +77,7 @@ fn options() -> Result<Options, Box<dyn std::error::Error>> {
             ("--dir", Some(d)) => dir = Some(PathBuf::from(d)),
             ("--state", Some(s)) => state = Some(PathBuf::from(s)),
             ("--serve", Some(a)) => serve = Some(a.to_owned()),
+            ("--kube", Some(a)) => kube = Some(a.to_owned()),
             _ => return Err(format!("unexpected arguments {args:?}\n{USAGE}").into()),
         }
     }
@@ -79,7 +93,10 @@ fn options() -> Result<Options, Box<dyn std::error::Error>> {
         }
     };
     std::fs::create_dir_all(&dir)?;
-    Ok(Options { dir, temporary, state, serve })
+    if serve.is_some() && kube.is_some() {
+        return Err(format!("--serve and --kube are one or the other\n{USAGE}").into());
+    }
+    Ok(Options { dir, temporary, state, serve, kube })
 }
 
 /// Runs the story, serving the admin endpoint around it.
@@ -96,23 +113,7 @@ async fn serving(options: &Options, addr: &str) -> Result<(), Box<dyn std::error
             }
         }
     });
-    let stop = async {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    let ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
-                    let term = std::pin::pin!(term.recv());
-                    let _ = futures::future::select(ctrl_c, term).await;
-                }
-                Err(_) => drop(tokio::signal::ctrl_c().await),
-            }
-        }
-        #[cfg(not(unix))]
-        drop(tokio::signal::ctrl_c().await);
-    };
-    let mut serve = serve::Serve::new(bind, next, stop);
+    let mut serve = serve::Serve::new(bind, next, interrupted());
     let stdout = &mut std::io::stdout();
     plane::run_story(&options.dir, options.state.as_deref(), &mut serve, stdout).await?;
     match serve.error {
@@ -121,15 +122,52 @@ async fn serving(options: &Options, addr: &str) -> Result<(), Box<dyn std::error
     }
 }
 
+/// Resolves on Ctrl-C (or SIGTERM).
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                let ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+                let term = std::pin::pin!(term.recv());
+                let _ = futures::future::select(ctrl_c, term).await;
+            }
+            Err(_) => drop(tokio::signal::ctrl_c().await),
+        }
+    }
+    #[cfg(not(unix))]
+    drop(tokio::signal::ctrl_c().await);
+}
+
+/// Runs the story, serving the Kubernetes API around it.
+#[cfg(feature = "kubernetes-api")]
+async fn kubing(options: &Options, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let mut kube = kube::Kube::new(addr.parse()?, interrupted());
+    let stdout = &mut std::io::stdout();
+    plane::run_story(&options.dir, options.state.as_deref(), &mut kube, stdout).await?;
+    match kube.error {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "kubernetes-api"))]
+async fn kubing(_: &Options, _: &str) -> Result<(), Box<dyn std::error::Error>> {
+    Err("--kube needs the Kubernetes API: run with --features kubernetes-api".into())
+}
+
 #[cfg(not(feature = "admin"))]
 async fn serving(_: &Options, _: &str) -> Result<(), Box<dyn std::error::Error>> {
     Err("--serve needs the admin endpoint: run with --features admin".into())
 }
 
 async fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
-    match &options.serve {
-        Some(addr) => serving(options, addr).await,
-        None => {
+    match (&options.serve, &options.kube) {
+        (Some(addr), _) => serving(options, addr).await,
+        (None, Some(addr)) => kubing(options, addr).await,
+        (None, None) => {
             let stdout = &mut std::io::stdout();
             plane::run_with_state(&options.dir, options.state.as_deref(), stdout).await.map(drop)
         }
