@@ -4,18 +4,17 @@
 //! oldest and the newest minor version its dispatcher runs.
 
 mod admin_support;
+mod kubernetes_support;
 
-use std::io::BufRead;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use admin_support::{Open, get, open, open_with, request};
 use cosi_runtime::State;
 use cosi_runtime::kubernetes::{Expose, KubernetesApi, KubernetesServer};
 use cosi_runtime::resource::{Pointer, Resource, Spec};
+use kubernetes_support::{Kubectl, kubectl_available};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct LinkConfig {
@@ -469,110 +468,6 @@ async fn w_name(w: &mut Lines) -> String {
 }
 
 // ---- kubectl ----------------------------------------------------------------
-
-/// The machine's kubectl dispatcher with the client of `minor`, if both are there.
-fn kubectl_available(minor: u32) -> bool {
-    let bin = std::path::Path::new("/usr/lib/google-cloud-sdk/bin");
-    let found = Command::new("kubectl")
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-        && bin.join(format!("kubectl.1.{minor}")).exists();
-    if !found {
-        eprintln!("kubectl (with kubectl.1.{minor}) is not installed here: skipped");
-    }
-    found
-}
-
-/// kubectl against `addr`, with an empty kubeconfig and a cache of its own.
-struct Kubectl {
-    dir: tempfile::TempDir,
-    addr: SocketAddr,
-}
-
-impl Kubectl {
-    fn new(addr: SocketAddr) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config"), "").unwrap();
-        Kubectl { dir, addr }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("kubectl");
-        cmd.env("KUBECONFIG", self.dir.path().join("config"))
-            .env("HOME", self.dir.path())
-            .arg("--server")
-            .arg(format!("http://{}", self.addr))
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd
-    }
-
-    /// Starts kubectl; its output arrives line by line on the returned
-    /// channel (stderr lines prefixed `E: `). The child is killed when the
-    /// guard drops.
-    fn spawn(&self, args: &[&str]) -> (ChildGuard, mpsc::UnboundedReceiver<String>) {
-        let mut child = self.command(args).spawn().expect("kubectl starts");
-        let (tx, rx) = mpsc::unbounded_channel();
-        let out = child.stdout.take().unwrap();
-        let err = child.stderr.take().unwrap();
-        let tx2 = tx.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx2.send(format!("E: {line}"));
-            }
-        });
-        (ChildGuard(child), rx)
-    }
-
-    /// Runs kubectl to its end (at most 60 s) and returns (success, stdout, stderr).
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let (mut guard, mut rx) = self.spawn(args);
-        let (mut out, mut err) = (String::new(), String::new());
-        let collect = async {
-            while let Some(line) = rx.recv().await {
-                let (to, text) = match line.strip_prefix("E: ") {
-                    Some(e) => (&mut err, e.to_owned()),
-                    None => (&mut out, line),
-                };
-                to.push_str(&text);
-                to.push('\n');
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(60), collect)
-            .await
-            .unwrap_or_else(|_| panic!("kubectl {args:?} still runs after 60 s: {out}{err}"));
-        // Its output closed: it has ended, or is about to.
-        let (tx, done) = tokio::sync::oneshot::channel();
-        let mut child = std::mem::replace(&mut guard.0, Command::new("true").spawn().unwrap());
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait().map(|s| s.success()).unwrap_or(false));
-        });
-        let ok = tokio::time::timeout(Duration::from_secs(10), done).await.unwrap().unwrap();
-        (ok, out, err)
-    }
-}
-
-/// Kills the child when dropped (a test that fails does not leave kubectl behind).
-struct ChildGuard(std::process::Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Columns of a kubectl table line.
 fn words(line: &str) -> Vec<&str> {

@@ -3,13 +3,15 @@
 //! 403, 415) and the OpenAPI that `kubectl apply` reads; then the machine's
 //! `kubectl` (skipped where there is none) applying, patching and deleting.
 
+mod kubernetes_support;
+
 use std::net::SocketAddr;
-use std::process::Command;
 use std::time::Duration;
 
 use cosi_runtime::kubernetes::{Expose, FIELD_MANAGER_ANNOTATION, KubernetesApi, KubernetesServer};
 use cosi_runtime::prelude::*;
 use futures::StreamExt;
+use kubernetes_support::{Kubectl, kubectl_available};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -417,66 +419,6 @@ async fn openapi_v3_indexes_each_group_version_and_describes_its_kinds() {
 
 // ---- kubectl ----------------------------------------------------------------
 
-/// The machine's kubectl dispatcher with the client of `minor`, if both are there.
-fn kubectl_available(minor: u32) -> bool {
-    let found = Command::new("kubectl").arg("--help").output().is_ok()
-        && std::path::Path::new("/usr/lib/google-cloud-sdk/bin")
-            .join(format!("kubectl.1.{minor}"))
-            .exists();
-    if !found {
-        eprintln!("kubectl (with kubectl.1.{minor}) is not installed here: skipped");
-    }
-    found
-}
-
-/// kubectl against `addr`, with an empty kubeconfig and a cache of its own.
-struct Kubectl {
-    dir: tempfile::TempDir,
-    addr: SocketAddr,
-}
-
-impl Kubectl {
-    fn new(addr: SocketAddr) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config"), "").unwrap();
-        Kubectl { dir, addr }
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_str().unwrap().to_owned()
-    }
-
-    /// Runs kubectl to its end on a blocking thread (the server keeps
-    /// serving); bounded by `--request-timeout` and a 60 s deadline.
-    async fn run(&self, args: &[&str]) -> (bool, String) {
-        let mut cmd = Command::new("kubectl");
-        cmd.env("KUBECONFIG", self.dir.path().join("config"))
-            .env("HOME", self.dir.path())
-            .arg("--server")
-            .arg(format!("http://{}", self.addr))
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
-            .arg("--request-timeout=30s")
-            .args(args)
-            .stdin(std::process::Stdio::null());
-        let out = tokio::time::timeout(
-            Duration::from_secs(60),
-            tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs")),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("kubectl {args:?} still runs after 60 s"))
-        .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-}
-
 const MANIFEST: &str = "apiVersion: net.cosi.dev/v1alpha1
 kind: LinkConfig
 metadata:
@@ -496,43 +438,54 @@ async fn kubectl_applies_and_patches(minor: u32) {
     let (server, addr) = serve(api(&state).server_version(1, minor)).await;
     let kubectl = Kubectl::new(addr);
     let file = kubectl.file("a.yaml", &MANIFEST.replace("MTU", "1500"));
-    let (ok, out) = kubectl.run(&["apply", "-f", &file]).await;
+    let (ok, out) = kubectl.run_joined(&["apply", "-f", &file]).await;
     assert!(ok, "{out}");
     assert!(out.contains("created"), "{out}");
     assert_eq!(mtu(&state, "eth5").await, 1500);
     let file = kubectl.file("a.yaml", &MANIFEST.replace("MTU", "9000"));
-    let (ok, out) = kubectl.run(&["apply", "-f", &file]).await;
+    let (ok, out) = kubectl.run_joined(&["apply", "-f", &file]).await;
     assert!(ok, "{out}");
     assert!(out.contains("configured"), "{out}");
     assert_eq!(mtu(&state, "eth5").await, 9000);
 
     let bogus = kubectl.file("b.yaml", &MANIFEST.replace("MTU", "1500\n  speed: 10"));
-    let (ok, out) = kubectl.run(&["apply", "-f", &bogus]).await;
+    let (ok, out) = kubectl.run_joined(&["apply", "-f", &bogus]).await;
     assert!(!ok && out.contains("speed"), "strict validation: {out}");
     assert_eq!(mtu(&state, "eth5").await, 9000);
 
     let ssa = kubectl.file("c.yaml", &MANIFEST.replace("MTU", "1400").replace("eth5", "eth6"));
-    let (ok, out) = kubectl.run(&["apply", "--server-side", "-f", &ssa]).await;
+    let (ok, out) = kubectl.run_joined(&["apply", "--server-side", "-f", &ssa]).await;
     assert!(ok, "{out}");
     assert_eq!(mtu(&state, "eth6").await, 1400);
     let ssa = kubectl.file("c.yaml", &MANIFEST.replace("MTU", "1300").replace("eth5", "eth6"));
-    let (ok, out) = kubectl.run(&["apply", "--server-side", "-f", &ssa]).await;
+    let (ok, out) = kubectl.run_joined(&["apply", "--server-side", "-f", &ssa]).await;
     assert!(ok, "{out}");
     assert_eq!(mtu(&state, "eth6").await, 1300);
 
     let merge = r#"{"spec":{"mtu":9100}}"#;
     let (ok, out) = kubectl
-        .run(&["patch", "linkconfig", "eth5", "-n", "config", "--type", "merge", "-p", merge])
+        .run_joined(&[
+            "patch",
+            "linkconfig",
+            "eth5",
+            "-n",
+            "config",
+            "--type",
+            "merge",
+            "-p",
+            merge,
+        ])
         .await;
     assert!(ok, "{out}");
     assert_eq!(mtu(&state, "eth5").await, 9100);
     let ops = r#"[{"op":"replace","path":"/spec/mtu","value":9200}]"#;
-    let (ok, out) =
-        kubectl.run(&["patch", "lc", "eth5", "-n", "config", "--type", "json", "-p", ops]).await;
+    let (ok, out) = kubectl
+        .run_joined(&["patch", "lc", "eth5", "-n", "config", "--type", "json", "-p", ops])
+        .await;
     assert!(ok, "{out}");
     assert_eq!(mtu(&state, "eth5").await, 9200);
     let (ok, out) = kubectl
-        .run(&["patch", "lc", "eth5", "-n", "config", "--type", "strategic", "-p", merge])
+        .run_joined(&["patch", "lc", "eth5", "-n", "config", "--type", "strategic", "-p", merge])
         .await;
     assert!(!ok, "{out}");
     assert!(out.contains("415") || out.contains("not supported"), "{out}");
@@ -581,12 +534,12 @@ async fn kubectl_deletes_once_the_controller_lets_go(minor: u32) {
     let (server, addr) = serve(api(&state).server_version(1, minor)).await;
     let kubectl = Kubectl::new(addr);
     let file = kubectl.file("a.yaml", &MANIFEST.replace("MTU", "1500"));
-    let (ok, out) = kubectl.run(&["apply", "-f", &file]).await;
+    let (ok, out) = kubectl.run_joined(&["apply", "-f", &file]).await;
     assert!(ok, "{out}");
     runtime.settled().await;
     let held = state.get(&ptr("eth5")).await.unwrap();
     assert_eq!(held.metadata().finalizers().to_vec(), ["Holder"]);
-    let (ok, out) = kubectl.run(&["delete", "linkconfig", "eth5", "-n", "config"]).await;
+    let (ok, out) = kubectl.run_joined(&["delete", "linkconfig", "eth5", "-n", "config"]).await;
     assert!(ok, "{out}");
     assert!(out.contains("deleted"), "{out}");
     // kubectl waits for DELETED: the controller let go and the resource is gone.
