@@ -167,13 +167,16 @@ async fn python_lists_watches_with_bookmarks_gets_410_from_a_compacted_version_a
     let modified = set_mtu(&state, "eth0", 1280).await;
     let added = create(&state, "eth2", 1500).await;
     state.destroy(&Pointer::of::<LinkConfig>("config", "eth1"), None).await.unwrap();
-    // Quiet for a while: periodic bookmarks.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let done = create(&state, "done", 1).await;
 
+    // Quiet until the watch has sent a periodic bookmark (every 100 ms),
+    // then the last change.
     let mut changes = Vec::new();
     let mut bookmarks = Vec::new();
+    let mut done = None;
     loop {
+        if done.is_none() && !bookmarks.is_empty() {
+            done = Some(create(&state, "done", 1).await);
+        }
         let e = script.phase("event").await;
         if e["type"] == "BOOKMARK" {
             assert_eq!(e["kind"], "LinkConfig", "{e}");
@@ -190,6 +193,7 @@ async fn python_lists_watches_with_bookmarks_gets_410_from_a_compacted_version_a
             break;
         }
     }
+    let done = done.expect("the last change was made");
     let c = |t: &str, n: &str, rv: u64| (t.to_owned(), n.to_owned(), rv);
     assert_eq!(
         changes,

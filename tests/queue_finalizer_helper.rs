@@ -159,9 +159,16 @@ async fn a_failing_cleanup_is_retried_with_backoff_and_holds_the_resource_meanwh
 
     let started = tokio::time::Instant::now();
     assert!(!h.teardown(&int("a")).await.unwrap(), "held by the controller's finalizer");
-    // Within the first backoff (time is the subject here): one failed cleanup,
-    // and the resource still held.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Within the first backoff: one failed cleanup, and the resource still
+    // held. (The paused clock stands still while this task keeps yielding:
+    // the 1 s backoff cannot pass meanwhile.)
+    for _ in 0..10_000 {
+        if calls.cleaned() >= 1 && h.metrics().await.errors >= 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(started.elapsed() < Duration::from_secs(1), "still within the first backoff");
     assert_eq!(calls.cleaned(), 1);
     assert_eq!(h.finalizers(&int("a")).await, ["Holder"]);
     assert_eq!(h.get(&out("a")).await.unwrap().phase(), Phase::Running, "nothing released yet");
