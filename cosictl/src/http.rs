@@ -3,8 +3,30 @@
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// How long the endpoint may stay silent: connecting, and between any two
+/// reads of an answer. Set once by [`set_timeout`]; [`DEFAULT_TIMEOUT`] otherwise.
+static TIMEOUT: OnceLock<Duration> = OnceLock::new();
+
+/// The default of `--timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The admin watch route sends a keep-alive comment at least this often
+/// (15 s) on a quiet watch; a watch silent for longer than this is dead.
+pub const WATCH_IDLE: Duration = Duration::from_secs(45);
+
+/// Sets the timeout of every later request (`--timeout`).
+pub fn set_timeout(timeout: Duration) {
+    let _ = TIMEOUT.set(timeout);
+}
+
+/// The timeout in force.
+pub fn timeout() -> Duration {
+    *TIMEOUT.get().unwrap_or(&DEFAULT_TIMEOUT)
+}
 
 /// Where the admin endpoint listens: `http://HOST:PORT[/PREFIX]` or `unix:PATH`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +82,9 @@ pub enum HttpError {
     Protocol(String),
     /// The endpoint answered with an error status.
     Status(u16, String),
+    /// The endpoint accepted the connection, or started an answer, and then
+    /// said nothing for longer than the timeout.
+    TimedOut(Duration),
 }
 
 impl fmt::Display for HttpError {
@@ -70,13 +95,24 @@ impl fmt::Display for HttpError {
             }
             HttpError::Protocol(why) => write!(f, "bad answer from the admin endpoint: {why}"),
             HttpError::Status(status, message) => write!(f, "{message} (HTTP {status})"),
+            HttpError::TimedOut(after) => write!(
+                f,
+                "the admin endpoint did not answer within {}s (it accepted the connection, \
+                 or began an answer, then went silent); give it longer with --timeout SECS",
+                after.as_secs_f64()
+            ),
         }
     }
 }
 
 impl From<io::Error> for HttpError {
     fn from(e: io::Error) -> Self {
-        HttpError::Protocol(e.to_string())
+        match e.kind() {
+            // What a read or write past its socket timeout returns (unix
+            // says WouldBlock, windows TimedOut).
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => HttpError::TimedOut(timeout()),
+            _ => HttpError::Protocol(e.to_string()),
+        }
     }
 }
 
@@ -88,9 +124,17 @@ pub struct Answer {
     pub status: u16,
     pub content_type: String,
     reader: Box<dyn BufRead + Send>,
+    /// Sets the read timeout of the connection under `reader`.
+    read_timeout: Box<dyn Fn(Duration) -> io::Result<()> + Send>,
 }
 
 impl Answer {
+    /// Lets the rest of the body be silent for up to `idle` between reads (a
+    /// watch: quiet for as long as nothing changes, kept alive by the server).
+    pub fn idle_timeout(&self, idle: Duration) -> Result<(), HttpError> {
+        Ok((self.read_timeout)(idle)?)
+    }
+
     /// The whole body as text.
     pub fn text(mut self) -> Result<String, HttpError> {
         let mut body = String::new();
@@ -151,17 +195,27 @@ impl<R: BufRead> Read for Chunked<R> {
     }
 }
 
-fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, HttpError> {
+/// A connection, and a way to change its read timeout once it is boxed.
+type Connection = (Box<dyn Stream>, Box<dyn Fn(Duration) -> io::Result<()> + Send>);
+
+fn connect(endpoint: &Endpoint) -> Result<Connection, HttpError> {
     let unreachable = |e| HttpError::Unreachable(endpoint.clone(), e);
+    let limit = timeout();
     match endpoint {
         Endpoint::Tcp { authority, .. } => {
-            let stream = TcpStream::connect(authority.as_str()).map_err(unreachable)?;
-            stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-            Ok(Box::new(stream))
+            let stream = connect_tcp(authority, limit).map_err(unreachable)?;
+            stream.set_write_timeout(Some(limit))?;
+            stream.set_read_timeout(Some(limit))?;
+            let handle = stream.try_clone()?;
+            Ok((Box::new(stream), Box::new(move |d| handle.set_read_timeout(Some(d)))))
         }
         #[cfg(unix)]
         Endpoint::Unix(path) => {
-            Ok(Box::new(std::os::unix::net::UnixStream::connect(path).map_err(unreachable)?))
+            let stream = std::os::unix::net::UnixStream::connect(path).map_err(unreachable)?;
+            stream.set_write_timeout(Some(limit))?;
+            stream.set_read_timeout(Some(limit))?;
+            let handle = stream.try_clone()?;
+            Ok((Box::new(stream), Box::new(move |d| handle.set_read_timeout(Some(d)))))
         }
         #[cfg(not(unix))]
         Endpoint::Unix(_) => Err(unreachable(io::Error::new(
@@ -171,13 +225,27 @@ fn connect(endpoint: &Endpoint) -> Result<Box<dyn Stream>, HttpError> {
     }
 }
 
+/// Connects to the first address of `authority` that answers within `limit`.
+fn connect_tcp(authority: &str, limit: Duration) -> io::Result<TcpStream> {
+    let mut last = None;
+    for addr in authority.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, limit) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::NotFound, format!("{authority} resolves to no address"))
+    }))
+}
+
 /// Sends `GET path` and reads the status and headers.
 ///
 /// # Errors
 /// [`HttpError::Unreachable`] when nothing listens, [`HttpError::Protocol`]
 /// on a broken answer. An error status is returned as an `Answer`.
 pub fn get(endpoint: &Endpoint, path: &str) -> Result<Answer, HttpError> {
-    let mut stream = connect(endpoint)?;
+    let (mut stream, read_timeout) = connect(endpoint)?;
     let (host, prefix) = match endpoint {
         Endpoint::Tcp { authority, prefix } => (authority.as_str(), prefix.as_str()),
         Endpoint::Unix(_) => ("localhost", ""),
@@ -219,7 +287,7 @@ pub fn get(endpoint: &Endpoint, path: &str) -> Result<Answer, HttpError> {
     } else {
         Box::new(reader)
     };
-    Ok(Answer { status, content_type, reader })
+    Ok(Answer { status, content_type, reader, read_timeout })
 }
 
 /// `GET path`, failing on an error status with the server's message.

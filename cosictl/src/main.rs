@@ -9,8 +9,12 @@
 //! ```
 //!
 //! `--endpoint URL|unix:PATH` (or `COSICTL_ENDPOINT`) says where the endpoint
-//! listens; the default is `http://127.0.0.1:8081`. Exit status 1 with a
-//! message on stderr when the endpoint is unreachable or answers an error.
+//! listens; the default is `http://127.0.0.1:8081`. `--timeout SECS` (or
+//! `COSICTL_TIMEOUT`, default 10) bounds how long the endpoint may stay
+//! silent: connecting, and between two reads of an answer (a watch may stay
+//! quiet longer: the endpoint keeps it alive, and one silent for 45 s is
+//! given up). Exit status 1 with a message on stderr when the endpoint is
+//! unreachable, silent, or answers an error.
 
 mod http;
 mod output;
@@ -34,6 +38,9 @@ struct Cli {
     /// The admin endpoint: http://HOST:PORT[/PREFIX] or unix:PATH.
     #[arg(long, global = true, env = "COSICTL_ENDPOINT", default_value = "http://127.0.0.1:8081")]
     endpoint: Endpoint,
+    /// Seconds the endpoint may stay silent (connecting, or within an answer).
+    #[arg(long, global = true, env = "COSICTL_TIMEOUT", default_value_t = 10.0, value_parser = seconds)]
+    timeout: f64,
     #[command(subcommand)]
     command: Command,
 }
@@ -99,8 +106,17 @@ impl From<std::io::Error> for Failure {
     }
 }
 
+/// A positive, finite number of seconds.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => Ok(secs),
+        _ => Err(format!("{s:?} is not a number of seconds between 0 and 86400")),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    http::set_timeout(std::time::Duration::from_secs_f64(cli.timeout));
     let result = match cli.command {
         Command::Get { resource_type, id, namespace, selector, output, watch } => {
             let query = Query { resource_type, id, namespace, selector };
@@ -251,6 +267,7 @@ fn watch_resources(
         None => format!("/api/v1/watch/{}/{kind}{}", encode(ns), selector_query(query)),
     };
     let mut answer = get_ok(endpoint, &path)?;
+    answer.idle_timeout(http::WATCH_IDLE.max(http::timeout()))?;
     let mut out = std::io::stdout().lock();
     let mut table = Table::new(&["*", "NAMESPACE", "TYPE", "ID", "VERSION"]);
     let mut bootstrapped = false;

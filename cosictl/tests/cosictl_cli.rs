@@ -212,3 +212,73 @@ async fn errors_are_clear_and_exit_non_zero() {
         "{stderr}"
     );
 }
+
+/// A loopback listener that accepts connections, reads the request, writes
+/// `reply` (maybe nothing), and then keeps every connection open, silent.
+fn silent_endpoint(reply: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let serving = std::thread::spawn(move || {
+        // One connection: the command under test. It is held open until the
+        // client gives up and closes it (a read then returns 0).
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut request = [0u8; 4096];
+        let _ = conn.read(&mut request);
+        conn.write_all(reply.as_bytes()).unwrap();
+        let mut rest = Vec::new();
+        let _ = conn.read_to_end(&mut rest);
+    });
+    (endpoint, serving)
+}
+
+fn cosictl_blocking(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cosictl")).args(args).output().unwrap()
+}
+
+#[test]
+fn an_endpoint_that_accepts_and_never_answers_times_out() {
+    let (endpoint, serving) = silent_endpoint("");
+    let output =
+        cosictl_blocking(&["--endpoint", &endpoint, "--timeout", "0.5", "get", "ints", "-n", "a"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("cosictl: the admin endpoint did not answer within 0.5s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--timeout"), "it says what to change: {stderr}");
+    serving.join().unwrap();
+}
+
+#[test]
+fn an_answer_that_stops_midway_times_out() {
+    let headers = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                   Transfer-Encoding: chunked\r\n\r\n5\r\n[1,2,\r\n";
+    let (endpoint, serving) = silent_endpoint(headers);
+    let output = cosictl_blocking(&["--endpoint", &endpoint, "--timeout", "0.5", "controllers"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did not answer within 0.5s"), "{stderr}");
+    serving.join().unwrap();
+}
+
+#[test]
+fn the_timeout_comes_from_the_environment_and_is_checked() {
+    let (endpoint, serving) = silent_endpoint("");
+    let output = Command::new(env!("CARGO_BIN_EXE_cosictl"))
+        .args(["--endpoint", &endpoint, "health"])
+        .env("COSICTL_TIMEOUT", "0.25")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did not answer within 0.25s"), "{stderr}");
+    serving.join().unwrap();
+    for bad in ["0", "-1", "soon", "NaN"] {
+        let output = cosictl_blocking(&[&format!("--timeout={bad}"), "health"]);
+        assert_eq!(output.status.code(), Some(2), "{bad}: a usage error");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is not a number of seconds"), "{bad}: {stderr}");
+    }
+}

@@ -70,6 +70,14 @@ pub enum StateRequest {
         /// Label filter.
         query: LabelQuery,
     },
+    /// List a kind, sorted by id, with the store revision of the snapshot
+    /// (see [`State::list_with_revision`](super::State::list_with_revision)).
+    ListWithRevision {
+        /// Which kind.
+        kind: Kind,
+        /// Label filter.
+        query: LabelQuery,
+    },
     /// Create a resource.
     Create {
         /// The resource.
@@ -229,6 +237,7 @@ impl StateRequest {
         match self {
             StateRequest::Get { .. } => "get",
             StateRequest::List { .. } => "list",
+            StateRequest::ListWithRevision { .. } => "list_with_revision",
             StateRequest::Create { .. } => "create",
             StateRequest::Update { .. } => "update",
             StateRequest::Modify { .. } => "modify",
@@ -271,7 +280,9 @@ impl StateRequest {
             | StateRequest::Teardown { pointer, .. }
             | StateRequest::AddFinalizer { pointer, .. }
             | StateRequest::RemoveFinalizer { pointer, .. } => Subject::Resource(pointer.clone()),
-            StateRequest::List { kind, .. } => Subject::Kind(kind.clone()),
+            StateRequest::List { kind, .. } | StateRequest::ListWithRevision { kind, .. } => {
+                Subject::Kind(kind.clone())
+            }
             StateRequest::Create { resource, .. } | StateRequest::Update { resource, .. } => {
                 Subject::Resource(resource.pointer().clone())
             }
@@ -325,7 +336,7 @@ impl fmt::Debug for StateRequest {
             | StateRequest::RemoveFinalizer { finalizer, .. } => {
                 d.field("finalizer", finalizer);
             }
-            StateRequest::List { query, .. } => {
+            StateRequest::List { query, .. } | StateRequest::ListWithRevision { query, .. } => {
                 d.field("query", &format_args!("{query}"));
             }
             _ => {}
@@ -340,6 +351,13 @@ pub enum StateReply {
     Resource(AnyResource),
     /// `List`.
     Resources(Vec<AnyResource>),
+    /// `ListWithRevision`: the resources and the store revision they were read at.
+    Listed {
+        /// The resources, sorted by id.
+        resources: Vec<AnyResource>,
+        /// The store revision of the snapshot.
+        revision: u64,
+    },
     /// `Teardown`: whether the resource is ready to destroy.
     Ready(bool),
     /// `Destroy`, `AddFinalizer`, `RemoveFinalizer`, `Unwatch`.
@@ -362,6 +380,11 @@ impl fmt::Debug for StateReply {
         match self {
             StateReply::Resource(r) => f.debug_tuple("Resource").field(r).finish(),
             StateReply::Resources(r) => f.debug_tuple("Resources").field(&r.len()).finish(),
+            StateReply::Listed { resources, revision } => f
+                .debug_struct("Listed")
+                .field("resources", &resources.len())
+                .field("revision", revision)
+                .finish(),
             StateReply::Ready(b) => f.debug_tuple("Ready").field(b).finish(),
             StateReply::Done => f.write_str("Done"),
             StateReply::Unchanged(r) => f.debug_tuple("Unchanged").field(r).finish(),
@@ -954,6 +977,11 @@ pub(crate) fn apply_ref(store: &mut Store, req: &StateRequest, now: Timestamp) -
         StateRequest::Get { pointer } => (store.get(pointer).map(StateReply::Resource), None),
         StateRequest::List { kind, query } => {
             (store.list(kind, query).map(StateReply::Resources), None)
+        }
+        StateRequest::ListWithRevision { kind, query } => {
+            let revision = store.revision();
+            let listed = store.list(kind, query);
+            (listed.map(|resources| StateReply::Listed { resources, revision }), None)
         }
         StateRequest::Create { resource, owner } => {
             written(store.create(resource.clone(), owner.as_deref(), now))

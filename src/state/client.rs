@@ -467,6 +467,53 @@ impl State {
         }
     }
 
+    /// The resources of `kind` matching `query`, sorted by id, and the store
+    /// revision of that snapshot.
+    ///
+    /// The snapshot holds every change of `kind` up to the revision and none
+    /// after it, so a watch resumed from the revision
+    /// ([`WatchOptions::resume_from`]) delivers exactly the changes the list
+    /// does not show: list-then-watch without a gap or a repeat, as a
+    /// Kubernetes informer does it. Always answered by the state actor (a
+    /// direct read of the cache has no revision to give).
+    ///
+    /// ```
+    /// # use cosi_runtime::State;
+    /// # use cosi_runtime::resource::{Resource, Spec};
+    /// # use cosi_runtime::resource::{Kind, LabelQuery};
+    /// # use cosi_runtime::state::WatchOptions;
+    /// # #[actix::main]
+    /// # async fn main() -> Result<(), cosi_runtime::Error> {
+    /// # #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct Motd(String);
+    /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
+    /// let state = State::start();
+    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any(), None).await?;
+    /// let kind = Kind::of::<Motd>("default");
+    /// let (items, revision) = state.list_with_revision(&kind, &LabelQuery::all()).await?;
+    /// assert_eq!((items.len(), revision), (1, 1));
+    /// // Everything after the list, and nothing it already showed:
+    /// let watch = state.watch_kind_stream(&kind, LabelQuery::all(), WatchOptions::resume_from(revision)).await?;
+    /// # drop(watch);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn list_with_revision(
+        &self,
+        kind: &Kind,
+        query: &LabelQuery,
+    ) -> Result<(Vec<AnyResource>, u64), Error> {
+        validate::kind(kind)?;
+        let req = StateRequest::ListWithRevision { kind: kind.clone(), query: query.clone() };
+        match self.send(req).await? {
+            StateReply::Listed { resources, revision } => Ok((resources, revision)),
+            other => Err(unexpected(other, "list_with_revision")),
+        }
+    }
+
     /// The resources of spec type `S` in `namespace` matching `query`, sorted by id.
     ///
     /// # Errors

@@ -31,7 +31,9 @@ pub enum Event {
         new: AnyResource,
     },
     /// The resource is gone (or, with a label query, stopped matching). Carries
-    /// its last state; for a watch on a missing resource, a tombstone.
+    /// its last state, whose [`revision`](crate::resource::Metadata::revision)
+    /// is that of the destroy (or, for a resource that stopped matching, of the
+    /// update); for a watch on a missing resource, a tombstone.
     Destroyed(AnyResource),
     /// A kind watch with bootstrap has delivered every existing resource; live
     /// events follow.

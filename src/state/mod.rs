@@ -111,7 +111,9 @@
 //! once it catches up it sees the latest state of every resource it watches.
 //! What it does not see are the intermediate versions (an `Updated` then spans
 //! several versions, and a resource created and destroyed while it was behind
-//! never shows up). Per-resource order is always kept.
+//! never shows up). Per-resource order is always kept, and the backlog goes
+//! out in ascending revision: a resource's turn is that of its last change
+//! (a `Bootstrapped` marker keeps its place; no change crosses it).
 //!
 //! # Revisions and resuming
 //! Every write takes the next store-wide revision (one per write, not per
@@ -123,6 +125,17 @@
 //! last [`DEFAULT_HISTORY`] changes by default; after a reopen, only what
 //! came after it). Otherwise the watch fails with
 //! [`Error::Compacted`](crate::Error::Compacted), and the caller bootstraps again.
+//!
+//! Two guarantees make list-then-watch exact, as a Kubernetes informer needs
+//! it, on every backend:
+//! - [`State::list_with_revision`] returns a list with the store revision of
+//!   its snapshot; a watch resumed from that revision delivers exactly the
+//!   changes the list does not show.
+//! - One watch never sees revisions go backwards: live events come in
+//!   revision order, a coalesced backlog in ascending revision (above), and a
+//!   `Destroyed` event carries the resource's last state with the
+//!   **destroy's** revision (a destroy is a write: it takes a revision of its
+//!   own), so the resource in it is newer than any event before it.
 
 pub(crate) mod actor;
 pub mod backend;

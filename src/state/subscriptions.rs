@@ -131,7 +131,22 @@ impl Watches {
 
     /// Delivers `change` (of store revision `revision`) to every subscription
     /// that sees it, pruning closed ones, and keeps it in the history.
+    ///
+    /// A destroy is a write of its own: its `Destroyed` event (and the
+    /// history) carries the resource's last state with the destroy's
+    /// revision, not the revision of the resource's last update, so that the
+    /// revisions one watch sees never go backwards.
     pub(crate) fn publish(&mut self, change: &Change, revision: u64) {
+        let stamped;
+        let change = match change {
+            Change::Destroyed(r) if r.metadata().revision() != revision => {
+                let mut r = r.clone();
+                r.metadata_mut().set_revision(revision);
+                stamped = Change::Destroyed(r);
+                &stamped
+            }
+            _ => change,
+        };
         if self.history.len() >= self.history_limit
             && let Some((dropped, _)) = self.history.pop_front()
         {

@@ -320,7 +320,10 @@ macro_rules! state_conformance {
                 check_teardown_and_destroy_of_a_resource_destroyed_meanwhile_succeeds,
                 check_a_stalled_subscriber_stays_bounded_and_catches_up,
                 check_recipient_watches_deliver_to_actors,
-                check_revisions_grow_per_write_and_watches_resume);
+                check_revisions_grow_per_write_and_watches_resume,
+                check_a_list_carries_the_revision_of_its_snapshot,
+                check_destroyed_carries_the_destroys_revision,
+                check_a_coalesced_backlog_goes_out_in_ascending_revision);
         }
     };
     (@tests $make:expr; $($check:ident),* $(,)?) => {
@@ -1185,4 +1188,124 @@ pub async fn check_revisions_grow_per_write_and_watches_resume(t: &mut dyn Targe
     let both = WatchOptions { resume_from: Some(seen), ..WatchOptions::bootstrap() };
     let err = state.watch_kind_stream(&kind(), LabelQuery::all(), &both).await.unwrap_err();
     assert!(err.is_invalid_input(), "{err}");
+}
+
+/// Checks that a list carries the store revision of its snapshot: a watch
+/// resumed from it delivers exactly what the list did not show.
+pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let b = state.create(int("b", 1), None).await.unwrap();
+    let (items, revision) = state.list_with_revision(&kind(), &LabelQuery::all()).await.unwrap();
+    assert_eq!(items.iter().map(|r| r.id().to_string()).collect::<Vec<_>>(), ["a", "b"]);
+    assert!(revision >= b.metadata().revision(), "the snapshot holds b: {revision}");
+    assert!(items.iter().all(|r| r.metadata().revision() <= revision));
+    // The same snapshot, as a plain list sees it.
+    assert_eq!(items, state.list(&kind(), &LabelQuery::all()).await.unwrap());
+    // After the list: an update and a create.
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
+    state.create(int("c", 3), None).await.unwrap();
+    let mut resumed = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(revision))
+        .await
+        .unwrap();
+    assert!(matches!(resumed.next().await, Some(Event::Updated { new, .. }) if new.id() == "a"));
+    assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "c"));
+    // Nothing the list showed comes again, nothing after is missed.
+    state.create(int("d", 4), None).await.unwrap();
+    assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "d"));
+    // Another namespace's kind, empty: a revision all the same.
+    let other = Kind::of::<IntSpec>("conformance-empty");
+    let (none, at) = state.list_with_revision(&other, &LabelQuery::all()).await.unwrap();
+    assert!(none.is_empty());
+    assert!(at >= revision, "revisions never go back: {at} < {revision}");
+    let bad = Kind::new(NS, "");
+    let err = state.list_with_revision(&bad, &LabelQuery::all()).await.unwrap_err();
+    assert!(err.is_invalid_input(), "{err}");
+}
+
+/// Checks that `Destroyed` carries the destroy's own revision (above the
+/// resource's last write), live and resumed.
+pub async fn check_destroyed_carries_the_destroys_revision(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let mut live = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::bootstrap())
+        .await
+        .unwrap();
+    while !matches!(live.next().await, Some(Event::Bootstrapped(_))) {}
+    let before = live.revision();
+    let a = state
+        .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
+        .await
+        .unwrap();
+    state.destroy(&ptr("a"), None).await.unwrap();
+    assert!(matches!(live.next().await, Some(Event::Updated { .. })));
+    let Some(Event::Destroyed(gone)) = live.next().await else { panic!("a destroy") };
+    let destroyed_at = gone.metadata().revision();
+    assert!(destroyed_at > a.metadata().revision(), "{destroyed_at} after the last write");
+    assert_eq!(destroyed_at, live.revision(), "the watch reached the destroy's revision");
+    assert_eq!((gone.version(), gone.typed::<IntSpec>().unwrap().spec().0), (a.version(), 2));
+    let again = state.create(int("a", 3), None).await.unwrap();
+    assert!(again.metadata().revision() > destroyed_at);
+    let mut resumed = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(before))
+        .await
+        .unwrap();
+    assert!(matches!(resumed.next().await, Some(Event::Updated { .. })));
+    let Some(Event::Destroyed(gone)) = resumed.next().await else { panic!("a destroy") };
+    assert_eq!(gone.metadata().revision(), destroyed_at, "history keeps the destroy's revision");
+}
+
+/// Checks that a subscriber that fell behind gets its coalesced backlog in
+/// ascending revision (a resource's turn is that of its last change).
+pub async fn check_a_coalesced_backlog_goes_out_in_ascending_revision(t: &mut dyn Target) {
+    let state = t.open().await;
+    const RESOURCES: usize = 10;
+    for i in 0..RESOURCES {
+        state.create(int(&format!("r{i}"), 0), None).await.unwrap();
+    }
+    // Never polled while the writes run: its window fills, the rest coalesces.
+    let options = WatchOptions::default().with_window(4);
+    let mut stalled = state.watch_kind_stream(&kind(), LabelQuery::all(), &options).await.unwrap();
+    for n in 1..=200_i64 {
+        // Touch the resources out of id order, and destroy and re-create one.
+        let id = format!("r{}", (n as usize * 7) % RESOURCES);
+        if n % 50 == 0 {
+            state.destroy(&ptr(&id), None).await.unwrap();
+            state.create(int(&id, n), None).await.unwrap();
+        } else {
+            let p = ptr(&id);
+            state
+                .modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None)
+                .await
+                .unwrap();
+        }
+    }
+    assert!(state.watch_stats(stalled.id()).await.unwrap().backlog > 0, "it fell behind");
+    let expected: BTreeMap<String, i64> = state
+        .list(&kind(), &LabelQuery::all())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.id().to_string(), r.typed::<IntSpec>().unwrap().spec().0))
+        .collect();
+    let mut latest = BTreeMap::new();
+    let mut last = 0;
+    while latest != expected {
+        let event = stalled.next().await.expect("the watch goes on");
+        let resource = event.resource().expect("a resource event");
+        let revision = resource.metadata().revision();
+        assert!(revision >= last, "revision {revision} delivered after {last}: {event:?}");
+        last = revision;
+        match event {
+            Event::Created(r) | Event::Updated { new: r, .. } => {
+                latest.insert(r.id().to_string(), r.typed::<IntSpec>().unwrap().spec().0);
+            }
+            Event::Destroyed(r) => {
+                latest.remove(r.id());
+            }
+            Event::Bootstrapped(_) => unreachable!("no bootstrap"),
+        }
+    }
 }
