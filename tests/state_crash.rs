@@ -5,6 +5,9 @@
 //!
 //! 10 kills by default; `COSI_CRASH_KILLS=50` for more. The child is this same
 //! test binary, started on the ignored `crash_child_writer` entry point.
+//!
+//! A second test kills the child while it creates a new state file (40 times by
+//! default, `COSI_CREATE_KILLS`): every file left behind must open.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
@@ -31,6 +34,9 @@ fn crash_child_writer() {
         return;
     };
     actix::System::new().block_on(async move {
+        // The parent may kill from here on: the creation window included.
+        println!("OPENING");
+        let _ = std::io::stdout().flush();
         let state = State::open_durable(file, ["config"]).await.expect("open");
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         std::thread::spawn(move || {
@@ -154,5 +160,52 @@ fn acknowledged_writes_survive_sigkill() {
     eprintln!(
         "crash test: {kills} SIGKILLs, {acks_total} acknowledged writes, all found after reopen ({:.1} s)",
         started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_kill_while_creating_a_new_file_never_leaves_it_unopenable() {
+    let kills: usize =
+        std::env::var("COSI_CREATE_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(40);
+    let dir = ScratchDir::new();
+    let exe = std::env::current_exe().unwrap();
+    let (mut absent, mut created) = (0, 0);
+    for round in 0..kills {
+        let file = dir.path().join(format!("state-{round}.redb"));
+        let mut child = Command::new(&exe)
+            .args(["crash_child_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, &file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // Killed at a random moment after the child starts opening: from at
+        // once to some milliseconds in (creating a file takes a few), counted
+        // in yields of this thread rather than measured on a clock.
+        for line in lines.by_ref() {
+            if line.unwrap().ends_with("OPENING") {
+                break;
+            }
+        }
+        for _ in 0..fastrand::usize(0..(round + 1) * 500) {
+            std::thread::yield_now();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if file.exists() {
+            created += 1;
+        } else {
+            absent += 1;
+        }
+        // Whatever the kill left, the file opens (created now if it was not
+        // there), every record in it whole.
+        reopen_and_check(&file);
+        let leftover = dir.path().join(format!("state-{round}.redb.creating"));
+        assert!(!leftover.exists(), "round {round}: the open removed {}", leftover.display());
+    }
+    eprintln!(
+        "creation crash test: {kills} SIGKILLs while opening; the file was there after {created}, \
+         not yet after {absent}; every one opened"
     );
 }

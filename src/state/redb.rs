@@ -162,6 +162,9 @@ impl RedbBackend {
         }
         check_magic(&path)?;
         check_existing(&path)?;
+        if std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
+            create_new(&path)?;
+        }
         let db = Database::create(&path).map_err(|e| redb_error(&path, e))?;
         init_format(&db, &path)?;
         Ok(RedbBackend { path, db: Some(db), writer: None, thread: None })
@@ -191,6 +194,45 @@ impl RedbBackend {
     fn closed(&self) -> Error {
         storage(self.path.display().to_string(), StorageFailure::Closed, "the backend is closed")
     }
+}
+
+/// Where a new state file is made before it is renamed into place.
+fn creating_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".creating");
+    path.with_file_name(name)
+}
+
+/// Makes a new state file whole or not at all: redb writes its header and
+/// regions over several steps, and a crash between them leaves a file that
+/// every later open refuses as corrupt. So the file is made, formatted and
+/// synced under a temporary name ([`creating_path`]) and renamed into place
+/// (an atomic replace of nothing, or of an empty file); the directory is
+/// synced so that the rename survives a power cut. A temporary file found
+/// here is what a crash left of an earlier creation: never renamed, so never
+/// a state, and removed.
+fn create_new(path: &Path) -> Result<(), Error> {
+    let temp = creating_path(path);
+    let io = |at: &Path, e: std::io::Error| storage(at.display().to_string(), classify_io(&e), e);
+    match std::fs::remove_file(&temp) {
+        Ok(()) => log::info!("removed {} (a creation cut short)", temp.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(&temp, e)),
+    }
+    {
+        // Committed with redb's default durability (synced), then closed.
+        let db = Database::create(&temp).map_err(|e| redb_error(&temp, e))?;
+        init_format(&db, &temp)?;
+    }
+    std::fs::rename(&temp, path).map_err(|e| io(path, e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Some filesystems cannot sync a directory; the rename is then as
+        // durable as the filesystem makes it.
+        if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+            log::debug!("cannot sync {}: {e}", dir.display());
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a non-empty file that is not a redb file before redb touches it.
@@ -423,6 +465,28 @@ mod tests {
         assert_eq!(classify(&e), StorageFailure::Io);
         let e = redb::Error::Io(IoError::from(ErrorKind::PermissionDenied));
         assert_eq!(classify(&e), StorageFailure::ReadOnly);
+    }
+
+    #[test]
+    fn a_new_file_is_made_under_a_temporary_name_and_a_leftover_one_removed() {
+        let dir = crate::testing::conformance::ScratchDir::new();
+        let path = dir.path().join("state.redb");
+        let temp = creating_path(&path);
+        assert_eq!(temp.file_name().unwrap(), "state.redb.creating");
+        // What a creation killed midway leaves: not a redb file at all.
+        std::fs::write(&temp, vec![0u8; 73_728]).unwrap();
+        let backend = RedbBackend::open(&path).unwrap();
+        assert!(!temp.exists(), "the leftover is gone");
+        drop(backend);
+        let db = redb::ReadOnlyDatabase::open(&path).unwrap();
+        assert_eq!(read_format(&db, &path).unwrap(), Some(FORMAT_VERSION));
+        drop(db);
+        // An empty file (touched by a user) is replaced by a whole one.
+        let empty = dir.path().join("empty.redb");
+        std::fs::write(&empty, b"").unwrap();
+        drop(RedbBackend::open(&empty).unwrap());
+        let db = redb::ReadOnlyDatabase::open(&empty).unwrap();
+        assert_eq!(read_format(&db, &empty).unwrap(), Some(FORMAT_VERSION));
     }
 
     #[test]
