@@ -3,21 +3,28 @@
 //! `Api<DynamicObject>` lists and gets it, and kube-runtime's `watcher` (its
 //! default configuration) sees its initial list, the changes made while it
 //! runs, and, when its watch fell off the state's bounded history, the 410
-//! and a relist that ends with exactly the state's resources.
+//! and a relist that ends with exactly the state's resources. Its writes:
+//! create, merge and server-side apply patches, a replace from a stale
+//! `resourceVersion` (409), and a delete held by a controller's finalizer.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cosi_runtime::State;
-use cosi_runtime::kubernetes::{Expose, KubernetesApi};
-use cosi_runtime::resource::{Pointer, Resource, Spec};
+use cosi_runtime::controller::{
+    Input, Outcome, QController, QSettings, ReconcileContext, ReconcileError, finalizer,
+};
+use cosi_runtime::kubernetes::{Expose, FIELD_MANAGER_ANNOTATION, KubernetesApi, KubernetesServer};
+use cosi_runtime::resource::{Phase, Pointer, Resource, Spec};
+use cosi_runtime::{Runtime, State};
 use futures::{Stream, StreamExt};
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
 use kube::runtime::reflector;
+use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Config, ResourceExt};
+use serde_json::json;
 
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct LinkConfig {
@@ -294,5 +301,206 @@ async fn a_streaming_list_watcher_over_all_namespaces_feeds_a_reflector() {
         [row("config", "eth0", 1280), row("edge", "wan0", 1400), row("edge", "wan1", 1400)]
     );
     drop(events);
+    server.stop().await;
+}
+
+// ---- writes ---------------------------------------------------------------------
+
+/// The API over `state`, served on loopback, and an `Api<DynamicObject>` of
+/// `linkconfigs` in `config` pointed at it.
+async fn serve_links(state: &State) -> (KubernetesServer, Api<DynamicObject>) {
+    let api = KubernetesApi::new(state)
+        .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config"]))
+        .unwrap();
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let gvk = GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "linkconfigs");
+    (server, Api::namespaced_with(client, "config", &ar))
+}
+
+fn link_resource() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig");
+    ApiResource::from_gvk_with_plural(&gvk, "linkconfigs")
+}
+
+/// What the state holds of `config/{id}`.
+async fn stored_link(state: &State, id: &str) -> Resource<LinkConfig> {
+    let r = state.get(&Pointer::of::<LinkConfig>("config", id)).await.unwrap();
+    r.typed::<LinkConfig>().unwrap()
+}
+
+#[actix::test]
+async fn kube_rs_creates_a_dynamic_object_and_the_state_holds_it() {
+    let state = State::start();
+    let (server, links) = serve_links(&state).await;
+    let mut object =
+        DynamicObject::new("eth5", &link_resource()).data(json!({"spec": {"mtu": 1400}}));
+    object.labels_mut().insert("tier".into(), "edge".into());
+    let created = links.create(&PostParams::default(), &object).await.unwrap();
+    assert_eq!(created.name_any(), "eth5");
+    assert_eq!(created.data["spec"]["mtu"], 1400);
+
+    let link = stored_link(&state, "eth5").await;
+    assert_eq!(link.spec(), &LinkConfig { mtu: 1400 });
+    assert_eq!(link.metadata().labels().get("tier"), Some("edge"));
+    assert_eq!(link.owner(), None, "written as the user");
+    assert_eq!(created.resource_version(), Some(link.metadata().revision().to_string()));
+    assert_eq!(created.uid(), link.metadata().uid().map(|u| u.to_string()));
+    // The list a client makes next has it.
+    let listed = links.list(&ListParams::default()).await.unwrap();
+    assert_eq!(seen(&listed.items), stored(&state).await);
+
+    // A second create of the name: 409 AlreadyExists, nothing written.
+    let again = DynamicObject::new("eth5", &link_resource()).data(json!({"spec": {"mtu": 1}}));
+    let err = links.create(&PostParams::default(), &again).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists"),
+        "{err:?}"
+    );
+    assert_eq!(stored_link(&state, "eth5").await.spec().mtu, 1400);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kube_rs_merge_patches_and_server_side_applies_with_a_field_manager() {
+    let state = State::start();
+    create(&state, "eth0", 1500).await;
+    let (server, links) = serve_links(&state).await;
+
+    // Merge patch: spec and a label.
+    let merge = json!({"metadata": {"labels": {"tier": "core"}}, "spec": {"mtu": 9000}});
+    let patched =
+        links.patch("eth0", &PatchParams::default(), &Patch::Merge(&merge)).await.unwrap();
+    assert_eq!(patched.data["spec"]["mtu"], 9000);
+    let stored = stored_link(&state, "eth0").await;
+    assert_eq!(stored.spec().mtu, 9000);
+    assert_eq!(stored.metadata().labels().get("tier"), Some("core"));
+    assert_eq!(patched.resource_version(), Some(stored.metadata().revision().to_string()));
+
+    // Server-side apply onto the existing object: the field manager is
+    // recorded, and what the apply leaves out (the label) is kept.
+    let applied = json!({
+        "apiVersion": "net.cosi.dev/v1alpha1",
+        "kind": "LinkConfig",
+        "metadata": {"name": "eth0"},
+        "spec": {"mtu": 1280},
+    });
+    let params = PatchParams::apply("mgr");
+    let result = links.patch("eth0", &params, &Patch::Apply(&applied)).await.unwrap();
+    assert_eq!(result.data["spec"]["mtu"], 1280);
+    assert_eq!(result.annotations().get(FIELD_MANAGER_ANNOTATION).map(String::as_str), Some("mgr"));
+    let stored = stored_link(&state, "eth0").await;
+    assert_eq!(stored.spec().mtu, 1280);
+    assert_eq!(stored.metadata().annotations().get(FIELD_MANAGER_ANNOTATION), Some("mgr"));
+    assert_eq!(stored.metadata().labels().get("tier"), Some("core"));
+
+    // Server-side apply of a missing object creates it.
+    let mut fresh = applied.clone();
+    fresh["metadata"]["name"] = json!("eth7");
+    fresh["spec"]["mtu"] = json!(576);
+    let created = links.patch("eth7", &params, &Patch::Apply(&fresh)).await.unwrap();
+    assert_eq!(created.name_any(), "eth7");
+    let stored = stored_link(&state, "eth7").await;
+    assert_eq!(stored.spec().mtu, 576);
+    assert_eq!(stored.metadata().annotations().get(FIELD_MANAGER_ANNOTATION), Some("mgr"));
+
+    // A merge patch that does not decode: 422, nothing written.
+    let bad = json!({"spec": {"mtu": "jumbo"}});
+    let err = links.patch("eth0", &PatchParams::default(), &Patch::Merge(&bad)).await.unwrap_err();
+    assert!(matches!(&err, kube::Error::Api(s) if s.code == 422), "{err:?}");
+    assert_eq!(stored_link(&state, "eth0").await.spec().mtu, 1280);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kube_rs_replace_from_a_stale_resource_version_is_a_409_api_error() {
+    let state = State::start();
+    create(&state, "eth0", 1500).await;
+    let (server, links) = serve_links(&state).await;
+    let read = links.get("eth0").await.unwrap();
+    // Someone else writes after the read.
+    let newer = set_mtu(&state, "eth0", 1400).await;
+
+    let mut stale = read.clone();
+    stale.data["spec"]["mtu"] = json!(9000);
+    let err = links.replace("eth0", &PostParams::default(), &stale).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict"),
+        "{err:?}"
+    );
+    let stored = stored_link(&state, "eth0").await;
+    assert_eq!((stored.spec().mtu, stored.metadata().revision()), (1400, newer), "unchanged");
+
+    // Read again, replace again: it goes in.
+    let mut fresh = links.get("eth0").await.unwrap();
+    fresh.data["spec"]["mtu"] = json!(9000);
+    let replaced = links.replace("eth0", &PostParams::default(), &fresh).await.unwrap();
+    assert_eq!(replaced.data["spec"]["mtu"], 9000);
+    assert_eq!(stored_link(&state, "eth0").await.spec().mtu, 9000);
+    server.stop().await;
+}
+
+/// Holds a finalizer on every `LinkConfig` in `config`, and lets go once a
+/// torn-down one is labelled `release=true` (its cleanup is done then).
+struct Holder;
+
+impl QController for Holder {
+    fn name(&self) -> &str {
+        "Holder"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings::new(vec![Input::primary::<LinkConfig>("config")], vec![])
+    }
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        finalizer(
+            cx,
+            ptr,
+            async |_: Resource<LinkConfig>| Ok(Outcome::Done),
+            async |r| Ok(r.metadata().labels().get("release") == Some("true")),
+        )
+        .await
+    }
+}
+
+#[actix::test]
+async fn kube_rs_delete_of_an_object_a_controller_holds_returns_and_it_is_gone_once_released() {
+    let runtime = Runtime::start();
+    runtime.register_queue(|| Holder).await.unwrap();
+    let state = runtime.state();
+    let (server, links) = serve_links(&state).await;
+    let bound = Duration::from_secs(20);
+    let object = DynamicObject::new("eth0", &link_resource()).data(json!({"spec": {"mtu": 1500}}));
+    links.create(&PostParams::default(), &object).await.unwrap();
+    runtime.settled_within(bound).await.unwrap();
+    let held = links.get("eth0").await.unwrap();
+    assert_eq!(held.finalizers(), ["Holder"]);
+    let uid = held.uid().unwrap();
+
+    // The delete returns at once, with the object being torn down.
+    let deleted = links.delete("eth0", &DeleteParams::background()).await.unwrap();
+    let torn = deleted.left().expect("the object (still held), not a Status");
+    assert!(torn.metadata.deletion_timestamp.is_some(), "{torn:?}");
+    // The controller ran its cleanup and holds on: the object stays, torn down.
+    runtime.settled_within(bound).await.unwrap();
+    let still = links.get("eth0").await.unwrap();
+    assert!(still.metadata.deletion_timestamp.is_some(), "{still:?}");
+    assert_eq!(still.finalizers(), ["Holder"]);
+    let ptr = Pointer::of::<LinkConfig>("config", "eth0");
+    assert_eq!(state.get(&ptr).await.unwrap().phase(), Phase::TearingDown);
+
+    // Updates are still taken while it is torn down: the label lets the
+    // controller release its finalizer, and the object goes.
+    let release = json!({"metadata": {"labels": {"release": "true"}}});
+    links.patch("eth0", &PatchParams::default(), &Patch::Merge(&release)).await.unwrap();
+    let gone = await_condition(links.clone(), "eth0", conditions::is_deleted(&uid));
+    let gone = tokio::time::timeout(bound, gone).await.expect("deleted within 20 s");
+    assert!(gone.unwrap().is_none(), "the watch saw it deleted");
+    assert!(links.get_opt("eth0").await.unwrap().is_none());
+    assert!(state.get(&ptr).await.unwrap_err().is_not_found());
     server.stop().await;
 }

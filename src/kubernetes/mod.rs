@@ -63,6 +63,7 @@
 //!   queue in a buffer of [`watch_buffer`](KubernetesApi::watch_buffer) events,
 //!   and when that is full the server ends the watch (the client watches again
 //!   from its last version).
+//! - `timeoutSeconds` is honoured up to a year; a longer one is cut to it.
 //!
 //! ## Writes
 //!
@@ -86,8 +87,11 @@
 //!   updated at the version read, re-read and retried (5 times) when another
 //!   write comes in between.
 //! - Patches apply to the stored object as served (`object` above), then
-//!   write like a PUT. A JSON patch is all or nothing; a failed `test` (or an
-//!   operation on a missing path) is a `422 Invalid`.
+//!   write like a PUT. A JSON patch is all or nothing. As the apiserver sorts
+//!   them: a document that is no array of objects is a `400 BadRequest`,
+//!   more than 10 000 operations a `413`, and an operation that cannot apply
+//!   (an unknown `op`, a `path` or `from` that is missing, no JSON pointer or
+//!   leads nowhere, no `value`) or a failed `test` a `422 Invalid`.
 //! - Server-side apply (`application/apply-patch+yaml`, JSON bodies only,
 //!   which kubectl sends) is a merge patch onto the stored object, or a
 //!   create (`201`) when there is none; `?fieldManager=` is required and
@@ -100,6 +104,10 @@
 //!   ([`State::teardown_and_destroy`], in the background when some do).
 //!   `preconditions` (`uid`, `resourceVersion`) in the body are checked.
 //!   kubectl then watches the name until `DELETED`.
+//! - A request body (POST, PUT, PATCH, DELETE options) is read up to
+//!   [`max_request_body`](KubernetesApi::max_request_body) bytes (3 MiB, as
+//!   the apiserver); a larger one is a `413 RequestEntityTooLarge` (or, when
+//!   the client is still sending it, a closed connection).
 //! - A request that fails changes nothing.
 //!
 //! # Authentication
@@ -195,22 +203,34 @@
 //!   their own revision, raised to the highest sent so far so that the stream
 //!   never goes backwards. Bookmarks carry the revision the watch has caught up
 //!   to; on a type nobody writes that revision stays where it was.
+//! - A watch ends when its client resets the connection, but a client that
+//!   closes it quietly (a FIN, nothing unread) is only noticed when the next
+//!   event or bookmark is written to it: actix-web does not read the socket
+//!   of a response it is streaming. Until then the watch holds its place in
+//!   the state (see [`State::watch_count`]).
 //!
 //! # Errors
 //!
 //! Every error is a `Status` object ([`Status`]): `401 Unauthorized` for a
 //! missing or unknown token (when [tokens](#authentication) are configured);
 //! `403 Forbidden` for a request the user has no right to; `404 NotFound` for an
-//! unknown group, version, type or object; `400 BadRequest` for a malformed
-//! selector, boolean, version, timeout or body, a name or namespace that does
-//! not match the URL, `dryRun`, an apply without `fieldManager`; `403
-//! Forbidden` for a write to a resource a controller owns; `405
-//! MethodNotAllowed` for a method a path does not serve; `409 AlreadyExists`
-//! for a create of an existing object; `409 Conflict` for a stale
-//! `resourceVersion` or `uid`; `415 UnsupportedMediaType` for a strategic
-//! merge (or unknown) patch; `422 Invalid` for a spec that does not decode,
-//! an unknown field under `fieldValidation=Strict`, a missing name or a
-//! failed JSON patch; `503 ServiceUnavailable` when the state is gone. Bad
+//! unknown group, version, type, object or path (whatever the method, and
+//! before a body is read); `400 BadRequest` for a malformed selector (or a
+//! field selector on another field than `metadata.name` and
+//! `metadata.namespace`), boolean, version, timeout or namespace, a body
+//! that is not a JSON object, a JSON patch that is no array of operations,
+//! a name or namespace that does not match the URL, `dryRun`, an apply
+//! without `fieldManager`; `403 Forbidden` for a write to a resource a
+//! controller owns; `405 MethodNotAllowed` for a method a served path does
+//! not serve; `409 AlreadyExists` for a create of an existing object; `409
+//! Conflict` for a stale `resourceVersion` or `uid`; `413
+//! RequestEntityTooLarge` for a body over
+//! [`max_request_body`](KubernetesApi::max_request_body) or a JSON patch of
+//! more than 10 000 operations; `415 UnsupportedMediaType` for a strategic
+//! merge (or unknown) patch; `422 Invalid` for a spec or metadata that does
+//! not decode, an unknown field under `fieldValidation=Strict`, a missing
+//! name or a JSON patch that cannot apply or whose `test` fails; `503
+//! ServiceUnavailable` when the state is gone. Bad
 //! registrations are [`ExposeError`]s, a bad certificate or key a [`TlsError`].
 //!
 //! # Example
@@ -302,6 +322,7 @@ pub(crate) struct Shared {
     pub(crate) namespaces: BTreeSet<String>,
     pub(crate) bookmark_interval: Duration,
     pub(crate) watch_buffer: usize,
+    pub(crate) max_request_body: usize,
 }
 
 impl Shared {
@@ -331,6 +352,12 @@ pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 /// Events a watch client may have unread before the server ends its watch.
 pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 
+/// The largest request body the API reads by default: 3 MiB, the
+/// apiserver's own limit (`MaxRequestBodyBytes`), well above what one
+/// object may weigh in etcd (1.5 MiB), so every manifest a real cluster
+/// accepts is accepted here too.
+pub const DEFAULT_MAX_REQUEST_BODY: usize = 3 * 1024 * 1024;
+
 /// The Kubernetes API over one [`State`]: expose types, then
 /// [`serve`](KubernetesApi::serve) it or mount it with
 /// [`configure`](KubernetesApi::configure). See the [module](self) docs.
@@ -342,6 +369,7 @@ pub struct KubernetesApi {
     namespaces: BTreeSet<String>,
     bookmark_interval: Duration,
     watch_buffer: usize,
+    max_request_body: usize,
     // ---- access and TLS (auth.rs, tls.rs) ----
     /// `None`: open (no tokens, no anonymous setting).
     access: Option<auth::Access>,
@@ -360,6 +388,7 @@ impl fmt::Debug for KubernetesApi {
             .field("namespaces", &self.namespaces)
             .field("bookmark_interval", &self.bookmark_interval)
             .field("watch_buffer", &self.watch_buffer)
+            .field("max_request_body", &self.max_request_body)
             .field("access", &self.access)
             .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
@@ -377,6 +406,7 @@ impl KubernetesApi {
             namespaces: BTreeSet::new(),
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             watch_buffer: DEFAULT_WATCH_BUFFER,
+            max_request_body: DEFAULT_MAX_REQUEST_BODY,
             access: None,
             tls: None,
         }
@@ -422,6 +452,34 @@ impl KubernetesApi {
     #[must_use]
     pub fn watch_buffer(mut self, events: usize) -> Self {
         self.watch_buffer = events.max(1);
+        self
+    }
+
+    /// The largest request body (POST, PUT, PATCH, DELETE options) the API
+    /// reads, in bytes (default [`DEFAULT_MAX_REQUEST_BODY`], 3 MiB like the
+    /// apiserver; at least 1 KiB). A larger body is answered `413
+    /// RequestEntityTooLarge` as a `Status` and changes nothing: at once when
+    /// its `Content-Length` says so, else as soon as that many bytes have
+    /// come in (the rest is not read, and the connection is closed). A
+    /// client can cost the server no more memory than this per request.
+    ///
+    /// The limit is the API's own, whatever the actix-web `PayloadConfig` of
+    /// an application it is mounted into says.
+    ///
+    /// ```
+    /// use cosi_runtime::kubernetes::{DEFAULT_MAX_REQUEST_BODY, KubernetesApi};
+    ///
+    /// # actix::System::new().block_on(async {
+    /// let state = cosi_runtime::State::start();
+    /// // Small objects only: a 64 KiB manifest is plenty here.
+    /// let api = KubernetesApi::new(&state).max_request_body(64 * 1024);
+    /// assert!(format!("{api:?}").contains("max_request_body: 65536"));
+    /// assert_eq!(DEFAULT_MAX_REQUEST_BODY, 3 * 1024 * 1024);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn max_request_body(mut self, bytes: usize) -> Self {
+        self.max_request_body = bytes.max(1024);
         self
     }
 
@@ -482,6 +540,7 @@ impl KubernetesApi {
             namespaces: self.namespaces.clone(),
             bookmark_interval: self.bookmark_interval,
             watch_buffer: self.watch_buffer,
+            max_request_body: self.max_request_body,
         }
     }
 

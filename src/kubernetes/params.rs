@@ -79,6 +79,11 @@ impl FieldSelector {
     }
 }
 
+/// The longest `timeoutSeconds` honoured (a year); a longer one is cut to it.
+/// A watch's deadline is `now + timeout`: an unbounded one would overflow
+/// the clock (`timeoutSeconds=18446744073709551615` panicked the handler).
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Where a list or watch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Start {
@@ -122,9 +127,12 @@ impl ListParams {
             })?),
         };
         let timeout = match query.get("timeoutSeconds") {
-            Some(v) => Some(Duration::from_secs(v.parse().map_err(|_| {
-                Status::bad_request(format!("timeoutSeconds {v:?} is not a number of seconds"))
-            })?)),
+            Some(v) => Some(
+                Duration::from_secs(v.parse().map_err(|_| {
+                    Status::bad_request(format!("timeoutSeconds {v:?} is not a number of seconds"))
+                })?)
+                .min(MAX_TIMEOUT),
+            ),
             None => None,
         };
         Ok(ListParams {
@@ -160,6 +168,25 @@ mod tests {
             assert!(!parse_bool("watch", f).unwrap(), "{f}");
         }
         assert_eq!(parse_bool("watch", "yes").unwrap_err().code(), 400);
+    }
+
+    fn query(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_huge_timeout_is_cut_to_the_longest_and_a_negative_one_is_a_400() {
+        let huge = ListParams::parse(&query(&[("timeoutSeconds", "18446744073709551615")]));
+        let timeout = huge.unwrap().timeout.unwrap();
+        assert_eq!(timeout, MAX_TIMEOUT);
+        // The watch's deadline, as watch.rs computes it, does not overflow.
+        assert!(tokio::time::Instant::now().checked_add(timeout).is_some());
+        let short = ListParams::parse(&query(&[("timeoutSeconds", "30")])).unwrap();
+        assert_eq!(short.timeout, Some(Duration::from_secs(30)));
+        for bad in ["-1", "1.5", "ten", ""] {
+            let e = ListParams::parse(&query(&[("timeoutSeconds", bad)])).unwrap_err();
+            assert_eq!(e.code(), 400, "{bad:?}");
+        }
     }
 
     #[test]

@@ -23,11 +23,20 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Why a JSON patch failed.
+/// The most operations one JSON patch may hold (the apiserver's
+/// `maxJSONPatchOperations`): more is a `413`.
+pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// Why a JSON patch failed, as the apiserver sorts it: what does not decode
+/// as a list of operations is a bad request, what fails while applying
+/// (an unknown `op`, a missing or malformed `path`, `from` or `value`, a
+/// path to nothing, a failed `test`) makes the object invalid.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum PatchError {
-    /// The patch document is not a list of well-formed operations (400).
+    /// The patch document is not an array of objects (400).
     Malformed(String),
+    /// More than [`MAX_JSON_PATCH_OPERATIONS`] operations (413).
+    TooLarge(String),
     /// An operation could not be applied, or a `test` failed (422).
     Failed(String),
 }
@@ -38,7 +47,7 @@ fn tokens(pointer: &str) -> Result<Vec<String>, PatchError> {
         return Ok(Vec::new());
     }
     let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(PatchError::Malformed(format!(
+        return Err(PatchError::Failed(format!(
             "JSON pointer {pointer:?} does not start with '/'"
         )));
     };
@@ -140,17 +149,28 @@ pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchErro
     let Value::Array(ops) = patch else {
         return Err(PatchError::Malformed("a JSON patch is an array of operations".into()));
     };
+    if let Some(op) = ops.iter().find(|op| !op.is_object()) {
+        return Err(PatchError::Malformed(format!(
+            "a JSON patch is an array of operations (objects), not {op}"
+        )));
+    }
+    if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(PatchError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+            ops.len()
+        )));
+    }
     let mut work = doc.clone();
     for op in ops {
         let field = |name: &str| -> Result<&str, PatchError> {
-            op.get(name).and_then(Value::as_str).ok_or_else(|| {
-                PatchError::Malformed(format!("operation {op} has no string {name:?}"))
-            })
+            op.get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| PatchError::Failed(format!("operation {op} has no string {name:?}")))
         };
         let value = || {
             op.get("value")
                 .cloned()
-                .ok_or_else(|| PatchError::Malformed(format!("operation {op} has no \"value\"")))
+                .ok_or_else(|| PatchError::Failed(format!("operation {op} has no \"value\"")))
         };
         let path = field("path")?;
         match field("op")? {
@@ -191,9 +211,7 @@ pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchErro
                 }
             }
             other => {
-                return Err(PatchError::Malformed(format!(
-                    "unknown JSON patch operation {other:?}"
-                )));
+                return Err(PatchError::Failed(format!("unknown JSON patch operation {other:?}")));
             }
         }
     }
@@ -265,16 +283,34 @@ mod tests {
             (json!([{"op": "replace", "path": "/spec/nope", "value": 1}]), false),
             (json!([{"op": "add", "path": "/nope/x", "value": 1}]), false),
             (json!([{"op": "move", "from": "/spec", "path": "/spec/x"}]), false),
-            (json!([{"op": "add", "path": "spec", "value": 1}]), true),
-            (json!([{"op": "frob", "path": "/spec"}]), true),
-            (json!([{"op": "add", "path": "/spec/x"}]), true),
+            // As the apiserver sorts them: an operation that cannot be
+            // applied (unknown, a path that is no JSON pointer, no value)
+            // is a failure (422), only a document that is no array of
+            // objects is malformed (400).
+            (json!([{"op": "add", "path": "spec", "value": 1}]), false),
+            (json!([{"op": "frob", "path": "/spec"}]), false),
+            (json!([{"op": "add", "path": "/spec/x"}]), false),
+            (json!([{"op": "add", "value": 1}]), false),
+            (json!([{"op": 5, "path": "/spec"}]), false),
             (json!({"op": "add"}), true),
+            (json!([{"op": "test", "path": "/spec", "value": {"mtu": 1500}}, 1]), true),
+            (json!("add"), true),
         ] {
             let mut doc = original.clone();
             let e = json_patch(&mut doc, &patch).unwrap_err();
             assert_eq!(matches!(e, PatchError::Malformed(_)), malformed, "{patch}: {e:?}");
             assert_eq!(doc, original, "{patch}");
         }
+    }
+
+    #[test]
+    fn a_json_patch_of_too_many_operations_is_too_large() {
+        let op = json!({"op": "test", "path": "/spec/mtu", "value": 1500});
+        let mut doc = json!({"spec": {"mtu": 1500}});
+        let at_most = Value::Array(vec![op.clone(); MAX_JSON_PATCH_OPERATIONS]);
+        assert_eq!(json_patch(&mut doc, &at_most), Ok(()));
+        let over = Value::Array(vec![op; MAX_JSON_PATCH_OPERATIONS + 1]);
+        assert!(matches!(json_patch(&mut doc, &over), Err(PatchError::TooLarge(_))));
     }
 
     #[test]

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 /// kubectl prints `Error from server (<reason>): <message>`; clients branch on
 /// `code` and `reason` (400 `BadRequest`, 401 `Unauthorized`, 403
 /// `Forbidden`, 404 `NotFound`, 405 `MethodNotAllowed`, 406 `NotAcceptable`,
-/// 409 `AlreadyExists` and `Conflict`, 410 `Expired`, 415
-/// `UnsupportedMediaType`, 422 `Invalid`, 500 `InternalError`, 503
+/// 409 `AlreadyExists` and `Conflict`, 410 `Expired`, 413
+/// `RequestEntityTooLarge`, 415 `UnsupportedMediaType`, 422 `Invalid`, 500 `InternalError`, 503
 /// `ServiceUnavailable`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
@@ -127,6 +127,17 @@ impl Status {
     /// 400 `BadRequest`: a malformed parameter (selector, version, boolean).
     pub fn bad_request(message: impl Into<String>) -> Self {
         Status::new(400, "BadRequest", message)
+    }
+
+    /// 413 `RequestEntityTooLarge`: a request body over the limit
+    /// ([`max_request_body`](super::KubernetesApi::max_request_body)), or a
+    /// JSON patch of too many operations.
+    pub fn request_entity_too_large(message: impl Into<String>) -> Self {
+        Status::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: {}", message.into()),
+        )
     }
 
     /// 405 `MethodNotAllowed`: a method the path does not serve.
@@ -248,11 +259,9 @@ pub(super) async fn not_allowed(req: actix_web::HttpRequest) -> HttpResponse {
     Status::method_not_allowed(req.method().as_str(), req.path()).error_response()
 }
 
-/// The answer to a path under `/api` or `/apis` that names nothing served.
+/// The answer to a path under `/api` or `/apis` that names nothing served,
+/// whatever the method (as the apiserver answers): `404 NotFound`.
 pub(super) async fn no_such_path(req: actix_web::HttpRequest) -> HttpResponse {
-    if req.method() != actix_web::http::Method::GET {
-        return Status::method_not_allowed(req.method().as_str(), req.path()).error_response();
-    }
     Status::not_found(format!("the server could not find the requested resource ({})", req.path()))
         .error_response()
 }
@@ -277,5 +286,26 @@ mod tests {
         let compacted =
             crate::Error::Compacted { resource: "k".into(), revision: 1, reason: "old".into() };
         assert_eq!(Status::from(compacted).reason(), "Expired");
+    }
+
+    #[actix::test]
+    async fn a_path_that_names_nothing_is_404_whatever_the_method() {
+        use actix_web::body::MessageBody;
+        use actix_web::test::TestRequest;
+        let path = "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs/eth0/status";
+        for req in [TestRequest::get(), TestRequest::patch(), TestRequest::delete()] {
+            let resp = no_such_path(req.uri(path).to_http_request()).await;
+            assert_eq!(resp.status(), 404);
+            let body = resp.into_body().try_into_bytes().unwrap();
+            let status: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(status["reason"], "NotFound");
+        }
+    }
+
+    #[test]
+    fn too_large_is_a_413_request_entity_too_large() {
+        let s = Status::request_entity_too_large("limit is 3145728 bytes");
+        assert_eq!((s.code(), s.reason()), (413, "RequestEntityTooLarge"));
+        assert_eq!(s.message(), "Request entity too large: limit is 3145728 bytes");
     }
 }

@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use actix_web::http::header::CONTENT_TYPE;
+use actix_web::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, web};
+use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::Shared;
@@ -110,6 +111,38 @@ fn strict(query: &HashMap<String, String>) -> Result<bool, Status> {
             "fieldValidation={other:?}: expected Strict, Warn or Ignore"
         ))),
     }
+}
+
+/// The request body, at most [`max_request_body`](super::KubernetesApi::max_request_body)
+/// bytes. A larger one is a `413`: before any of it is read when its
+/// `Content-Length` says so, else as soon as the limit is passed (the rest
+/// is never read; actix-web closes the connection after the answer).
+async fn read_body(
+    shared: &Shared,
+    req: &HttpRequest,
+    mut payload: web::Payload,
+) -> Result<web::Bytes, Status> {
+    let limit = shared.max_request_body;
+    let too_large = || Status::request_entity_too_large(format!("limit is {limit} bytes"));
+    let announced = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    // Bounded by the limit, checked above.
+    let mut body = web::BytesMut::with_capacity(announced.map_or(0, |n| n as usize));
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk
+            .map_err(|e| Status::bad_request(format!("the request body could not be read: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
 }
 
 fn json_body(body: &[u8]) -> Result<Value, Status> {
@@ -331,12 +364,18 @@ pub(super) async fn create(
     shared: web::Data<Shared>,
     path: web::Path<(String, String, String, String)>,
     query: Query,
-    body: web::Bytes,
+    req: HttpRequest,
+    payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
+    // The type first (404), as the apiserver routes before it reads a body.
+    let mut target = target(&shared, path.into_inner(), String::new())?;
     let strict = strict(&query)?;
-    let body = json_body(&body)?;
-    let name = body["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-    let target = target(&shared, path.into_inner(), name)?;
+    let body = json_body(&read_body(&shared, &req, payload).await?)?;
+    if !body.is_object() {
+        // Before the name is looked for: no object, no name (400, not 422).
+        return Err(Status::bad_request("the request body is not a JSON object"));
+    }
+    target.name = body["metadata"]["name"].as_str().unwrap_or_default().to_owned();
     if target.name.is_empty() {
         return Err(target.invalid("metadata.name: Required value: name is required"));
     }
@@ -361,10 +400,12 @@ pub(super) async fn replace(
     shared: web::Data<Shared>,
     path: ItemPath,
     query: Query,
-    body: web::Bytes,
+    req: HttpRequest,
+    payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
-    let strict = strict(&query)?;
     let target = item(&shared, path)?;
+    let strict = strict(&query)?;
+    let body = read_body(&shared, &req, payload).await?;
     let desired = desired(&target, &json_body(&body)?, strict)?;
     for _ in 0..ATTEMPTS {
         let stored = target.stored(&shared).await?.ok_or_else(|| target.not_found())?;
@@ -402,16 +443,22 @@ pub(super) async fn patch(
     path: ItemPath,
     query: Query,
     req: HttpRequest,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     let target = item(&shared, path)?;
     let kind = patch_type(&req)?;
     let strict = strict(&query)?;
+    let body = read_body(&shared, &req, payload).await?;
     let patch = serde_json::from_slice::<Value>(&body).map_err(|e| {
         Status::bad_request(format!(
             "the patch is not JSON (apply patches are read as JSON, which kubectl sends): {e}"
         ))
     })?;
+    // An apply patch is an object (the apiserver decodes it into one): a
+    // merge of anything else would replace the whole object.
+    if kind == PatchType::Apply && !patch.is_object() {
+        return Err(Status::bad_request("an apply patch is a JSON object"));
+    }
     let manager = match (kind, query.get("fieldManager")) {
         (PatchType::Apply, Some(m)) if !m.is_empty() => Some(m.clone()),
         (PatchType::Apply, _) => {
@@ -421,13 +468,16 @@ pub(super) async fn patch(
         }
         _ => None,
     };
-    let record_manager = |doc: &mut Value| {
+    // Recorded in what the patched object asks for once it has been read:
+    // never into the patched document, where a `metadata` (or
+    // `annotations`) that is no object would be replaced by one instead of
+    // refused.
+    let desired_of = |doc: &Value| {
+        let mut desired = desired(&target, doc, strict)?;
         if let Some(m) = &manager {
-            merge_patch(
-                doc,
-                &serde_json::json!({"metadata": {"annotations": {FIELD_MANAGER_ANNOTATION: m}}}),
-            );
+            desired.metadata.annotations_mut().insert(FIELD_MANAGER_ANNOTATION, m.as_str());
         }
+        Ok::<_, Status>(desired)
     };
     for _ in 0..ATTEMPTS {
         let Some(stored) = target.stored(&shared).await? else {
@@ -435,12 +485,7 @@ pub(super) async fn patch(
                 return Err(target.not_found());
             }
             // Server-side apply of a missing object creates it.
-            let mut doc = patch.clone();
-            if !doc.is_object() {
-                return Err(Status::bad_request("an apply patch is a JSON object"));
-            }
-            record_manager(&mut doc);
-            let desired = desired(&target, &doc, strict)?;
+            let desired = desired_of(&patch)?;
             let resource = AnyResource::from_dynamic(desired.metadata, desired.spec);
             match shared.state.create(resource, None).await {
                 Ok(created) => return target.respond(&created, true),
@@ -454,11 +499,11 @@ pub(super) async fn patch(
             PatchType::Merge | PatchType::Apply => merge_patch(&mut doc, &patch),
             PatchType::Json => json_patch(&mut doc, &patch).map_err(|e| match e {
                 PatchError::Malformed(m) => Status::bad_request(m),
+                PatchError::TooLarge(m) => Status::request_entity_too_large(m),
                 PatchError::Failed(m) => target.invalid(&m),
             })?,
         }
-        record_manager(&mut doc);
-        let desired = desired(&target, &doc, strict)?;
+        let desired = desired_of(&doc)?;
         if let Some(written) = update_over(&shared, &target, &desired, &stored).await? {
             return target.respond(&written, false);
         }
@@ -474,10 +519,12 @@ pub(super) async fn delete(
     shared: web::Data<Shared>,
     path: ItemPath,
     query: Query,
-    body: web::Bytes,
+    req: HttpRequest,
+    payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     let target = item(&shared, path)?;
     strict(&query)?;
+    let body = read_body(&shared, &req, payload).await?;
     let options =
         if body.iter().all(u8::is_ascii_whitespace) { Value::Null } else { json_body(&body)? };
     let stored = target.stored(&shared).await?.ok_or_else(|| target.not_found())?;
@@ -535,5 +582,139 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, ["spec.bogus", "spec.nested[0].b"]);
+    }
+
+    // ---- requests through the routes (actix-web's test service) ----
+
+    use actix_web::test::{TestRequest, call_service, init_service, read_body};
+    use actix_web::{App, http::StatusCode};
+
+    const NOTES: &str = "/apis/misc.cosi.dev/v1/namespaces/config/notes";
+
+    fn api(state: &crate::State) -> super::super::KubernetesApi {
+        super::super::KubernetesApi::new(state)
+            .expose(super::super::Expose::resource_type("Notes.misc.cosi.dev", "v1"))
+            .unwrap()
+    }
+
+    /// Status code and JSON body (`Null` when it is not JSON) of `req`
+    /// (a `TestRequest::to_request()`).
+    async fn answer<S, R, B>(app: &S, req: R) -> (StatusCode, Value)
+    where
+        S: actix_web::dev::Service<
+                R,
+                Response = actix_web::dev::ServiceResponse<B>,
+                Error = actix_web::Error,
+            >,
+        B: actix_web::body::MessageBody,
+    {
+        let resp = call_service(app, req).await;
+        let status = resp.status();
+        let body = read_body(resp).await;
+        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    }
+
+    fn note(name: &str, text: &str) -> Value {
+        json!({"metadata": {"name": name}, "spec": {"text": text}})
+    }
+
+    async fn notes(state: &crate::State) -> usize {
+        let kind = Kind::new("config", "Notes.misc.cosi.dev");
+        state.list(&kind, &crate::resource::LabelQuery::all()).await.unwrap().len()
+    }
+
+    /// actix-web's own `Bytes` extractor stops at 256 KiB with a plain-text
+    /// 413: bodies are read up to `max_request_body` (3 MiB by default),
+    /// and refused past it with a `Status`.
+    #[actix::test]
+    async fn bodies_are_read_up_to_the_limit_and_refused_past_it_with_a_status() {
+        let state = crate::State::start();
+        let app = init_service(App::new().configure(api(&state).configure())).await;
+        let large = note("large", &"x".repeat(1024 * 1024)).to_string();
+        let (code, _) =
+            answer(&app, TestRequest::post().uri(NOTES).set_payload(large).to_request()).await;
+        assert_eq!(code, StatusCode::CREATED, "1 MiB is under the default 3 MiB");
+
+        let small = api(&state).max_request_body(2048);
+        let app = init_service(App::new().configure(small.configure())).await;
+        let over = note("over", &"x".repeat(4096)).to_string();
+        let item = format!("{NOTES}/large");
+        for (method, uri) in [
+            (TestRequest::post(), NOTES),
+            (TestRequest::put(), item.as_str()),
+            (TestRequest::patch(), item.as_str()),
+        ] {
+            let req = method
+                .uri(uri)
+                .insert_header((CONTENT_TYPE, "application/merge-patch+json"))
+                .set_payload(over.clone());
+            let (code, status) = answer(&app, req.to_request()).await;
+            assert_eq!(code, StatusCode::PAYLOAD_TOO_LARGE, "{uri}: {status}");
+            assert_eq!(
+                (status["kind"].as_str(), status["reason"].as_str()),
+                (Some("Status"), Some("RequestEntityTooLarge"))
+            );
+            assert_eq!(status["message"], "Request entity too large: limit is 2048 bytes");
+        }
+        assert_eq!(notes(&state).await, 1, "nothing written past the limit");
+        let stored = state.get(&Kind::new("config", "Notes.misc.cosi.dev").pointer("large")).await;
+        assert_eq!(stored.unwrap().metadata().revision(), 1, "unchanged");
+    }
+
+    #[actix::test]
+    async fn a_write_to_a_type_not_served_is_404_before_its_body_is_read() {
+        let state = crate::State::start();
+        let app = init_service(App::new().configure(api(&state).configure())).await;
+        let unknown = "/apis/misc.cosi.dev/v1/namespaces/config/nope";
+        let req = TestRequest::post().uri(unknown).set_payload("{not json");
+        let (code, status) = answer(&app, req.to_request()).await;
+        assert_eq!((code.as_u16(), status["reason"].as_str()), (404, Some("NotFound")));
+    }
+
+    #[actix::test]
+    async fn a_create_whose_body_is_no_object_is_a_400_not_a_missing_name() {
+        let state = crate::State::start();
+        let app = init_service(App::new().configure(api(&state).configure())).await;
+        for body in ["[]", "\"n1\"", "null", "3"] {
+            let (code, status) =
+                answer(&app, TestRequest::post().uri(NOTES).set_payload(body).to_request()).await;
+            assert_eq!(
+                (code.as_u16(), status["reason"].as_str()),
+                (400, Some("BadRequest")),
+                "{body}"
+            );
+        }
+        assert_eq!(notes(&state).await, 0);
+    }
+
+    /// The field manager used to be merged into the patched document, where
+    /// it replaced a `metadata` (or `annotations`) that is no object: an
+    /// invalid apply went in as a valid one.
+    #[actix::test]
+    async fn an_apply_whose_metadata_is_no_object_is_refused() {
+        let state = crate::State::start();
+        let app = init_service(App::new().configure(api(&state).configure())).await;
+        let created = TestRequest::post().uri(NOTES).set_payload(note("n1", "hi").to_string());
+        assert_eq!(answer(&app, created.to_request()).await.0, StatusCode::CREATED);
+        for (name, patch) in [
+            ("n1", json!({"metadata": "n1"})),
+            ("n1", json!({"metadata": {"annotations": "x"}})),
+            ("n1", json!([{"op": "add"}])),
+            ("n2", json!({"metadata": "n2", "spec": {}})),
+            ("n2", json!("n2")),
+        ] {
+            let req = TestRequest::patch()
+                .uri(&format!("{NOTES}/{name}?fieldManager=ops"))
+                .insert_header((CONTENT_TYPE, "application/apply-patch+yaml"))
+                .set_payload(patch.to_string());
+            let (code, status) = answer(&app, req.to_request()).await;
+            assert!(matches!(code.as_u16(), 400 | 422), "{patch}: {code} {status}");
+            assert_eq!(status["kind"], "Status");
+        }
+        let stored = state.get(&Kind::new("config", "Notes.misc.cosi.dev").pointer("n1")).await;
+        let stored = stored.unwrap();
+        assert_eq!(stored.metadata().revision(), 1, "unchanged");
+        assert_eq!(stored.metadata().annotations().get(FIELD_MANAGER_ANNOTATION), None);
+        assert_eq!(notes(&state).await, 1, "n2 not created");
     }
 }
