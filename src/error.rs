@@ -160,8 +160,12 @@ pub enum StorageFailure {
     UnsupportedFormat,
     /// The file or its directory cannot be written.
     ReadOnly,
-    /// Any other IO or engine failure (a full disk, a failed fsync, ...).
+    /// Any other IO or engine failure (a failed fsync, a broken device, ...).
     Io,
+    /// The disk (or the quota) is full: nothing of the batch was written,
+    /// what was acknowledged before is kept, reads go on, and writes succeed
+    /// again once space is freed.
+    Full,
     /// The backend is closed or its writer thread is gone.
     Closed,
     /// A write's precondition did not hold in the store (another writer, or
@@ -187,6 +191,7 @@ impl fmt::Display for StorageFailure {
             StorageFailure::UnsupportedFormat => "unsupported format",
             StorageFailure::ReadOnly => "read-only",
             StorageFailure::Io => "io",
+            StorageFailure::Full => "full: no space left on the device (free some: writes resume)",
             StorageFailure::Closed => "closed",
             StorageFailure::Conflict => "conflict",
             StorageFailure::Unavailable => "unavailable",

@@ -1,6 +1,7 @@
 //! [`RedbBackend`]: a durable state in one file, on [redb](https://www.redb.org).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread;
 
@@ -41,6 +42,14 @@ const META: TableDefinition<'_, &str, u64> = TableDefinition::new("cosi.meta");
 ///   spec comes back in its serialized form and reads back as its typed spec
 ///   on the first typed read ([`AnyResource::typed`]), without registering
 ///   anything first.
+/// - A new file is created whole or not at all: made under a temporary name
+///   (`NAME.creating`) and renamed into place, so a crash at any moment of
+///   its creation leaves either no file or one that opens.
+/// - A full disk fails the batch with [`StorageFailure::Full`]: nothing of it
+///   is written, what was acknowledged before is kept, reads go on (from the
+///   cache), and writes succeed again by themselves once there is room (the
+///   writer reopens the file after a failed write: redb refuses every write
+///   after an IO error until then).
 /// - Open fails with [`Error::Storage`] and leaves the file as it was when the
 ///   file is locked by another process ([`StorageFailure::Locked`]), is not a
 ///   state file or is damaged ([`StorageFailure::Corrupt`]: also a file that
@@ -53,12 +62,23 @@ const META: TableDefinition<'_, &str, u64> = TableDefinition::new("cosi.meta");
 /// Specs are stored as JSON through their `Serialize` impl: a spec type whose
 /// serialized form changes incompatibly reads back as a
 /// [`TypeMismatch`](Error::TypeMismatch) naming the resource.
-#[derive(Debug)]
 pub struct RedbBackend {
     path: PathBuf,
+    /// Opens the database again: after a failed write (redb refuses every
+    /// write after an IO error until reopened), in the writer thread.
+    reopen: Reopen,
     db: Option<Database>,
     writer: Option<mpsc::Sender<Command>>,
     thread: Option<thread::JoinHandle<()>>,
+}
+
+/// How a [`RedbBackend`] opens its database (again).
+type Reopen = Arc<dyn Fn() -> Result<Database, redb::DatabaseError> + Send + Sync>;
+
+impl std::fmt::Debug for RedbBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbBackend").field("path", &self.path).finish_non_exhaustive()
+    }
 }
 
 enum Command {
@@ -102,6 +122,9 @@ fn classify_io(e: &std::io::Error) -> StorageFailure {
     use std::io::ErrorKind;
     match e.kind() {
         ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => StorageFailure::ReadOnly,
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge => {
+            StorageFailure::Full
+        }
         ErrorKind::WouldBlock => StorageFailure::Locked,
         _ => StorageFailure::Io,
     }
@@ -165,9 +188,16 @@ impl RedbBackend {
         if std::fs::metadata(&path).map_or(true, |m| m.len() == 0) {
             create_new(&path)?;
         }
-        let db = Database::create(&path).map_err(|e| redb_error(&path, e))?;
+        let file = path.clone();
+        RedbBackend::open_with(path, Arc::new(move || Database::create(&file)))
+    }
+
+    /// Opens the database `reopen` makes (named `path` in errors), and
+    /// writes the format version into it if it is new.
+    pub(crate) fn open_with(path: PathBuf, reopen: Reopen) -> Result<RedbBackend, Error> {
+        let db = reopen().map_err(|e| redb_error(&path, e))?;
         init_format(&db, &path)?;
-        Ok(RedbBackend { path, db: Some(db), writer: None, thread: None })
+        Ok(RedbBackend { path, reopen, db: Some(db), writer: None, thread: None })
     }
 
     /// The file.
@@ -182,9 +212,10 @@ impl RedbBackend {
         let db = self.db.take().ok_or_else(|| self.closed())?;
         let (tx, rx) = mpsc::channel();
         let path = self.path.clone();
+        let reopen = self.reopen.clone();
         let thread = thread::Builder::new()
             .name("cosi-redb-writer".into())
-            .spawn(move || writer(db, &path, &rx))
+            .spawn(move || writer(db, &path, &reopen, &rx))
             .map_err(|e| storage(self.path.display().to_string(), StorageFailure::Io, e))?;
         self.thread = Some(thread);
         self.writer = Some(tx.clone());
@@ -315,11 +346,38 @@ fn init_format(db: &Database, path: &Path) -> Result<(), Error> {
 }
 
 /// The writer thread: one write transaction per batch, until closed.
-fn writer(db: Database, path: &Path, commands: &mpsc::Receiver<Command>) {
+///
+/// A batch that fails on the disk (IO, full) is not written, and redb then
+/// refuses every later write until the database is opened again: the thread
+/// reopens it at once (redb's repair runs) and, if that fails too (the disk
+/// still full), before each later batch. So writes resume by themselves once
+/// the disk has room, and until then each fails with the disk's error.
+fn writer(db: Database, path: &Path, reopen: &Reopen, commands: &mpsc::Receiver<Command>) {
+    let mut db = Ok(db);
     while let Ok(command) = commands.recv() {
         match command {
             Command::Commit(batch, reply) => {
-                let _ = reply.send(commit_batch(&db, path, &batch));
+                if db.is_err() {
+                    db = reopen().map_err(|e| redb_error(path, e));
+                }
+                let result = match &db {
+                    Ok(open) => commit_batch(open, path, &batch),
+                    Err(e) => Err(e.clone()),
+                };
+                if let Err(Error::Storage {
+                    failure: StorageFailure::Io | StorageFailure::Full,
+                    ..
+                }) = &result
+                {
+                    // Closed before it is opened again (redb holds a lock).
+                    let closed = storage(path.display().to_string(), StorageFailure::Closed, "");
+                    drop(std::mem::replace(&mut db, Err(closed)));
+                    db = reopen().map_err(|e| redb_error(path, e));
+                    if let Err(e) = &db {
+                        log::warn!("{}: cannot reopen after a failed write: {e}", path.display());
+                    }
+                }
+                let _ = reply.send(result);
             }
             Command::Close(reply) => {
                 drop(db);
@@ -453,7 +511,8 @@ mod tests {
             classify_io(&IoError::from(ErrorKind::ReadOnlyFilesystem)),
             StorageFailure::ReadOnly
         );
-        assert_eq!(classify_io(&IoError::from(ErrorKind::StorageFull)), StorageFailure::Io);
+        assert_eq!(classify_io(&IoError::from(ErrorKind::StorageFull)), StorageFailure::Full);
+        assert_eq!(classify_io(&IoError::from_raw_os_error(28)), StorageFailure::Full, "ENOSPC");
         assert_eq!(classify(&redb::Error::DatabaseAlreadyOpen), StorageFailure::Locked);
         assert_eq!(classify(&redb::Error::UpgradeRequired(1)), StorageFailure::UnsupportedFormat);
         // A magic number that does not match, a header cut short: the file, not the disk.
@@ -462,7 +521,7 @@ mod tests {
             assert_eq!(classify(&e), StorageFailure::Corrupt, "{kind:?}");
         }
         let e = redb::Error::Io(IoError::from(ErrorKind::StorageFull));
-        assert_eq!(classify(&e), StorageFailure::Io);
+        assert_eq!(classify(&e), StorageFailure::Full);
         let e = redb::Error::Io(IoError::from(ErrorKind::PermissionDenied));
         assert_eq!(classify(&e), StorageFailure::ReadOnly);
     }

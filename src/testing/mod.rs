@@ -57,6 +57,8 @@
 //! ```
 
 pub mod conformance;
+#[cfg(feature = "redb")]
+mod disk;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod harness;
@@ -64,6 +66,8 @@ mod panics;
 mod probe;
 mod record;
 
+#[cfg(feature = "redb")]
+pub use disk::LimitedDisk;
 pub use harness::{Harness, HarnessBuilder};
 pub use probe::{HostProbe, StateProbe};
 pub use record::{Fault, Recorded};
