@@ -78,6 +78,8 @@ pub mod controller;
 mod error;
 pub mod execution;
 pub mod finalizer;
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+mod http_limits;
 #[cfg(feature = "krm")]
 pub mod krm;
 #[cfg(feature = "kubernetes-api")]

@@ -240,3 +240,50 @@ async fn a_last_event_id_that_is_not_a_revision_is_a_bad_request() {
     );
     server.stop().await;
 }
+
+#[actix::test]
+async fn a_client_over_its_watch_limit_is_429_until_one_of_its_watches_ends() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
+    let server = Admin::new(&runtime)
+        .kinds([Kind::of::<IntSpec>(NS)])
+        .max_watches_per_client(2)
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let Bind::Tcp(addr) = *server.bind() else { unreachable!("a TCP bind") };
+    let first = open(addr, "/api/v1/watch/default/ints").await;
+    let second = open(addr, "/api/v1/watch/default/ints/a").await;
+    assert_eq!((first.status, second.status), (200, 200));
+    let third = admin_support::get(addr, "/api/v1/watch/default/ints").await;
+    assert_eq!(third.status, 429, "{}", third.body);
+    let error = third.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.starts_with("127.0.0.1 already has 2 watches open"), "{error}");
+    // Lists are not watches.
+    assert_eq!(admin_support::get(addr, "/api/v1/resources/default/ints").await.status, 200);
+    // The first client goes away; the server notices at its next writes to
+    // it (each change goes out), and the slot comes back.
+    drop(first);
+    let ptr = Pointer::of::<IntSpec>(NS, "a");
+    let mut admitted = None;
+    for n in 2..1_000 {
+        state
+            .modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None)
+            .await
+            .unwrap();
+        let again = open(addr, "/api/v1/watch/default/ints").await;
+        if again.status == 200 {
+            admitted = Some(again);
+            break;
+        }
+        assert_eq!(again.status, 429);
+    }
+    assert!(admitted.is_some(), "the slot came back");
+    // A query string over the limit is 414.
+    let long = format!("/api/v1/resources/default/ints?labels={}", "a".repeat(20 * 1024));
+    let answer = admin_support::get(addr, &long).await;
+    assert_eq!(answer.status, 414, "{}", answer.body);
+    assert!(answer.json()["error"].as_str().unwrap().contains("more than the 16384"));
+    server.stop().await;
+}

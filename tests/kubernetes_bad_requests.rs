@@ -816,6 +816,82 @@ async fn a_watch_that_never_reads(fx: &Fixture) {
     assert!(events.iter().all(|e| e["type"] == "ADDED" || e["type"] == "MODIFIED"));
 }
 
+/// Opens a watch and reads its status line only; the stream stays open.
+async fn open_watch(addr: SocketAddr, path: &str) -> (u16, TcpStream) {
+    let mut stream = watch_raw(addr, path).await;
+    let mut head = Vec::new();
+    let read = async {
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n") {
+            stream.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+    };
+    tokio::time::timeout(BOUND, read).await.expect("a status line");
+    let line = String::from_utf8_lossy(&head);
+    (line.split_whitespace().nth(1).unwrap().parse().unwrap(), stream)
+}
+
+/// Two watches per client: a third is 429 until one of them ends; lists
+/// are not watches; a client that went away gives its slot back.
+async fn too_many_watches(fx: &Fixture) {
+    let baseline = fx.state.watch_count().await.unwrap();
+    let (status, first) = open_watch(fx.addr, &format!("{LINKS}?watch=true")).await;
+    assert_eq!(status, 200);
+    let (status, _second) =
+        open_watch(fx.addr, &format!("{LINKS}?watch=1&timeoutSeconds=600")).await;
+    assert_eq!(status, 200);
+    watches_come_to(&fx.state, baseline + 2).await;
+    let third = get(fx.addr, &format!("{LINKS}?watch=true")).await;
+    let message = third.assert_status(429, "TooManyRequests");
+    assert!(message.starts_with("127.0.0.1 already has 2 watches open"), "{message}");
+    assert_eq!(fx.state.watch_count().await.unwrap(), baseline + 2, "no watch was started");
+    assert_eq!(get(fx.addr, LINKS).await.status, 200, "a list is not a watch");
+    // The first client goes away. The server notices at its next writes to
+    // that connection (a change of a link goes out to it), and the slot
+    // comes back: a new watch is admitted.
+    drop(first);
+    let eth0 = link_ptr("eth0");
+    let admitted = async {
+        for mtu in 1400.. {
+            let modify = fx.state.modify(
+                &eth0,
+                move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu,
+                None,
+            );
+            modify.await.unwrap();
+            let (status, stream) = open_watch(fx.addr, &format!("{LINKS}?watch=true")).await;
+            if status == 200 {
+                return stream;
+            }
+            assert_eq!(status, 429);
+        }
+        unreachable!()
+    };
+    let _third = tokio::time::timeout(BOUND, admitted).await.expect("the slot comes back");
+}
+
+/// A query string over the limit is 414; actix-web's own bound on the
+/// request head (128 KiB) cuts a longer one; the server goes on.
+async fn long_queries(fx: &Fixture) {
+    let long = format!("{LINKS}?labelSelector={}", "a".repeat(20 * 1024));
+    let message = get(fx.addr, &long).await.assert_status(414, "RequestURITooLong");
+    assert!(message.contains("more than the 16384 this server accepts"), "{message}");
+    let huge = format!("{LINKS}?labelSelector={}", "a".repeat(200 * 1024));
+    let exchange = async {
+        let mut stream = TcpStream::connect(fx.addr).await.unwrap();
+        let request = format!("GET {huge} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let _ = stream.write_all(request.as_bytes()).await;
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw).await;
+        raw
+    };
+    let raw = tokio::time::timeout(BOUND, exchange).await.expect("an answer or a cut");
+    let text = String::from_utf8_lossy(&raw);
+    assert!(raw.is_empty() || text.starts_with("HTTP/1.1 431"), "{text}");
+    assert_eq!(get(fx.addr, LINKS).await.status, 200);
+}
+
 // ---- the tests -----------------------------------------------------------------
 
 #[actix::test]
@@ -918,6 +994,20 @@ async fn a_watch_client_that_never_reads_is_cut_off_while_the_runtime_keeps_reco
     fx.still_reconciles_and_serves().await;
 }
 
+#[actix::test]
+async fn a_client_over_its_watch_limit_is_429_until_one_of_its_watches_ends() {
+    let fx = Fixture::start_with(|api| api.max_watches_per_client(2)).await;
+    too_many_watches(&fx).await;
+    fx.still_reconciles_and_serves().await;
+}
+
+#[actix::test]
+async fn a_query_string_over_the_limit_is_414_and_a_huge_head_is_cut() {
+    let fx = Fixture::start().await;
+    long_queries(&fx).await;
+    fx.still_reconciles_and_serves().await;
+}
+
 /// Every kind of bad request above, one after the other against one
 /// server and runtime: afterwards it still reconciles and answers a list.
 #[actix::test]
@@ -933,5 +1023,6 @@ async fn after_every_bad_request_the_runtime_still_reconciles_and_the_api_still_
     huge_posts(&fx).await;
     huge_patches(&fx).await;
     a_watch_that_never_reads(&fx).await;
+    long_queries(&fx).await;
     fx.still_reconciles_and_serves().await;
 }

@@ -128,7 +128,9 @@ async fn list(
     shared: web::Data<Shared>,
     path: web::Path<(String, String)>,
     query: Query,
+    req: actix_web::HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    shared.limits.admit(&req, false)?;
     let (namespace, written) = path.into_inner();
     let kind = kind_of(&shared, &namespace, &written).await?;
     let selector = selector(&query)?;
@@ -161,10 +163,11 @@ async fn watch_kind(
     query: Query,
     req: actix_web::HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let slot = shared.limits.admit(&req, true)?;
     let resume = super::sse::last_event_id(&req)?;
     let (namespace, written) = path.into_inner();
     let kind = kind_of(&shared, &namespace, &written).await?;
-    super::sse::watch(&shared, kind, selector(&query)?, None, resume).await
+    super::sse::watch(&shared, kind, selector(&query)?, None, resume, slot).await
 }
 
 async fn watch_one(
@@ -172,10 +175,11 @@ async fn watch_one(
     path: web::Path<(String, String, String)>,
     req: actix_web::HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let slot = shared.limits.admit(&req, true)?;
     let resume = super::sse::last_event_id(&req)?;
     let ptr = pointer_of(&shared, path.into_inner()).await?;
     let id = ptr.id().to_owned();
-    super::sse::watch(&shared, ptr.kind().clone(), LabelQuery::all(), Some(id), resume).await
+    super::sse::watch(&shared, ptr.kind().clone(), LabelQuery::all(), Some(id), resume, slot).await
 }
 
 fn controller_json(m: &ControllerMetrics, graph: &DependencyGraph) -> Value {

@@ -30,6 +30,16 @@ impl ApiError {
         }
     }
 
+    /// 429: a client over its watch limit.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        ApiError { status: StatusCode::TOO_MANY_REQUESTS, message: message.into() }
+    }
+
+    /// 414: a query string over the limit.
+    pub fn uri_too_long(message: impl Into<String>) -> Self {
+        ApiError { status: StatusCode::URI_TOO_LONG, message: message.into() }
+    }
+
     /// 503: the runtime could not answer.
     pub fn unavailable(message: impl Into<String>) -> Self {
         ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: message.into() }
@@ -59,6 +69,19 @@ impl From<crate::Error> for ApiError {
             ApiError::bad_request(e.to_string())
         } else {
             ApiError::unavailable(e.to_string())
+        }
+    }
+}
+
+impl From<crate::http_limits::Refused> for ApiError {
+    fn from(refused: crate::http_limits::Refused) -> Self {
+        match refused {
+            crate::http_limits::Refused::QueryTooLong { .. } => {
+                ApiError::uri_too_long(refused.to_string())
+            }
+            crate::http_limits::Refused::TooManyWatches { .. } => {
+                ApiError::too_many_requests(refused.to_string())
+            }
         }
     }
 }

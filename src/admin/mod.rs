@@ -30,7 +30,9 @@
 //!
 //! A watch has a bounded buffer per client ([`Admin::watch_buffer`]): a client
 //! that reads too slowly gets an `error` event once it catches up with the
-//! buffer, and is disconnected. The state actor is never held back by a
+//! buffer, and is disconnected. One client address holds at most
+//! [`Admin::max_watches_per_client`] watches (429 past it), and a query string
+//! is at most [`Admin::max_query_bytes`] long (414 past it). The state actor is never held back by a
 //! client: each watch takes events from the state as they come.
 //!
 //! ```no_run
@@ -130,6 +132,7 @@ pub(crate) struct Shared {
     pub(crate) expected: Vec<String>,
     pub(crate) kinds: Vec<Kind>,
     pub(crate) watch_buffer: usize,
+    pub(crate) limits: Arc<crate::http_limits::ClientLimits>,
 }
 
 /// The admin endpoint of one [`Runtime`]: configure it, then
@@ -142,6 +145,8 @@ pub struct Admin {
     expected: Vec<String>,
     kinds: Vec<Kind>,
     watch_buffer: usize,
+    max_watches_per_client: usize,
+    max_query_bytes: usize,
 }
 
 impl fmt::Debug for Admin {
@@ -150,12 +155,16 @@ impl fmt::Debug for Admin {
             .field("expected", &self.expected)
             .field("kinds", &self.kinds)
             .field("watch_buffer", &self.watch_buffer)
+            .field("max_watches_per_client", &self.max_watches_per_client)
+            .field("max_query_bytes", &self.max_query_bytes)
             .finish_non_exhaustive()
     }
 }
 
 /// Events a watch client may have buffered before it is disconnected.
 pub const DEFAULT_WATCH_BUFFER: usize = 1024;
+
+pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
 
 impl Admin {
     /// The admin endpoint of `runtime`. Call it inside the actix `System`
@@ -175,6 +184,8 @@ impl Admin {
             expected: Vec::new(),
             kinds: Vec::new(),
             watch_buffer: DEFAULT_WATCH_BUFFER,
+            max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
+            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
         }
     }
 
@@ -213,6 +224,34 @@ impl Admin {
         self
     }
 
+    /// Watches one client address may hold open at once (default
+    /// [`DEFAULT_MAX_WATCHES_PER_CLIENT`], at least 1); one more is answered
+    /// 429 until one of them ends. Every client of a unix socket counts as
+    /// one.
+    ///
+    /// ```
+    /// # actix::System::new().block_on(async {
+    /// let runtime = cosi_runtime::Runtime::start();
+    /// let admin = cosi_runtime::admin::Admin::new(&runtime).max_watches_per_client(8);
+    /// assert!(format!("{admin:?}").contains("max_watches_per_client: 8"));
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn max_watches_per_client(mut self, watches: usize) -> Self {
+        self.max_watches_per_client = watches.max(1);
+        self
+    }
+
+    /// The longest query string accepted, in bytes (default
+    /// [`DEFAULT_MAX_QUERY_BYTES`]); a longer one is answered 414. actix-web
+    /// bounds the whole request head at 128 KiB and 96 headers (431 past it)
+    /// in any case.
+    #[must_use]
+    pub fn max_query_bytes(mut self, bytes: usize) -> Self {
+        self.max_query_bytes = bytes;
+        self
+    }
+
     fn shared(&self) -> Arc<Shared> {
         let registry = self.registry.clone().unwrap_or_else(|| {
             let mut registry = Registry::default();
@@ -226,6 +265,10 @@ impl Admin {
             expected: self.expected.clone(),
             kinds: self.kinds.clone(),
             watch_buffer: self.watch_buffer,
+            limits: crate::http_limits::ClientLimits::new(
+                self.max_watches_per_client,
+                self.max_query_bytes,
+            ),
         })
     }
 

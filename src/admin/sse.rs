@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use super::Shared;
 use super::api::resource_json;
 use super::error::ApiError;
+use crate::http_limits::WatchSlot;
 use crate::resource::{Kind, LabelQuery};
 use crate::state::{Event, WatchOptions, WatchStream};
 
@@ -77,6 +78,7 @@ pub(super) async fn watch(
     query: LabelQuery,
     id: Option<String>,
     resume_from: Option<u64>,
+    slot: Option<WatchSlot>,
 ) -> Result<HttpResponse, ApiError> {
     let state = shared.runtime.state();
     let mut reset = None;
@@ -101,10 +103,13 @@ pub(super) async fn watch(
     }
     let overflowed = Arc::new(AtomicBool::new(false));
     actix_web::rt::spawn(forward(stream, tx, id, overflowed.clone(), shared.watch_buffer));
-    let body = futures::stream::unfold(Some((rx, overflowed)), |open| async move {
-        let (mut rx, overflowed) = open?;
+    // The client's watch slot goes back when the body is dropped.
+    let body = futures::stream::unfold(Some((rx, overflowed, slot)), |open| async move {
+        let (mut rx, overflowed, slot) = open?;
         match rx.recv().await {
-            Some(frame) => Some((Ok::<_, std::convert::Infallible>(frame), Some((rx, overflowed)))),
+            Some(frame) => {
+                Some((Ok::<_, std::convert::Infallible>(frame), Some((rx, overflowed, slot))))
+            }
             None if overflowed.load(Ordering::Acquire) => {
                 let why = "the client read too slowly: its event buffer overflowed; watch again";
                 Some((Ok(frame("error", None, &serde_json::json!({ "error": why }))), None))

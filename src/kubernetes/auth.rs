@@ -334,7 +334,7 @@ impl Access {
 
 /// The paths the API serves (and so checks): `/version`, `/api...`,
 /// `/apis...`, `/openapi...`.
-fn is_api_path(path: &str) -> bool {
+pub(crate) fn is_api_path(path: &str) -> bool {
     let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
     matches!(first, "version" | "api" | "apis" | "openapi")
 }

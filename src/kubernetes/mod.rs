@@ -302,8 +302,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::dev::ServerHandle;
-use actix_web::{App, HttpServer, web};
+use actix_web::body::BoxBody;
+use actix_web::dev::{ServerHandle, ServiceRequest};
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{App, HttpServer, guard, web};
 
 pub use auth::{ANONYMOUS, Tokens, User};
 pub use object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION};
@@ -312,6 +314,7 @@ pub use status::Status;
 pub use tls::TlsError;
 
 use crate::State;
+use crate::http_limits::{ClientLimits, Refused};
 use registry::{Exposed, Registry};
 
 /// What the handlers share.
@@ -358,6 +361,8 @@ pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 /// accepts is accepted here too.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 3 * 1024 * 1024;
 
+pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
+
 /// The Kubernetes API over one [`State`]: expose types, then
 /// [`serve`](KubernetesApi::serve) it or mount it with
 /// [`configure`](KubernetesApi::configure). See the [module](self) docs.
@@ -370,6 +375,8 @@ pub struct KubernetesApi {
     bookmark_interval: Duration,
     watch_buffer: usize,
     max_request_body: usize,
+    max_watches_per_client: usize,
+    max_query_bytes: usize,
     // ---- access and TLS (auth.rs, tls.rs) ----
     /// `None`: open (no tokens, no anonymous setting).
     access: Option<auth::Access>,
@@ -389,6 +396,8 @@ impl fmt::Debug for KubernetesApi {
             .field("bookmark_interval", &self.bookmark_interval)
             .field("watch_buffer", &self.watch_buffer)
             .field("max_request_body", &self.max_request_body)
+            .field("max_watches_per_client", &self.max_watches_per_client)
+            .field("max_query_bytes", &self.max_query_bytes)
             .field("access", &self.access)
             .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
@@ -407,6 +416,8 @@ impl KubernetesApi {
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             watch_buffer: DEFAULT_WATCH_BUFFER,
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
+            max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
+            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
             access: None,
             tls: None,
         }
@@ -444,6 +455,36 @@ impl KubernetesApi {
     #[must_use]
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.bookmark_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Watches one client address may hold open at once (default
+    /// [`DEFAULT_MAX_WATCHES_PER_CLIENT`], at least 1); one more is answered
+    /// `429 TooManyRequests` until one of them ends (the apiserver bounds
+    /// requests in flight instead, server-wide). An informer holds one per
+    /// type.
+    ///
+    /// ```
+    /// # actix::System::new().block_on(async {
+    /// let state = cosi_runtime::State::start();
+    /// let api = cosi_runtime::kubernetes::KubernetesApi::new(&state).max_watches_per_client(8);
+    /// assert!(format!("{api:?}").contains("max_watches_per_client: 8"));
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn max_watches_per_client(mut self, watches: usize) -> Self {
+        self.max_watches_per_client = watches.max(1);
+        self
+    }
+
+    /// The longest query string accepted, in bytes (default
+    /// [`DEFAULT_MAX_QUERY_BYTES`]); a longer one is answered `414
+    /// RequestURITooLong`. actix-web bounds the whole request head (request
+    /// line and headers) at 128 KiB and 96 headers in any case, and answers
+    /// 431 past it.
+    #[must_use]
+    pub fn max_query_bytes(mut self, bytes: usize) -> Self {
+        self.max_query_bytes = bytes;
         self
     }
 
@@ -551,12 +592,23 @@ impl KubernetesApi {
         let shared = web::Data::new(self.shared());
         // ---- access (auth.rs): the routes behind the token check when configured ----
         let access = self.access.clone().map(Arc::new);
+        // ---- limits (http_limits.rs): query length, watches per client ----
+        let limits = ClientLimits::new(self.max_watches_per_client, self.max_query_bytes);
         move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(shared.clone());
-            match &access {
-                Some(access) => access.clone().mount(cfg, routes),
-                None => routes(cfg),
-            }
+            let (access, limits) = (access.clone(), limits.clone());
+            // The API's paths only: an application's routes beside them are
+            // left alone.
+            let scope = web::scope("")
+                .guard(guard::fn_guard(|ctx| auth::is_api_path(ctx.head().uri.path())))
+                .wrap(from_fn(move |req: ServiceRequest, next: Next<BoxBody>| {
+                    limits.clone().check(req, next, is_watch, refuse)
+                }))
+                .configure(move |cfg| match &access {
+                    Some(access) => access.clone().mount(cfg, routes),
+                    None => routes(cfg),
+                });
+            cfg.service(scope);
         }
     }
 
@@ -602,6 +654,21 @@ impl KubernetesApi {
         tracing::info!("Kubernetes API on {scheme}://{local}");
         Ok(KubernetesServer { handle, local, tls })
     }
+}
+
+/// Whether a request starts a watch (`?watch=true`, `?watch=1`).
+fn is_watch(req: &ServiceRequest) -> bool {
+    req.query_string().split('&').any(|pair| matches!(pair, "watch=true" | "watch=1"))
+}
+
+/// A request the limits refuse, as a `Status`.
+fn refuse(refused: &Refused) -> actix_web::HttpResponse {
+    use actix_web::ResponseError;
+    let status = match refused {
+        Refused::QueryTooLong { .. } => Status::uri_too_long(refused.to_string()),
+        Refused::TooManyWatches { .. } => Status::too_many_requests(refused.to_string()),
+    };
+    status.error_response()
 }
 
 fn routes(cfg: &mut web::ServiceConfig) {

@@ -84,6 +84,19 @@ impl FieldSelector {
 /// the clock (`timeoutSeconds=18446744073709551615` panicked the handler).
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// A watch that names no `timeoutSeconds` ends after a time drawn between
+/// this and twice this (30 to 60 minutes), as the apiserver does with its
+/// `--min-request-timeout`: clients watch again (informers, `kubectl get
+/// -w` reports the end), and a watch whose client went away quietly (the
+/// server only notices at its next write) cannot linger for ever.
+pub(crate) const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// [`MIN_WATCH_TIMEOUT`] plus a random part of it, spreading relists.
+fn default_watch_timeout() -> Duration {
+    let spread = uuid::Uuid::new_v4().as_u128() % u128::from(MIN_WATCH_TIMEOUT.as_secs());
+    MIN_WATCH_TIMEOUT + Duration::from_secs(spread as u64)
+}
+
 /// Where a list or watch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Start {
@@ -135,10 +148,15 @@ impl ListParams {
             ),
             None => None,
         };
+        let watch = flag("watch")?;
+        let timeout = match timeout {
+            None if watch => Some(default_watch_timeout()),
+            given => given,
+        };
         Ok(ListParams {
             labels,
             fields,
-            watch: flag("watch")?,
+            watch,
             start,
             timeout,
             bookmarks: flag("allowWatchBookmarks")?,
@@ -172,6 +190,18 @@ mod tests {
 
     fn query(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn a_watch_without_a_timeout_gets_one_between_30_and_60_minutes() {
+        for _ in 0..100 {
+            let watch = ListParams::parse(&query(&[("watch", "true")])).unwrap();
+            let timeout = watch.timeout.unwrap();
+            assert!((MIN_WATCH_TIMEOUT..MIN_WATCH_TIMEOUT * 2).contains(&timeout), "{timeout:?}");
+        }
+        assert_eq!(ListParams::parse(&query(&[])).unwrap().timeout, None, "a list has none");
+        let given = ListParams::parse(&query(&[("watch", "1"), ("timeoutSeconds", "5")])).unwrap();
+        assert_eq!(given.timeout, Some(Duration::from_secs(5)));
     }
 
     #[test]

@@ -140,6 +140,18 @@ impl Status {
         )
     }
 
+    /// 429 `TooManyRequests`: a client over its watch limit
+    /// ([`max_watches_per_client`](super::KubernetesApi::max_watches_per_client)).
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Status::new(429, "TooManyRequests", message)
+    }
+
+    /// 414 `RequestURITooLong`: a query string over
+    /// [`max_query_bytes`](super::KubernetesApi::max_query_bytes).
+    pub fn uri_too_long(message: impl Into<String>) -> Self {
+        Status::new(414, "RequestURITooLong", message)
+    }
+
     /// 405 `MethodNotAllowed`: a method the path does not serve.
     pub fn method_not_allowed(method: &str, path: &str) -> Self {
         Status::new(
