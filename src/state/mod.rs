@@ -138,6 +138,7 @@
 //!   own), so the resource in it is newer than any event before it.
 
 pub(crate) mod actor;
+mod apply;
 pub mod backend;
 mod cache;
 pub(crate) mod claims;
@@ -152,6 +153,8 @@ mod open;
 mod owned;
 #[cfg(feature = "redb")]
 mod redb;
+pub(crate) mod request;
+mod routes;
 pub(crate) mod store;
 mod subscriptions;
 pub(crate) mod watch;

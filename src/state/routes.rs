@@ -1,0 +1,55 @@
+//! Which namespaces go to which backend.
+
+use std::collections::HashMap;
+
+/// Which namespaces go to which backend; the rest stay in memory only.
+#[derive(Default)]
+pub(crate) struct Routes {
+    by_namespace: HashMap<String, usize>,
+    everything: Option<usize>,
+}
+
+impl Routes {
+    /// Sends the namespaces of `namespaces` (or all of them) to backend `index`.
+    pub(crate) fn add(&mut self, namespaces: &super::Namespaces, index: usize) {
+        match namespaces {
+            super::Namespaces::All => self.everything = Some(index),
+            super::Namespaces::Only(list) => {
+                for ns in list {
+                    self.by_namespace.insert(ns.clone(), index);
+                }
+            }
+        }
+    }
+
+    /// The backend of `namespace`, `None` for memory.
+    pub(crate) fn route(&self, namespace: &str) -> Option<usize> {
+        if self.by_namespace.is_empty() {
+            return self.everything;
+        }
+        self.by_namespace.get(namespace).copied().or(self.everything)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_namespace.is_empty() && self.everything.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Namespaces;
+    use super::*;
+
+    #[test]
+    fn routes_send_listed_namespaces_to_their_backend_and_the_rest_to_memory() {
+        let mut routes = Routes::default();
+        assert_eq!(routes.route("config"), None, "everything in memory by default");
+        routes.add(&Namespaces::from(["config", "secrets"]), 0);
+        assert_eq!(routes.route("config"), Some(0));
+        assert_eq!(routes.route("secrets"), Some(0));
+        assert_eq!(routes.route("status"), None);
+        routes.add(&Namespaces::All, 1);
+        assert_eq!(routes.route("status"), Some(1), "All takes what no list names");
+        assert_eq!(routes.route("config"), Some(0));
+    }
+}
