@@ -17,7 +17,8 @@ rm -rf "$target/bench-report" \
     "$target/criterion/chain" "$target/criterion/coalescing" "$target/criterion/supervisor" \
     "$target/criterion/queue" "$target/criterion/durable_writes" "$target/criterion/krm" \
     "$target/criterion/etcd_writes" "$target/criterion/execution_cpu" \
-    "$target/criterion/execution_chain" "$target/criterion/execution_hot_key"
+    "$target/criterion/execution_chain" "$target/criterion/execution_hot_key" \
+    "$target/criterion/kube_list" "$target/criterion/kube_watch"
 rm -rf "$target/criterion/chain_1000" "$target/criterion/chain_100000"
 # The load at the start, for the report (the report records the machine itself).
 mkdir -p "$target/bench-report"
@@ -28,6 +29,10 @@ cargo bench --bench state --bench runtime --bench queue --bench execution --benc
 # The shared state: needs protoc to build and an etcd binary (the bench starts its own
 # etcd on free loopback ports; without the binary it says SKIPPED and the report shows n/a).
 cargo bench --features etcd --bench etcd
+# The Kubernetes API: kube-rs list vs a serialization floor, a watch vs the admin endpoint's
+# server-sent events, kubectl (when the machine has it; n/a otherwise) beside cosictl (built here).
+cargo build --release -p cosictl
+cargo bench --features kubernetes-api,admin --bench kubernetes
 # The kube-runtime peer of the chain bench (benches/kube-peer, a project of its own): same scenario.
 cargo run --release --manifest-path benches/kube-peer/Cargo.toml > "$target/bench-report/kube-peer.json" \
     || echo "the kube-runtime peer failed: the report shows its figures as n/a"

@@ -8,9 +8,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
+use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::{Map, Value, json};
 
-use super::object::partial;
+use super::object::{Object, ObjectMeta, Partial, metadata};
 use super::registry::{Exposed, Step};
 use crate::resource::AnyResource;
 
@@ -89,6 +90,26 @@ fn cell(object: &Value, steps: &[Step]) -> Value {
     }
 }
 
+/// The value at `steps` in the object (as [`cell`] finds it in the whole
+/// object's value), looked up in its spec or metadata alone when the path
+/// starts there.
+fn cell_of(object: &Object<'_>, steps: &[Step]) -> Value {
+    match steps.split_first() {
+        Some((Step::Field(f), rest)) if f == "spec" => cell(&object.spec, rest),
+        Some((Step::Field(f), rest)) if f == "metadata" => {
+            cell(&metadata(object.resource, object.resource_version), rest)
+        }
+        _ => {
+            let mut whole = Map::new();
+            whole.insert("apiVersion".into(), object.exposed.api_version().into());
+            whole.insert("kind".into(), object.exposed.kind.clone().into());
+            whole.insert("metadata".into(), metadata(object.resource, object.resource_version));
+            whole.insert("spec".into(), object.spec.clone());
+            cell(&Value::Object(whole), steps)
+        }
+    }
+}
+
 fn column_definitions(exposed: &Exposed) -> Vec<Value> {
     let mut columns = vec![json!({
         "name": "Name", "type": "string", "format": "name", "priority": 0,
@@ -107,30 +128,84 @@ fn column_definitions(exposed: &Exposed) -> Vec<Value> {
     columns
 }
 
-/// One row: its cells, computed from the whole `object`, and the resource's metadata.
-pub(crate) fn row(
-    exposed: &Exposed,
-    resource: &AnyResource,
-    object: &Value,
-    resource_version: u64,
-    now: SystemTime,
-) -> Value {
-    let mut cells = vec![Value::String(resource.id().to_owned())];
-    cells.extend(exposed.columns.iter().map(|c| cell(object, &c.steps)));
-    let created = resource.metadata().created().to_system_time();
-    cells.push(age(now.duration_since(created).unwrap_or_default()).into());
-    json!({ "cells": cells, "object": partial(resource, resource_version) })
+/// One row: its cells, computed from the whole object, and the resource's
+/// metadata (a `PartialObjectMetadata`), serialized straight from the resource.
+pub(crate) struct Row<'a> {
+    cells: Vec<Value>,
+    meta: ObjectMeta<'a>,
 }
 
-/// A Table of `rows`, at `resource_version`.
-pub(crate) fn table(exposed: &Exposed, rows: Vec<Value>, resource_version: u64) -> Value {
-    json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": { "resourceVersion": resource_version.to_string() },
-        "columnDefinitions": column_definitions(exposed),
-        "rows": rows,
-    })
+impl<'a> Row<'a> {
+    /// The row of `object`, its AGE as of `now`.
+    pub(crate) fn new(object: &Object<'a>, now: SystemTime) -> Row<'a> {
+        let resource = object.resource;
+        let columns = &object.exposed.columns;
+        let mut cells = Vec::with_capacity(columns.len() + 2);
+        cells.push(Value::String(resource.id().to_owned()));
+        cells.extend(columns.iter().map(|c| cell_of(object, &c.steps)));
+        let created = resource.metadata().created().to_system_time();
+        cells.push(age(now.duration_since(created).unwrap_or_default()).into());
+        Row { cells, meta: ObjectMeta { resource, resource_version: object.resource_version } }
+    }
+}
+
+impl Serialize for Row<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(2))?;
+        out.serialize_entry("cells", &self.cells)?;
+        out.serialize_entry("object", &Partial(self.meta))?;
+        out.end()
+    }
+}
+
+/// The rows of `items` at their own revisions, each built as it is written.
+pub(crate) struct Rows<'a> {
+    pub(crate) exposed: &'a Exposed,
+    pub(crate) items: &'a [&'a AnyResource],
+    pub(crate) now: SystemTime,
+}
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.items.len()))?;
+        for r in self.items {
+            let object = Object::new(self.exposed, r, r.metadata().revision())
+                .map_err(|status| S::Error::custom(status.message()))?;
+            seq.serialize_element(&Row::new(&object, self.now))?;
+        }
+        seq.end()
+    }
+}
+
+/// A Table of `rows` (one [`Row`], or [`Rows`]) at `resource_version`.
+pub(crate) struct Table<'a, R> {
+    pub(crate) exposed: &'a Exposed,
+    pub(crate) rows: R,
+    pub(crate) resource_version: u64,
+}
+
+impl<R: Serialize> Serialize for Table<'_, R> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(5))?;
+        out.serialize_entry("kind", "Table")?;
+        out.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
+        out.serialize_entry(
+            "metadata",
+            &json!({ "resourceVersion": self.resource_version.to_string() }),
+        )?;
+        out.serialize_entry("columnDefinitions", &column_definitions(self.exposed))?;
+        out.serialize_entry("rows", &self.rows)?;
+        out.end()
+    }
+}
+
+/// One row, as a watch sends it in a one-row Table.
+pub(crate) struct OneRow<'a>(pub(crate) Row<'a>);
+
+impl Serialize for OneRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(std::iter::once(&self.0))
+    }
 }
 
 #[cfg(test)]
@@ -176,5 +251,43 @@ mod tests {
         assert_eq!(cell(&object, &[f("spec"), f("addrs"), Step::Index(1)]), "b");
         assert_eq!(cell(&object, &[f("spec"), f("nested")]), "{\"x\":1}");
         assert_eq!(cell(&object, &[f("spec"), f("missing")]), Value::Null);
+    }
+
+    #[test]
+    fn rows_read_their_cells_from_spec_metadata_or_the_whole_object() {
+        use crate::kubernetes::Expose;
+        use crate::resource::{Metadata, Pointer};
+
+        let exposed = Expose::resource_type("LinkConfigs.net.cosi.dev", "v1")
+            .column("MTU", ".spec.mtu")
+            .column("Tier", ".metadata.labels.tier")
+            .column("Kind", ".kind")
+            .column("Addrs", ".spec.addrs")
+            .resolve()
+            .unwrap();
+        let mut md = Metadata::new(Pointer::new("config", "LinkConfigs.net.cosi.dev", "eth0"));
+        md.labels_mut().insert("tier", "edge");
+        let r = AnyResource::from_dynamic(md, json!({"mtu": 1500, "addrs": ["a", "b"]}));
+        let object = Object::new(&exposed, &r, 3).unwrap();
+        let created = r.metadata().created().to_system_time();
+        let row = Row::new(&object, created + Duration::from_secs(150));
+        let table = Table { exposed: &exposed, rows: OneRow(row), resource_version: 3 };
+        let table = serde_json::to_value(&table).unwrap();
+        assert_eq!(table["kind"], "Table");
+        assert_eq!(table["metadata"]["resourceVersion"], "3");
+        let names: Vec<&str> = table["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Name", "MTU", "Tier", "Kind", "Addrs", "Age"]);
+        let row = &table["rows"][0];
+        assert_eq!(
+            row["cells"],
+            json!(["eth0", 1500, "edge", "LinkConfig", "[\"a\",\"b\"]", "2m30s"])
+        );
+        assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(row["object"]["metadata"], metadata(&r, 3));
     }
 }

@@ -21,27 +21,48 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::HttpResponse;
-use actix_web::web::Bytes;
+use actix_web::web::{Bytes, BytesMut};
 use futures::future::Either;
 use futures::stream::{LocalBoxStream, SelectAll};
-use futures::{Stream, StreamExt};
-use serde_json::{Value, json};
+use futures::{FutureExt, Stream, StreamExt};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::Shared;
-use super::object::object;
+use super::object::Object;
 use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
-use super::table::{row, table};
+use super::table::{OneRow, Row, Table};
 use crate::resource::{AnyResource, Kind};
 use crate::state::{Event, WatchOptions, WatchStream};
 
-/// One line: `{"type": ..., "object": ...}` and a newline.
-fn line(kind: &str, object: Value) -> Bytes {
-    let mut text = json!({ "type": kind, "object": object }).to_string();
-    text.push('\n');
+/// One line: `{"type": ..., "object": ...}` and a newline, written straight
+/// from `object` (no value tree).
+fn line<T: Serialize>(kind: &str, object: &T) -> Bytes {
+    /// The event as it is written.
+    struct Line<'a, T> {
+        kind: &'a str,
+        object: &'a T,
+    }
+    impl<T: Serialize> Serialize for Line<'_, T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut out = s.serialize_map(Some(2))?;
+            out.serialize_entry("type", self.kind)?;
+            out.serialize_entry("object", self.object)?;
+            out.end()
+        }
+    }
+    let mut text = Vec::with_capacity(512);
+    if let Err(e) = serde_json::to_writer(&mut text, &Line { kind, object }) {
+        text.clear();
+        let status = Status::internal(e.to_string()).to_json();
+        // A value of strings and numbers always serializes.
+        let _ = serde_json::to_writer(&mut text, &Line { kind: "ERROR", object: &status });
+    }
+    text.push(b'\n');
     Bytes::from(text)
 }
 
@@ -87,7 +108,7 @@ pub(super) async fn watch(
                     }
                 ));
                 // The channel is new and empty: there is room.
-                let _ = tx.try_send(line("ERROR", status.to_json()));
+                let _ = tx.try_send(line("ERROR", &status.to_json()));
                 streams.clear();
                 drop(tx);
                 return Ok(respond(rx));
@@ -116,12 +137,35 @@ pub(super) async fn watch(
     Ok(respond(rx))
 }
 
-/// The body: lines as they come; it ends when the task ends (timeout, a
-/// client too slow, the state gone), which closes the chunked stream cleanly.
+/// Events the forwarding task takes in one go when they are ready at once.
+const BATCH: usize = 64;
+
+/// The most bytes of queued lines one chunk of the body joins: half of
+/// actix-web's write buffer (32 KiB), which takes chunks until it is full,
+/// so that lines leave the client's buffer (`watch_buffer` events) about
+/// as late as one by one, and a client that stops reading is cut off as soon.
+const CHUNK: usize = 16 * 1024;
+
+/// The body: lines as they come (those already queued behind one go out in
+/// the same chunk, nothing waits for more); it ends when the task ends
+/// (timeout, a client too slow, the state gone), which closes the chunked
+/// stream cleanly.
 fn respond(rx: mpsc::Receiver<Bytes>) -> HttpResponse {
     let body = futures::stream::unfold(rx, |mut rx| async move {
         let line = rx.recv().await?;
-        Some((Ok::<_, std::convert::Infallible>(line), rx))
+        let Ok(next) = rx.try_recv() else {
+            return Some((Ok::<_, std::convert::Infallible>(line), rx));
+        };
+        let mut chunk = BytesMut::with_capacity(CHUNK.min(16 * (line.len() + next.len())));
+        chunk.extend_from_slice(&line);
+        chunk.extend_from_slice(&next);
+        while chunk.len() < CHUNK {
+            match rx.try_recv() {
+                Ok(line) => chunk.extend_from_slice(&line),
+                Err(_) => break,
+            }
+        }
+        Some((Ok(chunk.freeze()), rx))
     });
     HttpResponse::Ok()
         .content_type("application/json")
@@ -192,7 +236,25 @@ impl Forward {
                 }
                 // Every stream ended: the state is gone.
                 Some(None) => return,
-                Some(Some((index, event, revision))) => self.event(index, event, revision),
+                Some(Some((index, event, revision))) => {
+                    let mut outcome = self.event(index, event, revision);
+                    // The events ready behind it, without a timer and a
+                    // close check each (a batch is short: the timer's
+                    // deadlines move by microseconds at most).
+                    for _ in 0..BATCH {
+                        if outcome.is_err() {
+                            break;
+                        }
+                        match merged.next().now_or_never() {
+                            Some(Some((index, event, revision))) => {
+                                outcome = self.event(index, event, revision);
+                            }
+                            Some(None) => return,
+                            None => break,
+                        }
+                    }
+                    outcome
+                }
             };
             if outcome.is_err() {
                 return;
@@ -237,7 +299,7 @@ impl Forward {
             "apiVersion": self.exposed.api_version(),
             "metadata": metadata,
         });
-        self.send(line("BOOKMARK", object))
+        self.send(line("BOOKMARK", &object))
     }
 
     fn event(&mut self, index: usize, event: Event, revision: u64) -> Result<(), Done> {
@@ -288,16 +350,18 @@ impl Forward {
         }
         let revision = own.max(self.last);
         self.last = revision;
-        let object = match object(&self.exposed, resource, revision) {
+        let object = match Object::new(&self.exposed, resource, revision) {
             Ok(object) => object,
-            Err(status) => return self.send(line("ERROR", status.to_json())),
+            Err(status) => return self.send(line("ERROR", &status.to_json())),
         };
-        let object = if self.as_table {
-            let row = row(&self.exposed, resource, &object, revision, std::time::SystemTime::now());
-            table(&self.exposed, vec![row], revision)
+        let line = if self.as_table {
+            let row = Row::new(&object, std::time::SystemTime::now());
+            let table =
+                Table { exposed: &self.exposed, rows: OneRow(row), resource_version: revision };
+            line(kind, &table)
         } else {
-            object
+            line(kind, &object)
         };
-        self.send(line(kind, object))
+        self.send(line)
     }
 }
