@@ -1,17 +1,12 @@
-//! List and get: `<Kind>List` (or a Table) at the store revision of its snapshot.
-//!
-//! The state's plain list carries no revision; a bootstrap watch does: its
-//! `Created` events are the snapshot, and after its `Bootstrapped` marker
-//! [`WatchStream::revision`] is the store revision the snapshot was taken at
-//! (the watch is registered, and its initial events published, in one step
-//! of the state actor). The watch is dropped (unwatched) right after.
+//! List and get: `<Kind>List` (or a Table) at the store revision of its
+//! snapshot ([`State::list_with_revision`]: a watch resumed from that
+//! revision misses nothing and repeats nothing).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use futures::StreamExt;
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::json;
 
@@ -23,34 +18,17 @@ use super::status::Status;
 use super::table::{Rows, Table, wants_table};
 use crate::State;
 use crate::resource::{AnyResource, Kind, LabelQuery};
-use crate::state::{Event, WatchOptions, WatchStream};
 
 type Query = web::Query<HashMap<String, String>>;
 
 /// The resources of `kind` matching `labels`, sorted by id, and the store
-/// revision of that snapshot.
+/// revision of that snapshot ([`State::list_with_revision`]).
 pub(crate) async fn snapshot(
     state: &State,
     kind: &Kind,
     labels: &LabelQuery,
 ) -> Result<(Vec<AnyResource>, u64), Status> {
-    // A window no snapshot fills: every initial event goes out at once, at
-    // the revision of the snapshot.
-    let options = WatchOptions::bootstrap().with_window(usize::MAX);
-    let mut stream: WatchStream = state.watch_kind_stream(kind, labels.clone(), options).await?;
-    let mut items = Vec::new();
-    while let Some(event) = stream.next().await {
-        match event {
-            Event::Created(r) => items.push(r),
-            Event::Bootstrapped(_) => return Ok((items, stream.revision())),
-            // Changes after the snapshot are not part of it.
-            _ => {}
-        }
-    }
-    Err(Status::from(crate::Error::Unavailable {
-        resource: kind.to_string(),
-        service: "the state actor (the snapshot's watch ended)",
-    }))
+    Ok(state.list_with_revision(kind, labels).await?)
 }
 
 fn accept(req: &HttpRequest) -> Option<&str> {

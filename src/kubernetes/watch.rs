@@ -10,11 +10,11 @@
 //! - the initial `ADDED` events of a bootstrap are sent in ascending revision
 //!   (the state sends them by id);
 //! - live events carry their resource's revision, and `DELETED` the
-//!   revision the watch reached with it (the destroy's, the resource's own
-//!   being that of its last write);
-//! - whatever may still be lower (a backlog the state coalesced while the
-//!   client was behind delivers in first-change order; one watch over
-//!   several namespaces merges several streams) is raised to the highest
+//!   destroy's (the state stamps it on the destroyed resource), and a
+//!   backlog the state coalesced while the client was behind comes in
+//!   ascending revision too (see [`state`](crate::state));
+//! - one watch over several namespaces merges several streams, each in
+//!   order: an event that would still go lower is raised to the highest
 //!   revision sent so far.
 
 use std::sync::Arc;

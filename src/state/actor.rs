@@ -9,7 +9,7 @@ use actix::WeakRecipient;
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 
-pub(crate) use super::apply::{apply, apply_ref, write_of};
+pub(crate) use super::apply::{apply, write_of};
 use super::backend::{Backend, Write};
 use super::delivery::{Flush, Outbox};
 use super::event::{Event, WatchId};

@@ -138,7 +138,7 @@
 //!   own), so the resource in it is newer than any event before it.
 
 pub(crate) mod actor;
-mod apply;
+pub(crate) mod apply;
 pub mod backend;
 mod cache;
 pub(crate) mod claims;

@@ -171,7 +171,7 @@ fn acting_owner(req: &StateRequest) -> Option<&Arc<str>> {
 
 /// The transaction that makes `change` durable if nothing changed under it.
 fn txn_of(keys: &Keys, change: &Change, fence: Option<&Fence>) -> Result<Txn, Error> {
-    let write = super::super::actor::write_of(change, 0);
+    let write = super::super::apply::write_of(change, 0);
     let key = keys.resource(&write.pointer);
     let mut when = vec![match write.precondition {
         Precondition::Absent => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
@@ -289,7 +289,7 @@ impl StateActor {
         ctx: &mut Context<Self>,
     ) -> Option<Result<StateReply, Error>> {
         let before = self.store.revision();
-        let applied = super::super::actor::apply_ref(&mut self.store, &q.req, Timestamp::now());
+        let applied = super::super::apply::apply_ref(&mut self.store, &q.req, Timestamp::now());
         let Some((reply, Some(change))) = applied else {
             self.release_if_idle(&ptr);
             return applied.map(|(reply, _)| reply);
