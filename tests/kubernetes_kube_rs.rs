@@ -504,3 +504,91 @@ async fn kube_rs_delete_of_an_object_a_controller_holds_returns_and_it_is_gone_o
     assert!(state.get(&ptr).await.unwrap_err().is_not_found());
     server.stop().await;
 }
+
+// ---- metadata only ----------------------------------------------------------------
+
+/// `GET path` with `accept`, its JSON body (a plain, unchunked answer).
+async fn raw_json(server: &KubernetesServer, path: &str, accept: &str) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server.local_addr();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).unwrap()
+}
+
+/// A watcher's next event, which must not be an error; 20 s of silence fail.
+async fn next_meta<S, T>(events: &mut S) -> Event<T>
+where
+    S: Stream<Item = Result<Event<T>, watcher::Error>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .expect("an event within 20 s")
+        .expect("the watcher goes on")
+        .expect("no watcher error")
+}
+
+#[actix::test]
+async fn metadata_only_lists_gets_and_a_metadata_watcher_carry_no_specs() {
+    let state = State::start();
+    create(&state, "eth0", 1500).await;
+    create(&state, "eth1", 9000).await;
+    let (server, api) = serve_links(&state).await;
+    // What kube-rs' list_metadata asks for, and gets: no spec.
+    let path = "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs";
+    let accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    let list = raw_json(&server, path, accept).await;
+    assert_eq!(
+        (list["kind"].as_str(), list["apiVersion"].as_str()),
+        (Some("PartialObjectMetadataList"), Some("meta.k8s.io/v1"))
+    );
+    assert_eq!(list["items"].as_array().unwrap().len(), 2);
+    assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
+    assert_eq!(list["items"][1]["metadata"]["name"], "eth1");
+    assert!(list["items"][0].get("spec").is_none(), "{list}");
+    let one = raw_json(
+        &server,
+        &format!("{path}/eth0"),
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+    )
+    .await;
+    assert_eq!(
+        (one["kind"].as_str(), one["metadata"]["name"].as_str()),
+        (Some("PartialObjectMetadata"), Some("eth0"))
+    );
+    assert!(one.get("spec").is_none(), "{one}");
+    assert_eq!(api.get_metadata("eth1").await.unwrap().metadata.generation, Some(1));
+
+    // A stock watcher of `Api<PartialObjectMeta<_>>` (metadata-only
+    // requests): the initial list, then changes, no spec.
+    let metas: Api<kube::core::PartialObjectMeta<DynamicObject>> =
+        Api::namespaced_with(api.into_client(), "config", &link_resource());
+    let mut events = watcher::watcher(metas, watcher::Config::default()).boxed();
+    assert!(matches!(next_meta(&mut events).await, Event::Init));
+    let mut names = Vec::new();
+    loop {
+        match next_meta(&mut events).await {
+            Event::InitApply(m) => names.push(m.name_any()),
+            Event::InitDone => break,
+            other => panic!("{other:?} during the list"),
+        }
+    }
+    assert_eq!(names, ["eth0", "eth1"]);
+    let revision = set_mtu(&state, "eth0", 1280).await;
+    let Event::Apply(changed) = next_meta(&mut events).await else { panic!("an apply") };
+    assert_eq!(changed.name_any(), "eth0");
+    assert_eq!(changed.resource_version(), Some(revision.to_string()));
+    assert_eq!(changed.metadata.generation, Some(2));
+    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1"), None).await.unwrap();
+    let Event::Delete(gone) = next_meta(&mut events).await else { panic!("a delete") };
+    assert_eq!(gone.name_any(), "eth1");
+    drop(events);
+    server.stop().await;
+}

@@ -12,10 +12,11 @@ use serde_json::json;
 
 use super::Shared;
 use super::object::{ApiVersion, Object};
+use super::object::{ObjectMeta, Partial};
 use super::params::{FieldSelector, ListParams};
 use super::registry::Exposed;
 use super::status::Status;
-use super::table::{Rows, Table, wants_table};
+use super::table::{Form, Rows, Table, form};
 use crate::State;
 use crate::resource::{AnyResource, Kind, LabelQuery};
 
@@ -54,7 +55,7 @@ pub(super) async fn all_namespaces(
         .into_iter()
         .filter(|ns| params.fields.admits_namespace(ns))
         .collect();
-    list_or_watch(&shared, exposed, namespaces, params, wants_table(accept(&req))).await
+    list_or_watch(&shared, exposed, namespaces, params, form(accept(&req))).await
 }
 
 /// `GET /apis/{group}/{version}/namespaces/{namespace}/{plural}`.
@@ -68,7 +69,7 @@ pub(super) async fn namespaced(
     let exposed = shared.exposed(&group, &version, &plural)?;
     namespace_ok(&namespace)?;
     let params = ListParams::parse(&query)?;
-    list_or_watch(&shared, exposed, vec![namespace], params, wants_table(accept(&req))).await
+    list_or_watch(&shared, exposed, vec![namespace], params, form(accept(&req))).await
 }
 
 async fn list_or_watch(
@@ -76,10 +77,10 @@ async fn list_or_watch(
     exposed: Arc<Exposed>,
     namespaces: Vec<String>,
     params: ListParams,
-    as_table: bool,
+    form: Form,
 ) -> Result<HttpResponse, Status> {
     if params.watch {
-        return super::watch::watch(shared, exposed, namespaces, params, as_table).await;
+        return super::watch::watch(shared, exposed, namespaces, params, form).await;
     }
     let mut items = Vec::new();
     let mut revision = None::<u64>;
@@ -96,25 +97,29 @@ async fn list_or_watch(
         }
     }
     let revision = revision.unwrap_or(0);
-    respond(&exposed, &items, revision, as_table, &params.fields)
+    respond(&exposed, &items, revision, form, &params.fields)
 }
 
 fn respond(
     exposed: &Exposed,
     items: &[AnyResource],
     revision: u64,
-    as_table: bool,
+    form: Form,
     fields: &FieldSelector,
 ) -> Result<HttpResponse, Status> {
     let items: Vec<&AnyResource> = items.iter().filter(|r| fields.matches(r)).collect();
     // Each object is written straight into the body as it is built (no
     // value tree per item): about 300 bytes each for a small spec.
     let mut body = Vec::with_capacity(512 + 384 * items.len());
-    let written = if as_table {
-        let rows = Rows { exposed, items: &items, now: SystemTime::now() };
-        serde_json::to_writer(&mut body, &Table { exposed, rows, resource_version: revision })
-    } else {
-        serde_json::to_writer(&mut body, &List { exposed, items: &items, revision })
+    let written = match form {
+        Form::Table => {
+            let rows = Rows { exposed, items: &items, now: SystemTime::now() };
+            serde_json::to_writer(&mut body, &Table { exposed, rows, resource_version: revision })
+        }
+        Form::Metadata => {
+            serde_json::to_writer(&mut body, &MetadataList { items: &items, revision })
+        }
+        Form::Full => serde_json::to_writer(&mut body, &List { exposed, items: &items, revision }),
     };
     written.map_err(|e| Status::internal(e.to_string()))?;
     Ok(json_body(body))
@@ -139,6 +144,36 @@ impl Serialize for List<'_> {
         out.serialize_entry("metadata", &json!({ "resourceVersion": self.revision.to_string() }))?;
         out.serialize_entry("items", &Items { exposed: self.exposed, items: self.items })?;
         out.end()
+    }
+}
+
+/// A `PartialObjectMetadataList` of `items` at `revision` (what a
+/// metadata-only client asks for: no specs).
+struct MetadataList<'a> {
+    items: &'a [&'a AnyResource],
+    revision: u64,
+}
+
+impl Serialize for MetadataList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(4))?;
+        out.serialize_entry("kind", "PartialObjectMetadataList")?;
+        out.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
+        out.serialize_entry("metadata", &json!({ "resourceVersion": self.revision.to_string() }))?;
+        let items = self.items.iter().map(|r| {
+            Partial(ObjectMeta { resource: r, resource_version: r.metadata().revision() })
+        });
+        out.serialize_entry("items", &Seq(std::cell::Cell::new(Some(items))))?;
+        out.end()
+    }
+}
+
+/// An iterator serialized as a sequence (once).
+struct Seq<I>(std::cell::Cell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: Serialize> Serialize for Seq<I> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.take().into_iter().flatten())
     }
 }
 
@@ -178,14 +213,18 @@ pub(super) async fn get(
         Err(e) => return Err(e.into()),
     };
     let revision = resource.metadata().revision();
-    if wants_table(accept(&req)) {
-        return respond(
-            &exposed,
-            std::slice::from_ref(&resource),
-            revision,
-            true,
-            &FieldSelector::default(),
-        );
+    match form(accept(&req)) {
+        Form::Table => {
+            let one = std::slice::from_ref(&resource);
+            return respond(&exposed, one, revision, Form::Table, &FieldSelector::default());
+        }
+        Form::Metadata => {
+            let partial = Partial(ObjectMeta { resource: &resource, resource_version: revision });
+            return serde_json::to_vec(&partial)
+                .map(json_body)
+                .map_err(|e| Status::internal(e.to_string()));
+        }
+        Form::Full => {}
     }
     let object = Object::new(&exposed, &resource, revision)?;
     serde_json::to_vec(&object).map(json_body).map_err(|e| Status::internal(e.to_string()))

@@ -59,6 +59,11 @@
 //!   asks) gets a `Table`: NAME, the print columns, AGE; each row carries
 //!   the object's metadata (`PartialObjectMetadata`). Watches then send a
 //!   one-row Table per event.
+//! - `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`
+//!   (or `as=PartialObjectMetadata`, `v1beta1` too: kube-rs `list_metadata`
+//!   and `Api<PartialObjectMeta<K>>` watchers, client-go metadata informers)
+//!   gets metadata only, no spec: a `PartialObjectMetadataList`, a
+//!   `PartialObjectMetadata`, or watch events carrying them.
 //! - A watch client that stops reading never holds the state back: its events
 //!   queue in a buffer of [`watch_buffer`](KubernetesApi::watch_buffer) events,
 //!   and when that is full the server ends the watch (the client watches again

@@ -15,26 +15,58 @@ use super::object::{Object, ObjectMeta, Partial, metadata};
 use super::registry::{Exposed, Step};
 use crate::resource::AnyResource;
 
-/// Whether the `Accept` header asks for a `meta.k8s.io/v1` Table.
-pub(crate) fn wants_table(accept: Option<&str>) -> bool {
-    let Some(accept) = accept else { return false };
-    accept.split(',').any(|range| {
+/// What form a list, get or watch answers in, by its `Accept` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// The objects themselves.
+    Full,
+    /// A `meta.k8s.io/v1` Table (`kubectl get`).
+    Table,
+    /// `PartialObjectMetadata` (metadata-only clients: kube-rs
+    /// `list_metadata` / `metadata_watcher`, client-go's metadata informers).
+    Metadata,
+}
+
+/// The form the `Accept` header asks for: its first media range this server
+/// serves (`application/json`, with `as=Table` or `as=PartialObjectMetadata`
+/// / `as=PartialObjectMetadataList` of `g=meta.k8s.io`, `v=v1` or
+/// `v=v1beta1`), [`Form::Full`] otherwise.
+pub(crate) fn form(accept: Option<&str>) -> Form {
+    let Some(accept) = accept else { return Form::Full };
+    for range in accept.split(',') {
         let mut params = range.split(';').map(str::trim);
         let media = params.next().unwrap_or("");
         if !media.eq_ignore_ascii_case("application/json") {
-            return false;
+            continue;
         }
-        let (mut table, mut group, mut version) = (false, false, false);
+        let (mut kind, mut group, mut version) = (None, false, None);
         for p in params {
             match p.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
-                Some(("as", "Table")) => table = true,
+                Some(("as", v)) => kind = Some(v),
                 Some(("g", "meta.k8s.io")) => group = true,
-                Some(("v", "v1")) => version = true,
+                Some(("v", v)) => version = Some(v),
                 _ => {}
             }
         }
-        table && group && version
-    })
+        match (kind, group, version) {
+            (None, _, _) => return Form::Full,
+            (Some("Table"), true, Some("v1")) => return Form::Table,
+            (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), true, Some(v))
+                if v == "v1" || v == "v1beta1" =>
+            {
+                return Form::Metadata;
+            }
+            // A form we do not serve: the next range may be one.
+            _ => {}
+        }
+    }
+    Form::Full
+}
+
+/// Whether the `Accept` header asks for a `meta.k8s.io/v1` Table.
+#[cfg(test)]
+pub(crate) fn wants_table(accept: Option<&str>) -> bool {
+    form(accept) == Form::Table
 }
 
 /// A duration as kubectl shows ages: coarser as it grows.
@@ -220,6 +252,13 @@ mod tests {
         assert!(!wants_table(Some("application/json;as=Table;v=v1beta1;g=meta.k8s.io")));
         assert!(!wants_table(Some("application/json")));
         assert!(!wants_table(None));
+        let kube_rs = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(form(Some(kube_rs)), Form::Metadata);
+        let client_go =
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1,application/json";
+        assert_eq!(form(Some(client_go)), Form::Metadata);
+        assert_eq!(form(Some("application/json;as=Other;g=x;v=v1,application/json")), Form::Full);
+        assert_eq!(form(Some("application/json;as=Table;g=meta.k8s.io;v=v1beta1")), Form::Full);
     }
 
     #[test]

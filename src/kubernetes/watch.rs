@@ -31,11 +31,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::Shared;
-use super::object::Object;
+use super::object::{Object, ObjectMeta, Partial};
 use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
-use super::table::{OneRow, Row, Table};
+use super::table::{Form, OneRow, Row, Table};
 use crate::resource::{AnyResource, Kind};
 use crate::state::{Event, WatchOptions, WatchStream};
 
@@ -84,7 +84,7 @@ pub(super) async fn watch(
     exposed: Arc<Exposed>,
     namespaces: Vec<String>,
     params: ListParams,
-    as_table: bool,
+    form: Form,
 ) -> Result<HttpResponse, Status> {
     let options = match params.start {
         Start::Now => WatchOptions::bootstrap(),
@@ -124,7 +124,7 @@ pub(super) async fn watch(
         last: 0,
         exposed,
         fields: params.fields.clone(),
-        as_table,
+        form,
         bookmarks: params.bookmarks,
         interval: shared.bookmark_interval,
         deadline: params.timeout.map(|t| Instant::now() + t),
@@ -178,7 +178,7 @@ fn respond(rx: mpsc::Receiver<Bytes>) -> HttpResponse {
 struct Forward {
     exposed: Arc<Exposed>,
     fields: FieldSelector,
-    as_table: bool,
+    form: Form,
     bookmarks: bool,
     /// Send a bookmark annotated `k8s.io/initial-events-end` once every
     /// stream has bootstrapped.
@@ -350,11 +350,15 @@ impl Forward {
         }
         let revision = own.max(self.last);
         self.last = revision;
+        if self.form == Form::Metadata {
+            let partial = Partial(ObjectMeta { resource, resource_version: revision });
+            return self.send(line(kind, &partial));
+        }
         let object = match Object::new(&self.exposed, resource, revision) {
             Ok(object) => object,
             Err(status) => return self.send(line("ERROR", &status.to_json())),
         };
-        let line = if self.as_table {
+        let line = if self.form == Form::Table {
             let row = Row::new(&object, std::time::SystemTime::now());
             let table =
                 Table { exposed: &self.exposed, rows: OneRow(row), resource_version: revision };
