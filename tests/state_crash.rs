@@ -83,6 +83,17 @@ fn crash_child_writer() {
     });
 }
 
+/// Starts the child writer (this test binary) on `file`, its stdout piped.
+fn spawn_writer(file: &std::path::Path) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["crash_child_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// What the file holds: id → (version, value), after checking every record.
 fn reopen_and_check(file: &std::path::Path) -> BTreeMap<String, (u64, i64)> {
     actix::System::new().block_on(async {
@@ -106,17 +117,10 @@ fn acknowledged_writes_survive_sigkill() {
         std::env::var("COSI_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(10);
     let dir = ScratchDir::new();
     let file = dir.path().join("state.redb");
-    let exe = std::env::current_exe().unwrap();
     let mut previous: BTreeMap<String, (u64, i64)> = BTreeMap::new();
     let (mut acks_total, started) = (0usize, Instant::now());
     for round in 0..kills {
-        let mut child = Command::new(&exe)
-            .args(["crash_child_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, &file)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_writer(&file);
         // Kill after a random number of acknowledged writes: a random moment
         // of the run, chosen by events rather than by a clock.
         let kill_after = fastrand::usize(20..1_500);
@@ -168,17 +172,10 @@ fn a_kill_while_creating_a_new_file_never_leaves_it_unopenable() {
     let kills: usize =
         std::env::var("COSI_CREATE_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(40);
     let dir = ScratchDir::new();
-    let exe = std::env::current_exe().unwrap();
     let (mut absent, mut created) = (0, 0);
     for round in 0..kills {
         let file = dir.path().join(format!("state-{round}.redb"));
-        let mut child = Command::new(&exe)
-            .args(["crash_child_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, &file)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_writer(&file);
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         // Killed at a random moment after the child starts opening: from at
         // once to some milliseconds in (creating a file takes a few), counted
