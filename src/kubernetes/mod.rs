@@ -91,7 +91,9 @@
 //!   them: a document that is no array of objects is a `400 BadRequest`,
 //!   more than 10 000 operations a `413`, and an operation that cannot apply
 //!   (an unknown `op`, a `path` or `from` that is missing, no JSON pointer or
-//!   leads nowhere, no `value`) or a failed `test` a `422 Invalid`.
+//!   leads nowhere, no `value`), a failed `test`, copies adding up to more
+//!   than 3 MiB (the apiserver's `JSONPatchMaxCopyBytes`) or a document
+//!   nested deeper than 512 levels a `422 Invalid`.
 //! - Server-side apply (`application/apply-patch+yaml`, JSON bodies only,
 //!   which kubectl sends) is a merge patch onto the stored object, or a
 //!   create (`201`) when there is none; `?fieldManager=` is required and
