@@ -589,6 +589,53 @@ def kubernetes_section(d, summary, md):
     md.append("")
 
 
+def fuzzing_section(target_dir, summary, md):
+    """The long fuzzing runs (`scripts/fuzz.sh all 600`): one JSON summary per target in
+    `<target>/fuzz-report/`, written by scripts/fuzz.sh. A target without one is "not run"."""
+    names = sh("bash", "scripts/fuzz.sh", "list").split()
+    report_dir = os.path.join(target_dir, "fuzz-report")
+    if os.path.isdir(report_dir):
+        names += sorted(f[:-5] for f in os.listdir(report_dir) if f.endswith(".json") and f[:-5] not in names)
+    rows, runs = [], {}
+    for name in names:
+        try:
+            with open(os.path.join(report_dir, name + ".json")) as f:
+                runs[name] = json.load(f)
+        except (OSError, ValueError):
+            rows.append([f"`{name}`", "not run", "", "", "", "", "", ""])
+            continue
+        r = runs[name]
+        secs, execs = r.get("seconds"), r.get("executions")
+        rate_ = r.get("execs_per_sec")
+        rows.append([
+            f"`{name}`", r.get("tool", MISSING), MISSING if secs is None else f"{secs:,} s",
+            MISSING if execs is None else f"{execs:,}", MISSING if rate_ is None else f"{rate_:,}/s",
+            r.get("crashes", MISSING), r.get("hangs", MISSING), r.get("date", ""),
+        ])
+    long_enough = [n for n, r in runs.items()
+                   if (r.get("seconds") or 0) >= 600 or (r.get("executions") or 0) >= 10_000_000]
+    crashed = [n for n, r in runs.items() if r.get("crashes") != 0]
+    if runs:
+        figure = (f"{len(long_enough)} of {len(names)} targets run ≥ 10 min or ≥ 10 M executions; "
+                  f"{sum(r.get('crashes') or 0 for r in runs.values())} crashes")
+        if crashed:
+            figure += " (" + ", ".join(crashed) + ")"
+        ok = len(long_enough) == len(names) and not crashed
+    else:
+        figure, ok = "not run", None
+    summary.append(("Fuzzing: every target ≥ 10 minutes or ≥ 10 M executions, 0 crashes", figure, ok))
+    md.append("## Fuzzing\n")
+    md.append(
+        "Coverage-guided fuzzing with AFL++ (cargo-afl, stable Rust): `scripts/fuzz.sh all 600` runs "
+        "each target of `fuzz/` for 600 s of fuzzing from its committed seed corpus and writes "
+        f"`{report_dir}/<target>.json`. A crash is a panic or an abort: a broken invariant (a round "
+        "trip, a failed request that changed the state, a 5xx answer) panics. Hangs are inputs over "
+        "the per-input time limit (2 s), reported apart.\n"
+    )
+    md.append(table(["target", "tool", "fuzzing time", "executions", "rate", "crashes", "hangs", "run"], rows))
+    md.append("")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR") or "target")
@@ -1073,6 +1120,9 @@ def main():
         "The last column is the supervisor's cost beyond a bare actix timer of the same delay.\n"
     )
 
+    # ------------------------------------------------------------------ fuzzing
+    fuzzing_section(args.target_dir, summary, md)
+
     # ------------------------------------------------------------------ assemble
     m = machine()
     commit = sh("git", "rev-parse", "--short", "HEAD")
@@ -1141,6 +1191,7 @@ def main():
         "cargo test --benches           # quick smoke pass (what CI runs): scaled down, asserts no timings",
         "cargo test --features etcd --bench etcd   # the same for the etcd bench (needs protoc and etcd)",
         "cargo test --features kubernetes-api,admin --bench kubernetes   # the same for the Kubernetes API bench",
+        "scripts/fuzz.sh all 600        # the Fuzzing section: 10 minutes of AFL++ per target (a separate run)",
         "```",
         "",
         "Allocation counting: both bench binaries install a counting global allocator (one relaxed "

@@ -608,6 +608,11 @@ pub fn emit_documents(docs: &[Node]) -> String {
             out.push_str("---\n");
         }
         emit_document(doc, &mut out);
+        // A first document that writes as a blank line (an empty scalar)
+        // needs its `---`: a blank text holds no document at all.
+        if i == 0 && out.trim().is_empty() {
+            out.insert_str(0, "---\n");
+        }
     }
     out
 }
@@ -628,7 +633,9 @@ pub fn emit_document(doc: &Node, out: &mut String) {
         Node::Map(_) => out.push_str("{}\n"),
         Node::Seq(_) => out.push_str("[]\n"),
         Node::Scalar(s) => {
-            emit_scalar(s, 0, out);
+            // A block scalar's lines go indented: at column 0, a line `---`
+            // or `...` would end the document.
+            emit_scalar(s, 2, out);
             out.push('\n');
         }
     }
@@ -764,7 +771,13 @@ fn emit_flow(node: &Node, out: &mut String) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                emit_flow_scalar(key, out);
+                if key.value.is_empty() && key.tag.is_none() {
+                    // An empty key (`{: v}`) stays the empty string; `~`
+                    // would read back as the key "~".
+                    out.push_str("\"\"");
+                } else {
+                    emit_flow_scalar(key, out);
+                }
                 out.push_str(": ");
                 emit_flow(value, out);
             }
@@ -774,7 +787,11 @@ fn emit_flow(node: &Node, out: &mut String) {
 }
 
 fn flow_plain_is_safe(v: &str) -> bool {
-    plain_is_safe(v) && !v.contains([',', '[', ']', '{', '}', ':', '#'])
+    plain_is_safe(v)
+        && !v.contains([',', '[', ']', '{', '}', ':', '#'])
+        // `a -` before `]` or `,`: the parser takes the `-` for the start of
+        // another scalar (found by fuzzing).
+        && !v.split_whitespace().last().is_some_and(|w| w == "-" || w == "?")
 }
 
 fn emit_flow_scalar(s: &Scalar, out: &mut String) {
@@ -953,6 +970,45 @@ mod tests {
 
     fn round(text: &str) -> String {
         emit_documents(&parse_documents(text).unwrap())
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/): an empty first document
+    /// was written as a blank text, which reads back as no document.
+    /// Found by fuzzing (fuzz/regressions/yaml/): a top-level block scalar
+    /// holding a line `---` was written at column 0, where it ends the
+    /// document; an empty flow key was written `~`, which reads back as "~";
+    /// a flow scalar ending in ` -` was written plain, and the parser takes
+    /// that `-` before `]` for another scalar.
+    #[test]
+    fn block_scalar_documents_and_empty_flow_keys_read_back_the_same() {
+        for text in [
+            "\n>-\n ---\n",
+            "|\n  a\n  ...\n  b\n",
+            "a: [: b]\n",
+            "a: [x, {: [g]}]\n",
+            "- [(   -      ]\n",
+            "- [( \n-\n ? -\n ]\n",
+        ] {
+            let docs = parse_documents(text).unwrap();
+            let emitted = emit_documents(&docs);
+            let back = parse_documents(&emitted).unwrap();
+            assert_eq!(back.len(), docs.len(), "{text:?} -> {emitted:?}");
+            for (a, b) in docs.iter().zip(&back) {
+                assert_eq!(a.to_json(), b.to_json(), "{text:?} -> {emitted:?}");
+            }
+            assert_eq!(emit_documents(&back), emitted, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_first_document_reads_back_as_one() {
+        for text in ["---\n", "&a\n", "--- ''\n", "---\n---\na: 1\n"] {
+            let docs = parse_documents(text).unwrap();
+            let emitted = emit_documents(&docs);
+            let back = parse_documents(&emitted).unwrap();
+            assert_eq!(back.len(), docs.len(), "{text:?} -> {emitted:?}");
+            assert_eq!(emit_documents(&back), emitted, "{text:?}");
+        }
     }
 
     #[test]

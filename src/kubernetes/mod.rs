@@ -96,7 +96,9 @@
 //!   them: a document that is no array of objects is a `400 BadRequest`,
 //!   more than 10 000 operations a `413`, and an operation that cannot apply
 //!   (an unknown `op`, a `path` or `from` that is missing, no JSON pointer or
-//!   leads nowhere, no `value`) or a failed `test` a `422 Invalid`.
+//!   leads nowhere, no `value`), a failed `test`, copies adding up to more
+//!   than 3 MiB (the apiserver's `JSONPatchMaxCopyBytes`) or a document
+//!   nested deeper than 512 levels a `422 Invalid`.
 //! - Server-side apply (`application/apply-patch+yaml`, JSON bodies only,
 //!   which kubectl sends) is a merge patch onto the stored object, or a
 //!   create (`201`) when there is none; `?fieldManager=` is required and
@@ -712,6 +714,62 @@ fn routes(cfg: &mut web::ServiceConfig) {
     }
     for path in ["/api/{tail:.*}", "/apis/{tail:.*}"] {
         cfg.service(web::resource(path).to(status::no_such_path));
+    }
+}
+
+/// The parsers behind the handlers, callable on their own by the fuzz
+/// targets (`fuzz/` in the repository): query parameters, field selectors,
+/// JSON and merge patches. Not part of the API: hidden from the docs, and
+/// free to change. The handlers reach the same code through
+/// [`KubernetesApi::configure`].
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::collections::HashMap;
+
+    use serde_json::Value;
+
+    use super::Status;
+    use super::params::{FieldSelector, ListParams};
+    use super::patch::{PatchError, json_patch as apply_json_patch};
+    use crate::resource::AnyResource;
+
+    /// Reads a list or watch request's query parameters as the list and
+    /// watch handlers do (`labelSelector`, `fieldSelector`, `watch`,
+    /// `resourceVersion`, `timeoutSeconds`, ...).
+    ///
+    /// # Errors
+    /// The `400` [`Status`] the handler answers.
+    pub fn list_params(query: &HashMap<String, String>) -> Result<(), Status> {
+        ListParams::parse(query).map(drop)
+    }
+
+    /// Parses a field selector and applies it to `resource`: whether it
+    /// matches, and whether it admits the resource's namespace at all.
+    ///
+    /// # Errors
+    /// The `400` [`Status`] the handler answers.
+    pub fn field_selector(text: &str, resource: &AnyResource) -> Result<(bool, bool), Status> {
+        let selector = FieldSelector::parse(text)?;
+        Ok((selector.matches(resource), selector.admits_namespace(resource.metadata().namespace())))
+    }
+
+    /// Applies a JSON patch (RFC 6902) to `doc`, all or nothing.
+    ///
+    /// # Errors
+    /// The [`Status`] code the PATCH handler answers: `400` for a document
+    /// that is no array of operations, `413` for too many operations, `422`
+    /// for an operation that fails.
+    pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), Status> {
+        apply_json_patch(doc, patch).map_err(|e| match e {
+            PatchError::Malformed(m) => Status::bad_request(m),
+            PatchError::TooLarge(m) => Status::request_entity_too_large(m),
+            PatchError::Failed(m) => Status::invalid("", "", "", &m),
+        })
+    }
+
+    /// Applies a JSON merge patch (RFC 7386) to `target`.
+    pub fn merge_patch(target: &mut Value, patch: &Value) {
+        super::patch::merge_patch(target, patch);
     }
 }
 

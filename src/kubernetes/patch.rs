@@ -27,6 +27,57 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
 /// `maxJSONPatchOperations`): more is a `413`.
 pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
+/// The most bytes (as JSON) one JSON patch may copy in all (the apiserver's
+/// `JSONPatchMaxCopyBytes`, its request body limit): each `copy` of the
+/// root can double the document, so without a bound a patch of a kilobyte
+/// made gigabytes (found by fuzzing, fuzz/regressions/patch/).
+pub(crate) const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// The deepest document a JSON patch may make. A body parses at most 128
+/// levels deep, but `add` at a deep path nests one value in another: past
+/// this bound writing or dropping the result could exhaust the stack.
+pub(crate) const MAX_JSON_PATCH_DEPTH: usize = 512;
+
+/// The size of `value` written as JSON, or `None` once it passes `limit`
+/// (the walk stops there: it costs at most `limit`).
+fn json_size(value: &Value, limit: usize) -> Option<usize> {
+    fn walk(value: &Value, left: &mut usize) -> Option<()> {
+        let take = |left: &mut usize, n: usize| left.checked_sub(n).map(|l| *left = l);
+        match value {
+            Value::Null | Value::Bool(_) => take(left, 5),
+            Value::Number(_) => take(left, 24),
+            Value::String(s) => take(left, s.len() + 2),
+            Value::Array(items) => {
+                take(left, 2 + items.len())?;
+                items.iter().try_for_each(|v| walk(v, left))
+            }
+            Value::Object(map) => {
+                take(left, 2 + map.len())?;
+                map.iter().try_for_each(|(k, v)| {
+                    take(left, k.len() + 3)?;
+                    walk(v, left)
+                })
+            }
+        }
+    }
+    let mut left = limit;
+    walk(value, &mut left).map(|()| limit - left)
+}
+
+/// Whether `value` nests deeper than `limit` (the walk stops there).
+fn deeper_than(value: &Value, limit: usize) -> bool {
+    let children: Box<dyn Iterator<Item = &Value>> = match value {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Object(map) => Box::new(map.values()),
+        _ => return false,
+    };
+    let mut children = children.peekable();
+    if children.peek().is_none() {
+        return false;
+    }
+    limit == 0 || children.any(|v| deeper_than(v, limit - 1))
+}
+
 /// Why a JSON patch failed, as the apiserver sorts it: what does not decode
 /// as a list of operations is a bad request, what fails while applying
 /// (an unknown `op`, a missing or malformed `path`, `from` or `value`, a
@@ -161,6 +212,7 @@ pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchErro
         )));
     }
     let mut work = doc.clone();
+    let mut copy_budget = MAX_JSON_PATCH_COPY_BYTES;
     for op in ops {
         let field = |name: &str| -> Result<&str, PatchError> {
             op.get(name)
@@ -198,7 +250,14 @@ pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchErro
                 add(&mut work, path, moved)?;
             }
             "copy" => {
-                let copied = resolve(&work, field("from")?)?.clone();
+                let from = resolve(&work, field("from")?)?;
+                let size = json_size(from, copy_budget).ok_or_else(|| {
+                    PatchError::Failed(format!(
+                        "the copies of a JSON patch add up to more than {MAX_JSON_PATCH_COPY_BYTES} bytes"
+                    ))
+                })?;
+                copy_budget -= size;
+                let copied = from.clone();
                 add(&mut work, path, copied)?;
             }
             "test" => {
@@ -214,6 +273,11 @@ pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchErro
                 return Err(PatchError::Failed(format!("unknown JSON patch operation {other:?}")));
             }
         }
+    }
+    if deeper_than(&work, MAX_JSON_PATCH_DEPTH) {
+        return Err(PatchError::Failed(format!(
+            "the patched document nests deeper than {MAX_JSON_PATCH_DEPTH} levels"
+        )));
     }
     *doc = work;
     Ok(())
@@ -311,6 +375,44 @@ mod tests {
         assert_eq!(json_patch(&mut doc, &at_most), Ok(()));
         let over = Value::Array(vec![op; MAX_JSON_PATCH_OPERATIONS + 1]);
         assert!(matches!(json_patch(&mut doc, &over), Err(PatchError::TooLarge(_))));
+    }
+
+    /// Found by fuzzing (fuzz/regressions/patch/): 26 copies of the root,
+    /// 1 KB of patch, made a document of gigabytes.
+    #[test]
+    fn copies_are_bounded_in_bytes_and_documents_in_depth() {
+        let original = json!({"x": [1, 2, 3, 4, 5, 6, 7, 8]});
+        let bomb: Vec<Value> =
+            (0..26).map(|i| json!({"op": "copy", "from": "", "path": format!("/a{i}")})).collect();
+        let mut doc = original.clone();
+        let e = json_patch(&mut doc, &Value::Array(bomb)).unwrap_err();
+        assert!(matches!(&e, PatchError::Failed(m) if m.contains("copies")), "{e:?}");
+        assert_eq!(doc, original);
+        // A few copies stay well within the budget.
+        let few: Vec<Value> =
+            (0..3).map(|i| json!({"op": "copy", "from": "", "path": format!("/a{i}")})).collect();
+        json_patch(&mut doc, &Value::Array(few)).unwrap();
+        assert_eq!(doc["a2"]["a1"]["a0"], original);
+
+        // Adds at ever deeper paths: past MAX_JSON_PATCH_DEPTH, refused.
+        let nested = |depth: usize| (0..depth).fold(json!(1), |v, _| json!({"n": v}));
+        let mut deep = json!({});
+        let mut path = String::new();
+        let mut ops = Vec::new();
+        for _ in 0..6 {
+            path.push_str("/n");
+            ops.push(json!({"op": "add", "path": path.clone(), "value": nested(100)}));
+            path.push_str(&"/n".repeat(99));
+        }
+        let e = json_patch(&mut deep, &Value::Array(ops.clone())).unwrap_err();
+        assert!(matches!(&e, PatchError::Failed(m) if m.contains("deeper")), "{e:?}");
+        assert_eq!(deep, json!({}));
+        ops.truncate(5);
+        json_patch(&mut deep, &Value::Array(ops)).unwrap();
+        // The root and 500 maps: 501 levels.
+        assert!(deeper_than(&deep, 500) && !deeper_than(&deep, 501));
+        assert_eq!(json_size(&json!({"a": [1, "bc"]}), 100), Some(2 + 1 + 4 + 2 + 2 + 24 + 4));
+        assert_eq!(json_size(&json!({"a": [1, "bc"]}), 10), None);
     }
 
     #[test]
