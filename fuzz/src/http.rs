@@ -19,13 +19,13 @@ use std::cell::OnceCell;
 use std::future::Future;
 
 use actix_web::body::{BodySize, MessageBody};
-use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use actix_web::http::{Method, Uri};
 use actix_web::{App, test};
 use cosi_runtime::Runtime;
 use cosi_runtime::admin::Admin;
 use cosi_runtime::controller::{Input, Output, from_fn};
-use cosi_runtime::kubernetes::{Expose, KubernetesApi};
+use cosi_runtime::kubernetes::{Expose, KubernetesApi, Tokens, User};
 use cosi_runtime::resource::{Kind, LabelQuery, Pointer, Resource, Spec};
 use cosi_runtime::state::State;
 use serde_json::Value;
@@ -355,7 +355,8 @@ fn is_api_path(path: &str) -> bool {
 
 /// The Kubernetes API over a fresh state per input, two types exposed (one
 /// typed, one dynamic), four resources (one with a finalizer, one owned by
-/// a controller): every answer is a valid status, no `500`, every error on
+/// a controller), bearer tokens when the request carries an Authorization
+/// header: every answer is a valid status, no `500`, every error on
 /// the API's paths is a `Status` of the same code, and a request that fails
 /// changes nothing.
 pub fn kube_http(data: &[u8]) {
@@ -363,12 +364,24 @@ pub fn kube_http(data: &[u8]) {
     block_on(async {
         let state = State::start();
         seed_links(&state).await;
-        let api = KubernetesApi::new(&state)
+        let mut api = KubernetesApi::new(&state)
             .expose(Expose::of::<LinkConfig>("v1alpha1").short_names(["lc"]).namespaces(["config"]))
             .expect("LinkConfig exposed")
             .expose(Expose::resource_type(DYNAMIC, "v1").kind("Thing").namespaces(["other"]))
             .expect("Thing exposed")
             .max_request_body(64 * 1024);
+        // A request with an Authorization header meets the token check:
+        // `admin` writes everything, `viewer` reads linkconfigs, anonymous
+        // requests read.
+        if request.headers.iter().any(|(name, _)| name == AUTHORIZATION) {
+            api = api
+                .tokens(
+                    Tokens::new()
+                        .token("s3cret", User::new("admin").write_all())
+                        .token("r0", User::new("viewer").read(["linkconfigs"])),
+                )
+                .anonymous_read(true);
+        }
         let app = test::init_service(App::new().configure(api.configure())).await;
         let namespaces = namespaces_of(&request);
         let before = fingerprint(&state, &namespaces).await;
