@@ -592,7 +592,7 @@ def kubernetes_section(d, summary, md):
 def fuzzing_section(target_dir, summary, md):
     """The long fuzzing runs (`scripts/fuzz.sh all 600`): one JSON summary per target in
     `<target>/fuzz-report/`, written by scripts/fuzz.sh. A target without one is "not run"."""
-    names = sh("bash", "scripts/fuzz.sh", "list").split()
+    names = sh("bash", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz.sh"), "list").split()
     report_dir = os.path.join(target_dir, "fuzz-report")
     if os.path.isdir(report_dir):
         names += sorted(f[:-5] for f in os.listdir(report_dir) if f.endswith(".json") and f[:-5] not in names)
