@@ -441,14 +441,50 @@ enum Frame {
     Map { map: Map, key: Option<Scalar>, seen: HashSet<String>, anchor: usize, line: usize },
 }
 
+/// A tag as written. The parser hands the tag decoded (`!%3E` is `>`), so
+/// every character a tag may not hold as it is goes back percent-encoded:
+/// YAML's `ns-tag-char` in a shorthand (`!x`, `!!x`), `ns-uri-char` in a
+/// verbatim tag (`!<x>`). Otherwise `!%3Ee` would be written `!>e`, which
+/// does not parse.
 fn tag_text(tag: &Tag) -> String {
     if tag.handle == "tag:yaml.org,2002:" {
-        format!("!!{}", tag.suffix)
+        format!("!!{}", tag_encode(&tag.suffix, false))
     } else if tag.handle == "!" {
-        format!("!{}", tag.suffix)
+        format!("!{}", tag_encode(&tag.suffix, false))
     } else {
-        format!("!<{}{}>", tag.handle, tag.suffix)
+        format!("!<{}>", tag_encode(&format!("{}{}", tag.handle, tag.suffix), true))
     }
+}
+
+/// `text` with every character outside YAML's URI characters (`verbatim`)
+/// or tag characters (a shorthand: no `!` and no flow indicators) as `%XX`.
+///
+/// A character beyond ASCII is written as the big-endian bytes of its code
+/// point, not as its UTF-8: saphyr-parser 0.3 decodes a tag's `%XX` run by
+/// concatenating the bytes (`%C7%BE` reads as U+C7BE, not U+01FE), so this
+/// is what reads back as the same character. Every such character in a
+/// parsed tag came from that decoding, so its bytes always form a run the
+/// parser accepts.
+fn tag_encode(text: &str, verbatim: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if let Ok(b) = u8::try_from(c) {
+            let uri = b.is_ascii_alphanumeric() || b"-#;/?:@&=+$,_.!~*'()[]".contains(&b);
+            let shorthand_only = matches!(b, b'!' | b',' | b'[' | b']' | b'{' | b'}');
+            if uri && (verbatim || !shorthand_only) {
+                out.push(c);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+            continue;
+        }
+        let code = u32::from(c).to_be_bytes();
+        let first = code.iter().position(|&b| b != 0).unwrap_or(3);
+        for b in &code[first..] {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn style_of(style: ScalarStyle) -> Style {
@@ -1065,6 +1101,28 @@ mod tests {
         let text = "- ".repeat(100_000) + "x\n";
         let e = parse_documents(&text).unwrap_err();
         assert!(e.message.contains("nesting"), "{e}");
+    }
+
+    /// Found by fuzzing: a percent-encoded tag was written decoded (`!%3Ee`
+    /// as `!>e`), which does not parse back.
+    #[test]
+    fn tags_are_written_percent_encoded_where_they_must_be() {
+        for (text, written) in [
+            ("!%3ee\n", "!%3Ee \n"),
+            ("a: !%7Cx y\n", "a: !%7Cx y\n"),
+            ("a: !local%21 y\n", "a: !local%21 y\n"),
+            ("a: !!str 1\n", "a: !!str 1\n"),
+            // A two-byte run reads as U+C7BE (see tag_encode), written back as it came.
+            ("a: !7%c7%bee y\n", "a: !7%C7%BEe y\n"),
+            ("a: !<tag:example.com,2000:a%3Eb> y\n", "a: !<tag:example.com,2000:a%3Eb> y\n"),
+        ] {
+            let docs = parse_documents(text).unwrap();
+            let emitted = emit_documents(&docs);
+            assert_eq!(emitted, written, "{text:?}");
+            let back = parse_documents(&emitted).unwrap();
+            assert_eq!(back[0].to_json(), docs[0].to_json(), "{text:?}");
+            assert_eq!(emit_documents(&back), emitted, "stable: {text:?}");
+        }
     }
 
     #[test]
