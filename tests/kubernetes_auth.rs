@@ -3,6 +3,8 @@
 //! certificate made at test time, a small rustls client for raw requests,
 //! and the machine's `kubectl` (skipped where there is none).
 
+mod kubernetes_support;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
@@ -299,21 +301,6 @@ fn a_bad_certificate_or_key_is_a_typed_error() {
 
 // ---- kubectl ----------------------------------------------------------------
 
-/// The machine's kubectl dispatcher with the client of 1.33, if both are there.
-fn kubectl_available() -> bool {
-    let found = Command::new("kubectl")
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-        && std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33").exists();
-    if !found {
-        eprintln!("kubectl (with kubectl.1.33) is not installed here: skipped");
-    }
-    found
-}
-
 /// Runs kubectl against `addr`, over https trusting `ca_pem` when given (else
 /// plain http), with an empty kubeconfig and a cache of its own: (success,
 /// stdout, stderr).
@@ -351,7 +338,7 @@ async fn kubectl(addr: SocketAddr, ca_pem: Option<&str>, args: &[&str]) -> (bool
 
 #[actix::test]
 async fn kubectl_reads_with_a_right_token_and_is_refused_with_a_wrong_one() {
-    if !kubectl_available() {
+    if !kubernetes_support::kubectl_available(33) {
         return;
     }
     let state = State::start();
@@ -393,7 +380,7 @@ async fn kubectl_reads_with_a_right_token_and_is_refused_with_a_wrong_one() {
 /// a read-only loopback port beside the https one with tokens.
 #[actix::test]
 async fn kubectl_reads_anonymously_when_anonymous_read_is_on_and_cannot_delete() {
-    if !kubectl_available() {
+    if !kubernetes_support::kubectl_available(33) {
         return;
     }
     let state = State::start();

@@ -1,5 +1,5 @@
 //! List and get: `<Kind>List` (or a Table) at the store revision of its
-//! snapshot ([`State::list_with_revision`]: a watch resumed from that
+//! snapshot ([`State::list_with_revision`](crate::State::list_with_revision): a watch resumed from that
 //! revision misses nothing and repeats nothing).
 
 use std::collections::HashMap;
@@ -17,20 +17,10 @@ use super::params::{FieldSelector, ListParams};
 use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
-use crate::State;
-use crate::resource::{AnyResource, Kind, LabelQuery};
+
+use crate::resource::{AnyResource, Kind};
 
 type Query = web::Query<HashMap<String, String>>;
-
-/// The resources of `kind` matching `labels`, sorted by id, and the store
-/// revision of that snapshot ([`State::list_with_revision`]).
-pub(crate) async fn snapshot(
-    state: &State,
-    kind: &Kind,
-    labels: &LabelQuery,
-) -> Result<(Vec<AnyResource>, u64), Status> {
-    Ok(state.list_with_revision(kind, labels).await?)
-}
 
 fn accept(req: &HttpRequest) -> Option<&str> {
     req.headers().get(actix_web::http::header::ACCEPT).and_then(|v| v.to_str().ok())
@@ -89,7 +79,7 @@ async fn list_or_watch(
     let probe = namespaces.is_empty().then(|| "default".to_owned());
     for namespace in namespaces.iter().chain(&probe) {
         let kind = Kind::new(namespace, &exposed.resource_type);
-        let (found, at) = snapshot(&shared.state, &kind, &params.labels).await?;
+        let (found, at) = shared.state.list_with_revision(&kind, &params.labels).await?;
         // The oldest snapshot: a watch from it may repeat, never miss.
         revision = Some(revision.map_or(at, |r| r.min(at)));
         if probe.is_none() {

@@ -63,12 +63,6 @@ pub(crate) fn form(accept: Option<&str>) -> Form {
     Form::Full
 }
 
-/// Whether the `Accept` header asks for a `meta.k8s.io/v1` Table.
-#[cfg(test)]
-pub(crate) fn wants_table(accept: Option<&str>) -> bool {
-    form(accept) == Form::Table
-}
-
 /// A duration as kubectl shows ages: coarser as it grows.
 pub(crate) fn age(d: Duration) -> String {
     let s = d.as_secs();
@@ -247,11 +241,11 @@ mod tests {
     #[test]
     fn kubectl_asks_for_a_table_with_fallbacks() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert!(wants_table(Some(kubectl)));
-        assert!(wants_table(Some("application/json; as=Table; g=meta.k8s.io; v=v1")));
-        assert!(!wants_table(Some("application/json;as=Table;v=v1beta1;g=meta.k8s.io")));
-        assert!(!wants_table(Some("application/json")));
-        assert!(!wants_table(None));
+        assert_eq!(form(Some(kubectl)), Form::Table);
+        assert_eq!(form(Some("application/json; as=Table; g=meta.k8s.io; v=v1")), Form::Table);
+        assert_ne!(form(Some("application/json;as=Table;v=v1beta1;g=meta.k8s.io")), Form::Table);
+        assert_ne!(form(Some("application/json")), Form::Table);
+        assert_ne!(form(None), Form::Table);
         let kube_rs = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         assert_eq!(form(Some(kube_rs)), Form::Metadata);
         let client_go =
