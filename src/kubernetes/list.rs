@@ -13,7 +13,7 @@ use serde_json::json;
 use super::Shared;
 use super::object::{ApiVersion, Object};
 use super::object::{ObjectMeta, Partial};
-use super::params::{FieldSelector, ListParams};
+use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
@@ -74,6 +74,7 @@ async fn list_or_watch(
     }
     let mut items = Vec::new();
     let mut revision = None::<u64>;
+    let mut newest = 0;
     // With no namespace to read, an empty list still needs a revision:
     // that of a snapshot of a namespace nobody names.
     let probe = namespaces.is_empty().then(|| "default".to_owned());
@@ -82,12 +83,30 @@ async fn list_or_watch(
         let (found, at) = shared.state.list_with_revision(&kind, &params.labels).await?;
         // The oldest snapshot: a watch from it may repeat, never miss.
         revision = Some(revision.map_or(at, |r| r.min(at)));
+        newest = newest.max(at);
         if probe.is_none() {
             items.extend(found);
         }
     }
+    if let Start::After(asked) = params.start
+        && asked > newest
+    {
+        return Err(too_large(asked, newest));
+    }
     let revision = revision.unwrap_or(0);
     respond(&exposed, &items, revision, form, &params.fields)
+}
+
+/// A list from `asked`, a version beyond the state's `current` revision: a
+/// client that knew an earlier server whose history is gone (a restart on a
+/// fresh in-memory state). The apiserver waits for such a version, then
+/// answers `504 Timeout` ("Too large resource version"); ours will never
+/// come, so the answer is at once a `410 Expired`, which client-go's
+/// reflector and kube-runtime treat alike: relist from no version.
+fn too_large(asked: u64, current: u64) -> Status {
+    Status::expired(format!(
+        "Too large resource version: {asked}, current: {current} (this server's history does not reach it: list again without a resourceVersion)"
+    ))
 }
 
 fn respond(

@@ -47,7 +47,16 @@
 //!   backwards within one watch.
 //! - A watch from a revision the state no longer keeps gets HTTP 200 and one
 //!   in-stream `ERROR` event with a `410 Expired` `Status`, then ends (what
-//!   informers and kube-rs need to relist rather than retry for ever).
+//!   informers and kube-rs need to relist rather than retry for ever). So
+//!   does a watch from a revision the state has not reached: its client knew
+//!   an earlier server whose history is gone (restarted on a fresh in-memory
+//!   state), and kube-runtime's `watcher` relists the new state's objects.
+//! - A list from a `resourceVersion` beyond the state's revision (with or
+//!   without `resourceVersionMatch`) is a `410 Expired` at once: the
+//!   apiserver waits for it, then answers `504` "Too large resource
+//!   version", but here that version will never come; client-go's reflector
+//!   relists from no version on either. Any other `resourceVersion` lists
+//!   the current state (`NotOlderThan`; `Exact` is not honoured).
 //! - `allowWatchBookmarks=true`: `BOOKMARK` events every
 //!   [`bookmark_interval`](KubernetesApi::bookmark_interval);
 //!   `sendInitialEvents=true`: a bookmark annotated `k8s.io/initial-events-end`
