@@ -24,7 +24,7 @@ use kube::runtime::reflector;
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Config, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct LinkConfig {
@@ -692,5 +692,114 @@ async fn a_list_from_a_version_the_state_has_not_reached_is_410_expired() {
         assert_eq!(list.metadata.resource_version, Some(current.to_string()), "from {at}");
         assert_eq!(list.items.len(), 2);
     }
+    server.stop().await;
+}
+
+// ---- ownerReferences ----------------------------------------------------------------
+
+/// `metadata.ownerReferences` written by kube-rs are kept (in the state, in
+/// the reserved annotation) and served back on get, list, metadata-only
+/// reads and watches; merge, JSON and apply patches change them; bad ones
+/// are a 422 naming the field; a client-written annotation of the reserved
+/// name is ignored.
+#[actix::test]
+async fn owner_references_are_kept_served_patched_and_validated() {
+    use cosi_runtime::kubernetes::OWNER_REFERENCES_ANNOTATION;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    let state = State::start();
+    let (server, links) = serve_links(&state).await;
+    let node = |name: &str, controller: Option<bool>| OwnerReference {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        controller,
+        block_owner_deletion: None,
+    };
+    let mut object =
+        DynamicObject::new("eth0", &link_resource()).data(json!({"spec": {"mtu": 1500}}));
+    object.metadata.owner_references = Some(vec![node("n1", Some(true))]);
+    object.annotations_mut().insert(OWNER_REFERENCES_ANNOTATION.into(), "[]".into());
+    let created = links.create(&PostParams::default(), &object).await.unwrap();
+    assert_eq!(created.owner_references(), [node("n1", Some(true))]);
+    assert!(created.metadata.annotations.is_none(), "{:?}", created.metadata.annotations);
+    let kept = stored_link(&state, "eth0").await;
+    let kept = kept.metadata().annotations().get(OWNER_REFERENCES_ANNOTATION).map(str::to_owned);
+    assert_eq!(
+        kept.as_deref(),
+        Some(r#"[{"apiVersion":"v1","controller":true,"kind":"Node","name":"n1","uid":"uid-n1"}]"#)
+    );
+
+    // Read back every way.
+    assert_eq!(links.get("eth0").await.unwrap().owner_references(), [node("n1", Some(true))]);
+    let listed = links.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items[0].owner_references(), [node("n1", Some(true))]);
+    let metas = links.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(metas.items[0].owner_references(), [node("n1", Some(true))]);
+    let mut events = watcher::watcher(links.clone(), watcher::Config::default()).boxed();
+    let (objects, _) = relist(&mut events).await;
+    assert_eq!(objects[0].owner_references(), [node("n1", Some(true))]);
+
+    // A merge patch adds one (the list is replaced whole, as in a CRD).
+    let both = json!({"metadata": {"ownerReferences": [node("n1", Some(true)), node("n2", None)]}});
+    let patched = links.patch("eth0", &PatchParams::default(), &Patch::Merge(&both)).await.unwrap();
+    assert_eq!(patched.owner_references(), [node("n1", Some(true)), node("n2", None)]);
+    match next(&mut events).await.unwrap() {
+        Event::Apply(o) => assert_eq!(o.owner_references().len(), 2),
+        other => panic!("{other:?}"),
+    }
+    // A merge patch of the list replaces it whole (JSON patches: see
+    // tests/kubernetes_status.rs).
+    let one = json!({"metadata": {"ownerReferences": [node("n2", None)]}});
+    let params = PatchParams::default();
+    let patched = links.patch("eth0", &params, &Patch::Merge(&one)).await.unwrap();
+    assert_eq!(patched.owner_references(), [node("n2", None)]);
+    // An apply that leaves them out keeps them; one that names them sets them.
+    let apply = |refs: Value| {
+        json!({"apiVersion": "net.cosi.dev/v1alpha1", "kind": "LinkConfig",
+               "metadata": {"name": "eth0", "ownerReferences": refs}, "spec": {"mtu": 1400}})
+    };
+    let mut keep = apply(Value::Null);
+    keep["metadata"].as_object_mut().unwrap().remove("ownerReferences");
+    let applied = links.patch("eth0", &PatchParams::apply("m"), &Patch::Apply(&keep)).await;
+    assert_eq!(applied.unwrap().owner_references(), [node("n2", None)]);
+    let set = apply(json!([node("n3", Some(false))]));
+    let applied = links.patch("eth0", &PatchParams::apply("m"), &Patch::Apply(&set)).await;
+    assert_eq!(applied.unwrap().owner_references(), [node("n3", Some(false))]);
+    // A replace without them drops them, and the annotation with them.
+    let mut read = links.get("eth0").await.unwrap();
+    read.metadata.owner_references = None;
+    let replaced = links.replace("eth0", &PostParams::default(), &read).await.unwrap();
+    assert!(replaced.owner_references().is_empty());
+    let kept = stored_link(&state, "eth0").await;
+    assert!(kept.metadata().annotations().get(OWNER_REFERENCES_ANNOTATION).is_none());
+
+    // Bad references: 422 naming the field, nothing written.
+    let revision = stored_link(&state, "eth0").await.metadata().revision();
+    for (bad, field) in [
+        (json!({"name": "n1"}), "metadata.ownerReferences"),
+        (
+            json!([{"apiVersion": "v1", "kind": "Node", "name": "n1"}]),
+            "metadata.ownerReferences[0].uid",
+        ),
+        (
+            json!([{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "u", "controller": "yes"}]),
+            "metadata.ownerReferences[0].controller",
+        ),
+        (json!([node("n1", Some(true)), node("n2", Some(true))]), "metadata.ownerReferences"),
+    ] {
+        let patch = json!({"metadata": {"ownerReferences": bad}});
+        let err = links.patch("eth0", &params, &Patch::Merge(&patch)).await.unwrap_err();
+        match &err {
+            kube::Error::Api(s) => {
+                assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{bad}: {s:?}");
+                assert!(s.message.contains(&format!("{field}: ")), "{bad}: {}", s.message);
+            }
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert_eq!(stored_link(&state, "eth0").await.metadata().revision(), revision, "unchanged");
+    drop(events);
     server.stop().await;
 }

@@ -85,8 +85,16 @@
 //!   resource owned by a controller is read-only to clients: PUT, PATCH and
 //!   DELETE answer `403 Forbidden` and change nothing.
 //! - A written object gives labels, annotations (except [`OWNER_ANNOTATION`],
-//!   derived), finalizers and `spec`; `status`, `generation`, timestamps and
+//!   derived, and [`OWNER_REFERENCES_ANNOTATION`], reserved), finalizers,
+//!   `ownerReferences` and `spec`; `status`, `generation`, timestamps and
 //!   `managedFields` are ignored. The name and namespace must match the URL's.
+//! - `metadata.ownerReferences` (each `apiVersion`, `kind`, `name`, `uid`,
+//!   optional booleans `controller`, `blockOwnerDeletion`; at most one
+//!   controller; anything else is a `422 Invalid` naming the field) are kept
+//!   in the annotation [`OWNER_REFERENCES_ANNOTATION`] and served back as
+//!   `ownerReferences`, never as that annotation. There is no garbage
+//!   collection: deleting an owner leaves its dependents be. The references
+//!   are what kube-runtime's `Controller::owns()` maps a child to its parent by.
 //! - Specs are decoded: with [`Expose::of::<S>`](Expose::of) a spec that does
 //!   not decode as `S` is a `422 Invalid` naming the error, and under
 //!   `fieldValidation=Strict` (kubectl's default) so is a field `S` does not
@@ -195,6 +203,7 @@
 //! | created | `metadata.creationTimestamp` |
 //! | labels, annotations, finalizers | the same |
 //! | owner (a controller) | annotation `cosi.dev/owner` ([`OWNER_ANNOTATION`]) |
+//! | annotation [`OWNER_REFERENCES_ANNOTATION`] (JSON) | `metadata.ownerReferences` |
 //! | phase `TearingDown` | `metadata.deletionTimestamp` (the time of its last write) |
 //! | spec | `spec` |
 //!
@@ -324,7 +333,7 @@ use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpServer, guard, web};
 
 pub use auth::{ANONYMOUS, Tokens, User};
-pub use object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION};
+pub use object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION};
 pub use registry::{Expose, ExposeError};
 pub use status::Status;
 pub use tls::TlsError;

@@ -10,6 +10,7 @@
 //! | created | `metadata.creationTimestamp` (RFC 3339, seconds) |
 //! | labels, annotations, finalizers | the same |
 //! | owner (a controller) | annotation `cosi.dev/owner` |
+//! | annotation `kubernetes.cosi.dev/owner-references` | `metadata.ownerReferences` |
 //! | phase `TearingDown` | `metadata.deletionTimestamp` (the time of the last write) |
 //! | spec | `spec` |
 
@@ -29,6 +30,88 @@ pub const OWNER_ANNOTATION: &str = "cosi.dev/owner";
 /// `application/apply-patch+yaml`) records its `?fieldManager=` (the last
 /// applier; there are no per-field `managedFields`).
 pub const FIELD_MANAGER_ANNOTATION: &str = "cosi.dev/field-manager";
+
+/// The annotation in which a written object's `metadata.ownerReferences`
+/// are kept, as compact JSON text (a list of objects with `apiVersion`,
+/// `kind`, `name`, `uid`, and optionally `controller` and
+/// `blockOwnerDeletion`). It is never served as an annotation: objects
+/// carry it back as `metadata.ownerReferences` (when it holds a JSON list),
+/// and a client-written annotation of this name is ignored.
+///
+/// The references are kept and served, nothing more: there is no garbage
+/// collection, deleting an owner leaves its dependents alone, and
+/// `blockOwnerDeletion` blocks nothing. That is all kube-runtime's
+/// `Controller::owns()` needs (it maps a child to its parent through the
+/// references). A controller writing through the [`State`](crate::State)
+/// may set this annotation itself.
+pub const OWNER_REFERENCES_ANNOTATION: &str = "kubernetes.cosi.dev/owner-references";
+
+/// Reads a written object's `metadata.ownerReferences` (`value`) into the
+/// text kept in [`OWNER_REFERENCES_ANNOTATION`]: `None` when there are none.
+///
+/// # Errors
+/// What is wrong, naming the field (`metadata.ownerReferences[0].uid: ...`),
+/// for a `422 Invalid`: no list of objects, a required string missing or
+/// empty, a flag that is no boolean, an unknown field, or more than one
+/// reference with `controller: true` (as the apiserver refuses).
+pub(crate) fn owner_references(value: Option<&Value>) -> Result<Option<String>, String> {
+    const FIELD: &str = "metadata.ownerReferences";
+    let items = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(format!("{FIELD}: must be a list of objects, not {other}")),
+    };
+    let mut controllers = 0;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(item) = item else {
+            return Err(format!("{FIELD}[{i}]: must be an object, not {item}"));
+        };
+        let mut reference = Map::new();
+        for (key, value) in item {
+            let at = format!("{FIELD}[{i}].{key}");
+            match (key.as_str(), value) {
+                ("apiVersion" | "kind" | "name" | "uid", Value::String(text))
+                    if !text.is_empty() =>
+                {
+                    reference.insert(key.clone(), value.clone());
+                }
+                ("apiVersion" | "kind" | "name" | "uid", Value::String(_)) => {
+                    return Err(format!("{at}: Required value"));
+                }
+                ("apiVersion" | "kind" | "name" | "uid", other) => {
+                    return Err(format!("{at}: must be a string, not {other}"));
+                }
+                ("controller" | "blockOwnerDeletion", Value::Null) => {}
+                ("controller" | "blockOwnerDeletion", Value::Bool(flag)) => {
+                    controllers += usize::from(key == "controller" && *flag);
+                    reference.insert(key.clone(), value.clone());
+                }
+                ("controller" | "blockOwnerDeletion", other) => {
+                    return Err(format!("{at}: must be a boolean, not {other}"));
+                }
+                _ => return Err(format!("{at}: unknown field {key:?}")),
+            }
+        }
+        for required in ["apiVersion", "kind", "name", "uid"] {
+            if !reference.contains_key(required) {
+                return Err(format!("{FIELD}[{i}].{required}: Required value"));
+            }
+        }
+        out.push(Value::Object(reference));
+    }
+    if controllers > 1 {
+        return Err(format!("{FIELD}: Only one reference can have Controller set to true"));
+    }
+    Ok((!out.is_empty()).then(|| Value::Array(out).to_string()))
+}
+
+/// The references kept in [`OWNER_REFERENCES_ANNOTATION`], when it holds a
+/// JSON list.
+fn served_owner_references(annotations: &StringMap) -> Option<Value> {
+    let text = annotations.get(OWNER_REFERENCES_ANNOTATION)?;
+    serde_json::from_str::<Value>(text).ok().filter(Value::is_array)
+}
 
 /// A time in RFC 3339, whole seconds, as Kubernetes writes times.
 struct Rfc3339(Timestamp);
@@ -63,21 +146,30 @@ impl<T: fmt::Display> Serialize for Str<T> {
     }
 }
 
-/// The annotations as served: the resource's, and the owner's in
-/// [`OWNER_ANNOTATION`] (replacing one of that name), in key order.
+/// The annotations as served: the resource's but
+/// [`OWNER_REFERENCES_ANNOTATION`] (served as `ownerReferences`), and the
+/// owner's in [`OWNER_ANNOTATION`] (replacing one of that name), in key order.
 struct Annotations<'a> {
     annotations: &'a StringMap,
     owner: Option<&'a str>,
 }
 
+impl Annotations<'_> {
+    /// Whether any annotation is served.
+    fn any(&self) -> bool {
+        self.owner.is_some() || self.annotations.keys().any(|k| k != OWNER_REFERENCES_ANNOTATION)
+    }
+}
+
 impl Serialize for Annotations<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let shown = self.annotations.iter().filter(|(k, _)| *k != OWNER_REFERENCES_ANNOTATION);
         let Some(owner) = self.owner else {
-            return s.collect_map(self.annotations.iter());
+            return s.collect_map(shown);
         };
         let mut map = s.serialize_map(None)?;
         let mut owner = Some(owner);
-        for (k, v) in self.annotations.iter() {
+        for (k, v) in shown {
             if k >= OWNER_ANNOTATION
                 && let Some(o) = owner.take()
             {
@@ -121,9 +213,12 @@ impl Serialize for ObjectMeta<'_> {
         if !md.labels().is_empty() {
             out.serialize_entry("labels", md.labels())?;
         }
-        if !md.annotations().is_empty() || md.owner().is_some() {
-            let annotations = Annotations { annotations: md.annotations(), owner: md.owner() };
+        let annotations = Annotations { annotations: md.annotations(), owner: md.owner() };
+        if annotations.any() {
             out.serialize_entry("annotations", &annotations)?;
+        }
+        if let Some(references) = served_owner_references(md.annotations()) {
+            out.serialize_entry("ownerReferences", &references)?;
         }
         if !md.finalizers().is_empty() {
             out.serialize_entry("finalizers", &Finalizers(md.finalizers()))?;
@@ -300,5 +395,93 @@ mod tests {
         let tombstone =
             AnyResource::tombstone(Pointer::new("config", "LinkConfigs.net.cosi.dev", "x"));
         assert_eq!(Object::new(&exposed, &tombstone, 1).err().unwrap().code(), 500);
+    }
+
+    #[test]
+    fn owner_references_are_validated_and_kept_as_compact_json() {
+        let owner = json!({"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "u1"});
+        assert_eq!(owner_references(None), Ok(None));
+        assert_eq!(owner_references(Some(&Value::Null)), Ok(None));
+        assert_eq!(owner_references(Some(&json!([]))), Ok(None), "none: no annotation");
+        let both = json!([
+            {"kind": "Node", "apiVersion": "v1", "name": "n1", "uid": "u1", "controller": true,
+             "blockOwnerDeletion": null},
+            {"apiVersion": "v1", "kind": "Node", "name": "n2", "uid": "u2", "controller": false,
+             "blockOwnerDeletion": true},
+        ]);
+        let kept = owner_references(Some(&both)).unwrap().unwrap();
+        assert_eq!(
+            kept,
+            r#"[{"apiVersion":"v1","controller":true,"kind":"Node","name":"n1","uid":"u1"},{"apiVersion":"v1","blockOwnerDeletion":true,"controller":false,"kind":"Node","name":"n2","uid":"u2"}]"#
+        );
+
+        let with = |key: &str, value: Value| {
+            let mut r = owner.clone();
+            r[key] = value;
+            json!([owner.clone(), r])
+        };
+        let without_uid = {
+            let mut r = owner.clone();
+            r.as_object_mut().unwrap().remove("uid");
+            json!([r])
+        };
+        let two_controllers = json!([
+            with("controller", true.into())[1].clone(),
+            with("controller", true.into())[1].clone(),
+        ]);
+        for (bad, error) in [
+            (json!({"name": "n1"}), "metadata.ownerReferences: must be a list of objects"),
+            (json!(["n1"]), "metadata.ownerReferences[0]: must be an object"),
+            (without_uid, "metadata.ownerReferences[0].uid: Required value"),
+            (with("name", "".into()), "metadata.ownerReferences[1].name: Required value"),
+            (with("kind", 3.into()), "metadata.ownerReferences[1].kind: must be a string"),
+            (
+                with("controller", "yes".into()),
+                "metadata.ownerReferences[1].controller: must be a boolean",
+            ),
+            (
+                with("blockOwnerDeletion", 1.into()),
+                "metadata.ownerReferences[1].blockOwnerDeletion: must be a boolean",
+            ),
+            (with("extra", 1.into()), "metadata.ownerReferences[1].extra: unknown field"),
+            (
+                two_controllers,
+                "metadata.ownerReferences: Only one reference can have Controller set to true",
+            ),
+        ] {
+            let e = owner_references(Some(&bad)).unwrap_err();
+            assert!(e.starts_with(error), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn owner_references_are_served_from_their_annotation_never_as_one() {
+        let mut md = Metadata::new(Pointer::new("config", "LinkConfigs.net.cosi.dev", "eth0"));
+        let kept = r#"[{"apiVersion":"v1","kind":"Node","name":"n1","uid":"u1"}]"#;
+        md.annotations_mut().insert(OWNER_REFERENCES_ANNOTATION, kept);
+        let r = AnyResource::from_dynamic(md.clone(), json!({}));
+        let m = metadata(&r, 1);
+        assert_eq!(m["ownerReferences"], serde_json::from_str::<Value>(kept).unwrap());
+        assert!(m.get("annotations").is_none(), "the only annotation is not served: {m}");
+        let text = serde_json::to_string(&ObjectMeta { resource: &r, resource_version: 1 });
+        assert!(!text.unwrap().contains(OWNER_REFERENCES_ANNOTATION));
+
+        // Beside other annotations and an owner.
+        md.annotations_mut().insert("a", "1");
+        md.annotations_mut().insert("z", "2");
+        md.set_owner(Some(Arc::from("NodeController")));
+        let r = AnyResource::from_dynamic(md.clone(), json!({}));
+        let m = metadata(&r, 1);
+        assert_eq!(
+            m["annotations"],
+            json!({"a": "1", OWNER_ANNOTATION: "NodeController", "z": "2"})
+        );
+        assert_eq!(m["ownerReferences"][0]["name"], "n1");
+
+        // Text that is no JSON list (a controller's own) is served as neither.
+        md.annotations_mut().insert(OWNER_REFERENCES_ANNOTATION, "{not json");
+        let m = metadata(&AnyResource::from_dynamic(md, json!({})), 1);
+        assert!(m.get("ownerReferences").is_none(), "{m}");
+        assert_eq!(m["annotations"].as_object().unwrap().len(), 3, "{m}");
     }
 }

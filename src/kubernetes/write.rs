@@ -11,7 +11,10 @@ use futures::StreamExt;
 use serde_json::{Map, Value};
 
 use super::Shared;
-use super::object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, object};
+use super::object::{
+    FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION, object,
+    owner_references,
+};
 use super::patch::{PatchError, json_patch, merge_patch};
 use super::registry::Exposed;
 use super::status::Status;
@@ -261,9 +264,14 @@ fn desired(target: &Target, body: &Value, strict: bool) -> Result<Desired, Statu
     for (k, v) in
         string_map(md.get("annotations"), "annotations").map_err(|e| target.invalid(&e))?
     {
-        if k != OWNER_ANNOTATION {
+        if k != OWNER_ANNOTATION && k != OWNER_REFERENCES_ANNOTATION {
             metadata.annotations_mut().insert(k, v);
         }
+    }
+    if let Some(references) =
+        owner_references(md.get("ownerReferences")).map_err(|e| target.invalid(&e))?
+    {
+        metadata.annotations_mut().insert(OWNER_REFERENCES_ANNOTATION, references);
     }
     match md.get("finalizers") {
         None | Some(Value::Null) => {}
