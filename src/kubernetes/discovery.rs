@@ -117,15 +117,25 @@ pub(super) async fn resources(
         .types
         .iter()
         .filter(|t| t.group == group && t.version == version)
-        .map(|t| {
-            json!({
+        .flat_map(|t| {
+            let status = t.status.then(|| {
+                json!({
+                    "name": format!("{}/status", t.plural),
+                    "singularName": "",
+                    "namespaced": true,
+                    "kind": t.kind,
+                    "verbs": ["get", "patch", "update"],
+                })
+            });
+            let main = json!({
                 "name": t.plural,
                 "singularName": t.singular,
                 "namespaced": true,
                 "kind": t.kind,
                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
                 "shortNames": t.short_names,
-            })
+            });
+            std::iter::once(main).chain(status)
         })
         .collect();
     if resources.is_empty() {

@@ -204,14 +204,38 @@ impl Serialize for Items<'_> {
     }
 }
 
+type ItemPath = web::Path<(String, String, String, String, String)>;
+
 /// `GET /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}`.
 pub(super) async fn get(
     shared: web::Data<Shared>,
-    path: web::Path<(String, String, String, String, String)>,
+    path: ItemPath,
     req: HttpRequest,
+) -> Result<HttpResponse, Status> {
+    get_object(&shared, path, &req, false).await
+}
+
+/// `GET .../{plural}/{name}/status`: the object, as the apiserver answers
+/// it; 404 for a type without a status subresource.
+pub(super) async fn get_status(
+    shared: web::Data<Shared>,
+    path: ItemPath,
+    req: HttpRequest,
+) -> Result<HttpResponse, Status> {
+    get_object(&shared, path, &req, true).await
+}
+
+async fn get_object(
+    shared: &Shared,
+    path: ItemPath,
+    req: &HttpRequest,
+    status: bool,
 ) -> Result<HttpResponse, Status> {
     let (group, version, namespace, plural, name) = path.into_inner();
     let exposed = shared.exposed(&group, &version, &plural)?;
+    if status && !exposed.status {
+        return Err(super::write::no_status(&exposed));
+    }
     namespace_ok(&namespace)?;
     let ptr = Kind::new(&namespace, &exposed.resource_type).pointer(name.as_str());
     let resource = match shared.state.get(&ptr).await {
@@ -222,7 +246,7 @@ pub(super) async fn get(
         Err(e) => return Err(e.into()),
     };
     let revision = resource.metadata().revision();
-    match form(accept(&req)) {
+    match form(accept(req)) {
         Form::Table => {
             let one = std::slice::from_ref(&resource);
             return respond(&exposed, one, revision, Form::Table, &FieldSelector::default());

@@ -20,7 +20,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /version` | the [`server_version`](KubernetesApi::server_version) (kubectl's dispatcher picks its client by it) |
-//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the implicit namespaces only), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `get`, `list`, `patch`, `update`, `watch`) |
+//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the implicit namespaces only), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `get`, `list`, `patch`, `update`, `watch`; `{plural}/status`: `get`, `patch`, `update`) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}` | a `<Kind>List`, or a watch with `?watch=true` |
 //! | `GET /apis/{g}/{v}/{plural}` | the same over every namespace the type is served from ([`Expose::namespaces`], [`KubernetesApi::namespaces`]) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | one object |
@@ -28,13 +28,15 @@
 //! | `PUT /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | replace labels, annotations, finalizers and spec: `200` and the stored object |
 //! | `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | `application/merge-patch+json` (RFC 7386), `application/json-patch+json` (RFC 6902), `application/apply-patch+yaml` (server-side apply: `201` when it creates) |
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | tear down, then destroy once no finalizers remain: `200` and the torn-down object |
+//! | `GET`, `PUT`, `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}/status` | with [`Expose::status_subresource`]: read the object, write its `status` alone (merge, JSON, apply patches); `404` for other types |
 //! | `GET /api/v1/namespaces/{ns}` | a `Namespace` (namespaces are implicit: every valid name exists); kubectl reads it when an object is not found |
 //! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::schema`]) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
 //! | `GET /openapi/v2` | a minimal OpenAPI v2 (protobuf, what kubectl 1.27–1.29 read before an apply): PATCH operations only, no definitions |
 //!
 //! # Guarantees
 //!
-//! - An object is `{apiVersion, kind, metadata, spec}`; its `metadata.resourceVersion`
+//! - An object is `{apiVersion, kind, metadata, spec}` (and `status`, with a
+//!   [status subresource](Expose::status_subresource)); its `metadata.resourceVersion`
 //!   is the store revision of the write that produced it, `generation` our
 //!   version, `uid` the incarnation's uid (see [`object`](self#objects) below).
 //! - A list's `metadata.resourceVersion` is the store revision of its snapshot:
@@ -108,6 +110,12 @@
 //!   written. Without them a write is unconditional: it is read, changed and
 //!   updated at the version read, re-read and retried (5 times) when another
 //!   write comes in between.
+//! - With [`Expose::status_subresource`], the stored spec is `{spec,
+//!   status}`: object writes (POST, PUT, PATCH, apply) take `spec` and keep
+//!   the stored `status` (a create stores none), and `.../{name}/status`
+//!   (PUT, PATCH) writes `status` alone, keeping spec and metadata as stored
+//!   (`resourceVersion` and `uid` preconditions still hold); a status write
+//!   to a missing object is a `404`, to a controller's resource a `403`.
 //! - Patches apply to the stored object as served (`object` above), then
 //!   write like a PUT. A JSON patch is all or nothing. As the apiserver sorts
 //!   them: a document that is no array of objects is a `400 BadRequest`,
@@ -205,7 +213,7 @@
 //! | owner (a controller) | annotation `cosi.dev/owner` ([`OWNER_ANNOTATION`]) |
 //! | annotation [`OWNER_REFERENCES_ANNOTATION`] (JSON) | `metadata.ownerReferences` |
 //! | phase `TearingDown` | `metadata.deletionTimestamp` (the time of its last write) |
-//! | spec | `spec` |
+//! | spec | `spec`; with a status subresource, a spec `{spec, status}` is `spec` and `status` |
 //!
 //! # Caveats
 //!
@@ -222,7 +230,8 @@
 //! - No `dryRun` (`400`), no `generateName`, no collection DELETE, no
 //!   strategic merge patch (`415`, as the apiserver answers for custom
 //!   resources). Every write bumps the version (`generation`), even one that
-//!   changes nothing.
+//!   changes nothing, and a status write too (the apiserver bumps it on spec
+//!   changes only). No garbage collection of `ownerReferences` dependents.
 //! - A watch's `DELETED` carries the revision of the destroy, except when the
 //!   client fell behind and the state coalesced its backlog: then events carry
 //!   their own revision, raised to the highest sent so far so that the stream
@@ -720,6 +729,14 @@ fn routes(cfg: &mut web::ServiceConfig) {
                 web::delete().to(write::delete),
             ],
         ),
+        (
+            "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/status",
+            vec![
+                web::get().to(list::get_status),
+                web::put().to(write::replace_status),
+                web::patch().to(write::patch_status),
+            ],
+        ),
         ("/openapi/v2", vec![web::get().to(openapi::v2)]),
         ("/openapi/v3", vec![web::get().to(openapi::index)]),
         ("/openapi/v3/apis/{group}/{version}", vec![web::get().to(openapi::group_version)]),
@@ -728,10 +745,29 @@ fn routes(cfg: &mut web::ServiceConfig) {
         for method in methods {
             resource = resource.route(method);
         }
-        cfg.service(resource.default_service(not_allowed()));
+        let other =
+            if path.ends_with("/status") { web::to(status_other_method) } else { not_allowed() };
+        cfg.service(resource.default_service(other));
     }
     for path in ["/api/{tail:.*}", "/apis/{tail:.*}"] {
         cfg.service(web::resource(path).to(status::no_such_path));
+    }
+}
+
+/// Another method than GET, PUT, PATCH on `.../{name}/status`: `405` where
+/// the type has a status subresource, `404` where it has none (the path
+/// names nothing served), as for any method there.
+async fn status_other_method(
+    shared: web::Data<Shared>,
+    path: web::Path<(String, String, String, String, String)>,
+    req: actix_web::HttpRequest,
+) -> actix_web::HttpResponse {
+    use actix_web::ResponseError;
+    let (group, version, _, plural, _) = path.into_inner();
+    match shared.exposed(&group, &version, &plural) {
+        Ok(exposed) if exposed.status => status::not_allowed(req).await,
+        Ok(exposed) => write::no_status(&exposed).error_response(),
+        Err(status) => status.error_response(),
     }
 }
 

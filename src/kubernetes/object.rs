@@ -12,7 +12,7 @@
 //! | owner (a controller) | annotation `cosi.dev/owner` |
 //! | annotation `kubernetes.cosi.dev/owner-references` | `metadata.ownerReferences` |
 //! | phase `TearingDown` | `metadata.deletionTimestamp` (the time of the last write) |
-//! | spec | `spec` |
+//! | spec | `spec` (with a status subresource: its `spec` and `status`) |
 
 use std::fmt;
 
@@ -246,13 +246,15 @@ pub(crate) fn spec_value(resource: &AnyResource) -> Result<Value, Status> {
     })
 }
 
-/// A whole object, `{apiVersion, kind, metadata, spec}`, serialized straight
-/// from the resource: no value is built but the spec's.
+/// A whole object, `{apiVersion, kind, metadata, spec}` (and `status` with
+/// a status subresource), serialized straight from the resource: no value
+/// is built but the spec's.
 pub(crate) struct Object<'a> {
     pub(crate) exposed: &'a Exposed,
     pub(crate) resource: &'a AnyResource,
     pub(crate) resource_version: u64,
     pub(crate) spec: Value,
+    pub(crate) status: Option<Value>,
 }
 
 impl<'a> Object<'a> {
@@ -265,18 +267,22 @@ impl<'a> Object<'a> {
         resource: &'a AnyResource,
         resource_version: u64,
     ) -> Result<Object<'a>, Status> {
-        Ok(Object { exposed, resource, resource_version, spec: spec_value(resource)? })
+        let (spec, status) = exposed.split(spec_value(resource)?);
+        Ok(Object { exposed, resource, resource_version, spec, status })
     }
 }
 
 impl Serialize for Object<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = s.serialize_map(Some(4))?;
+        let mut out = s.serialize_map(Some(4 + usize::from(self.status.is_some())))?;
         out.serialize_entry("apiVersion", &ApiVersion(self.exposed))?;
         out.serialize_entry("kind", &self.exposed.kind)?;
         let meta = ObjectMeta { resource: self.resource, resource_version: self.resource_version };
         out.serialize_entry("metadata", &meta)?;
         out.serialize_entry("spec", &self.spec)?;
+        if let Some(status) = &self.status {
+            out.serialize_entry("status", status)?;
+        }
         out.end()
     }
 }
@@ -290,7 +296,8 @@ impl Serialize for ApiVersion<'_> {
     }
 }
 
-/// The whole object as a value: `apiVersion`, `kind`, `metadata`, `spec`.
+/// The whole object as a value: `apiVersion`, `kind`, `metadata`, `spec`
+/// (and `status`).
 ///
 /// # Errors
 /// 500 when the spec does not serialize.
@@ -299,13 +306,22 @@ pub(crate) fn object(
     resource: &AnyResource,
     resource_version: u64,
 ) -> Result<Value, Status> {
-    let Object { spec, .. } = Object::new(exposed, resource, resource_version)?;
-    let mut out = Map::new();
-    out.insert("apiVersion".into(), exposed.api_version().into());
-    out.insert("kind".into(), exposed.kind.clone().into());
-    out.insert("metadata".into(), metadata(resource, resource_version));
-    out.insert("spec".into(), spec);
-    Ok(Value::Object(out))
+    Ok(Object::new(exposed, resource, resource_version)?.to_value())
+}
+
+impl Object<'_> {
+    /// The object as a value (what it serializes to).
+    pub(crate) fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("apiVersion".into(), self.exposed.api_version().into());
+        out.insert("kind".into(), self.exposed.kind.clone().into());
+        out.insert("metadata".into(), metadata(self.resource, self.resource_version));
+        out.insert("spec".into(), self.spec.clone());
+        if let Some(status) = &self.status {
+            out.insert("status".into(), status.clone());
+        }
+        Value::Object(out)
+    }
 }
 
 /// The object's metadata alone, as a Table row carries it.

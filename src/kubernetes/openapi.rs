@@ -31,20 +31,22 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
         let spec = t.schema.clone().unwrap_or_else(
             || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
         );
-        schemas.insert(
-            schema_name.clone(),
-            json!({
-                "type": "object",
-                "description": format!("{} ({}), served by cosi-runtime", t.kind, t.resource_type),
-                "properties": {
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                    "spec": spec,
-                },
-                "x-kubernetes-group-version-kind": [gvk],
-            }),
-        );
+        let mut schema = json!({
+            "type": "object",
+            "description": format!("{} ({}), served by cosi-runtime", t.kind, t.resource_type),
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "spec": spec,
+            },
+            "x-kubernetes-group-version-kind": [gvk],
+        });
+        if t.status {
+            schema["properties"]["status"] =
+                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        }
+        schemas.insert(schema_name.clone(), schema);
         let reference = json!({"$ref": format!("#/components/schemas/{schema_name}")});
         let ok = |code: &str| json!({code: {"description": "OK", "content": {"application/json": {"schema": reference}}}});
         let query = |name: &str| json!({"name": name, "in": "query", "schema": {"type": "string"}, "uniqueItems": true});
@@ -111,6 +113,38 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
                 "delete": op("delete", ok("200"), with(&["dryRun"]), Some(body(&["application/json"]))),
             }),
         );
+        if t.status {
+            // The same operations as the object's, named apart; the PATCH
+            // takes `fieldValidation` too (kubectl looks at any PATCH of the
+            // kind to decide whether the server validates).
+            let status_op = |action: &str, responses: Value, params, request| {
+                let mut op = op(action, responses, params, request);
+                op["operationId"] = format!("{action}{}Status", t.kind).into();
+                op
+            };
+            paths.insert(
+                format!("{base}/{{name}}/status"),
+                json!({
+                    "get": status_op("get", ok("200"), with(&[]), None),
+                    "put": status_op(
+                        "put",
+                        ok("200"),
+                        with(&["fieldValidation", "fieldManager", "dryRun"]),
+                        Some(body(&["application/json"])),
+                    ),
+                    "patch": status_op(
+                        "patch",
+                        ok("200"),
+                        with(&["fieldValidation", "fieldManager", "dryRun", "force"]),
+                        Some(body(&[
+                            "application/json-patch+json",
+                            "application/merge-patch+json",
+                            "application/apply-patch+yaml",
+                        ])),
+                    ),
+                }),
+            );
+        }
     }
     Some(json!({
         "openapi": "3.0.0",

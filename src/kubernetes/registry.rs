@@ -188,6 +188,8 @@ pub struct Expose {
     decoder: Option<Decoder>,
     /// The spec's JSON schema, serialized (a `Value` is not `Eq`).
     schema: Option<String>,
+    /// A status subresource: the stored spec is `{spec, status}`.
+    status: bool,
 }
 
 impl Expose {
@@ -217,7 +219,67 @@ impl Expose {
             namespaces: BTreeSet::new(),
             decoder: None,
             schema: None,
+            status: false,
         }
+    }
+
+    /// Serves a status subresource, as a CustomResourceDefinition with
+    /// `subresources: {status: {}}` does: what is stored (the resource's
+    /// spec in the state) is the object's `spec` and `status` together,
+    /// `{"spec": …, "status": …}` (no `status` when there is none), the shape
+    /// of a kube-rs `#[derive(CustomResource)]` struct without its metadata.
+    /// With [`of::<S>`](Expose::of), `S` is that pair:
+    ///
+    /// ```
+    /// use cosi_runtime::kubernetes::Expose;
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    /// struct GreetingSpec { text: String }
+    /// #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    /// struct GreetingStatus { shown: u32 }
+    /// #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    /// struct Greeting {
+    ///     spec: GreetingSpec,
+    ///     #[serde(default, skip_serializing_if = "Option::is_none")]
+    ///     status: Option<GreetingStatus>,
+    /// }
+    /// impl cosi_runtime::resource::Spec for Greeting {
+    ///     const TYPE: &'static str = "Greetings.demo.cosi.dev";
+    /// }
+    /// let expose = Expose::of::<Greeting>("v1").status_subresource().column("SHOWN", ".status.shown");
+    /// # let _ = expose;
+    /// ```
+    ///
+    /// The object is then served as `{apiVersion, kind, metadata, spec,
+    /// status}` (`status` left out when absent or `null`), and:
+    ///
+    /// - writes to the object (POST, PUT, every PATCH, apply) take its
+    ///   `spec` (and metadata) and keep the stored `status`; a create stores
+    ///   none;
+    /// - `GET .../{plural}/{name}/status` reads the object, `PUT` and `PATCH`
+    ///   (merge, JSON, apply with `fieldManager`) there write its `status`
+    ///   only: spec, labels, annotations, finalizers and owner references are
+    ///   kept as stored, and a `metadata.resourceVersion` (or `uid`) sent is
+    ///   still a precondition (409). A status write to a missing object is a
+    ///   404; one to a resource owned by a controller is a 403, like every
+    ///   write (its status is the controller's as much as its spec). An
+    ///   apply's field manager is not recorded there;
+    /// - discovery lists `{plural}/status` (verbs `get`, `patch`, `update`),
+    ///   and the OpenAPI schema has a free-form `status` object.
+    ///
+    /// `metadata.generation` is the state's version, which moves on every
+    /// write, status writes included (the apiserver moves it on spec changes
+    /// only): kube-runtime's `predicates::generation` does not filter a
+    /// controller's own status writes out here.
+    ///
+    /// [`schema`](Expose::schema) stays the schema of the object's `spec`;
+    /// print [`column`](Expose::column)s reach the status as `.status.…`.
+    /// Without it (the default), `status` in written objects is ignored,
+    /// the spec is the whole stored value, and `.../status` is a 404.
+    #[must_use]
+    pub fn status_subresource(mut self) -> Self {
+        self.status = true;
+        self
     }
 
     /// The spec's OpenAPI v3 schema, served in `/openapi/v3/apis/{g}/{v}`
@@ -328,6 +390,7 @@ impl Expose {
             namespaces: self.namespaces,
             decoder: self.decoder,
             schema: self.schema.and_then(|s| serde_json::from_str(&s).ok()),
+            status: self.status,
         })
     }
 }
@@ -372,12 +435,31 @@ pub(crate) struct Exposed {
     pub(crate) namespaces: BTreeSet<String>,
     pub(crate) decoder: Option<Decoder>,
     pub(crate) schema: Option<Value>,
+    /// A status subresource ([`Expose::status_subresource`]).
+    pub(crate) status: bool,
 }
 
 impl Exposed {
     /// `group/version`.
     pub(crate) fn api_version(&self) -> String {
         format!("{}/{}", self.group, self.version)
+    }
+
+    /// The served `spec` and `status` of a stored value: the value and no
+    /// status without a status subresource; with one, its `spec` (`{}` when
+    /// it has none) and its `status` (none when absent or `null`).
+    pub(crate) fn split(&self, stored: Value) -> (Value, Option<Value>) {
+        if !self.status {
+            return (stored, None);
+        }
+        match stored {
+            Value::Object(mut parts) => {
+                let spec =
+                    parts.remove("spec").unwrap_or_else(|| Value::Object(Default::default()));
+                (spec, parts.remove("status").filter(|s| !s.is_null()))
+            }
+            other => (other, None),
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::object::{Object, ObjectMeta, Partial, metadata};
 use super::registry::{Exposed, Step};
@@ -117,22 +117,18 @@ fn cell(object: &Value, steps: &[Step]) -> Value {
 }
 
 /// The value at `steps` in the object (as [`cell`] finds it in the whole
-/// object's value), looked up in its spec or metadata alone when the path
-/// starts there.
+/// object's value), looked up in its spec, status or metadata alone when the
+/// path starts there.
 fn cell_of(object: &Object<'_>, steps: &[Step]) -> Value {
     match steps.split_first() {
         Some((Step::Field(f), rest)) if f == "spec" => cell(&object.spec, rest),
+        Some((Step::Field(f), rest)) if f == "status" => {
+            object.status.as_ref().map_or(Value::Null, |status| cell(status, rest))
+        }
         Some((Step::Field(f), rest)) if f == "metadata" => {
             cell(&metadata(object.resource, object.resource_version), rest)
         }
-        _ => {
-            let mut whole = Map::new();
-            whole.insert("apiVersion".into(), object.exposed.api_version().into());
-            whole.insert("kind".into(), object.exposed.kind.clone().into());
-            whole.insert("metadata".into(), metadata(object.resource, object.resource_version));
-            whole.insert("spec".into(), object.spec.clone());
-            cell(&Value::Object(whole), steps)
-        }
+        _ => cell(&object.to_value(), steps),
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::Shared;
 use super::object::{
     FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION, object,
-    owner_references,
+    owner_references, spec_value,
 };
 use super::patch::{PatchError, json_patch, merge_patch};
 use super::registry::Exposed;
@@ -153,10 +153,29 @@ fn json_body(body: &[u8]) -> Result<Value, Status> {
         .map_err(|e| Status::bad_request(format!("the request body is not JSON: {e}")))
 }
 
+/// Which part of an object a write changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// The object itself (`.../{name}`, and creates): metadata and `spec`.
+    /// With a status subresource the stored `status` is kept, and a create
+    /// stores none.
+    Object,
+    /// The status subresource (`.../{name}/status`): `status` only; spec and
+    /// metadata are kept as stored.
+    Status,
+}
+
 /// What a written object asks for.
 struct Desired {
     metadata: Metadata,
+    /// Without a status subresource, the decoded spec as it is stored; with
+    /// one, the written `spec` (decoded with the status it is stored beside,
+    /// see [`stored_value`]), unused by a status write.
     spec: Value,
+    /// The written `status` (read by status writes only).
+    status: Option<Value>,
+    /// `fieldValidation=Strict`.
+    strict: bool,
     /// `metadata.resourceVersion`: the optimistic-concurrency precondition.
     resource_version: Option<u64>,
     /// `metadata.uid`: the incarnation precondition.
@@ -211,9 +230,10 @@ fn unknown_fields(input: &Value, canonical: &Value, path: &str, out: &mut Vec<St
 }
 
 /// Reads a written object. `path_name` is the name in the URL (PUT, PATCH);
-/// the body's must agree. Unknown top-level fields (`status`) are ignored;
-/// the spec is decoded (see [`Expose::of`](super::Expose::of)).
-fn desired(target: &Target, body: &Value, strict: bool) -> Result<Desired, Status> {
+/// the body's must agree. Unknown top-level fields are ignored, and so is
+/// `status` unless `part` is [`Part::Status`]; the spec of a type without a
+/// status subresource is decoded (see [`Expose::of`](super::Expose::of)).
+fn desired(target: &Target, body: &Value, strict: bool, part: Part) -> Result<Desired, Status> {
     let Value::Object(body) = body else {
         return Err(Status::bad_request("the request body is not a JSON object"));
     };
@@ -298,8 +318,29 @@ fn desired(target: &Target, body: &Value, strict: bool) -> Result<Desired, Statu
         }
     };
     let uid = md.get("uid").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-    let spec = body.get("spec").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-    let spec = match &exposed.decoder {
+    let (spec, status) = match part {
+        Part::Status => (Value::Null, body.get("status").filter(|s| !s.is_null()).cloned()),
+        Part::Object => {
+            let spec = body.get("spec").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+            if exposed.status { (spec, None) } else { (decoded_spec(target, spec, strict)?, None) }
+        }
+    };
+    Ok(Desired { metadata, spec, status, strict, resource_version, uid })
+}
+
+/// `unknown` fields as a 422's reason.
+fn unknown_fields_error(target: &Target, unknown: &[String]) -> Status {
+    let fields = unknown
+        .iter()
+        .map(|f| format!("{f}: unknown field {:?}", f.rsplit('.').next().unwrap_or(f)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    target.invalid(&fields)
+}
+
+/// The spec of a type without a status subresource, as it is stored.
+fn decoded_spec(target: &Target, spec: Value, strict: bool) -> Result<Value, Status> {
+    match &target.exposed.decoder {
         Some(decoder) => {
             let canonical =
                 decoder.decode(&spec).map_err(|e| target.invalid(&format!("spec: {e}")))?;
@@ -307,22 +348,79 @@ fn desired(target: &Target, body: &Value, strict: bool) -> Result<Desired, Statu
                 let mut unknown = Vec::new();
                 unknown_fields(&spec, &canonical, "spec", &mut unknown);
                 if !unknown.is_empty() {
-                    let fields = unknown
-                        .iter()
-                        .map(|f| {
-                            format!("{f}: unknown field {:?}", f.rsplit('.').next().unwrap_or(f))
-                        })
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(target.invalid(&fields));
+                    return Err(unknown_fields_error(target, &unknown));
                 }
             }
-            canonical
+            Ok(canonical)
         }
-        None if spec.is_object() => spec,
-        None => return Err(target.invalid(&format!("spec: must be an object, not {spec}"))),
+        None if spec.is_object() => Ok(spec),
+        None => Err(target.invalid(&format!("spec: must be an object, not {spec}"))),
+    }
+}
+
+/// What is stored for a type with a status subresource: `{"spec": spec,
+/// "status": status}` (no `status` when there is none), decoded as the
+/// exposed type (whose unknown fields, under `strict`, are a 422 naming
+/// `spec.…` or `status.…`). The dynamic form takes an object `spec` and an
+/// object `status`. `part` is the part written (named by a decoding error).
+fn combined(
+    target: &Target,
+    spec: Value,
+    status: Option<Value>,
+    strict: bool,
+    part: Part,
+) -> Result<Value, Status> {
+    let mut doc = Map::new();
+    doc.insert("spec".into(), spec);
+    if let Some(status) = status {
+        doc.insert("status".into(), status);
+    }
+    let doc = Value::Object(doc);
+    let Some(decoder) = &target.exposed.decoder else {
+        for (field, value) in [("spec", &doc["spec"]), ("status", &doc["status"])] {
+            let absent = field == "status" && value.is_null();
+            if !(value.is_object() || absent) {
+                return Err(target.invalid(&format!("{field}: must be an object, not {value}")));
+            }
+        }
+        return Ok(doc);
     };
-    Ok(Desired { metadata, spec, resource_version, uid })
+    let written = if part == Part::Status { "status" } else { "spec" };
+    let canonical = decoder.decode(&doc).map_err(|e| target.invalid(&format!("{written}: {e}")))?;
+    if strict {
+        let mut unknown = Vec::new();
+        for field in ["spec", "status"] {
+            if let Some(value) = doc.get(field) {
+                let known = canonical.get(field).unwrap_or(&Value::Null);
+                unknown_fields(value, known, field, &mut unknown);
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(unknown_fields_error(target, &unknown));
+        }
+    }
+    Ok(canonical)
+}
+
+/// What `desired` stores over `stored` (`None`: a create), writing `part`.
+fn stored_value(
+    target: &Target,
+    desired: &Desired,
+    stored: Option<&AnyResource>,
+    part: Part,
+) -> Result<Value, Status> {
+    let exposed = &target.exposed;
+    if !exposed.status {
+        return Ok(desired.spec.clone());
+    }
+    let kept = match stored {
+        Some(stored) => exposed.split(spec_value(stored)?),
+        None => (Value::Null, None),
+    };
+    match part {
+        Part::Object => combined(target, desired.spec.clone(), kept.1, desired.strict, part),
+        Part::Status => combined(target, kept.0, desired.status.clone(), desired.strict, part),
+    }
 }
 
 /// One attempt at writing `desired` over `stored`: preconditions, then an
@@ -332,6 +430,7 @@ async fn update_over(
     target: &Target,
     desired: &Desired,
     stored: &AnyResource,
+    part: Part,
 ) -> Result<Option<AnyResource>, Status> {
     target.writable(stored)?;
     let smd = stored.metadata();
@@ -350,15 +449,23 @@ async fn update_over(
             smd.uid().map(|u| u.to_string()).unwrap_or_default()
         )));
     }
-    let mut md = desired.metadata.clone();
-    md.set_version(smd.version());
-    md.set_uid(smd.uid());
-    md.set_phase(smd.phase());
+    let value = stored_value(target, desired, Some(stored), part)?;
+    let md = match part {
+        Part::Object => {
+            let mut md = desired.metadata.clone();
+            md.set_version(smd.version());
+            md.set_uid(smd.uid());
+            md.set_phase(smd.phase());
+            md
+        }
+        // Labels, annotations, finalizers, owner references as stored.
+        Part::Status => smd.clone(),
+    };
     let phase = match smd.phase() {
         Phase::Running => ExpectedPhase::Running,
         Phase::TearingDown => ExpectedPhase::TearingDown,
     };
-    let resource = AnyResource::from_dynamic(md, desired.spec.clone());
+    let resource = AnyResource::from_dynamic(md, value);
     match shared.state.update_with_phase(resource, None, phase).await {
         Ok(r) => Ok(Some(r)),
         Err(crate::Error::VersionConflict { .. } | crate::Error::PhaseConflict { .. }) => Ok(None),
@@ -387,8 +494,10 @@ pub(super) async fn create(
     if target.name.is_empty() {
         return Err(target.invalid("metadata.name: Required value: name is required"));
     }
-    let desired = desired(&target, &body, strict)?;
-    let resource = AnyResource::from_dynamic(desired.metadata, desired.spec);
+    let desired = desired(&target, &body, strict, Part::Object)?;
+    // With a status subresource, a create stores no status.
+    let value = stored_value(&target, &desired, None, Part::Object)?;
+    let resource = AnyResource::from_dynamic(desired.metadata, value);
     let stored = shared.state.create(resource, None).await.map_err(|e| target.error(e))?;
     target.respond(&stored, true)
 }
@@ -400,10 +509,28 @@ fn item(shared: &Shared, path: ItemPath) -> Result<Target, Status> {
     target(shared, (g, v, ns, plural), name)
 }
 
-/// `PUT .../{plural}/{name}`: replaces labels, annotations, finalizers and
-/// spec. `metadata.resourceVersion` (and `metadata.uid`), when sent, must
-/// be the stored ones (409 `Conflict`); without them the write is
-/// unconditional.
+/// The object of a `.../{name}/status` request: 404 when its type has no
+/// status subresource (as for any path that names nothing served).
+fn status_item(shared: &Shared, path: ItemPath) -> Result<Target, Status> {
+    let target = item(shared, path)?;
+    if !target.exposed.status {
+        return Err(no_status(&target.exposed));
+    }
+    Ok(target)
+}
+
+/// The 404 of a status request to a type without a status subresource.
+pub(super) fn no_status(exposed: &Exposed) -> Status {
+    Status::not_found(format!(
+        "the server could not find the requested resource ({}.{}/{} has no status subresource)",
+        exposed.plural, exposed.group, exposed.version
+    ))
+}
+
+/// `PUT .../{plural}/{name}`: replaces labels, annotations, finalizers,
+/// owner references and spec. `metadata.resourceVersion` (and
+/// `metadata.uid`), when sent, must be the stored ones (409 `Conflict`);
+/// without them the write is unconditional.
 pub(super) async fn replace(
     shared: web::Data<Shared>,
     path: ItemPath,
@@ -412,12 +539,37 @@ pub(super) async fn replace(
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     let target = item(&shared, path)?;
+    replace_part(&shared, target, query, req, payload, Part::Object).await
+}
+
+/// `PUT .../{plural}/{name}/status`: replaces the status alone (see
+/// [`Expose::status_subresource`](super::Expose::status_subresource)); 404
+/// for a type without a status subresource.
+pub(super) async fn replace_status(
+    shared: web::Data<Shared>,
+    path: ItemPath,
+    query: Query,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, Status> {
+    let target = status_item(&shared, path)?;
+    replace_part(&shared, target, query, req, payload, Part::Status).await
+}
+
+async fn replace_part(
+    shared: &Shared,
+    target: Target,
+    query: Query,
+    req: HttpRequest,
+    payload: web::Payload,
+    part: Part,
+) -> Result<HttpResponse, Status> {
     let strict = strict(&query)?;
-    let body = read_body(&shared, &req, payload).await?;
-    let desired = desired(&target, &json_body(&body)?, strict)?;
+    let body = read_body(shared, &req, payload).await?;
+    let desired = desired(&target, &json_body(&body)?, strict, part)?;
     for _ in 0..ATTEMPTS {
-        let stored = target.stored(&shared).await?.ok_or_else(|| target.not_found())?;
-        if let Some(written) = update_over(&shared, &target, &desired, &stored).await? {
+        let stored = target.stored(shared).await?.ok_or_else(|| target.not_found())?;
+        if let Some(written) = update_over(shared, &target, &desired, &stored, part).await? {
             return target.respond(&written, false);
         }
     }
@@ -454,9 +606,37 @@ pub(super) async fn patch(
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     let target = item(&shared, path)?;
+    patch_part(&shared, target, query, req, payload, Part::Object).await
+}
+
+/// `PATCH .../{plural}/{name}/status`: the patch types of [`patch`], applied
+/// to the object as served; only its `status` is written (spec and
+/// metadata are kept as stored, a resourceVersion the patch sets is still a
+/// precondition). A missing object is a 404, applies included; an apply's
+/// field manager is not recorded (metadata is not written). 404 for a type
+/// without a status subresource.
+pub(super) async fn patch_status(
+    shared: web::Data<Shared>,
+    path: ItemPath,
+    query: Query,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, Status> {
+    let target = status_item(&shared, path)?;
+    patch_part(&shared, target, query, req, payload, Part::Status).await
+}
+
+async fn patch_part(
+    shared: &Shared,
+    target: Target,
+    query: Query,
+    req: HttpRequest,
+    payload: web::Payload,
+    part: Part,
+) -> Result<HttpResponse, Status> {
     let kind = patch_type(&req)?;
     let strict = strict(&query)?;
-    let body = read_body(&shared, &req, payload).await?;
+    let body = read_body(shared, &req, payload).await?;
     let patch = serde_json::from_slice::<Value>(&body).map_err(|e| {
         Status::bad_request(format!(
             "the patch is not JSON (apply patches are read as JSON, which kubectl sends): {e}"
@@ -481,20 +661,21 @@ pub(super) async fn patch(
     // `annotations`) that is no object would be replaced by one instead of
     // refused.
     let desired_of = |doc: &Value| {
-        let mut desired = desired(&target, doc, strict)?;
+        let mut desired = desired(&target, doc, strict, part)?;
         if let Some(m) = &manager {
             desired.metadata.annotations_mut().insert(FIELD_MANAGER_ANNOTATION, m.as_str());
         }
         Ok::<_, Status>(desired)
     };
     for _ in 0..ATTEMPTS {
-        let Some(stored) = target.stored(&shared).await? else {
-            if kind != PatchType::Apply {
+        let Some(stored) = target.stored(shared).await? else {
+            if kind != PatchType::Apply || part == Part::Status {
                 return Err(target.not_found());
             }
             // Server-side apply of a missing object creates it.
             let desired = desired_of(&patch)?;
-            let resource = AnyResource::from_dynamic(desired.metadata, desired.spec);
+            let value = stored_value(&target, &desired, None, Part::Object)?;
+            let resource = AnyResource::from_dynamic(desired.metadata, value);
             match shared.state.create(resource, None).await {
                 Ok(created) => return target.respond(&created, true),
                 Err(crate::Error::AlreadyExists { .. }) => continue,
@@ -512,7 +693,7 @@ pub(super) async fn patch(
             })?,
         }
         let desired = desired_of(&doc)?;
-        if let Some(written) = update_over(&shared, &target, &desired, &stored).await? {
+        if let Some(written) = update_over(shared, &target, &desired, &stored, part).await? {
             return target.respond(&written, false);
         }
     }
