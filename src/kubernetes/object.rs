@@ -500,4 +500,31 @@ mod tests {
         assert!(m.get("ownerReferences").is_none(), "{m}");
         assert_eq!(m["annotations"].as_object().unwrap().len(), 3, "{m}");
     }
+
+    #[test]
+    fn with_a_status_subresource_objects_carry_spec_and_status_apart() {
+        let exposed = Expose::resource_type("Greetings.demo.cosi.dev", "v1")
+            .status_subresource()
+            .resolve()
+            .unwrap();
+        let md = Metadata::new(Pointer::new("config", "Greetings.demo.cosi.dev", "g1"));
+        let r = AnyResource::from_dynamic(
+            md.clone(),
+            json!({"spec": {"text": "hi"}, "status": {"shown": 1}}),
+        );
+        let written = serde_json::to_vec(&Object::new(&exposed, &r, 4).unwrap()).unwrap();
+        let read: Value = serde_json::from_slice(&written).unwrap();
+        assert_eq!(read, object(&exposed, &r, 4).unwrap());
+        assert_eq!(read["spec"], json!({"text": "hi"}));
+        assert_eq!(read["status"], json!({"shown": 1}));
+        // No status: none served.
+        let r = AnyResource::from_dynamic(md, json!({"spec": {"text": "hi"}}));
+        let read = object(&exposed, &r, 4).unwrap();
+        assert_eq!(
+            read.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["apiVersion", "kind", "metadata", "spec"]
+        );
+        let text = serde_json::to_string(&Object::new(&exposed, &r, 4).unwrap()).unwrap();
+        assert!(!text.contains("status"), "{text}");
+    }
 }

@@ -593,4 +593,19 @@ mod tests {
             assert_eq!(parse_path(bad), None, "{bad}");
         }
     }
+
+    #[test]
+    fn a_status_subresource_splits_the_stored_value_into_spec_and_status() {
+        use serde_json::json;
+        let plain = Expose::resource_type("Links.x.dev", "v1").resolve().unwrap();
+        let both = json!({"spec": {"a": 1}, "status": {"b": 2}});
+        assert_eq!(plain.split(both.clone()), (both.clone(), None), "the whole value is the spec");
+        let with =
+            Expose::resource_type("Links.x.dev", "v1").status_subresource().resolve().unwrap();
+        assert!(with.status && !plain.status);
+        assert_eq!(with.split(both), (json!({"a": 1}), Some(json!({"b": 2}))));
+        assert_eq!(with.split(json!({"spec": {"a": 1}, "status": null})), (json!({"a": 1}), None));
+        assert_eq!(with.split(json!({"status": {"b": 2}})), (json!({}), Some(json!({"b": 2}))));
+        assert_eq!(with.split(json!(3)), (json!(3), None));
+    }
 }
