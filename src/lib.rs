@@ -41,6 +41,11 @@
 //! - `admin` (feature `admin`): a read-only HTTP endpoint on actix-web with
 //!   metrics, probes, resources, watches as server-sent events, controllers and
 //!   the dependency graph (SVG too), for `cosictl` and `curl`.
+//! - `kubernetes` (feature `kubernetes-api`): the state served through the
+//!   Kubernetes API, to kubectl, client-go, kube-rs and python clients.
+//! - `cluster` (feature `kubernetes`): a Kubernetes cluster as source and
+//!   sink: its objects mirrored into the state, outputs written back by
+//!   server-side apply.
 //!
 //! Each layer is usable on its own: the [`Store`](state::Store) is plain data
 //! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
@@ -74,6 +79,8 @@ struct ReadmeDoctests;
 mod activity;
 #[cfg(feature = "admin")]
 pub mod admin;
+#[cfg(feature = "kubernetes")]
+pub mod cluster;
 pub mod controller;
 mod error;
 pub mod execution;

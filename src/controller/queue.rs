@@ -38,8 +38,14 @@ impl TerminalError {
         TerminalError(error.into())
     }
 
-    /// Whether a reconcile error is terminal.
+    /// Whether a reconcile error is terminal: a `TerminalError`, or (feature
+    /// `kubernetes`) a [`SinkError`](crate::cluster::SinkError) that retrying
+    /// cannot fix, so that `?` on a sink's call keeps its verdict.
     pub fn is_terminal(error: &ReconcileError) -> bool {
+        #[cfg(feature = "kubernetes")]
+        if let Some(sink) = error.downcast_ref::<crate::cluster::SinkError>() {
+            return sink.is_terminal();
+        }
         error.is::<TerminalError>()
     }
 }

@@ -141,6 +141,11 @@
 //!   the apiserver); a larger one is a `413 RequestEntityTooLarge` (or, when
 //!   the client is still sending it, a closed connection).
 //! - A request that fails changes nothing.
+//! - A write that changes nothing (a PUT, patch or apply of what is stored:
+//!   labels, annotations, finalizers, spec and status) is no write, as on
+//!   the apiserver: the stored object is answered, with no new
+//!   `resourceVersion` and no watch event. A controller that re-applies its
+//!   children and status on every reconcile does not wake itself again.
 //!
 //! # Authentication
 //!

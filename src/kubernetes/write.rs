@@ -466,11 +466,27 @@ async fn update_over(
         Phase::TearingDown => ExpectedPhase::TearingDown,
     };
     let resource = AnyResource::from_dynamic(md, value);
+    // A write that changes nothing is none, as on the apiserver (no new
+    // resourceVersion, no watch event): a controller that applies what is
+    // already there does not wake itself, or its owner's watch, again.
+    if changes_nothing(&resource, stored) {
+        return Ok(Some(stored.clone()));
+    }
     match shared.state.update_with_phase(resource, None, phase).await {
         Ok(r) => Ok(Some(r)),
         Err(crate::Error::VersionConflict { .. } | crate::Error::PhaseConflict { .. }) => Ok(None),
         Err(e) => Err(target.error(e)),
     }
+}
+
+/// Whether writing `desired` over `stored` would change nothing a client
+/// can write (labels, annotations, finalizers, the stored value).
+fn changes_nothing(desired: &AnyResource, stored: &AnyResource) -> bool {
+    let (d, s) = (desired.metadata(), stored.metadata());
+    d.labels() == s.labels()
+        && d.annotations() == s.annotations()
+        && d.finalizers() == s.finalizers()
+        && desired.spec_eq(stored)
 }
 
 /// `POST /apis/{group}/{version}/namespaces/{namespace}/{plural}`: 201 and

@@ -413,6 +413,25 @@ impl State {
         async move { reply_resource(reply.await?, op) }
     }
 
+    /// A read-modify-write through an erased function: `modify` maps the
+    /// stored resource (or `None`) to the desired one (for writers that hold
+    /// resources of a type known only at run time, such as the cluster source).
+    #[cfg(feature = "kubernetes")]
+    pub(crate) fn modify_erased(
+        &self,
+        pointer: &Pointer,
+        owner: Option<Arc<str>>,
+        expected_phase: ExpectedPhase,
+        modify: ModifyFn,
+    ) -> impl Future<Output = Result<AnyResource, Error>> + '_ {
+        self.resource(StateRequest::Modify {
+            pointer: pointer.clone(),
+            owner,
+            expected_phase,
+            modify,
+        })
+    }
+
     /// Sends `req` now; its answer, which carries nothing.
     fn done(&self, req: StateRequest) -> impl Future<Output = Result<(), Error>> + '_ {
         let op = req.operation();

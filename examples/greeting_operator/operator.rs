@@ -1,0 +1,127 @@
+//! The operator itself: one CRD (`Greeting`, in `example.cosi.dev/v1`), its
+//! objects mirrored from the cluster into the state, a queue controller that
+//! writes each one's `status` back by server-side apply.
+//!
+//! In the easykube style: the controller reads a typed object, computes,
+//! writes; the runtime brings the per-object queue (a key never reconciled
+//! twice at once), retries with backoff, and supervision.
+
+use cosi_runtime::Runtime;
+use cosi_runtime::cluster::{Mirror, MirrorHandle, Sink, Source};
+use cosi_runtime::controller::{
+    Input, Outcome, QController, QSettings, ReconcileContext, ReconcileError,
+};
+use cosi_runtime::prelude::{Phase, Pointer, Spec};
+use kube::api::{ApiResource, GroupVersionKind, ObjectMeta};
+use serde::{Deserialize, Serialize};
+
+/// The CRD's group, version and kind.
+pub fn greetings() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk("example.cosi.dev", "v1", "Greeting"))
+}
+
+/// A `Greeting` as the cluster serves it (the shape a kube-rs
+/// `#[derive(CustomResource)]` struct has), mirrored whole into the state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Greetings.example.cosi.dev")]
+pub struct Greeting {
+    /// The object's metadata (its generation, for `observedGeneration`).
+    pub metadata: ObjectMeta,
+    /// What the user asks.
+    pub spec: GreetingSpec,
+    /// What the operator last wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<GreetingStatus>,
+}
+
+/// What the user asks: whom to greet, and how.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GreetingSpec {
+    /// Whom to greet.
+    pub name: String,
+    /// The word to greet with (`Hello` when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salutation: Option<String>,
+}
+
+/// What the operator answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GreetingStatus {
+    /// The greeting.
+    pub reply: String,
+    /// The generation the reply was made from.
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+}
+
+/// The status a greeting's spec calls for.
+pub fn reply(greeting: &Greeting) -> GreetingStatus {
+    let salutation = greeting.spec.salutation.as_deref().unwrap_or("Hello");
+    GreetingStatus {
+        reply: format!("{salutation}, {}!", greeting.spec.name),
+        observed_generation: greeting.metadata.generation,
+    }
+}
+
+/// The queue controller: one greeting per key, its status applied back as
+/// the field manager `GreetingController`.
+pub struct GreetingController {
+    namespace: String,
+    sink: Sink,
+}
+
+impl QController for GreetingController {
+    fn name(&self) -> &str {
+        "GreetingController"
+    }
+
+    fn settings(&self) -> QSettings {
+        QSettings::new(vec![Input::primary::<Greeting>(&self.namespace)], vec![])
+            .with_concurrency(4)
+    }
+
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        let greeting = match cx.get_typed::<Greeting>(ptr).await {
+            Ok(g) if g.phase() == Phase::Running => g,
+            // Deleted in the cluster: nothing to answer.
+            Ok(_) => return Ok(Outcome::Done),
+            Err(e) if e.is_not_found() => return Ok(Outcome::Done),
+            Err(e) => return Err(e.into()),
+        };
+        let status = reply(greeting.spec());
+        if greeting.spec().status.as_ref() == Some(&status) {
+            return Ok(Outcome::Done); // our own write, come back through the mirror
+        }
+        let status = serde_json::to_value(status)?;
+        // A 4xx that retrying cannot fix ends the key (a terminal error); a
+        // conflict or an outage is retried with the controller's backoff.
+        self.sink.apply_status(&greetings(), Some(ptr.namespace()), ptr.id(), status).await?;
+        Ok(Outcome::Done)
+    }
+}
+
+/// Starts the operator on `runtime` against the cluster `client` reaches,
+/// for the greetings of `namespace`: the controller, then the mirror (its
+/// handle says when the first list is in).
+///
+/// # Errors
+/// When the controller cannot be registered.
+pub async fn start(
+    runtime: &Runtime,
+    client: kube::Client,
+    namespace: &str,
+) -> Result<(Source, MirrorHandle), Box<dyn std::error::Error>> {
+    let sink = Sink::new(client.clone(), "GreetingController");
+    let ns = namespace.to_owned();
+    runtime
+        .register_queue(move || GreetingController { namespace: ns.clone(), sink: sink.clone() })
+        .await?;
+    let source = Source::new(client, runtime.state());
+    let handle = source.mirror(Mirror::of::<Greeting>(greetings()).namespace(namespace));
+    Ok((source, handle))
+}
