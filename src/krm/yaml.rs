@@ -573,6 +573,56 @@ impl Node {
     }
 }
 
+/// Copies comments from `from` to `to`, field by field by path, where `to`
+/// has none (kpt's rule after a function ran: an object it rebuilt or a
+/// value it replaced gets the input's comments back). Mapping entries match
+/// by key; sequence items by their `name` when both are mappings with one,
+/// otherwise by index (scalars only when their values are equal). A field
+/// `to` no longer has takes its comments with it.
+pub fn copy_comments(from: &Node, to: &mut Node) {
+    to.comments_mut_if(from.comments());
+    match (from, to) {
+        (Node::Map(from), Node::Map(to)) => {
+            for (key, value) in &mut to.entries {
+                let Some((from_key, from_value)) =
+                    from.entries.iter().find(|(k, _)| k.value == key.value)
+                else {
+                    continue;
+                };
+                if !from_key.comments().is_empty() {
+                    key.comments_mut().fill_from(from_key.comments());
+                }
+                copy_comments(from_value, value);
+            }
+        }
+        (Node::Seq(from), Node::Seq(to)) => {
+            for (i, item) in to.items.iter_mut().enumerate() {
+                let name = |n: &Node| n.get("name").and_then(Node::as_str).map(str::to_string);
+                let source = match name(item) {
+                    Some(want) => from.items.iter().find(|f| name(f).as_deref() == Some(&want)),
+                    None => from.items.get(i),
+                };
+                match (source, &*item) {
+                    (Some(Node::Scalar(a)), Node::Scalar(b)) if a.value != b.value => {}
+                    (Some(source), _) => copy_comments(source, item),
+                    (None, _) => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Node {
+    /// Fills this node's empty comment parts from `from` (allocating only
+    /// when there is something to copy).
+    fn comments_mut_if(&mut self, from: &Comments) {
+        if !from.is_empty() {
+            self.comments_mut().fill_from(from);
+        }
+    }
+}
+
 /// Most nodes aliases may expand to in one stream (guards against alias bombs).
 pub const ALIAS_BUDGET: usize = 1_000_000;
 
@@ -851,7 +901,7 @@ pub fn emit_document(doc: &Node, out: &mut String) {
             line_comment(line, out);
             out.push('\n');
         }
-        Node::Map(m) if !m.is_empty() => emit_map(m, 0, false, out),
+        Node::Map(m) if !m.is_empty() => emit_map(m, 0, false, false, out),
         Node::Seq(s) if !s.is_empty() => emit_seq(s.iter(), &s.comments.get().foot, 0, false, out),
         Node::Map(m) => {
             out.push_str("{}");
@@ -926,31 +976,26 @@ fn line_comment(comment: Option<&str>, out: &mut String) {
 }
 
 /// The head comments written above a sequence item's `-`: the item's, then
-/// those of what is written on the `-`'s line (a block mapping's first key,
-/// a block sequence's first item).
+/// (a block sequence) those of its first item. A block mapping's first key's
+/// go after the `-` ([`emit_seq`]).
 fn item_head(item: &Node, out: &mut Vec<String>) {
     out.extend(item.comments().head.iter().cloned());
-    match item {
-        Node::Map(m) if !m.flow => {
-            if let Some((key, _)) = m.entries.first() {
-                out.extend(key.comments.get().head.iter().cloned());
-            }
-        }
-        Node::Seq(s) if !s.flow => {
-            if let Some(first) = s.items.first() {
-                item_head(first, out);
-            }
-        }
-        _ => {}
+    if let Node::Seq(s) = item
+        && !s.flow
+        && let Some(first) = s.items.first()
+    {
+        item_head(first, out);
     }
 }
 
-/// `inline`: the first entry goes on the current line (after `- `), its head
-/// comments already written above.
-fn emit_map(map: &Map, level: usize, inline: bool, out: &mut String) {
+/// `inline`: the first entry goes on the current line (after `- `);
+/// `first_head_written`: the first key's head comments are already written.
+fn emit_map(map: &Map, level: usize, inline: bool, first_head_written: bool, out: &mut String) {
     for (i, (key, value)) in map.entries.iter().enumerate() {
         if i > 0 || !inline {
-            comment_lines(&key.comments.get().head, level, out);
+            if i > 0 || !first_head_written {
+                comment_lines(&key.comments.get().head, level, out);
+            }
             indent(out, level);
         }
         emit_key(key, out);
@@ -992,7 +1037,18 @@ fn emit_seq<'a>(
             }
             Node::Map(m) if !m.is_empty() => {
                 out.push(' ');
-                emit_map(m, level + 2, true, out);
+                // The first key's head comments go after the `-`, as kyaml
+                // writes a document's head comments in a ResourceList's items
+                // (`- # head` and the key on the next line).
+                match m.entries[0].0.comments().head.split_first() {
+                    None => emit_map(m, level + 2, true, false, out),
+                    Some((first, rest)) => {
+                        out.push_str(first);
+                        out.push('\n');
+                        comment_lines(rest, level + 2, out);
+                        emit_map(m, level + 2, false, true, out);
+                    }
+                }
             }
             Node::Seq(s) if !s.is_empty() => {
                 out.push(' ');
@@ -1028,7 +1084,7 @@ fn emit_value(value: &Node, level: usize, in_map: bool, key_line: Option<&str>, 
         Node::Map(m) if !m.is_empty() => {
             line_comment(line, out);
             out.push('\n');
-            emit_map(m, level + 2, false, out);
+            emit_map(m, level + 2, false, false, out);
         }
         Node::Seq(s) if !s.is_empty() => {
             line_comment(line, out);
@@ -1447,6 +1503,8 @@ mod comment_tests {
             "# only a head\nplain\n",
             "x # line of a root scalar\n",
             "[a, b] # root flow\n",
+            // kyaml's form of a document's head comment in a ResourceList's items.
+            "items:\n- # doc head\n  # second line\n  apiVersion: v1\n  kind: A\n- kind: B\n",
         ] {
             let once = stable(text);
             if !text.starts_with("- #") {
@@ -1468,6 +1526,10 @@ mod comment_tests {
         let spec = doc.get("spec").unwrap();
         assert_eq!(spec.as_map().unwrap().entries()[0].0.comments().head, ["# above a"]);
         assert_eq!(spec.comments().foot, ["# foot of spec"]);
+        let list = parse_document("items:\n# above\n- # doc head\n  a: 1\n").unwrap();
+        let item = &list.get("items").unwrap().as_seq().unwrap()[0];
+        assert_eq!(item.comments().head, ["# above"]);
+        assert_eq!(item.as_map().unwrap().entries()[0].0.comments().head, ["# doc head"]);
     }
 
     #[test]

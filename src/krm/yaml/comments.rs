@@ -146,6 +146,13 @@ impl<'a> Recorder<'a> {
         (before[trimmed] == '-').then_some(trimmed)
     }
 
+    /// The column of the first thing on `line` before `col` if it is a `-`.
+    fn first_dash(&self, line: usize, col: usize) -> Option<usize> {
+        let start = *self.line_starts.get(line.checked_sub(1)?)?;
+        let (i, c) = self.text[start..].chars().take(col).enumerate().find(|(_, c)| *c != ' ')?;
+        (c == '-').then_some(i)
+    }
+
     /// Whether a `-` is at `line`/`col` (the parser may start a nested block
     /// sequence at its own `-`).
     fn dash_at(&self, line: usize, col: usize) -> bool {
@@ -208,15 +215,23 @@ impl<'a> Recorder<'a> {
         in_block_seq: bool,
     ) {
         let col = self.col_of(&path, in_block_seq, span.start);
-        let mut inner_col = span.start.col();
-        if seq && !flow && !self.dash_at(span.start.line(), inner_col) {
-            inner_col = self.dash_col(span.start.line(), inner_col).unwrap_or(inner_col);
+        let (line, mut inner_col, mut start) =
+            (span.start.line(), span.start.col(), span.start.index());
+        if seq && !flow && !self.dash_at(line, inner_col) {
+            // A block sequence starts at its first `-`: the parser's start is
+            // its first item's, or the end of the line when a comment follows
+            // the `-` (`- # head`).
+            let dash = self.dash_col(line, inner_col).or_else(|| self.first_dash(line, inner_col));
+            if let Some(dash) = dash {
+                start -= inner_col - dash;
+                inner_col = dash;
+            }
         }
         self.records.push(Record {
             doc,
             parent: self.open.last().copied(),
             shape: if flow { Shape::Flow } else { Shape::Block },
-            start: span.start.index(),
+            start,
             end: usize::MAX,
             end_line: usize::MAX,
             col,
@@ -350,13 +365,34 @@ impl<'a> Recorder<'a> {
                 return Some((r.path.clone(), Slot::Line));
             }
         }
-        // The entry or item that comes next in the document.
-        let next = records.get(before).map(|n| {
-            let same = || records[before..].iter().take_while(|r| r.start == n.start);
-            same()
-                .find(|r| matches!(r.path.last(), Some(Step::Key(_) | Step::Item(_))))
-                .or_else(|| same().find(|r| r.path.is_empty()))
-                .unwrap_or(n)
+        // The entry or item that comes next in the document: the outermost
+        // that starts there; for a comment after content on its line (`- #
+        // head`, as kyaml writes a document's head comment in a list) the
+        // innermost (the mapping's first key).
+        // A block sequence starts at its `-`: what comes next is its first item.
+        let mut at = before;
+        if records.get(at).is_some_and(|r| r.shape == Shape::Block)
+            && records.get(at + 1).is_some_and(|c| {
+                c.parent == Some(first + at) && matches!(c.path.last(), Some(Step::Item(_)))
+            })
+        {
+            at += 1;
+        }
+        let next = records.get(at).map(|n| {
+            let same = || records[at..].iter().take_while(|r| r.start == n.start);
+            let entry = |r: &&Record| matches!(r.path.last(), Some(Step::Key(_) | Step::Item(_)));
+            // A whole-line comment: the innermost entry indented no deeper
+            // (above a `-`: the item; indented to its content: its first key).
+            let found = if comment.whole_line {
+                same()
+                    .filter(entry)
+                    .filter(|r| r.col <= comment.col)
+                    .last()
+                    .or_else(|| same().find(entry))
+            } else {
+                same().filter(entry).last()
+            };
+            found.or_else(|| same().find(|r| r.path.is_empty())).unwrap_or(n)
         });
         if let Some(n) = next
             && comment.col <= n.col
