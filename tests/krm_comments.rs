@@ -179,6 +179,54 @@ async fn comments_follow_their_fields_when_a_function_reorders_and_adds_fields()
     );
 }
 
+/// A file in kpt's style with comments everywhere kyaml keeps them (head,
+/// line and foot comments, above and inside list items, after a block
+/// scalar's header, between documents): `kpt fn render` leaves it as it is.
+/// (Not a comment at the end of the file after a nested block: kpt 1.0.0-beta
+/// writes that one twice when another item follows and two functions run.)
+const NOTES: &str = r##"# A file in kpt's style, with comments where kyaml keeps them.
+apiVersion: v1
+kind: ConfigMap # after a value
+metadata:
+  name: notes
+  labels:
+    tier: web # the front end
+    # foot of the labels
+data:
+  # above a key
+  script: | # after a block scalar's header
+    echo "# not a comment"
+  quoted: "a # b" # after a quoted value
+  flow: [a, b] # after a flow sequence
+---
+# The second document.
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  # above an item
+  - name: a # in an item
+    image: a:1
+    # inside an item
+    args:
+    - x # an argument
+    # foot of the arguments
+  - name: b
+    image: b:1
+"##;
+
+#[actix::test]
+async fn a_kpt_style_file_with_comments_everywhere_renders_byte_identical() {
+    let dir = example_copy();
+    let notes = format!("{NOTES}# foot of the file\n");
+    std::fs::write(dir.path().join("notes.yaml"), &notes).unwrap();
+    let report = render_dir(dir.path(), fns::all()).await.unwrap();
+    assert_eq!(report.exit_code(), 0, "{:?}", report.results);
+    assert_eq!(read(dir.path(), "notes.yaml"), notes);
+}
+
 /// The example binaries (built by `cargo test` or `cargo build --examples`).
 fn examples_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
@@ -223,6 +271,7 @@ async fn kpt_fn_render_and_the_in_process_render_give_the_same_bytes_comments_in
     };
     let (kpt, ours) = (example_copy(), example_copy());
     for dir in [kpt.path(), ours.path()] {
+        std::fs::write(dir.join("notes.yaml"), NOTES).unwrap();
         let text = read(dir, "Kptfile")
             .replace("../../../target/release/examples/", &format!("{}/", bin.display()));
         std::fs::write(dir.join("Kptfile"), text).unwrap();
@@ -231,6 +280,7 @@ async fn kpt_fn_render_and_the_in_process_render_give_the_same_bytes_comments_in
     let report = render_dir(ours.path(), fns::all()).await.unwrap();
     assert_eq!(report.exit_code(), 0, "{:?}", report.results);
     assert_same_files(kpt.path(), ours.path());
+    assert_eq!(read(kpt.path(), "notes.yaml"), NOTES);
     for (rel, line) in example_comments() {
         assert!(read(kpt.path(), &rel).lines().any(|l| l == line), "kpt lost {rel}: {line:?}");
     }

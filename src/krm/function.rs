@@ -178,3 +178,38 @@ pub fn run_stdio(function: &dyn Function) -> std::process::ExitCode {
         std::process::ExitCode::FAILURE
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::krm::yaml::{self, Node};
+
+    fn item(text: &str) -> Object {
+        Object::from_node(yaml::parse_document(text).unwrap())
+    }
+
+    #[test]
+    fn an_output_item_gets_the_comments_of_its_input_by_id_or_by_path_and_index() {
+        let annotated =
+            |extra: &str| format!("kind: A # kind\nmetadata:\n  name: x\n  annotations:\n{extra}");
+        let by_path = "    internal.config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/index: '1'\n";
+        let by_id = "    internal.config.kubernetes.io/id: '7'\n";
+        for (input, output, kept) in [
+            (by_path, by_path, true),
+            (by_id, by_id, true),
+            (
+                by_path,
+                "    internal.config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/index: '0'\n",
+                false,
+            ),
+            (by_id, "", false),
+        ] {
+            let inputs = [item(&annotated(input))];
+            let rebuilt = Node::from_json(&item(&annotated(output)).node().to_json());
+            let mut outputs = [Object::from_node(rebuilt)];
+            restore_comments(&inputs, &mut outputs);
+            let comment = outputs[0].node().get("kind").unwrap().comments().line.clone();
+            assert_eq!(comment.is_some(), kept, "{input} -> {output}");
+        }
+    }
+}

@@ -1505,6 +1505,8 @@ mod comment_tests {
             "[a, b] # root flow\n",
             // kyaml's form of a document's head comment in a ResourceList's items.
             "items:\n- # doc head\n  # second line\n  apiVersion: v1\n  kind: A\n- kind: B\n",
+            // And of a document's foot comment, before the next item's head.
+            "items:\n- a: 1\n  # foot of a\n- # head of b\n  b: 2\n",
         ] {
             let once = stable(text);
             if !text.starts_with("- #") {
@@ -1530,6 +1532,25 @@ mod comment_tests {
         let item = &list.get("items").unwrap().as_seq().unwrap()[0];
         assert_eq!(item.comments().head, ["# above"]);
         assert_eq!(item.as_map().unwrap().entries()[0].0.comments().head, ["# doc head"]);
+    }
+
+    #[test]
+    fn copied_comments_follow_their_field_and_fill_only_what_is_empty() {
+        let from = parse_document(
+            "# head\nkind: A # kind\nspec:\n  # above n\n  n: 1 # one\n  gone: x # gone\n  items:\n  - name: b # b\n  - name: a # a\n  - s # scalar\n",
+        )
+        .unwrap();
+        // Rebuilt from its value (no comments), fields reordered, one deleted,
+        // one added, list items reordered, one comment of its own.
+        let mut to = parse_document(
+            "spec:\n  items:\n  - name: a\n  - name: b # mine\n  - t\n  added: 1\n  n: 2\nkind: A\n",
+        )
+        .unwrap();
+        copy_comments(&from, &mut to);
+        assert_eq!(
+            emit_documents(&[to]),
+            "spec:\n  items:\n  - name: a # a\n  - name: b # mine\n  - t\n  added: 1\n  # above n\n  n: 2 # one\n# head\nkind: A # kind\n"
+        );
     }
 
     #[test]

@@ -153,6 +153,21 @@ impl<'a> Recorder<'a> {
         (c == '-').then_some(i)
     }
 
+    /// Whether a `-` comes between two character indices, outside comments.
+    fn dash_between(&self, from: usize, to: usize) -> bool {
+        let text = &self.text[self.byte_at(from)..self.byte_at(to.max(from))];
+        let mut in_comment = false;
+        for c in text.chars() {
+            match c {
+                '\n' => in_comment = false,
+                '#' => in_comment = true,
+                '-' if !in_comment => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
     /// Whether a `-` is at `line`/`col` (the parser may start a nested block
     /// sequence at its own `-`).
     fn dash_at(&self, line: usize, col: usize) -> bool {
@@ -163,11 +178,15 @@ impl<'a> Recorder<'a> {
     }
 
     fn col_of(&self, path: &[Step], in_block_seq: bool, start: saphyr_parser::Marker) -> usize {
-        let col = start.col();
-        if in_block_seq && matches!(path.last(), Some(Step::Item(_))) {
-            return self.dash_col(start.line(), col).unwrap_or(col);
+        // An item of a block sequence: its `-`'s column, the sequence's
+        // (the `-` may be on an earlier line: `- # head`).
+        if in_block_seq
+            && matches!(path.last(), Some(Step::Item(_)))
+            && let Some(&seq) = self.open.last()
+        {
+            return self.records[seq].inner_col;
         }
-        col
+        start.col()
     }
 
     /// A scalar or an alias at `path`; `quote`: a quoted scalar's quote.
@@ -383,7 +402,10 @@ impl<'a> Recorder<'a> {
             let entry = |r: &&Record| matches!(r.path.last(), Some(Step::Key(_) | Step::Item(_)));
             // A whole-line comment: the innermost entry indented no deeper
             // (above a `-`: the item; indented to its content: its first key).
-            let found = if comment.whole_line {
+            let found = if comment.whole_line && self.dash_between(comment.start, n.start) {
+                // The next item's `-` is below: the comment is above the item.
+                same().find(entry)
+            } else if comment.whole_line {
                 same()
                     .filter(entry)
                     .filter(|r| r.col <= comment.col)
