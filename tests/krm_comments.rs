@@ -227,6 +227,37 @@ async fn a_kpt_style_file_with_comments_everywhere_renders_byte_identical() {
     assert_eq!(read(dir.path(), "notes.yaml"), notes);
 }
 
+/// Adds a comment to the Site and changes nothing else.
+struct Annotator;
+
+impl Function for Annotator {
+    fn name(&self) -> &str {
+        "annotator"
+    }
+    fn declaration(&self) -> Declaration {
+        Declaration { for_: Some(fns::site()), ..Declaration::default() }
+    }
+    fn process(&self, list: &mut ResourceList) {
+        for item in list.items.iter_mut().filter(|o| o.is(&fns::site())) {
+            if let Some(spec) = item.node_mut().as_map_mut().and_then(|m| m.key_mut("spec")) {
+                spec.comments_mut().head = vec!["# Checked by the annotator.".to_string()];
+            }
+        }
+    }
+}
+
+#[actix::test]
+async fn a_comment_a_function_adds_is_written() {
+    let dir = example_copy();
+    let functions: Vec<Arc<dyn Function>> = vec![Arc::new(Annotator)];
+    let report = render_dir(dir.path(), functions).await.unwrap();
+    assert_eq!(report.exit_code(), 0, "{:?}", report.results);
+    assert_eq!(
+        read(dir.path(), "site.yaml"),
+        read(&example_dir(), "site.yaml").replace("spec:", "# Checked by the annotator.\nspec:")
+    );
+}
+
 /// The example binaries (built by `cargo test` or `cargo build --examples`).
 fn examples_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;

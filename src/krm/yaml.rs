@@ -613,6 +613,28 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
     }
 }
 
+/// Whether two nodes of the same shape (equal, `==`) carry the same comments.
+pub(crate) fn same_comments(a: &Node, b: &Node) -> bool {
+    let same =
+        |x: &Comments, y: &Comments| x.head == y.head && x.line == y.line && x.foot == y.foot;
+    if !same(a.comments(), b.comments()) {
+        return false;
+    }
+    match (a, b) {
+        (Node::Map(a), Node::Map(b)) => {
+            a.entries.len() == b.entries.len()
+                && a.entries.iter().zip(&b.entries).all(|((ka, va), (kb, vb))| {
+                    same(ka.comments(), kb.comments()) && same_comments(va, vb)
+                })
+        }
+        (Node::Seq(a), Node::Seq(b)) => {
+            a.items.len() == b.items.len()
+                && a.items.iter().zip(&b.items).all(|(x, y)| same_comments(x, y))
+        }
+        _ => true,
+    }
+}
+
 impl Node {
     /// Fills this node's empty comment parts from `from` (allocating only
     /// when there is something to copy).
