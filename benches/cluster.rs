@@ -5,17 +5,19 @@
 //!
 //! The cluster is this crate's Kubernetes API server over a state of its own
 //! (feature `kubernetes-api`), in this process; both sides read it through
-//! stock kube-runtime `watcher`s (dynamic objects: the mirror's spec is the
-//! object as a JSON value, a reflector's store holds `DynamicObject`s).
+//! stock kube-runtime `watcher`s. Typed: the same Rust type on both sides
+//! (`LinkObject`, shaped as a kube-rs `CustomResource`: `ObjectMeta` and a
+//! typed spec), so the comparison is of copies, not representations;
+//! dynamic: the mirror's spec a JSON value, the stores' `DynamicObject`s.
 //! Heap = live bytes from a counting global allocator, the difference
-//! between before a side starts and after it has listed everything (and,
-//! for ours, after the 3 controllers have settled); the server's own
-//! allocations for a side's watches count in that side.
+//! between before a side starts and after it holds everything (for ours,
+//! after the 3 controllers have settled; the mirror alone is reported too);
+//! the server's allocations for a side's watches count in that side.
 //!
 //! `cargo bench --features kubernetes,kubernetes-api --bench cluster`
 //! measures and writes `<target>/bench-report/cluster.json`;
 //! `cargo test --features kubernetes,kubernetes-api --bench cluster` runs it
-//! with N = 500 and asserts only that both sides hold every object.
+//! with N = 500 and asserts only that every side holds every object.
 
 mod common;
 
@@ -27,7 +29,9 @@ use cosi_runtime::controller::{Input, Outcome, QController, QSettings, Reconcile
 use cosi_runtime::kubernetes::{Expose, KubernetesApi};
 use cosi_runtime::prelude::*;
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use std::borrow::Cow;
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -36,8 +40,8 @@ use serde_json::json;
 static ALLOC: CountingAlloc = CountingAlloc;
 
 const NS: &str = "bench";
-/// The type the mirrors are stored as, on our side.
-const MIRROR_TYPE: &str = "Links.mirror.cosi.dev";
+/// The type dynamic mirrors are stored as, on our side.
+const DYNAMIC_TYPE: &str = "Links.dynamic.cosi.dev";
 
 /// A link as the cluster stores it: a few fields, one a list.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
@@ -48,19 +52,54 @@ struct LinkSpec {
     addresses: Vec<String>,
 }
 
+/// A link as both sides hold it, typed: what a kube-rs user's
+/// `#[derive(CustomResource)]` struct is (metadata, spec), and the spec of
+/// our mirror. The same Rust type on both sides: the comparison is of
+/// copies, not of representations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Spec)]
+#[spec(type = "Links.mirror.cosi.dev")]
+struct LinkObject {
+    metadata: ObjectMeta,
+    spec: LinkSpec,
+}
+
+impl kube::Resource for LinkObject {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "Link".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "bench.cosi.dev".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "links".into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 fn links() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk("bench.cosi.dev", "v1", "Link"))
 }
 
 /// Reads each mirror it is given (a reader like any controller of the set).
-struct Reader(&'static str);
+struct Reader(&'static str, &'static str);
 
 impl QController for Reader {
     fn name(&self) -> &str {
         self.0
     }
     fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::new(&Kind::new(NS, MIRROR_TYPE), InputKind::Primary)], vec![])
+        QSettings::new(vec![Input::new(&Kind::new(NS, self.1), InputKind::Primary)], vec![])
     }
     async fn reconcile(
         &self,
@@ -70,6 +109,30 @@ impl QController for Reader {
         let _ = cx.get(ptr).await;
         Ok(Outcome::Done)
     }
+}
+
+/// A reflector store of `K` fed by a watcher on `api`, running: its length
+/// (a function, read when asked) and its task.
+async fn reflect<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+) -> (Box<dyn Fn() -> usize>, actix_rt::task::JoinHandle<()>)
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash + Unpin,
+{
+    let writer = reflector::store::Writer::new(dyntype);
+    let reader = writer.as_reader();
+    let stream = reflector(writer, watcher(api, watcher::Config::default()));
+    let task = actix_rt::spawn(stream.default_backoff().for_each(|_| async {}));
+    reader.wait_until_ready().await.unwrap();
+    (Box::new(move || reader.len()), task)
 }
 
 fn mib(bytes: isize) -> f64 {
@@ -104,77 +167,93 @@ async fn run(mode: Mode, n: usize) {
     let client = kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
 
     // ---- ours: one mirror in the state, 3 controllers reading it ----
-    let before = heap_now();
-    let started = Instant::now();
-    let runtime = Runtime::start();
-    let source = Source::new(client.clone(), runtime.state());
-    let handle = source.mirror(Mirror::dynamic(links(), MIRROR_TYPE).namespace(NS));
-    handle.synced().await.unwrap();
-    let mirror = heap_now() - before;
-    for name in ["ReaderOne", "ReaderTwo", "ReaderThree"] {
-        runtime.register_queue(move || Reader(name)).await.unwrap();
-    }
-    runtime.settled_within(Duration::from_secs(600)).await.unwrap();
-    let ours_secs = started.elapsed().as_secs_f64();
-    let ours = heap_now() - before;
-    let mirrored = runtime.state().list(&Kind::new(NS, MIRROR_TYPE), &LabelQuery::default()).await;
-    assert_eq!(mirrored.unwrap().len(), n, "every object mirrored");
+    let ours = |mirror: Mirror| {
+        let client = client.clone();
+        async move {
+            let resource_type: &'static str = mirror.resource_type().to_owned().leak();
+            let before = heap_now();
+            let started = Instant::now();
+            let runtime = Runtime::start();
+            let source = Source::new(client, runtime.state());
+            source.mirror(mirror).synced().await.unwrap();
+            let alone = heap_now() - before;
+            for name in ["ReaderOne", "ReaderTwo", "ReaderThree"] {
+                runtime.register_queue(move || Reader(name, resource_type)).await.unwrap();
+            }
+            runtime.settled_within(Duration::from_secs(600)).await.unwrap();
+            let secs = started.elapsed().as_secs_f64();
+            let heap = heap_now() - before;
+            let kind = Kind::new(NS, resource_type);
+            let mirrored = runtime.state().list(&kind, &LabelQuery::default()).await;
+            assert_eq!(mirrored.unwrap().len(), n, "every object mirrored");
+            (heap, alone, secs, runtime, source)
+        }
+    };
+    let (typed, typed_alone, typed_secs, typed_runtime, typed_source) =
+        ours(Mirror::of::<LinkObject>(links()).namespace(NS)).await;
+    let (dynamic, dynamic_alone, dynamic_secs, dynamic_runtime, dynamic_source) =
+        ours(Mirror::dynamic(links(), DYNAMIC_TYPE).namespace(NS)).await;
 
     // ---- kube-rs: a reflector store per controller ----
-    let reflectors = |count: usize| {
+    let reflectors = |count: usize, typed: bool| {
         let client = client.clone();
         async move {
             let before = heap_now();
             let started = Instant::now();
             let mut stores = Vec::new();
             for _ in 0..count {
-                let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &links());
-                let writer = reflector::store::Writer::new(links());
-                let reader = writer.as_reader();
-                let stream = reflector(writer, watcher(api, watcher::Config::default()));
-                let task = actix_rt::spawn(stream.default_backoff().for_each(|_| async {}));
-                reader.wait_until_ready().await.unwrap();
-                stores.push((reader, task));
+                let (len, task) = if typed {
+                    reflect::<LinkObject>(Api::namespaced(client.clone(), NS), ()).await
+                } else {
+                    let api = Api::namespaced_with(client.clone(), NS, &links());
+                    reflect::<DynamicObject>(api, links()).await
+                };
+                assert_eq!(len(), n, "every object in each store");
+                stores.push((len, task));
             }
             let secs = started.elapsed().as_secs_f64();
             let heap = heap_now() - before;
-            for (reader, _) in &stores {
-                assert_eq!(reader.len(), n, "every object in each store");
-            }
             for (_, task) in stores {
                 task.abort();
             }
             (heap, secs)
         }
     };
-    let (one, one_secs) = reflectors(1).await;
-    let (three, three_secs) = reflectors(3).await;
+    let (one, _) = reflectors(1, true).await;
+    let (three, three_secs) = reflectors(3, true).await;
+    let (three_dynamic, _) = reflectors(3, false).await;
 
     let report = json!({
         "n": n,
         "controllers": 3,
-        "ours_bytes": ours,
-        "mirror_bytes": mirror,
-        "readers_bytes": ours - mirror,
-        "ours_secs": ours_secs,
+        "ours_bytes": typed,
+        "mirror_bytes": typed_alone,
+        "readers_bytes": typed - typed_alone,
+        "ours_secs": typed_secs,
         "reflector_bytes": one,
-        "reflector_secs": one_secs,
         "reflectors3_bytes": three,
         "reflectors3_secs": three_secs,
-        "ours_per_object": ours as f64 / n as f64,
-        "reflectors3_per_object": three as f64 / n as f64,
+        "dynamic_ours_bytes": dynamic,
+        "dynamic_mirror_bytes": dynamic_alone,
+        "dynamic_ours_secs": dynamic_secs,
+        "dynamic_reflectors3_bytes": three_dynamic,
     });
     println!(
-        "{n} objects, 3 readers: ours {:.1} MiB (the mirror {:.1} MiB; {:.1} s), 1 reflector {:.1} MiB, 3 reflectors {:.1} MiB ({:.1} s): {:.2}x",
-        mib(ours),
-        mib(mirror),
-        ours_secs,
+        "{n} objects, 3 readers, typed: ours {:.1} MiB (the mirror {:.1} MiB; {:.1} s), 1 reflector {:.1} MiB, \
+         3 reflectors {:.1} MiB ({:.1} s): {:.2}x; dynamic: ours {:.1} MiB ({:.1} s), 3 reflectors {:.1} MiB: {:.2}x",
+        mib(typed),
+        mib(typed_alone),
+        typed_secs,
         mib(one),
         mib(three),
         three_secs,
-        ours as f64 / three as f64
+        typed as f64 / three as f64,
+        mib(dynamic),
+        dynamic_secs,
+        mib(three_dynamic),
+        dynamic as f64 / three_dynamic as f64,
     );
     write_report(&mode, "cluster", &report);
-    drop(source);
+    drop((typed_source, dynamic_source, typed_runtime, dynamic_runtime));
     server.stop().await;
 }

@@ -33,7 +33,7 @@ class Data:
         self.missing = []
         self.reports = {}
         report_dir = os.path.join(target, "bench-report")
-        for name in ("memory", "runtime", "durable", "etcd", "soak", "execution", "kubernetes"):
+        for name in ("memory", "runtime", "durable", "etcd", "soak", "execution", "kubernetes", "cluster"):
             path = os.path.join(report_dir, name + ".json")
             try:
                 with open(path) as f:
@@ -439,6 +439,61 @@ def execution_section(d, summary, md):
 
 def fmt_count(v):
     return MISSING if v is None else f"{v:,}"
+
+
+def cluster_section(d, summary, md):
+    """A cluster as a source (`benches/cluster.rs`): the heap of N objects
+    mirrored once into the state for 3 controllers, beside 3 kube-runtime
+    reflector stores of the same objects, in the same run."""
+    c = d.reports["cluster"]
+    n = c.get("n")
+    n_text = fmt_count(n)
+    ours, three, one = c.get("ours_bytes"), c.get("reflectors3_bytes"), c.get("reflector_bytes")
+    r = ratio(ours, three)
+    ok = None if r is None else r < 1
+    summary.append((
+        f"A cluster as a source: {n_text} objects read by 3 controllers held once (heap below "
+        "3 kube-runtime reflector stores of the same objects)",
+        MISSING if r is None else f"{fmt_bytes(ours)} vs {fmt_bytes(three)} ({fmt_ratio(r)})",
+        ok,
+    ))
+    dyn_ours, dyn_three = c.get("dynamic_ours_bytes"), c.get("dynamic_reflectors3_bytes")
+
+    def per(b):
+        return None if b is None or not n else b / n
+
+    md.append(f"## A cluster as a source: memory, N = {n_text}\n")
+    md.append(
+        "`benches/cluster.rs` (`cargo bench --features kubernetes,kubernetes-api --bench cluster`): "
+        f"{n_text} objects of one type (`links` in `bench.cosi.dev`: a spec of three fields, one a "
+        "list, and one label) served by this crate's Kubernetes API on 127.0.0.1 (the cluster). "
+        "Ours: a `cluster::Source` mirrors them into a runtime's state, then 3 queue controllers "
+        "read every mirror (primary input, one `get` per key) until the runtime settles. kube-rs: "
+        "a kube-runtime `reflector` store per controller (what each `Controller` holds), each fed "
+        "by its own `watcher`, until ready. Typed: the same Rust type on both sides (a "
+        "`CustomResource`-shaped struct: `ObjectMeta` and a typed spec); dynamic: our mirror's "
+        "spec a JSON value, the stores' `DynamicObject`s. Heap = growth of live heap bytes "
+        "(counting global allocator) from before a side starts to when it holds everything; "
+        "the server's allocations for a side's watches count in that side.\n"
+    )
+    md.append(table(
+        ["case", "heap", "per object", "ratio to 3 reflectors"],
+        [
+            ["ours, typed: the mirror alone (one copy in the state)", fmt_bytes(c.get("mirror_bytes")),
+             fmt_bytes(per(c.get("mirror_bytes"))), fmt_ratio(ratio(c.get("mirror_bytes"), three))],
+            ["ours, typed: the mirror and 3 controllers reading it", fmt_bytes(ours),
+             fmt_bytes(per(ours)), fmt_ratio(r)],
+            ["kube-rs, typed: 1 reflector store", fmt_bytes(one), fmt_bytes(per(one)),
+             fmt_ratio(ratio(one, three))],
+            ["kube-rs, typed: 3 reflector stores", fmt_bytes(three), fmt_bytes(per(three)), "1.00×"],
+            ["ours, dynamic: the mirror and 3 controllers", fmt_bytes(dyn_ours), fmt_bytes(per(dyn_ours)),
+             fmt_ratio(ratio(dyn_ours, dyn_three))],
+            ["kube-rs, dynamic: 3 reflector stores", fmt_bytes(dyn_three), fmt_bytes(per(dyn_three)),
+             "1.00×"],
+        ],
+    ))
+    md.append("")
+    md.append(f"Target: one copy for every reader, below 3 reflector stores — {verdict(ok)}\n")
 
 
 def kubernetes_section(d, summary, md):
@@ -867,6 +922,7 @@ def main():
     md.append("")
 
     kubernetes_section(d, summary, md)
+    cluster_section(d, summary, md)
 
     # ------------------------------------------------------------------ soak
     soak = d.reports["soak"]

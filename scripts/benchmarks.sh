@@ -33,6 +33,9 @@ cargo bench --features etcd --bench etcd
 # server-sent events, kubectl (when the machine has it; n/a otherwise) beside cosictl (built here).
 cargo build --release -p cosictl
 cargo bench --features kubernetes-api,admin --bench kubernetes
+# A cluster as a source: heap of 100,000 objects mirrored once for 3 controllers, beside
+# 3 kube-runtime reflector stores (our own Kubernetes API plays the cluster).
+cargo bench --features kubernetes,kubernetes-api --bench cluster
 # The kube-runtime peer of the chain bench (benches/kube-peer, a project of its own): same scenario.
 cargo run --release --manifest-path benches/kube-peer/Cargo.toml > "$target/bench-report/kube-peer.json" \
     || echo "the kube-runtime peer failed: the report shows its figures as n/a"

@@ -131,8 +131,15 @@ impl Drop for Mirrors {
 ///   and destroyed when no finalizer holds it
 ///   ([`State::teardown_and_destroy`]). An object created again under the
 ///   same name meanwhile is mirrored afresh once the old one is gone.
-/// - Watch errors are retried with kube-runtime's default backoff, for ever;
-///   each is logged (WARN) and counted in [`MirrorStatus`].
+/// - Watch errors are retried with kube-runtime's default backoff (800 ms
+///   doubling to 30 s, jittered), for ever; each is logged (WARN) and
+///   counted in [`MirrorStatus`]. After a connection failed (not after a
+///   watch the server ended, nor an in-stream error, which kube-runtime's
+///   watcher handles), the set is listed again from scratch: an apiserver
+///   may come back without its history and take the watch's last
+///   `resourceVersion` for one of its own. This differs from client-go and
+///   kube-runtime, which resume from that version; it costs one list per
+///   outage.
 ///
 /// # Assumptions
 ///

@@ -332,6 +332,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         match next {
             Again::No => {
                 entry.remove();
+                self.release_if_empty();
             }
             Again::Now => {
                 *entry.get_mut() = KeyState { stage: Stage::Ready { since: now }, failures: 0 };
@@ -349,6 +350,19 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             }
         }
         retry
+    }
+
+    /// Gives back the memory of a burst once the queue is empty: a queue
+    /// that once held 100,000 keys keeps their tables' capacity otherwise
+    /// (megabytes per controller for nothing). Only past a size worth it,
+    /// so that a queue going from 0 to a few keys and back costs no
+    /// allocation.
+    fn release_if_empty(&mut self) {
+        const KEEP: usize = 1024;
+        if self.entries.is_empty() && self.entries.capacity() > KEEP {
+            self.entries.shrink_to(KEEP);
+            self.ready.keys.shrink_to(KEEP);
+        }
     }
 
     /// Stops handing out keys and drops every key that is not processing.
@@ -436,6 +450,22 @@ mod tests {
             out.push(k);
         }
         out
+    }
+
+    #[test]
+    fn a_burst_gives_its_memory_back_once_the_queue_is_empty() {
+        let mut q: WorkQueue<u32> = WorkQueue::new(Backoff::default());
+        let t = Instant::now();
+        for k in 0..10_000 {
+            q.add(k, t);
+        }
+        assert!(q.entries.capacity() >= 10_000);
+        while let Some((k, _)) = q.get(t) {
+            q.done(&k, Completion::Success, t);
+        }
+        assert!(q.is_empty());
+        assert!(q.entries.capacity() <= 2048, "{}", q.entries.capacity());
+        assert!(q.ready.keys.capacity() <= 2048, "{}", q.ready.keys.capacity());
     }
 
     #[test]

@@ -338,11 +338,18 @@ impl Backlog {
     /// The events of the oldest slot (zero, one or two).
     pub(crate) fn pop(&mut self) -> Option<Vec<Event>> {
         let (_, turn) = self.order.pop_first()?;
-        Some(match turn {
+        let events = match turn {
             Turn::Bootstrapped(kind) => vec![Event::Bootstrapped(kind)],
             Turn::Ready(events) => events,
             Turn::Resource(id) => self.entries.remove(&id)?.1.events(),
-        })
+        };
+        // A subscriber that once fell 100,000 resources behind (a
+        // controller registered over a full state) would keep that table's
+        // capacity for ever: give it back once it has caught up.
+        if self.entries.is_empty() && self.entries.capacity() > 1024 {
+            self.entries.shrink_to(1024);
+        }
+        Some(events)
     }
 }
 
@@ -546,6 +553,17 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_backlog_gives_its_memory_back_once_drained() {
+        let mut b = Backlog::default();
+        for i in 0..5_000 {
+            b.push(Event::Created(r(&format!("r{i}"), 1)));
+        }
+        assert!(b.entries.capacity() >= 5_000);
+        assert_eq!(drain(&mut b).len(), 5_000);
+        assert!(b.entries.capacity() <= 2048, "{}", b.entries.capacity());
     }
 
     #[test]
