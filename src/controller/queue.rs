@@ -39,8 +39,8 @@ impl TerminalError {
     }
 
     /// Whether a reconcile error is terminal: a `TerminalError`, or (feature
-    /// `kubernetes`) a [`SinkError`](crate::cluster::SinkError) that retrying
-    /// cannot fix, so that `?` on a sink's call keeps its verdict.
+    /// `kubernetes`) a `cluster::SinkError` that retrying cannot fix, so
+    /// that `?` on a sink's call keeps its verdict.
     pub fn is_terminal(error: &ReconcileError) -> bool {
         #[cfg(feature = "kubernetes")]
         if let Some(sink) = error.downcast_ref::<crate::cluster::SinkError>() {
