@@ -189,7 +189,12 @@ impl Source {
     }
 
     /// Starts mirroring `mirror` (or joins the running mirror of the same
-    /// type, namespace and selector), on the current actix system.
+    /// type, namespace and selector), on the current actix system. A mirror
+    /// whose task ended (its `Source` clones all dropped, or a bug) is
+    /// started again.
+    ///
+    /// # Panics
+    /// Outside an actix system (its task is spawned there, as an actor's would be).
     pub fn mirror(&self, mirror: Mirror) -> MirrorHandle {
         let owner = mirror.owner();
         let mut running = self.0.running.lock().unwrap_or_else(|e| e.into_inner());
