@@ -2,9 +2,8 @@
 //! file, as kpt does: each item carries its file (`internal.config.kubernetes.io/path`)
 //! and its position in a multi-document file (`.../index`).
 //!
-//! Comments are kept (see [`yaml`](super::yaml#comments)): reading a package
-//! and writing it back unchanged gives the same bytes for files in kpt's
-//! style, comments included.
+//! Comments are not kept by this in-process reader and writer (kpt restores
+//! them when it runs functions itself).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
