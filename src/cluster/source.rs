@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use futures::channel::mpsc::{UnboundedSender, unbounded};
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::{self, DefaultBackoff, watcher};
@@ -203,8 +203,8 @@ impl Source {
         }
         let (tx, rx) = watch::channel(MirrorStatus::default());
         let owner_arc: Arc<str> = Arc::from(owner.as_str());
-        let writer = Writer::new(mirror, self.0.state.clone(), owner_arc.clone(), tx);
-        let task = actix_rt::spawn(writer.run(self.0.client.clone()));
+        let (writer, destroyed) = Writer::new(mirror, self.0.state.clone(), owner_arc.clone(), tx);
+        let task = actix_rt::spawn(writer.run(self.0.client.clone(), destroyed));
         let handle = MirrorHandle { owner: owner_arc, status: rx };
         running.insert(owner, Running { handle: handle.clone(), task });
         handle
@@ -240,8 +240,8 @@ struct Writer {
     listed: Option<HashSet<Pointer>>,
     /// The state namespaces mirrored into (where a sweep looks).
     namespaces: BTreeSet<String>,
+    /// Where a destroy the writer started reports that it is done.
     destroyed: UnboundedSender<Pointer>,
-    destroyed_rx: Option<futures::channel::mpsc::UnboundedReceiver<Pointer>>,
 }
 
 impl Writer {
@@ -250,11 +250,11 @@ impl Writer {
         state: State,
         owner: Arc<str>,
         status: watch::Sender<MirrorStatus>,
-    ) -> Writer {
+    ) -> (Writer, UnboundedReceiver<Pointer>) {
         let (destroyed, destroyed_rx) = unbounded();
         let mut namespaces = BTreeSet::new();
         namespaces.extend(mirror.namespace.clone());
-        Writer {
+        let writer = Writer {
             client: state.client_as(owner.to_string()),
             mirror,
             state,
@@ -264,11 +264,11 @@ impl Writer {
             listed: None,
             namespaces,
             destroyed,
-            destroyed_rx: Some(destroyed_rx),
-        }
+        };
+        (writer, destroyed_rx)
     }
 
-    async fn run(mut self, client: kube::Client) {
+    async fn run(mut self, client: kube::Client, destroyed: UnboundedReceiver<Pointer>) {
         let api: Api<DynamicObject> = match &self.mirror.namespace {
             Some(ns) => Api::namespaced_with(client, ns, &self.mirror.api),
             None => Api::all_with(client, &self.mirror.api),
@@ -278,11 +278,7 @@ impl Writer {
             config = config.labels(selector);
         }
         let events = relisting_watch(api, config).map(Step::Watch).boxed();
-        let destroyed = match self.destroyed_rx.take() {
-            Some(rx) => rx.map(Step::Destroyed),
-            None => return,
-        };
-        let mut steps = futures::stream::select(events, destroyed);
+        let mut steps = futures::stream::select(events, destroyed.map(Step::Destroyed));
         while let Some(step) = steps.next().await {
             // `settled()` waits while an event is being applied, not between them.
             let _busy = self.state.busy();

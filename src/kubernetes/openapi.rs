@@ -58,9 +58,13 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
                 .collect();
             json!({"content": content, "required": true})
         };
-        let op = |action: &str, responses: Value, params: Vec<Value>, request: Option<Value>| {
+        let op = |action: &str,
+                  suffix: &str,
+                  responses: Value,
+                  params: Vec<Value>,
+                  request: Option<Value>| {
             let mut op = json!({
-                "operationId": format!("{action}{}", t.kind),
+                "operationId": format!("{action}{}{suffix}", t.kind),
                 "x-kubernetes-action": action,
                 "x-kubernetes-group-version-kind": gvk,
                 "parameters": params,
@@ -75,9 +79,10 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
         paths.insert(
             base.clone(),
             json!({
-                "get": op("list", json!({"200": {"description": "OK"}}), vec![in_path("namespace")], None),
+                "get": op("list", "", json!({"200": {"description": "OK"}}), vec![in_path("namespace")], None),
                 "post": op(
                     "post",
+                    "",
                     ok("201"),
                     vec![in_path("namespace"), query("fieldValidation"), query("fieldManager"), query("dryRun")],
                     Some(body(&["application/json"])),
@@ -90,18 +95,23 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
             params.extend(extra.iter().map(|q| query(q)));
             params
         };
-        paths.insert(
-            format!("{base}/{{name}}"),
+        // GET, PUT and PATCH of one object: the object's own operations,
+        // and its status subresource's (named apart by `suffix`; its PATCH
+        // takes `fieldValidation` too: kubectl looks at any PATCH of the
+        // kind to decide whether the server validates).
+        let item_ops = |suffix: &str| {
             json!({
-                "get": op("get", ok("200"), with(&[]), None),
+                "get": op("get", suffix, ok("200"), with(&[]), None),
                 "put": op(
                     "put",
+                    suffix,
                     ok("200"),
                     with(&["fieldValidation", "fieldManager", "dryRun"]),
                     Some(body(&["application/json"])),
                 ),
                 "patch": op(
                     "patch",
+                    suffix,
                     ok("200"),
                     with(&["fieldValidation", "fieldManager", "dryRun", "force"]),
                     Some(body(&[
@@ -110,40 +120,14 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
                         "application/apply-patch+yaml",
                     ])),
                 ),
-                "delete": op("delete", ok("200"), with(&["dryRun"]), Some(body(&["application/json"]))),
-            }),
-        );
+            })
+        };
+        let mut object = item_ops("");
+        object["delete"] =
+            op("delete", "", ok("200"), with(&["dryRun"]), Some(body(&["application/json"])));
+        paths.insert(format!("{base}/{{name}}"), object);
         if t.status {
-            // The same operations as the object's, named apart; the PATCH
-            // takes `fieldValidation` too (kubectl looks at any PATCH of the
-            // kind to decide whether the server validates).
-            let status_op = |action: &str, responses: Value, params, request| {
-                let mut op = op(action, responses, params, request);
-                op["operationId"] = format!("{action}{}Status", t.kind).into();
-                op
-            };
-            paths.insert(
-                format!("{base}/{{name}}/status"),
-                json!({
-                    "get": status_op("get", ok("200"), with(&[]), None),
-                    "put": status_op(
-                        "put",
-                        ok("200"),
-                        with(&["fieldValidation", "fieldManager", "dryRun"]),
-                        Some(body(&["application/json"])),
-                    ),
-                    "patch": status_op(
-                        "patch",
-                        ok("200"),
-                        with(&["fieldValidation", "fieldManager", "dryRun", "force"]),
-                        Some(body(&[
-                            "application/json-patch+json",
-                            "application/merge-patch+json",
-                            "application/apply-patch+yaml",
-                        ])),
-                    ),
-                }),
-            );
+            paths.insert(format!("{base}/{{name}}/status"), item_ops("Status"));
         }
     }
     Some(json!({
