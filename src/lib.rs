@@ -134,7 +134,9 @@ pub mod dev {
         Close, CloseResponse, StateActor, StateReply, StateRequest, StateResponse, Subject,
         WatchSink,
     };
-    pub use crate::state::backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
+    pub use crate::state::backend::{
+        Backend, Feed, FeedChange, FeedMessage, Outcome, Precondition, Snapshot, Write, WriteOp,
+    };
     pub use crate::state::store::{Change, ModifyFn, Store};
     pub use crate::state::watch::WatchTarget;
     pub use crate::supervisor::actor::Supervisor;

@@ -151,7 +151,7 @@ impl RuntimeBuilder {
     #[track_caller]
     pub fn start(self) -> Runtime {
         let activity = Activity::new();
-        let state = State::start_actor(StateActor::new(), activity.clone());
+        let state = State::start_actor(StateActor::new(), activity.clone(), None);
         self.start_over(state, activity)
     }
 

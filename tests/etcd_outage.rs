@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use cosi_runtime::StorageFailure;
 use cosi_runtime::prelude::*;
+use cosi_runtime::state::etcd::etcd_revision;
 use cosi_runtime::state::{EtcdConfig, WatchOptions, WatchStream};
 use cosi_runtime::testing::conformance::{IntSpec, NS};
 use cosi_runtime::testing::etcd::TestEtcd;
@@ -359,7 +360,7 @@ fn a_watch_open_before_an_outage_converges_to_the_true_state() {
         other.destroy(&ptr("r1"), None).await.expect("destroy");
         let last = other.create(int("r9", 9), None).await.expect("create");
         let mut raw = etcd_client::Client::connect([etcd.endpoint()], None).await.expect("connect");
-        raw.compact(last.metadata().revision() as i64, None).await.expect("compact");
+        raw.compact(etcd_revision(last.metadata().revision()) as i64, None).await.expect("compact");
         expected.insert("r0".into(), 100);
         expected.remove("r1");
         expected.insert("r9".into(), 9);

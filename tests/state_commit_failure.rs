@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::backend::CommitFuture;
-use cosi_runtime::state::{Backend, Committed, Namespaces, Precondition, Snapshot, Write, WriteOp};
+use cosi_runtime::state::{Backend, Namespaces, Outcome, Precondition, Snapshot, Write, WriteOp};
 use cosi_runtime::testing::conformance::{BackendTarget, IntSpec, NS};
 use cosi_runtime::{StorageFailure, state_conformance};
 use futures::StreamExt;
@@ -71,7 +71,7 @@ impl Backend for Flaky {
                     }
                 }
                 shared.revision.store(w.revision as usize, Ordering::SeqCst);
-                done.push(Committed { pointer: w.pointer, revision: w.revision });
+                done.push(Outcome::Committed(w.revision));
             }
             Ok(done)
         })

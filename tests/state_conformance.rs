@@ -20,3 +20,20 @@ state_conformance!(
     etcd_reopened,
     cosi_runtime::testing::conformance::EtcdTarget::new(Reopen::BetweenSteps)
 );
+// Mixes (the Go runtime's namespaced router): the suite's namespace on
+// etcd, the one beside it in memory; then the suite's namespace on redb,
+// the one beside it on etcd, the rest in memory. Both reopened between steps.
+#[cfg(feature = "etcd")]
+state_conformance!(
+    mix_etcd_memory,
+    cosi_runtime::testing::conformance::EtcdTarget::mixed([NS], Reopen::BetweenSteps)
+);
+#[cfg(feature = "etcd")]
+state_conformance!(
+    mix_etcd_redb_memory,
+    cosi_runtime::testing::conformance::EtcdTarget::with_durable(
+        [cosi_runtime::testing::conformance::NS_BESIDE],
+        [NS],
+        Reopen::BetweenSteps
+    )
+);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::backend::CommitFuture;
-use cosi_runtime::state::{Backend, Committed, Namespaces, Snapshot, Write};
+use cosi_runtime::state::{Backend, Namespaces, Outcome, Snapshot, Write};
 use cosi_runtime::testing::conformance::{IntSpec, NS};
 use futures::FutureExt;
 use tokio::sync::Semaphore;
@@ -33,10 +33,7 @@ impl Backend for Gated {
         Box::pin(async move {
             commits.fetch_add(1, Ordering::SeqCst);
             gate.acquire().await.expect("the gate stays open").forget();
-            Ok(batch
-                .into_iter()
-                .map(|w| Committed { pointer: w.pointer, revision: w.revision })
-                .collect())
+            Ok(batch.into_iter().map(|w| Outcome::Committed(w.revision)).collect())
         })
     }
 }

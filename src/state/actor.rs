@@ -10,14 +10,15 @@ use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 
 pub(crate) use super::apply::{apply, write_of};
-use super::backend::{Backend, Write};
+use super::backend::{Backend, Feed, FeedMessage, Write};
 use super::delivery::{Flush, Outbox};
 use super::event::{Event, WatchId};
 use super::inbox::{Inbox, Queued, ReplyTx};
 pub use super::request::{StateReply, StateRequest, Subject, WatchSink, WatchStats};
 pub(crate) use super::routes::Routes;
+use super::shared::{Lane, LaneFeed};
 use super::store::{Change, Store};
-use super::subscriptions::{Subscription, Watches};
+use super::subscriptions::{Domain, Subscription, Watches};
 use super::watch::WatchTarget;
 use crate::Error;
 use crate::resource::{AnyResource, Kind, Timestamp, validate};
@@ -101,8 +102,14 @@ pub struct StateActor {
     pub(crate) store: Store,
     pub(crate) watches: Watches,
     flush: Option<WeakRecipient<Flush>>,
-    routes: Routes,
-    backends: Vec<Box<dyn Backend>>,
+    pub(crate) routes: Routes,
+    pub(crate) backends: Vec<Box<dyn Backend>>,
+    /// The shared stores (backends with a feed), one lane each.
+    pub(crate) lanes: Vec<Lane>,
+    /// The lane of each backend (`None`: an exclusive backend).
+    lane_of: Vec<Option<usize>>,
+    /// The shared stores' feeds, until the actor starts.
+    feeds: Vec<(usize, FeedStream)>,
     /// Staged, not yet sent to a backend.
     staged: Batch,
     /// Whether a batch is on its way to a backend.
@@ -120,10 +127,9 @@ pub struct StateActor {
     /// The time of this pass: its writes share one clock read.
     pass_time: Option<Timestamp>,
     closing: Option<ReplySlotClose>,
-    /// An etcd state: every namespace there, the cache fed by its change feed.
-    #[cfg(feature = "etcd")]
-    pub(crate) shared: Option<Box<super::etcd::shared::Shared>>,
 }
+
+type FeedStream = std::pin::Pin<Box<dyn futures::Stream<Item = FeedMessage> + Send>>;
 
 type ReplySlotClose = Rc<Cell<Option<OneshotSender<Result<(), Error>>>>>;
 
@@ -142,6 +148,9 @@ impl StateActor {
             flush: None,
             routes: Routes::default(),
             backends: Vec::new(),
+            lanes: Vec::new(),
+            lane_of: Vec::new(),
+            feeds: Vec::new(),
             staged: Batch::default(),
             committing: false,
             dirty: HashSet::new(),
@@ -151,22 +160,57 @@ impl StateActor {
             inbox: Inbox::default(),
             pass_time: None,
             closing: None,
-            #[cfg(feature = "etcd")]
-            shared: None,
         }
     }
 
-    /// A state actor over `store`, with durable backends and their routes,
-    /// keeping `history` changes for watches that resume.
+    /// A state actor over `store`, with backends and their routes, keeping
+    /// `history` changes for watches that resume. `shared` are the backends
+    /// with a feed: each one's index, feed, and the revision its snapshot
+    /// was read at.
     pub(crate) fn with_parts(
         store: Store,
         routes: Routes,
         backends: Vec<Box<dyn Backend>>,
+        shared: Vec<(usize, Feed, u64)>,
         history: usize,
     ) -> Self {
         let mut watches = Watches::with_history(history);
-        watches.compacted_up_to(store.revision());
-        StateActor { store, watches, routes, backends, ..StateActor::new() }
+        watches.compacted_up_to(0, store.revision());
+        let mut lane_of = vec![None; backends.len()];
+        let mut lanes = Vec::with_capacity(shared.len());
+        let mut feeds = Vec::with_capacity(shared.len());
+        for (backend, feed, revision) in shared {
+            let lane = lanes.len();
+            lane_of[backend] = Some(lane);
+            watches.compacted_up_to(lane + 1, revision);
+            lanes.push(Lane::new(backend, backends[backend].describe(), feed.patience, revision));
+            feeds.push((lane, feed.messages));
+        }
+        StateActor { store, watches, routes, backends, lanes, lane_of, feeds, ..StateActor::new() }
+    }
+
+    /// The revision domain of `namespace`, and its revision now: a shared
+    /// store's own, or the state's (memory and exclusive backends).
+    pub(crate) fn revision_of(&self, namespace: &str) -> (Domain, u64) {
+        match self.lane_of_namespace(namespace) {
+            Some(lane) => (lane + 1, self.lanes[lane].feed_rev),
+            None => (0, self.store.revision()),
+        }
+    }
+
+    fn lane_of_namespace(&self, namespace: &str) -> Option<usize> {
+        if self.lanes.is_empty() {
+            return None;
+        }
+        self.routes.route(namespace).and_then(|b| self.lane_of[b])
+    }
+
+    /// Asks for a commit of what this pass staged once the mailbox is drained.
+    pub(crate) fn schedule_commit(&mut self, ctx: &mut Context<Self>) {
+        if !self.commit_scheduled {
+            self.commit_scheduled = true;
+            ctx.notify(CommitStaged);
+        }
     }
 
     fn watch(
@@ -181,7 +225,7 @@ impl StateActor {
             WatchTarget::Resource(p) => validate::pointer(p)?,
             WatchTarget::Kind { kind, .. } => validate::kind(kind)?,
         }
-        let revision = self.store.revision();
+        let (domain, revision) = self.revision_of(target.kind().namespace());
         let missed = match resume_from {
             Some(_) if bootstrap => {
                 return Err(Error::InvalidInput {
@@ -189,7 +233,7 @@ impl StateActor {
                     reason: "a watch either bootstraps or resumes from a revision, not both".into(),
                 });
             }
-            Some(from) => Some(self.watches.missed(&target, from, revision)?),
+            Some(from) => Some(self.watches.missed(&target, from, revision, domain)?),
             None => None,
         };
         let id = self.watches.next_id();
@@ -234,19 +278,6 @@ impl StateActor {
         (self.routes.route(kind.namespace()), Some(kind))
     }
 
-    /// A state actor over an etcd state whose cache holds `store`.
-    #[cfg(feature = "etcd")]
-    pub(crate) fn with_shared(
-        store: Store,
-        shared: super::etcd::shared::Shared,
-        history: usize,
-    ) -> Self {
-        let mut actor = StateActor::with_parts(store, Routes::default(), Vec::new(), history);
-        actor.shared = Some(Box::new(shared));
-        actor.refresh_view();
-        actor
-    }
-
     /// Serves `req` now, stages it, or parks it until the batch in flight is done.
     fn dispatch(
         &mut self,
@@ -254,14 +285,17 @@ impl StateActor {
         ctx: &mut Context<Self>,
         slot: Option<ReplySlot>,
     ) -> Response {
-        #[cfg(feature = "etcd")]
-        if self.shared.is_some() {
-            return self.dispatch_shared(req, ctx, slot);
-        }
         let (route, kind) = self.route_of(&req);
         let Some(backend) = route else {
             return Response::Now(self.serve(req));
         };
+        if let Some(lane) = self.lane_of[backend] {
+            let revision = self.lanes[lane].feed_rev;
+            return match self.dispatch_shared(lane, req, ctx, slot) {
+                Response::Now(reply) => Response::Now(in_domain(reply, revision)),
+                later => later,
+            };
+        }
         let dirty = kind.as_ref().is_some_and(|k| self.dirty.contains(k));
         let must_wait = !self.parked.is_empty()
             || (req.is_write() && self.committing)
@@ -300,10 +334,7 @@ impl StateActor {
         self.staged.changes.push((change, self.store.revision(), backend));
         let slot = slot.unwrap_or_default();
         self.staged.waiting.push((slot.clone(), about, reply));
-        if !self.commit_scheduled {
-            self.commit_scheduled = true;
-            ctx.notify(CommitStaged);
-        }
+        self.schedule_commit(ctx);
         Response::Later(slot)
     }
 
@@ -348,6 +379,7 @@ impl StateActor {
     /// Sends the staged batch to its backends (one commit per backend).
     fn commit(&mut self, ctx: &mut Context<Self>) {
         self.commit_scheduled = false;
+        self.commit_lanes(ctx);
         let batch = std::mem::take(&mut self.staged);
         if batch.changes.is_empty() && batch.waiting.is_empty() {
             self.close_if_idle(ctx);
@@ -374,14 +406,7 @@ impl StateActor {
 
     /// Lets readers outside the actor read the cache when it holds nothing
     /// uncommitted and the state is open (see [`CacheView`](super::cache::CacheView)).
-    fn refresh_view(&self) {
-        #[cfg(feature = "etcd")]
-        if self.shared.is_some() {
-            // Its writes are applied to the cache and undone within one
-            // request (the feed applies them): readers always ask the actor.
-            self.store.set_readable(false);
-            return;
-        }
+    pub(crate) fn refresh_view(&self) {
         self.store.set_readable(self.dirty.is_empty() && self.closing.is_none());
     }
 
@@ -431,7 +456,7 @@ impl StateActor {
     }
 
     /// The time of this pass (one clock read for all its writes).
-    fn now(&mut self) -> Timestamp {
+    pub(crate) fn now(&mut self) -> Timestamp {
         *self.pass_time.get_or_insert_with(Timestamp::now)
     }
 
@@ -470,8 +495,7 @@ impl StateActor {
         if self.committing || self.commit_scheduled || !self.parked.is_empty() {
             return;
         }
-        #[cfg(feature = "etcd")]
-        if self.shared.as_ref().is_some_and(|s| !s.is_idle()) {
+        if self.lanes.iter().any(|l| !l.is_idle()) {
             return;
         }
         let Some(slot) = self.closing.take() else {
@@ -479,12 +503,7 @@ impl StateActor {
         };
         // The actor stops before its spawned items run again.
         self.send_pending();
-        #[allow(unused_mut)]
-        let mut closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
-        #[cfg(feature = "etcd")]
-        if let Some(shared) = self.shared.as_mut() {
-            closes.push(Box::pin(shared.stop()));
-        }
+        let closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
         ctx.wait(futures::future::join_all(closes).into_actor(self).map(move |_, _, ctx| {
             if let Some(tx) = slot.take() {
                 let _ = tx.send(Ok(()));
@@ -504,9 +523,8 @@ impl Actor for StateActor {
         let weak: WeakRecipient<Flush> = ctx.address().downgrade().recipient();
         self.flush = Some(weak);
         ctx.spawn(DrainInbox::default());
-        #[cfg(feature = "etcd")]
-        if let Some(shared) = self.shared.as_mut() {
-            ctx.add_stream(shared.start_feed());
+        for (lane, feed) in std::mem::take(&mut self.feeds) {
+            ctx.add_stream(futures::StreamExt::map(feed, move |msg| LaneFeed(lane, msg)));
         }
         self.refresh_view();
     }
@@ -562,6 +580,15 @@ impl ActorFuture<StateActor> for DrainInbox {
             // when its last sender goes).
             std::task::Poll::Ready(())
         }
+    }
+}
+
+/// A read's reply in a shared store's namespace: a list carries the
+/// store's revision, not the state's own.
+fn in_domain(reply: Result<StateReply, Error>, revision: u64) -> Result<StateReply, Error> {
+    match reply {
+        Ok(StateReply::Listed { resources, .. }) => Ok(StateReply::Listed { resources, revision }),
+        other => other,
     }
 }
 

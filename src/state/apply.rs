@@ -23,7 +23,7 @@ pub(crate) fn write_of(change: &Change, revision: u64) -> Write {
             (r.pointer(), Precondition::Revision(r.metadata().revision()), WriteOp::Delete)
         }
     };
-    Write { pointer: pointer.clone(), precondition, op, revision }
+    Write { pointer: pointer.clone(), precondition, op, revision, owner: None }
 }
 
 /// What a store request produced: the reply, and the change to publish.

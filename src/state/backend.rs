@@ -28,6 +28,37 @@
 //! ([`Precondition::Absent`]), so a destroy and re-create can never pass for
 //! the old resource.
 //!
+//! # Shared stores
+//! A store that other processes write too (etcd) adds two things to the
+//! contract, and nothing else changes:
+//!
+//! 1. **A change feed** ([`Backend::feed`]): every change made to the store,
+//!    by this process or another, in the store's order. The state actor
+//!    applies it to its cache like its own writes and publishes it to
+//!    watchers; it is the only way a shared store's data enters the cache.
+//!    A write to a shared store is therefore **not** applied on commit: the
+//!    actor runs the rules on the cache, sends the write, and answers the
+//!    caller once the feed has delivered the write's revision (so the caller
+//!    reads its own write, and watchers hear it first).
+//! 2. **Per-write outcomes** ([`Outcome`]): in a batch sent to a shared store
+//!    each write keeps its own precondition. One whose precondition broke
+//!    (another process wrote the resource) is a [`Outcome::Conflict`]: the
+//!    actor runs the rules again on fresh data once the feed has caught up
+//!    with the revision the store was at, and only that write is sent
+//!    again. One refused on its own (a fence, a size limit) is
+//!    [`Outcome::Refused`]. The others of the batch stand.
+//!
+//! A shared store assigns the revisions of its namespaces itself (they must
+//! mean the same in every process); see [`Write::revision`].
+//!
+//! # Revisions of a mix
+//! Each store keeps its own revisions: the namespaces of the in-memory state
+//! and of exclusive backends (redb) share the state's own counter, and each
+//! shared store's namespaces take that store's revisions. A watch, a list
+//! and a resume point are always about one namespace, so the revisions one
+//! watch sees come from one store and keep every guarantee above; revisions
+//! of namespaces on different stores are not comparable.
+//!
 //! # Writing a backend
 //! `commit` returns a future: a backend that writes to a disk or a network
 //! does it on its own thread and resolves the future from there, so the
@@ -37,6 +68,10 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::Stream;
 
 use crate::Error;
 use crate::resource::{AnyResource, Pointer};
@@ -69,16 +104,29 @@ pub struct Write {
     /// The new value, or a delete.
     pub op: WriteOp,
     /// The store revision this write takes (the new value's mod revision).
+    /// 0 for a write to a shared store, which assigns its own.
     pub revision: u64,
+    /// The controller that writes (`None`: a user). A shared store fences
+    /// the writes of a controller whose exclusive outputs it claimed.
+    pub owner: Option<Arc<str>>,
 }
 
-/// A write the backend made durable.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Committed {
-    /// The address written.
-    pub pointer: Pointer,
-    /// Its revision.
-    pub revision: u64,
+/// What became of one write of a batch, in the batch's order.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Durable; the new value's mod revision (for a delete, the delete's).
+    Committed(u64),
+    /// A shared store only: what is stored is not what the precondition
+    /// named (another process wrote it); the store was at revision `seen`.
+    /// The state runs the rules again once its feed has delivered `seen`.
+    Conflict {
+        /// The store's revision when it checked the precondition.
+        seen: u64,
+    },
+    /// A shared store only: this write alone was refused (its writer no
+    /// longer holds the claim, the value exceeds a limit); the caller gets
+    /// the error, the other writes of the batch stand.
+    Refused(Error),
 }
 
 /// What a backend holds at open.
@@ -95,8 +143,51 @@ pub struct Snapshot {
     pub resources: Vec<AnyResource>,
 }
 
-/// The future a [`Backend::commit`] returns.
-pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Committed>, Error>> + Send>>;
+/// The future a [`Backend::commit`] returns: one [`Outcome`] per write, in
+/// order; an error fails the whole batch.
+pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Outcome>, Error>> + Send>>;
+
+/// One change a shared store's feed saw.
+#[derive(Debug)]
+pub enum FeedChange {
+    /// A resource was written (created or updated); its metadata carries the
+    /// store's revision of the write.
+    Put(AnyResource),
+    /// A resource was deleted at this revision.
+    Delete(Pointer, u64),
+}
+
+/// What a shared store's feed tells the state, in the store's order.
+#[derive(Debug)]
+pub enum FeedMessage {
+    /// Changes, in order; everything up to the revision is delivered.
+    Changes(Vec<FeedChange>, u64),
+    /// Nothing more changed up to this revision.
+    Progress(u64),
+    /// The feed lost its place (the store compacted its history): everything
+    /// stored as of the revision. The state publishes the differences.
+    Resync(Vec<AnyResource>, u64),
+    /// The store cannot be reached; writes fail until [`FeedMessage::Restored`].
+    Lost(String),
+    /// The store is reachable again.
+    Restored,
+}
+
+/// A shared store's change feed (see [`Backend::feed`]).
+pub struct Feed {
+    /// The messages, from the revision after the [`Snapshot`] on.
+    pub messages: Pin<Box<dyn Stream<Item = FeedMessage> + Send>>,
+    /// How long a committed write may wait for the feed to deliver it
+    /// before its caller is told the store is unavailable (and
+    /// [`Backend::rewatch`] is called).
+    pub patience: Duration,
+}
+
+impl fmt::Debug for Feed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Feed").field("patience", &self.patience).finish_non_exhaustive()
+    }
+}
 
 /// The future a [`Backend::close`] returns.
 pub type CloseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -129,6 +220,27 @@ pub trait Backend: Send + 'static {
     /// The default has nothing to release.
     fn close(&mut self) -> CloseFuture {
         Box::pin(std::future::ready(()))
+    }
+
+    /// A shared store's change feed, taken once when the state starts;
+    /// `None` (the default) for a store only this state writes. See the
+    /// [module docs](self#shared-stores).
+    fn feed(&mut self) -> Option<Feed> {
+        None
+    }
+
+    /// A shared store: asks the feed to report how far it is (a write that
+    /// conflicted waits for it). The default does nothing.
+    fn ask_progress(&mut self) {}
+
+    /// A shared store: the feed did not deliver within its patience; watch
+    /// again. The default does nothing.
+    fn rewatch(&mut self) {}
+
+    /// The service that claims exclusive outputs across the processes that
+    /// share this store, if it has one (the supervisor uses it).
+    fn claims(&self) -> Option<super::ClaimService> {
+        None
     }
 }
 

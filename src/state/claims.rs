@@ -11,6 +11,75 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
+/// The service that claims exclusive output types across the processes that
+/// share a store ([`Backend::claims`](super::Backend::claims)), and fences the
+/// writes of the controllers that hold them. The supervisor uses it: it
+/// claims the exclusive outputs of each controller it starts, holds the
+/// controller as a standby while another process owns them, and resigns
+/// when the runtime stops. A [`State`](super::State) whose stores are all
+/// its own (memory, redb) has none.
+///
+/// # Expected flow
+/// Registering a controller with exclusive outputs sends its types to the
+/// service; the controller stands by until the service says it owns them,
+/// and stands by again whenever the claim is lost.
+///
+/// # Guarantees
+/// The service is an actor of its own, next to the state actor: claims are
+/// never a request of the state, and the state actor has no part in them
+/// beyond routing a write to the store that fences it.
+#[derive(Clone)]
+pub struct ClaimService {
+    claim: Recipient<ClaimOutputs>,
+    get: Recipient<GetClaims>,
+    resign: Recipient<Resign>,
+}
+
+impl std::fmt::Debug for ClaimService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClaimService")
+    }
+}
+
+impl ClaimService {
+    /// A service served by `actor`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn of<A>(actor: &Addr<A>) -> Self
+    where
+        A: Actor<Context = Context<A>>
+            + Handler<ClaimOutputs>
+            + Handler<GetClaims>
+            + Handler<Resign>,
+    {
+        ClaimService {
+            claim: actor.clone().recipient(),
+            get: actor.clone().recipient(),
+            resign: actor.clone().recipient(),
+        }
+    }
+
+    /// What this process claims, and whether it holds each claim.
+    pub async fn status(&self) -> Vec<ClaimStatus> {
+        self.get.send(GetClaims).await.unwrap_or_default()
+    }
+
+    /// Claims `types` for `controller`; `notify` hears each time the claim
+    /// is won or lost.
+    pub(crate) fn claim(
+        &self,
+        controller: Arc<str>,
+        types: Vec<String>,
+        notify: Recipient<Ownership>,
+    ) {
+        self.claim.do_send(ClaimOutputs { controller, types, notify });
+    }
+
+    /// Gives up every claim for good; resolves once released.
+    pub(crate) async fn resign(&self) {
+        let _ = self.resign.send(Resign).await;
+    }
+}
+
 /// Tells a controller host whether it owns its exclusive outputs now: `true`
 /// to reconcile, `false` to stand by.
 #[derive(Message, Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +97,7 @@ pub(crate) struct ClaimOutputs {
     pub(crate) notify: Recipient<Ownership>,
 }
 
-/// The claims of this process, for [`State::claims`](super::State::claims).
+/// The claims of this process, for [`ClaimService::status`].
 #[derive(Message)]
 #[rtype(result = "Vec<ClaimStatus>")]
 pub(crate) struct GetClaims;
@@ -38,7 +107,6 @@ pub(crate) struct GetClaims;
 /// take over at once instead of after the lease TTL.
 #[derive(Message)]
 #[rtype(result = "()")]
-#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub(crate) struct Resign;
 
 /// One exclusive output type claimed by a controller of this process.

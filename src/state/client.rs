@@ -12,6 +12,7 @@ use futures::channel::mpsc::{UnboundedReceiver, unbounded};
 
 use super::actor::{Close, StateActor, StateReply, StateRequest, WatchSink, WatchStats};
 use super::cache::CacheView;
+use super::claims::ClaimService;
 use super::delivery::{Sink, WatchEvent};
 use super::event::{Event, WatchId};
 use super::inbox::Inbox;
@@ -82,14 +83,6 @@ impl WatchOptions {
     }
 }
 
-/// Where the claims messages of a shared state go.
-#[derive(Clone)]
-struct ClaimsRecipients {
-    claim: Recipient<super::claims::ClaimOutputs>,
-    get: Recipient<super::claims::GetClaims>,
-    resign: Recipient<super::claims::Resign>,
-}
-
 /// A cloneable handle to the state.
 ///
 /// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
@@ -121,8 +114,8 @@ pub struct State {
     coordinator: Option<Recipient<TeardownAndDestroy>>,
     activity: Activity,
     closer: Option<Recipient<Close>>,
-    /// Claims of exclusive outputs: only on a shared (etcd) state.
-    claims: Option<ClaimsRecipients>,
+    /// The claim service of a shared store, if the state has one.
+    claims: Option<ClaimService>,
     /// The state actor's cache, read without a message while it allows;
     /// `None` for a handle that sends everything elsewhere (a probe).
     view: Option<CacheView>,
@@ -212,7 +205,7 @@ impl State {
     /// a message that says what to write instead.
     #[track_caller]
     pub fn start() -> State {
-        State::start_actor(StateActor::new(), Activity::new())
+        State::start_actor(StateActor::new(), Activity::new(), None)
     }
 
     /// A [`StateBuilder`]: some namespaces on durable backends, the rest in memory.
@@ -242,14 +235,16 @@ impl State {
     /// are enough.
     pub async fn claims(&self) -> Vec<super::ClaimStatus> {
         match &self.claims {
-            Some(claims) => claims.get.send(super::claims::GetClaims).await.unwrap_or_default(),
+            Some(claims) => claims.status().await,
             None => Vec::new(),
         }
     }
 
-    /// Whether exclusive outputs must be claimed across processes (an etcd state).
-    pub(crate) fn is_shared(&self) -> bool {
-        self.claims.is_some()
+    /// The service that claims exclusive outputs across the processes that
+    /// share one of this state's stores (`None`: every store is this
+    /// process's own). See [`ClaimService`].
+    pub fn claim_service(&self) -> Option<&ClaimService> {
+        self.claims.as_ref()
     }
 
     /// Claims `types` for `controller`; `notify` hears when it owns them and
@@ -261,7 +256,7 @@ impl State {
         notify: Recipient<super::claims::Ownership>,
     ) {
         if let Some(claims) = &self.claims {
-            claims.claim.do_send(super::claims::ClaimOutputs { controller, types, notify });
+            claims.claim(controller, types, notify);
         }
     }
 
@@ -270,26 +265,20 @@ impl State {
     /// A no-op on a state that is not shared.
     pub(crate) async fn resign_claims(&self) {
         if let Some(claims) = &self.claims {
-            let _ = claims.resign.send(super::claims::Resign).await;
+            claims.resign().await;
         }
     }
 
-    pub(crate) fn start_actor(actor: StateActor, activity: Activity) -> State {
+    pub(crate) fn start_actor(
+        actor: StateActor,
+        activity: Activity,
+        claims: Option<ClaimService>,
+    ) -> State {
         crate::execution::require_system();
-        #[cfg(feature = "etcd")]
-        let shared = actor.shared.is_some();
         let view = Some(actor.store.view());
         let inbox = Some(actor.inbox.clone());
         let actor = actor.start();
         let closer = actor.clone().recipient();
-        #[cfg(feature = "etcd")]
-        let claims = shared.then(|| ClaimsRecipients {
-            claim: actor.clone().recipient(),
-            get: actor.clone().recipient(),
-            resign: actor.clone().recipient(),
-        });
-        #[cfg(not(feature = "etcd"))]
-        let claims = None;
         let bare = State {
             requests: actor.recipient(),
             coordinator: None,

@@ -155,6 +155,7 @@ mod owned;
 mod redb;
 pub(crate) mod request;
 mod routes;
+mod shared;
 pub(crate) mod store;
 mod subscriptions;
 pub(crate) mod watch;
@@ -162,12 +163,14 @@ pub(crate) mod watch;
 pub use actor::WatchStats;
 // For backend and actor authors: re-exported in `crate::dev`, not here.
 pub(crate) use actor::{StateActor, StateReply, StateRequest, WatchSink};
-pub use backend::{Backend, Committed, Precondition, Snapshot, Write, WriteOp};
-pub use claims::ClaimStatus;
+pub use backend::{
+    Backend, Feed, FeedChange, FeedMessage, Outcome, Precondition, Snapshot, Write, WriteOp,
+};
+pub use claims::{ClaimService, ClaimStatus};
 pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
 pub use delivery::WatchEvent;
 #[cfg(feature = "etcd")]
-pub use etcd::EtcdConfig;
+pub use etcd::{EtcdBackend, EtcdConfig};
 pub use event::{Event, WatchId};
 pub use open::{Namespaces, StateBuilder};
 pub use owned::{Access, Client, Decoded};

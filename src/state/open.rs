@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::actor::{Routes, StateActor};
-use super::backend::Backend;
+use super::backend::{Backend, Feed};
 use super::client::State;
 use super::store::Store;
 use super::subscriptions::DEFAULT_HISTORY;
@@ -33,7 +33,15 @@ impl<S: Into<String>> From<Vec<S>> for Namespaces {
     }
 }
 
-type Opener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, Error> + Send>;
+type BlockingOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, Error> + Send>;
+
+/// How a backend is opened: a file on a blocking thread, or a store reached
+/// over the network, connected on the arbiter.
+enum Opener {
+    Blocking(BlockingOpener),
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    Connect(futures::future::LocalBoxFuture<'static, Result<Box<dyn Backend>, Error>>),
+}
 
 /// Opens a [`State`] with some namespaces on durable backends and the rest in
 /// memory (an OS persists its configuration, not its runtime status).
@@ -60,8 +68,6 @@ type Opener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, Error> + Send>;
 #[must_use]
 pub struct StateBuilder {
     backends: Vec<(Namespaces, Opener)>,
-    #[cfg(feature = "etcd")]
-    etcd: Option<super::EtcdConfig>,
     history: usize,
     pub(crate) activity: Option<Activity>,
 }
@@ -84,19 +90,14 @@ impl fmt::Debug for StateBuilder {
 impl StateBuilder {
     /// Everything in memory, the default history.
     pub fn new() -> Self {
-        StateBuilder {
-            backends: Vec::new(),
-            #[cfg(feature = "etcd")]
-            etcd: None,
-            history: DEFAULT_HISTORY,
-            activity: None,
-        }
+        StateBuilder { backends: Vec::new(), history: DEFAULT_HISTORY, activity: None }
     }
 
     /// Keeps `namespaces` in `backend`. The first backend that claims a
     /// namespace gets it; [`Namespaces::All`] takes whatever no list names.
     pub fn backend(mut self, namespaces: impl Into<Namespaces>, backend: impl Backend) -> Self {
-        self.backends.push((namespaces.into(), Box::new(move || Ok(Box::new(backend) as _))));
+        let open: BlockingOpener = Box::new(move || Ok(Box::new(backend) as _));
+        self.backends.push((namespaces.into(), Opener::Blocking(open)));
         self
     }
 
@@ -105,10 +106,9 @@ impl StateBuilder {
     #[cfg(feature = "redb")]
     pub fn durable(mut self, path: impl Into<PathBuf>, namespaces: impl Into<Namespaces>) -> Self {
         let path = path.into();
-        self.backends.push((
-            namespaces.into(),
-            Box::new(move || Ok(Box::new(super::RedbBackend::open(&path)?) as _)),
-        ));
+        let open: BlockingOpener =
+            Box::new(move || Ok(Box::new(super::RedbBackend::open(&path)?) as _));
+        self.backends.push((namespaces.into(), Opener::Blocking(open)));
         self
     }
 
@@ -124,22 +124,24 @@ impl StateBuilder {
     /// actix `System`.
     ///
     /// # Errors
-    /// [`Error::Storage`] when a backend cannot be opened or read.
+    /// [`Error::Storage`] when a backend cannot be opened or read;
+    /// [`Error::InvalidInput`] for a shared store's bad configuration.
     pub async fn open(self) -> Result<State, Error> {
-        #[cfg(feature = "etcd")]
-        let (this, etcd) = {
-            let mut this = self;
-            let etcd = this.etcd.take();
-            (this, etcd)
-        };
-        #[cfg(not(feature = "etcd"))]
-        let this = self;
-        #[cfg(feature = "etcd")]
-        if let Some(config) = etcd {
-            return this.open_etcd(config).await;
+        let StateBuilder { backends, history, activity } = self;
+        let mut namespaces = Vec::with_capacity(backends.len());
+        let mut openers = Vec::with_capacity(backends.len());
+        for (ns, opener) in backends {
+            namespaces.push(ns);
+            // Stores reached over the network connect here, on the arbiter;
+            // files open below, on a blocking thread.
+            openers.push(match opener {
+                Opener::Blocking(open) => open,
+                Opener::Connect(connect) => {
+                    let backend = connect.await?;
+                    Box::new(move || Ok(backend)) as BlockingOpener
+                }
+            });
         }
-        let StateBuilder { backends, history, activity, .. } = this;
-        let (namespaces, openers): (Vec<_>, Vec<_>) = backends.into_iter().unzip();
         let loaded =
             actix_rt::task::spawn_blocking(move || load_all(openers)).await.map_err(|e| {
                 Error::Storage {
@@ -148,21 +150,23 @@ impl StateBuilder {
                     reason: format!("the thread that opened the backends failed: {e}"),
                 }
             })??;
-        let (store, backends) = loaded;
+        let Loaded { store, backends, shared } = loaded;
         // First come, first served: a later `add` overwrites, so add in reverse.
         let mut routes = Routes::default();
         for (i, ns) in namespaces.iter().enumerate().rev() {
             routes.add(ns, i);
         }
-        let actor = StateActor::with_parts(store, routes, backends, history);
-        Ok(State::start_actor(actor, activity.unwrap_or_default()))
+        let claims = backends.iter().find_map(|b| b.claims());
+        let actor = StateActor::with_parts(store, routes, backends, shared, history);
+        Ok(State::start_actor(actor, activity.unwrap_or_default(), claims))
     }
 }
 
 #[cfg(feature = "etcd")]
 impl StateBuilder {
-    /// Every namespace on a shared etcd state (feature `etcd`): see
-    /// [`state::etcd`](super::etcd) for what it guarantees.
+    /// Keeps every namespace that no other backend of this builder names on
+    /// a shared etcd store (feature `etcd`): see [`state::etcd`](super::etcd)
+    /// for what it guarantees. Connects when [`open`](Self::open) runs.
     ///
     /// ```no_run
     /// use cosi_runtime::State;
@@ -172,39 +176,66 @@ impl StateBuilder {
     /// # Ok::<(), cosi_runtime::Error>(())
     /// # }).unwrap();
     /// ```
-    ///
-    /// An etcd state holds every namespace: [`open`](Self::open) refuses it
-    /// next to another backend ([`Error::InvalidInput`]).
-    pub fn etcd(mut self, config: super::EtcdConfig) -> Self {
-        self.etcd = Some(config);
-        self
+    pub fn etcd(self, config: super::EtcdConfig) -> Self {
+        self.etcd_namespaces(config, Namespaces::All)
     }
 
-    async fn open_etcd(self, config: super::EtcdConfig) -> Result<State, Error> {
-        if !self.backends.is_empty() {
-            return Err(Error::InvalidInput {
-                resource: config.describe(),
-                reason: "an etcd state holds every namespace; it cannot be combined with \
-                         other backends (open a second, in-memory State for local data)"
-                    .into(),
-            });
-        }
-        let (shared, resources, revision) = super::etcd::connect(config).await?;
-        let mut store = Store::new();
-        store.load(resources, revision);
-        let actor = StateActor::with_shared(store, shared, self.history);
-        Ok(State::start_actor(actor, self.activity.unwrap_or_default()))
+    /// Keeps `namespaces` on a shared etcd store (feature `etcd`), next to
+    /// whatever else this builder routes: the Go runtime's namespaced
+    /// router, one state over several stores. See [`backend`](super::backend#revisions-of-a-mix)
+    /// for how the revisions of a mix compose.
+    ///
+    /// ```no_run
+    /// use cosi_runtime::State;
+    /// use cosi_runtime::state::EtcdConfig;
+    /// # actix::System::new().block_on(async {
+    /// // Cluster-wide configuration shared on etcd, this node's own state
+    /// // on disk, everything else (runtime status) in memory.
+    /// let state = State::builder()
+    ///     .etcd_namespaces(EtcdConfig::new(["http://127.0.0.1:12379"]), ["cluster"])
+    ///     .durable("/var/lib/node/state.redb", ["node"])
+    ///     .open()
+    ///     .await?;
+    /// # Ok::<(), cosi_runtime::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn etcd_namespaces(
+        mut self,
+        config: super::EtcdConfig,
+        namespaces: impl Into<Namespaces>,
+    ) -> Self {
+        let connect = async move {
+            let backend = super::etcd::EtcdBackend::connect(config).await?;
+            Ok(Box::new(backend) as Box<dyn Backend>)
+        };
+        self.backends.push((namespaces.into(), Opener::Connect(Box::pin(connect))));
+        self
     }
 }
 
-fn load_all(openers: Vec<Opener>) -> Result<(Store, Vec<Box<dyn Backend>>), Error> {
+/// The backends opened and loaded, the cache filled.
+struct Loaded {
+    store: Store,
+    backends: Vec<Box<dyn Backend>>,
+    /// The shared stores: index, feed, the revision of their snapshot.
+    shared: Vec<(usize, Feed, u64)>,
+}
+
+fn load_all(openers: Vec<BlockingOpener>) -> Result<Loaded, Error> {
     let mut store = Store::new();
     let mut backends = Vec::with_capacity(openers.len());
+    let mut shared = Vec::new();
     for open in openers {
         let mut backend = open()?;
         let snapshot = backend.load()?;
-        store.load(snapshot.resources, snapshot.revision);
+        match backend.feed() {
+            Some(feed) => {
+                store.load_shared(snapshot.resources);
+                shared.push((backends.len(), feed, snapshot.revision));
+            }
+            None => store.load(snapshot.resources, snapshot.revision),
+        }
         backends.push(backend);
     }
-    Ok((store, backends))
+    Ok(Loaded { store, backends, shared })
 }

@@ -9,7 +9,7 @@ use futures::channel::oneshot;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use super::backend::{
-    Backend, CloseFuture, CommitFuture, Committed, Precondition, Snapshot, Write, WriteOp,
+    Backend, CloseFuture, CommitFuture, Outcome, Precondition, Snapshot, Write, WriteOp,
 };
 use crate::resource::{AnyResource, DynamicResource, Pointer};
 use crate::{Error, StorageFailure};
@@ -82,7 +82,7 @@ impl std::fmt::Debug for RedbBackend {
 }
 
 enum Command {
-    Commit(Vec<Write>, oneshot::Sender<Result<Vec<Committed>, Error>>),
+    Commit(Vec<Write>, oneshot::Sender<Result<Vec<Outcome>, Error>>),
     Close(oneshot::Sender<()>),
 }
 
@@ -388,7 +388,7 @@ fn writer(db: Database, path: &Path, reopen: &Reopen, commands: &mpsc::Receiver<
     }
 }
 
-fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Committed>, Error> {
+fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outcome>, Error> {
     let failed = |w: &Write, e: redb::Error| storage(w.pointer.to_string(), classify(&e), e);
     let Some(first) = batch.first() else {
         return Ok(Vec::new());
@@ -432,7 +432,7 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Commi
                     table.remove(key.as_str()).map_err(|e| failed(w, e.into()))?;
                 }
             }
-            committed.push(Committed { pointer: w.pointer.clone(), revision: w.revision });
+            committed.push(Outcome::Committed(w.revision));
         }
         let last = batch.iter().map(|w| w.revision).max().unwrap_or(0);
         let mut meta = txn.open_table(META).map_err(|e| failed(first, e.into()))?;

@@ -157,17 +157,32 @@ impl Store {
     /// (by a build before uids) gets its derived one ([`Uid`], stable across
     /// processes and reopens).
     pub(crate) fn load(&mut self, resources: Vec<AnyResource>, revision: u64) {
-        for mut res in resources {
-            let kind = self.backend.intern(res.pointer().kind());
-            let owner = self.intern_owner(res.owner());
-            let md = res.metadata_mut();
-            md.intern_kind(&kind);
-            md.set_owner(owner);
-            give_legacy_uid(md);
-            self.revision = self.revision.max(md.revision());
-            self.backend.put(res);
+        for res in resources {
+            let rev = self.load_one(res);
+            self.revision = self.revision.max(rev);
         }
         self.revision = self.revision.max(revision);
+    }
+
+    /// Loads what a shared store holds: its revisions are its own, so the
+    /// store revision does not move.
+    pub(crate) fn load_shared(&mut self, resources: Vec<AnyResource>) {
+        for res in resources {
+            self.load_one(res);
+        }
+    }
+
+    /// Stores a loaded resource; its mod revision.
+    fn load_one(&mut self, mut res: AnyResource) -> u64 {
+        let kind = self.backend.intern(res.pointer().kind());
+        let owner = self.intern_owner(res.owner());
+        let md = res.metadata_mut();
+        md.intern_kind(&kind);
+        md.set_owner(owner);
+        give_legacy_uid(md);
+        let rev = md.revision();
+        self.backend.put(res);
+        rev
     }
 
     /// Undoes `changes` (the latest last): what a failed commit does to the cache.
@@ -215,13 +230,11 @@ impl Store {
     }
 
     /// Every cached address.
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn pointers(&self) -> Vec<Pointer> {
         self.backend.pointers()
     }
 
-    /// Sets the store revision (a shared backend's revisions are its own).
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    /// Sets the store revision (undoing a write sent to a shared store).
     pub(crate) fn set_revision(&mut self, revision: u64) {
         self.revision = revision;
     }

@@ -15,16 +15,22 @@ pub(crate) struct Subscription {
     pub(crate) outbox: Outbox,
 }
 
+/// A revision domain: 0 for the revisions the state assigns itself (memory
+/// and exclusive backends), `1 + i` for shared backend `i`, which assigns its own.
+pub(crate) type Domain = usize;
+
 /// Subscriptions grouped by kind.
 pub(crate) struct Watches {
     by_kind: KindMap<Vec<Subscription>>,
     kind_of: HashMap<WatchId, Kind>,
     next_id: u64,
-    /// The latest changes, oldest first, for watches that resume.
-    history: VecDeque<(u64, Change)>,
+    /// The latest changes, oldest first, for watches that resume: each with
+    /// its revision and the revision domain it belongs to (0: the state's
+    /// own counter; one more per shared store, whose revisions are its own).
+    history: VecDeque<(u64, Domain, Change)>,
     history_limit: usize,
-    /// Every change up to this revision may be gone from the history.
-    compacted: u64,
+    /// Per domain: every change up to this revision may be gone from the history.
+    compacted: Vec<u64>,
     /// Watches whose batched events wait for [`Watches::send_pending`].
     pending: Vec<WatchId>,
 }
@@ -46,20 +52,28 @@ impl Watches {
             next_id: 0,
             history: VecDeque::with_capacity(history_limit.min(1024)),
             history_limit,
-            compacted: 0,
+            compacted: vec![0],
             pending: Vec::new(),
         }
     }
 
     /// Marks every revision up to `revision` as no longer in the history
     /// (what a state that was just opened from a backend knows).
-    pub(crate) fn compacted_up_to(&mut self, revision: u64) {
-        self.compacted = self.compacted.max(revision);
+    pub(crate) fn compacted_up_to(&mut self, domain: Domain, revision: u64) {
+        let compacted = self.compacted_mut(domain);
+        *compacted = (*compacted).max(revision);
+    }
+
+    fn compacted_mut(&mut self, domain: Domain) -> &mut u64 {
+        if self.compacted.len() <= domain {
+            self.compacted.resize(domain + 1, 0);
+        }
+        &mut self.compacted[domain]
     }
 
     /// The events `target` missed after `revision`, each with its revision,
     /// if the history still holds every change since then. `current` is the
-    /// store revision now.
+    /// revision of `domain` (the target's store) now.
     ///
     /// # Errors
     /// [`Error::Compacted`] when changes after `revision` were already dropped
@@ -69,6 +83,7 @@ impl Watches {
         target: &WatchTarget,
         revision: u64,
         current: u64,
+        domain: Domain,
     ) -> Result<Vec<(Event, u64)>, Error> {
         let compacted = |reason: String| Error::Compacted {
             resource: match target {
@@ -82,17 +97,20 @@ impl Watches {
             return Err(compacted(format!("the state is only at revision {current}")));
         }
         // Every change after `revision` must still be in the history.
-        if revision < self.compacted {
+        let kept_after = self.compacted.get(domain).copied().unwrap_or(0);
+        if revision < kept_after {
             return Err(compacted(format!(
-                "changes up to revision {} are no longer kept; bootstrap again",
-                self.compacted
+                "changes up to revision {kept_after} are no longer kept; bootstrap again"
             )));
         }
         Ok(self
             .history
             .iter()
-            .filter(|(r, _)| *r > revision)
-            .filter_map(|(r, change)| target.event_for(change).map(|e| (e, *r)))
+            .filter(|(r, d, _)| *d == domain && *r > revision)
+            // The history holds every kind's changes; a target's `event_for`
+            // trusts that it sees only its own kind's (live ones are routed by kind).
+            .filter(|(_, _, change)| change.resource().pointer().kind() == target.kind())
+            .filter_map(|(r, _, change)| target.event_for(change).map(|e| (e, *r)))
             .collect())
     }
 
@@ -137,6 +155,11 @@ impl Watches {
     /// revision, not the revision of the resource's last update, so that the
     /// revisions one watch sees never go backwards.
     pub(crate) fn publish(&mut self, change: &Change, revision: u64) {
+        self.publish_in(change, revision, 0);
+    }
+
+    /// [`publish`](Self::publish) of a change in revision domain `domain`.
+    pub(crate) fn publish_in(&mut self, change: &Change, revision: u64, domain: Domain) {
         let stamped;
         let change = match change {
             Change::Destroyed(r) if r.metadata().revision() != revision => {
@@ -148,14 +171,14 @@ impl Watches {
             _ => change,
         };
         if self.history.len() >= self.history_limit
-            && let Some((dropped, _)) = self.history.pop_front()
+            && let Some((dropped, in_domain, _)) = self.history.pop_front()
         {
-            self.compacted = self.compacted.max(dropped);
+            self.compacted_up_to(in_domain, dropped);
         }
         if self.history_limit > 0 {
-            self.history.push_back((revision, change.clone()));
+            self.history.push_back((revision, domain, change.clone()));
         } else {
-            self.compacted = self.compacted.max(revision);
+            self.compacted_up_to(domain, revision);
         }
         let kind = change.resource().pointer().kind();
         let Some(subs) = self.by_kind.get_mut(kind) else {
@@ -239,13 +262,13 @@ mod tests {
             events.iter().map(|(e, r)| (e.pointer().unwrap().id().to_owned(), *r)).collect()
         };
         assert_eq!(
-            ids(w.missed(&kind_target(), 1, 3).unwrap()),
+            ids(w.missed(&kind_target(), 1, 3, 0).unwrap()),
             [("b".into(), 2), ("c".into(), 3)]
         );
-        assert!(w.missed(&kind_target(), 3, 3).unwrap().is_empty());
+        assert!(w.missed(&kind_target(), 3, 3, 0).unwrap().is_empty());
         let one = WatchTarget::Resource(Pointer::of::<Num>("ns", "c"));
-        assert_eq!(ids(w.missed(&one, 0, 3).unwrap()), [("c".into(), 3)]);
-        assert!(w.missed(&kind_target(), 4, 3).unwrap_err().is_compacted());
+        assert_eq!(ids(w.missed(&one, 0, 3, 0).unwrap()), [("c".into(), 3)]);
+        assert!(w.missed(&kind_target(), 4, 3, 0).unwrap_err().is_compacted());
     }
 
     #[test]
@@ -254,12 +277,43 @@ mod tests {
         for rev in 1..=5 {
             w.publish(&created(&format!("r{rev}")), rev);
         }
-        assert_eq!(w.missed(&kind_target(), 3, 5).unwrap().len(), 2);
-        let err = w.missed(&kind_target(), 2, 5).unwrap_err();
+        assert_eq!(w.missed(&kind_target(), 3, 5, 0).unwrap().len(), 2);
+        let err = w.missed(&kind_target(), 2, 5, 0).unwrap_err();
         assert!(err.is_compacted() && err.to_string().contains("up to revision 3"), "{err}");
         let mut off = Watches::with_history(0);
         off.publish(&created("a"), 1);
-        assert!(off.missed(&kind_target(), 0, 1).unwrap_err().is_compacted());
-        assert!(off.missed(&kind_target(), 1, 1).unwrap().is_empty());
+        assert!(off.missed(&kind_target(), 0, 1, 0).unwrap_err().is_compacted());
+        assert!(off.missed(&kind_target(), 1, 1, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_resumed_watch_replays_only_its_own_kind() {
+        let mut w = Watches::with_history(10);
+        w.publish(&created("a"), 1);
+        w.publish(&Change::Created(Resource::new("elsewhere", "x", Num(1)).into_any()), 2);
+        w.publish(&created("b"), 3);
+        let missed = w.missed(&kind_target(), 0, 3, 0).unwrap();
+        let ids: Vec<_> =
+            missed.iter().map(|(e, _)| e.pointer().unwrap().id().to_owned()).collect();
+        assert_eq!(ids, ["a", "b"], "another namespace's change is not replayed");
+    }
+
+    #[test]
+    fn each_revision_domain_keeps_its_own_history_and_compaction() {
+        let mut w = Watches::with_history(2);
+        // The state's own counter (domain 0) and a shared store's (domain 1)
+        // run independently; one history holds both.
+        w.publish_in(&created("local"), 3, 0);
+        w.publish_in(&created("far-1"), 1_000, 1);
+        w.publish_in(&created("far-2"), 1_001, 1);
+        let err = w.missed(&kind_target(), 0, 3, 0).unwrap_err();
+        assert!(err.to_string().contains("up to revision 3"), "{err}");
+        let far = w.missed(&kind_target(), 1_000, 1_001, 1).unwrap();
+        assert_eq!(far.len(), 1, "domain 1 kept what came after 1,000");
+        assert!(w.missed(&kind_target(), 2, 3, 0).is_err(), "domain 0 lost revision 3");
+        assert!(w.missed(&kind_target(), 3, 3, 0).unwrap().is_empty());
+        assert_eq!(w.missed(&kind_target(), 999, 1_001, 1).unwrap().len(), 2);
+        w.publish_in(&created("far-3"), 1_002, 1);
+        assert!(w.missed(&kind_target(), 999, 1_002, 1).unwrap_err().is_compacted());
     }
 }

@@ -515,7 +515,7 @@ where
 /// The exclusive output types a controller must claim across processes:
 /// none unless the state is shared (etcd).
 fn claimed_types(state: &State, outputs: &[Output]) -> Vec<String> {
-    if !state.is_shared() {
+    if state.claim_service().is_none() {
         return Vec::new();
     }
     outputs

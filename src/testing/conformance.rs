@@ -41,6 +41,10 @@ use crate::state::{Backend, Namespaces, WatchOptions};
 /// The namespace the checks write to.
 pub const NS: &str = "conformance";
 
+/// A second namespace some checks write to beside [`NS`]: a target that
+/// mixes stores routes it to another store than `NS`.
+pub const NS_BESIDE: &str = "conformance-beside";
+
 /// An integer spec the checks use.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntSpec(pub i64);
@@ -186,22 +190,57 @@ pub struct EtcdTarget {
     etcd: Option<super::etcd::TestEtcd>,
     prefix: String,
     reopen: Reopen,
+    on_etcd: Namespaces,
+    /// Namespaces in a redb file beside etcd (a mix), and its directory.
+    #[cfg(feature = "redb")]
+    durable: Option<(ScratchDir, Namespaces)>,
 }
 
 #[cfg(feature = "etcd")]
 impl EtcdTarget {
-    /// A fresh etcd; reopened between steps with [`Reopen::BetweenSteps`].
+    /// Every namespace on a fresh etcd; reopened between steps with
+    /// [`Reopen::BetweenSteps`].
     pub fn new(reopen: Reopen) -> Self {
+        EtcdTarget::mixed(Namespaces::All, reopen)
+    }
+
+    /// A mix: `on_etcd` on a fresh etcd, every other namespace in memory.
+    /// With [`Reopen::BetweenSteps`], put [`NS`] on etcd (memory starts
+    /// empty after a reopen).
+    pub fn mixed(on_etcd: impl Into<Namespaces>, reopen: Reopen) -> Self {
         EtcdTarget {
             etcd: super::etcd::TestEtcd::start(),
             prefix: format!("conformance-{:016x}", fastrand::u64(..)),
             reopen,
+            on_etcd: on_etcd.into(),
+            #[cfg(feature = "redb")]
+            durable: None,
         }
+    }
+
+    /// A mix of three stores: `on_etcd` on a fresh etcd, `durable` in a
+    /// redb file in a scratch directory, every other namespace in memory.
+    #[cfg(feature = "redb")]
+    pub fn with_durable(
+        on_etcd: impl Into<Namespaces>,
+        durable: impl Into<Namespaces>,
+        reopen: Reopen,
+    ) -> Self {
+        let mut target = EtcdTarget::mixed(on_etcd, reopen);
+        target.durable = Some((ScratchDir::new(), durable.into()));
+        target
     }
 
     async fn start(&self) -> State {
         let etcd = self.etcd.as_ref().expect("an etcd (the suite skips without one)");
-        State::builder().etcd(etcd.config(&self.prefix)).open().await.expect("open the etcd state")
+        #[allow(unused_mut)]
+        let mut builder =
+            State::builder().etcd_namespaces(etcd.config(&self.prefix), self.on_etcd.clone());
+        #[cfg(feature = "redb")]
+        if let Some((dir, namespaces)) = &self.durable {
+            builder = builder.durable(dir.path().join("state.redb"), namespaces.clone());
+        }
+        builder.open().await.expect("open the etcd state")
     }
 }
 
@@ -322,6 +361,7 @@ macro_rules! state_conformance {
                 check_recipient_watches_deliver_to_actors,
                 check_revisions_grow_per_write_and_watches_resume,
                 check_a_list_carries_the_revision_of_its_snapshot,
+                check_each_namespace_resumes_from_its_own_revisions,
                 check_destroyed_carries_the_destroys_revision,
                 check_a_coalesced_backlog_goes_out_in_ascending_revision);
         }
@@ -1214,14 +1254,84 @@ pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Targe
     // Nothing the list showed comes again, nothing after is missed.
     state.create(int("d", 4), None).await.unwrap();
     assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "d"));
-    // Another namespace's kind, empty: a revision all the same.
-    let other = Kind::of::<IntSpec>("conformance-empty");
+    // Another namespace's kind, empty: a revision all the same, from which
+    // a watch of it resumes. (Not compared with `revision`: in a state over
+    // several stores, another namespace may count revisions of its own.)
+    let other = Kind::of::<IntSpec>(NS_BESIDE);
     let (none, at) = state.list_with_revision(&other, &LabelQuery::all()).await.unwrap();
     assert!(none.is_empty());
-    assert!(at >= revision, "revisions never go back: {at} < {revision}");
+    let mut beside = state
+        .watch_kind_stream(&other, LabelQuery::all(), &WatchOptions::resume_from(at))
+        .await
+        .unwrap();
+    let e = state.create(Resource::new(NS_BESIDE, "e", IntSpec(5)), None).await.unwrap();
+    assert!(matches!(beside.next().await, Some(Event::Created(r)) if r.id() == "e"));
+    assert!(e.metadata().revision() > at, "{} <= {at}", e.metadata().revision());
     let bad = Kind::new(NS, "");
     let err = state.list_with_revision(&bad, &LabelQuery::all()).await.unwrap_err();
     assert!(err.is_invalid_input(), "{err}");
+}
+
+/// Checks that each namespace resumes from its own revisions, whichever
+/// store holds it: writes to [`NS`] and [`NS_BESIDE`] interleaved, a list
+/// of each with its revision, more interleaved writes, then a watch of each
+/// resumed from its own list's revision gets exactly its namespace's
+/// changes since, and then its live ones.
+pub async fn check_each_namespace_resumes_from_its_own_revisions(t: &mut dyn Target) {
+    let state = t.open().await;
+    let beside = |id: &str, n: i64| Resource::new(NS_BESIDE, id, IntSpec(n));
+    let kinds = [kind(), Kind::of::<IntSpec>(NS_BESIDE)];
+    for i in 0..3 {
+        state.create(int(&format!("a{i}"), i), None).await.unwrap();
+        state.create(beside(&format!("x{i}"), i), None).await.unwrap();
+    }
+    let mut revisions = Vec::new();
+    for k in &kinds {
+        let (items, revision) = state.list_with_revision(k, &LabelQuery::all()).await.unwrap();
+        assert_eq!(items.len(), 3, "{k}");
+        assert!(items.iter().all(|r| r.metadata().revision() <= revision), "{k}");
+        revisions.push(revision);
+    }
+    // Missed by both watches: interleaved writes to both namespaces.
+    for i in 0..3 {
+        let n = 10 + i;
+        state
+            .modify(
+                &ptr(&format!("a{i}")),
+                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n,
+                None,
+            )
+            .await
+            .unwrap();
+        let x = Pointer::of::<IntSpec>(NS_BESIDE, format!("x{i}"));
+        state.destroy(&x, None).await.unwrap();
+    }
+    state.create(int("b", 7), None).await.unwrap();
+    state.create(beside("y", 8), None).await.unwrap();
+    let mut watches = Vec::new();
+    for (k, revision) in kinds.iter().zip(&revisions) {
+        let options = WatchOptions::resume_from(*revision);
+        watches.push(state.watch_kind_stream(k, LabelQuery::all(), &options).await.unwrap());
+    }
+    let [mut mine, mut theirs] = <[_; 2]>::try_from(watches).expect("two watches");
+    for i in 0..3 {
+        let id = format!("a{i}");
+        let got = mine.next().await;
+        assert!(matches!(&got, Some(Event::Updated { new, .. }) if new.id() == id), "{got:?}");
+    }
+    assert!(matches!(mine.next().await, Some(Event::Created(r)) if r.id() == "b"));
+    for i in 0..3 {
+        let id = format!("x{i}");
+        assert!(matches!(theirs.next().await, Some(Event::Destroyed(r)) if r.id() == id));
+    }
+    assert!(matches!(theirs.next().await, Some(Event::Created(r)) if r.id() == "y"));
+    // Nothing else was missed: the next event of each is a live one.
+    state.create(beside("z", 9), None).await.unwrap();
+    state.create(int("c", 9), None).await.unwrap();
+    assert!(matches!(theirs.next().await, Some(Event::Created(r)) if r.id() == "z"));
+    assert!(matches!(mine.next().await, Some(Event::Created(r)) if r.id() == "c"));
+    // Each watch's revisions grew from its own list's.
+    assert!(mine.revision() > revisions[0] && theirs.revision() > revisions[1]);
 }
 
 /// Checks that `Destroyed` carries the destroy's own revision (above the

@@ -13,15 +13,16 @@
 //! again on a new lease.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
 use futures::channel::mpsc;
 
-use super::super::actor::StateActor;
 use super::super::claims::{ClaimOutputs, ClaimStatus, GetClaims, Ownership, Resign};
+use super::EtcdConfig;
+use super::keys::Keys;
 use crate::resource::Pointer;
 use crate::{Error, StorageFailure};
 
@@ -74,11 +75,55 @@ enum Lease {
     Held(i64),
 }
 
-/// The claims of this process: campaigns, the lease, and the fences of the
-/// claims held (by resource type).
+/// The fences of the claims this process holds, by resource type: written
+/// by the [`ClaimsActor`], read by the store's commits (which mark a fence
+/// lost when etcd says another process holds the claim now). The lock is
+/// held for one map operation, never across an `.await`.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Fences(Arc<Mutex<HashMap<String, Fence>>>);
+
+impl Fences {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Fence>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The fence a write of `owner` to `resource_type` must pass, if this
+    /// process claimed that type for that controller.
+    pub(crate) fn fence(&self, owner: &str, resource_type: &str) -> Option<Fence> {
+        self.map().get(resource_type).filter(|f| &*f.controller == owner).cloned()
+    }
+
+    fn won(&self, resource_type: &str, fence: Fence) {
+        self.map().insert(resource_type.to_owned(), fence);
+    }
+
+    /// Marks the claim behind `fence` lost (a write found another token).
+    pub(crate) fn lost_fence(&self, fence: &Fence) {
+        for held in self.map().values_mut() {
+            if held.key == fence.key && held.token == fence.token {
+                held.lost = true;
+            }
+        }
+    }
+
+    fn lose_all(&self) {
+        for fence in self.map().values_mut() {
+            fence.lost = true;
+        }
+    }
+
+    /// Gives up every fence; how many there were.
+    fn clear(&self) -> usize {
+        let mut map = self.map();
+        let n = map.len();
+        map.clear();
+        n
+    }
+}
+
+/// The claims of this process: campaigns and the lease.
 #[derive(Default)]
-pub(crate) struct Claims {
-    held: HashMap<String, Fence>,
+struct Claims {
     campaigns: Vec<Campaign>,
     lease: Lease,
     keepalive: Option<actix_rt::task::JoinHandle<()>>,
@@ -90,7 +135,7 @@ pub(crate) struct Claims {
 
 impl std::fmt::Debug for Claims {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Claims").field("held", &self.held).field("lease", &self.lease).finish()
+        f.debug_struct("Claims").field("lease", &self.lease).finish_non_exhaustive()
     }
 }
 
@@ -102,28 +147,8 @@ pub(crate) struct LeaseLost {
 }
 
 impl Claims {
-    /// The fence a write of `owner` to `resource_type` must pass, if this
-    /// process claimed that type for that controller.
-    pub(crate) fn fence(&self, owner: &str, resource_type: &str) -> Option<&Fence> {
-        self.held.get(resource_type).filter(|f| &*f.controller == owner)
-    }
-
-    #[cfg(test)]
-    fn won(&mut self, resource_type: &str, fence: Fence) {
-        self.held.insert(resource_type.to_owned(), fence);
-    }
-
-    /// Marks the claim behind `fence` lost (a write found another token).
-    pub(crate) fn lost_fence(&mut self, fence: &Fence) {
-        for held in self.held.values_mut() {
-            if held.key == fence.key && held.token == fence.token {
-                held.lost = true;
-            }
-        }
-    }
-
     /// What this process claims, and whether it holds it.
-    pub(crate) fn status(&self) -> Vec<ClaimStatus> {
+    fn status(&self) -> Vec<ClaimStatus> {
         let mut out = Vec::new();
         for c in &self.campaigns {
             for t in &c.types {
@@ -140,7 +165,7 @@ impl Claims {
 
     /// Stops keeping the lease alive, and revokes it (a clean shutdown: the
     /// standbys take over at once instead of after the TTL).
-    pub(crate) fn release(
+    fn release(
         &mut self,
         client: &Client,
         timeout: Duration,
@@ -203,7 +228,7 @@ async fn keep_alive(
 }
 
 /// The transaction that claims every type of a campaign, all or none.
-fn claim_txn(keys: &super::keys::Keys, types: &[String], controller: &str, lease: i64) -> Txn {
+fn claim_txn(keys: &Keys, types: &[String], controller: &str, lease: i64) -> Txn {
     let when: Vec<_> = types
         .iter()
         .map(|t| Compare::create_revision(keys.claim(t), CompareOp::Equal, 0))
@@ -218,14 +243,28 @@ fn claim_txn(keys: &super::keys::Keys, types: &[String], controller: &str, lease
     Txn::new().when(when).and_then(puts)
 }
 
-impl StateActor {
+/// The claim service of an etcd store: an actor of its own, next to the
+/// state actor (see [`ClaimService`](super::super::ClaimService)).
+pub(crate) struct ClaimsActor {
+    client: Client,
+    keys: Keys,
+    config: EtcdConfig,
+    claims: Claims,
+    fences: Fences,
+}
+
+impl ClaimsActor {
+    pub(crate) fn new(client: Client, keys: Keys, config: EtcdConfig, fences: Fences) -> Self {
+        ClaimsActor { client, keys, config, claims: Claims::default(), fences }
+    }
+
     fn claims_mut(&mut self) -> &mut Claims {
-        &mut self.shared.as_mut().expect("an etcd state").claims
+        &mut self.claims
     }
 
     /// Tries to win every claim not held; grants a lease first if needed.
     fn campaign(&mut self, ctx: &mut Context<Self>) {
-        let shared = self.shared.as_mut().expect("an etcd state");
+        let shared = &mut *self;
         // etcd grants whole seconds: keep alive and time out by what it granted.
         let ttl = Duration::from_secs(shared.config.lease_ttl.as_secs().max(1));
         let claims = &mut shared.claims;
@@ -284,7 +323,7 @@ impl StateActor {
     }
 
     fn won(&mut self, i: usize, token: i64, lease: i64) {
-        let shared = self.shared.as_mut().expect("an etcd state");
+        let shared = &mut *self;
         let claims = &mut shared.claims;
         if claims.lease != Lease::Held(lease) {
             return; // the lease was lost meanwhile: the keys go with it
@@ -298,7 +337,7 @@ impl StateActor {
                 controller: c.controller.clone(),
                 lost: false,
             };
-            claims.held.insert(t.clone(), fence);
+            shared.fences.won(t, fence);
         }
         tracing::info!(
             "claims: controller {} owns {} (fencing token {token})",
@@ -310,7 +349,7 @@ impl StateActor {
 
     /// Campaigns again after TTL/4 while some claim is not held.
     fn campaign_later(&mut self, why: String, ctx: &mut Context<Self>) {
-        let shared = self.shared.as_mut().expect("an etcd state");
+        let shared = &mut *self;
         if shared.claims.lease == Lease::Granting {
             shared.claims.lease = Lease::None;
             tracing::warn!("claims: {why}; trying again");
@@ -329,7 +368,7 @@ impl StateActor {
     }
 
     fn lease_granted(&mut self, id: i64, ttl: Duration, ctx: &mut Context<Self>) {
-        let shared = self.shared.as_mut().expect("an etcd state");
+        let shared = &mut *self;
         let (tx, rx) = mpsc::unbounded();
         let task = actix_rt::spawn(keep_alive(shared.client.clone(), id, ttl, tx));
         shared.claims.lease = Lease::Held(id);
@@ -341,16 +380,18 @@ impl StateActor {
     }
 }
 
-impl StreamHandler<LeaseLost> for StateActor {
+impl Actor for ClaimsActor {
+    type Context = Context<Self>;
+}
+
+impl StreamHandler<LeaseLost> for ClaimsActor {
     fn handle(&mut self, lost: LeaseLost, ctx: &mut Context<Self>) {
-        let claims = self.claims_mut();
-        if claims.lease != Lease::Held(lost.id) {
+        if self.claims.lease != Lease::Held(lost.id) {
             return;
         }
+        self.fences.lose_all();
+        let claims = self.claims_mut();
         claims.lease = Lease::None;
-        for fence in claims.held.values_mut() {
-            fence.lost = true;
-        }
         for c in &mut claims.campaigns {
             if c.token.take().is_some() {
                 tracing::warn!(
@@ -368,42 +409,34 @@ impl StreamHandler<LeaseLost> for StateActor {
     fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
-impl Handler<ClaimOutputs> for StateActor {
+impl Handler<ClaimOutputs> for ClaimsActor {
     type Result = ();
 
     fn handle(&mut self, msg: ClaimOutputs, ctx: &mut Context<Self>) {
-        if self.shared.is_none() {
-            msg.notify.do_send(Ownership(true));
-            return;
-        }
         let ClaimOutputs { controller, types, notify } = msg;
         self.claims_mut().campaigns.push(Campaign { controller, types, notify, token: None });
         self.campaign(ctx);
     }
 }
 
-impl Handler<Resign> for StateActor {
+impl Handler<Resign> for ClaimsActor {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Resign, _: &mut Context<Self>) -> Self::Result {
-        let Some(shared) = self.shared.as_mut() else {
-            return Box::pin(async {});
-        };
-        tracing::info!(
-            "claims: giving up {} claim(s); the lease is revoked",
-            shared.claims.held.len()
-        );
-        shared.claims.campaigns.clear();
-        shared.claims.held.clear();
-        Box::pin(shared.claims.release(&shared.client, shared.config.request_timeout))
+        let held = self.fences.clear();
+        if held > 0 || self.claims.lease != Lease::None {
+            tracing::info!("claims: giving up {held} claim(s); the lease is revoked");
+        }
+        self.claims.campaigns.clear();
+        Box::pin(self.claims.release(&self.client, self.config.request_timeout))
     }
 }
 
-impl Handler<GetClaims> for StateActor {
+impl Handler<GetClaims> for ClaimsActor {
     type Result = MessageResult<GetClaims>;
 
     fn handle(&mut self, _: GetClaims, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.shared.as_ref().map(|s| s.claims.status()).unwrap_or_default())
+        MessageResult(self.claims.status())
     }
 }
 
@@ -422,7 +455,7 @@ mod tests {
 
     #[test]
     fn only_the_claiming_controller_is_fenced() {
-        let mut claims = Claims::default();
+        let claims = Fences::default();
         claims.won("T", fence("c"));
         assert!(claims.fence("c", "T").is_some());
         assert!(claims.fence("other", "T").is_none(), "finalizer edits of readers pass");
@@ -431,7 +464,7 @@ mod tests {
 
     #[test]
     fn a_lost_fence_refuses_at_once_with_a_typed_error() {
-        let mut claims = Claims::default();
+        let claims = Fences::default();
         claims.won("T", fence("c"));
         claims.lost_fence(&fence("c"));
         let ptr = Pointer::new("ns", "T", "a");

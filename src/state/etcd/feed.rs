@@ -8,40 +8,19 @@ use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::keys::{Keys, decode};
-use crate::resource::{AnyResource, Pointer};
-
-/// One change the feed saw.
-#[derive(Debug)]
-pub(crate) enum FeedEvent {
-    /// A resource was written (created or updated); its revision is etcd's.
-    Put(AnyResource),
-    /// A resource was deleted at this revision.
-    Delete(Pointer, u64),
-}
-
-/// What the feed tells the state actor, in order.
-#[derive(Debug)]
-pub(crate) enum Feed {
-    /// Changes, in etcd's order; the feed has applied everything up to `revision`.
-    Events(Vec<FeedEvent>, u64),
-    /// Nothing changed up to this revision (a progress report).
-    Progress(u64),
-    /// The watch fell behind a compaction: everything under the prefix as of
-    /// `revision`; the actor emits the differences.
-    Resync(Vec<AnyResource>, u64),
-    /// etcd cannot be reached; the feed keeps trying.
-    Lost(String),
-    /// The feed runs again (after a `Lost`).
-    Restored,
-}
+use super::rev_at;
+use crate::resource::AnyResource;
+use crate::state::backend::{FeedChange as FeedEvent, FeedMessage as Feed};
 
 /// Decodes the resources of a range read; values that are not resources are
 /// logged and skipped (someone else wrote under the prefix).
+/// A listed resource takes the first state revision of its etcd mod revision
+/// (a listing does not tell a write's place among those of its transaction).
 pub(crate) fn decode_all(keys: &Keys, kvs: &[KeyValue]) -> Vec<AnyResource> {
-    kvs.iter().filter_map(|kv| decode_kv(keys, kv)).collect()
+    kvs.iter().filter_map(|kv| decode_kv(keys, kv, rev_at(kv.mod_revision() as u64, 0))).collect()
 }
 
-fn decode_kv(keys: &Keys, kv: &KeyValue) -> Option<AnyResource> {
+fn decode_kv(keys: &Keys, kv: &KeyValue, revision: u64) -> Option<AnyResource> {
     let Some(ptr) = keys.pointer(kv.key()) else {
         tracing::warn!(
             "etcd: {:?} is not a resource key; skipped",
@@ -49,7 +28,7 @@ fn decode_kv(keys: &Keys, kv: &KeyValue) -> Option<AnyResource> {
         );
         return None;
     };
-    match decode(&ptr, kv.value(), kv.mod_revision() as u64) {
+    match decode(&ptr, kv.value(), revision) {
         Ok(res) => Some(res),
         Err(e) => {
             tracing::error!("etcd: skipped a value that is not a resource: {e}");
@@ -58,22 +37,33 @@ fn decode_kv(keys: &Keys, kv: &KeyValue) -> Option<AnyResource> {
     }
 }
 
-fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedEvent>, u64) {
+/// The changes of a watch response, each with its state revision: its etcd
+/// revision and its place among the changes of that revision (a batch of
+/// writes is one etcd transaction, one etcd revision). etcd never splits a
+/// revision's events over two responses, and every process sees them in the
+/// same order, so every process gives a change the same state revision.
+/// Also the last etcd revision the response covers, and the last change's
+/// state revision.
+fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedEvent>, u64, u64) {
     let mut last = 0;
+    let mut place = 0;
     let mut out = Vec::with_capacity(resp.events().len());
     for event in resp.events() {
         let Some(kv) = event.kv() else { continue };
-        last = last.max(kv.mod_revision() as u64);
+        let main = kv.mod_revision() as u64;
+        place = if main == last { place + 1 } else { 0 };
+        last = last.max(main);
+        let revision = rev_at(main, place);
         match event.event_type() {
-            EventType::Put => out.extend(decode_kv(keys, kv).map(FeedEvent::Put)),
+            EventType::Put => out.extend(decode_kv(keys, kv, revision).map(FeedEvent::Put)),
             EventType::Delete => {
                 if let Some(ptr) = keys.pointer(kv.key()) {
-                    out.push(FeedEvent::Delete(ptr, kv.mod_revision() as u64));
+                    out.push(FeedEvent::Delete(ptr, revision));
                 }
             }
         }
     }
-    (out, last)
+    (out, last, rev_at(last, place))
 }
 
 /// How many keys one page of a listing reads (a page must stay well under
@@ -172,7 +162,8 @@ pub(crate) async fn run(
             Ended::Compacted => match list_all(&mut client, &keys, timeout).await {
                 Ok((resources, revision)) => {
                     next = revision + 1;
-                    if tx.unbounded_send(Feed::Resync(resources, revision)).is_err() {
+                    let listed = rev_at(revision, 0);
+                    if tx.unbounded_send(Feed::Resync(resources, listed)).is_err() {
                         return;
                     }
                     continue;
@@ -261,11 +252,14 @@ async fn watch_once(
             if revision == 0 {
                 continue;
             }
-            Feed::Progress(revision)
+            // Every change up to this etcd revision was delivered: the
+            // state is at its first place (or at a later place of it, if a
+            // change of it came: the state actor keeps the larger).
+            Feed::Progress(rev_at(revision, 0))
         } else {
-            let (events, last) = events_of(keys, &resp);
+            let (events, last, last_revision) = events_of(keys, &resp);
             *next = last + 1;
-            Feed::Events(events, last)
+            Feed::Changes(events, last_revision)
         };
         if tx.unbounded_send(msg).is_err() {
             return Ended::Stop;

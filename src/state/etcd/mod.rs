@@ -5,6 +5,8 @@
 //! use cosi_runtime::State;
 //! use cosi_runtime::state::EtcdConfig;
 //! # actix::System::new().block_on(async {
+//! // Every namespace on etcd; `etcd_namespaces` routes some there and
+//! // others to redb or memory.
 //! let state = State::builder()
 //!     .etcd(EtcdConfig::new(["http://127.0.0.1:12379"]).prefix("plane-a"))
 //!     .open()
@@ -14,32 +16,46 @@
 //! ```
 //!
 //! # Expected flow
-//! Opening connects, reads everything under `/<prefix>/` into the cache the
-//! state actor serves reads from, and starts **one** prefix watch at the
-//! revision after that read: the *change feed*. The feed is the only thing
-//! that changes the cache. A write runs the state contract's rules on the
-//! cache, as on every backend, and sends the result as one etcd transaction
-//! that compares the key's mod revision with the one the write was computed
-//! from (a create: that the key does not exist). When the transaction
-//! succeeds, the caller is answered **once the feed has applied it**: so it
-//! reads its own write, and its watchers saw the event before the reply, as
-//! on the in-memory state. A change made by another process arrives through
-//! the same feed and reaches this process's watchers and controllers exactly
-//! like a local one.
+//! The store is an [`EtcdBackend`], a [`Backend`](super::Backend) with a
+//! feed: the state actor treats it as it treats every shared store (see
+//! [`backend`](super::backend#shared-stores)); nothing in the actor is
+//! particular to etcd. Opening connects, reads everything under
+//! `/<prefix>/` into the cache the state actor serves reads from, and starts
+//! **one** prefix watch at the revision after that read: the *change feed*.
+//! The feed is the only thing that changes the cache for these namespaces.
+//! A write runs the state contract's rules on the cache, as on every
+//! backend; the writes of one pass of the actor go to etcd as **one**
+//! transaction, each write nested in it with its own compare (the key's mod
+//! revision it was computed from; a create: that the key does not exist).
+//! A committed write's caller is answered **once the feed has applied it**:
+//! so it reads its own write, and its watchers saw the event before the
+//! reply, as on the in-memory state. A change made by another process
+//! arrives through the same feed and reaches this process's watchers and
+//! controllers exactly like a local one.
 //!
 //! # Guarantees
 //! - Keys are `/<prefix>/<namespace>/<type>/<id>` in plain text (parts
 //!   escaped so none reaches into another's range); several states share one
 //!   etcd under different prefixes.
-//! - Versions are 1, then + 1 per write (etcd's own `version` of the key);
-//!   revisions are etcd's, so [`Metadata::revision`](crate::resource::Metadata::revision)
-//!   and watch resume points mean the same in every process.
-//! - A transaction that finds the key changed re-runs the rules on fresh data:
+//! - Versions are 1, then + 1 per write (etcd's own `version` of the key).
+//! - **Revisions** are etcd's, with the write's place in its transaction
+//!   below them: a state revision is `etcd_revision × 4096 + place`. The
+//!   writes of one transaction share one etcd revision, and their place
+//!   (their order among that revision's changes, which every process sees
+//!   alike) keeps one revision per write, as the state contract requires: a
+//!   watch resumed after any of them gets exactly the rest.
+//!   [`Metadata::revision`](crate::resource::Metadata::revision) and watch
+//!   resume points mean the same in every process. A resource read by a
+//!   listing (at open, or after a compaction) carries the first revision of
+//!   its etcd revision (a listing does not tell the place).
+//! - A write that finds its key changed re-runs the rules on fresh data
+//!   (only that write; the others of its transaction stand):
 //!   `update` then reports [`VersionConflict`](crate::Error::VersionConflict)
 //!   or [`OwnerConflict`](crate::Error::OwnerConflict); `modify` and the
 //!   finalizer edits run again, so N processes × M increments give N·M.
 //! - Writes to one resource from one process go to etcd one at a time, in the
-//!   order they arrived; writes to different resources are pipelined.
+//!   order they arrived; writes to different resources are batched per pass
+//!   and pipelined.
 //! - A feed that fell behind a compaction lists again (in pages of 500 keys
 //!   at one revision, so a state of any size reads whole) and emits the
 //!   differences as events.
@@ -50,12 +66,17 @@
 //!   watches again. Requests require a leader, so a member cut off from its
 //!   cluster fails them instead of serving stale data.
 //! - A write etcd refuses (larger than its request limit) is
-//!   [`Error::InvalidInput`] naming the resource: retrying cannot help.
+//!   [`Error::InvalidInput`] naming the resource: retrying cannot help. A
+//!   transaction refused whole is sent again one write at a time, so only
+//!   the culprit fails.
 //! - etcd lost: writes fail with [`StorageFailure::Unavailable`]
 //!   (controllers back off as after any error); the feed reconnects on its
 //!   own and every watcher converges to the true state, without a restart.
 //!   Nothing acknowledged is lost: an acknowledged write was committed by etcd.
 //! - Exclusive outputs are claimed cluster-wide and fenced: see [`claims`](self#exclusive-outputs-across-processes).
+//!   The claims are a [`ClaimService`](super::ClaimService), an actor of
+//!   their own that the supervisor uses; the store reads the fences it
+//!   holds when it builds a transaction.
 //!
 //! # Exclusive outputs across processes
 //! A runtime on an etcd state claims each exclusive output type of a
@@ -75,20 +96,18 @@
 //! under it); clocks may differ (timestamps are the writer's).
 //!
 //! # Caveats
-//! - An etcd state holds every namespace: per-namespace routing next to it
-//!   is refused (etcd assigns the revisions, and a memory namespace beside it
-//!   would need revisions of its own). Open a second, in-memory `State` for
-//!   data that must stay local.
+//! - Next to other stores (memory, redb) on one state, the etcd namespaces
+//!   keep etcd's revisions and the others the state's own: revisions of
+//!   namespaces on different stores are not comparable (each watch is about
+//!   one namespace; see [`backend`](super::backend#revisions-of-a-mix)).
 //! - A write whose answer was lost with the connection may still have been
 //!   committed (etcd's own caveat); the caller got an error and retries, and
 //!   the rules (versions, no-op modify) make the retry safe.
 //! - Reads are served from this process's cache: another process's write is
 //!   seen once the feed brings it (p50 0.6–0.8 ms on loopback here).
-//! - Throughput is bounded by etcd: every write is one transaction (etcd 3.4
-//!   copies its write buffer per transaction), so 64 writes in flight reach
-//!   about half the rate of raw unconditional puts; see BENCHMARKS.md.
-//!   Batching the writes of one mailbox drain into one transaction would
-//!   make them share a revision, which watch resume points do not allow yet.
+//! - Throughput is bounded by etcd; the writes of one pass share a
+//!   transaction (etcd 3.4 copies its write buffer per transaction), see
+//!   BENCHMARKS.md for the rate against raw puts.
 //!
 //! # Errors
 //! Opening: [`StorageFailure::Unavailable`]
@@ -96,10 +115,12 @@
 //! [`Error::InvalidInput`] for a bad prefix or no
 //! endpoint.
 
+mod backend;
 pub(crate) mod claims;
 pub(crate) mod feed;
 pub(crate) mod keys;
-pub(crate) mod shared;
+
+pub use backend::EtcdBackend;
 
 use std::time::Duration;
 
@@ -177,10 +198,46 @@ pub(crate) fn unavailable(resource: impl Into<String>, reason: impl ToString) ->
     }
 }
 
-/// Connects and reads everything under the prefix.
+/// How many low bits of a state revision hold a write's place among the
+/// changes of its etcd revision.
+const PLACE_BITS: u32 = 12;
+const LAST_PLACE: u64 = (1 << PLACE_BITS) - 1;
+
+/// The state revision of the change at `place` of etcd revision `main`.
+///
+/// The changes of one etcd revision reach the feed together (etcd never
+/// splits a revision over two watch responses), so "the feed is at
+/// `rev_at(main, 0)` or later" means every change of `main` is in.
+pub(crate) fn rev_at(main: u64, place: u64) -> u64 {
+    // A transaction holds at most 64 writes; more changes in one revision
+    // (none this runtime makes) would share the last place.
+    (main << PLACE_BITS) | place.min(LAST_PLACE)
+}
+
+/// The etcd revision of a state revision.
+pub(crate) fn etcd_rev(revision: u64) -> i64 {
+    (revision >> PLACE_BITS) as i64
+}
+
+/// The etcd revision a state revision of an etcd namespace belongs to (see
+/// [Guarantees](self#guarantees)): what etcd's own tools (`etcdctl`,
+/// compaction) know it by.
+///
+/// ```
+/// # #[cfg(feature = "etcd")] {
+/// use cosi_runtime::state::etcd::etcd_revision;
+/// assert_eq!(etcd_revision(42 * 4096 + 3), 42);
+/// # }
+/// ```
+pub fn etcd_revision(revision: u64) -> u64 {
+    revision >> PLACE_BITS
+}
+
+/// Connects and reads everything under the prefix: the client, the keys,
+/// the resources and the etcd revision they were read at.
 pub(crate) async fn connect(
-    config: EtcdConfig,
-) -> Result<(shared::Shared, Vec<crate::resource::AnyResource>, u64), Error> {
+    config: &EtcdConfig,
+) -> Result<(Client, Keys, Vec<crate::resource::AnyResource>, u64), Error> {
     let keys = Keys::new(&config.prefix)?;
     if config.endpoints.is_empty() {
         return Err(Error::InvalidInput {
@@ -206,6 +263,19 @@ pub(crate) async fn connect(
     let (resources, revision) = feed::list_all(&mut client, &keys, deadline)
         .await
         .map_err(|reason| unavailable(config.describe(), reason))?;
-    let shared = shared::Shared::new(client, keys, config, revision);
-    Ok((shared, resources, revision))
+    Ok((client, keys, resources, revision))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_revisions_order_writes_within_and_across_etcd_revisions() {
+        assert!(rev_at(7, 0) < rev_at(7, 1));
+        assert!(rev_at(7, 63) < rev_at(8, 0));
+        assert!(rev_at(7, 1 << 20) < rev_at(8, 0), "places saturate within their revision");
+        assert_eq!(etcd_rev(rev_at(7, 5)), 7);
+        assert_eq!(etcd_revision(rev_at(7, 5)), 7);
+    }
 }

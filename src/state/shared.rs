@@ -1,0 +1,635 @@
+//! The state actor's side of a shared store (a [`Backend`] with a feed, see
+//! [`backend`](super::backend#shared-stores)): writes run the rules on the
+//! cache and go to the store in one batch per pass; each is answered once
+//! the feed has brought it; a conflicted write re-runs on fresh data.
+//!
+//! Nothing here knows which store it is: etcd, or any backend with a feed.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+
+use super::actor::{ReplySlot, Response, StateActor, StateReply, StateRequest, answer};
+use super::backend::{FeedChange, FeedMessage, Outcome, Write};
+use super::request::Subject;
+use super::subscriptions::Domain;
+use crate::resource::{AnyResource, Pointer};
+use crate::{Error, StorageFailure};
+
+/// How many times one write re-runs after conflicts before it gives up with
+/// [`StorageFailure::Conflict`] (only under a storm of writes to one resource).
+const MAX_ATTEMPTS: u32 = 100;
+
+/// A write waiting for its turn, or for a retry.
+pub(crate) struct Pending {
+    req: StateRequest,
+    slot: ReplySlot,
+    attempts: u32,
+    /// When it started waiting for fresh data (a retry).
+    since: Option<Instant>,
+}
+
+/// A committed write waiting for the feed to bring it.
+struct Acked {
+    slot: ReplySlot,
+    reply: Result<StateReply, Error>,
+    pointer: Pointer,
+    since: Instant,
+    revision: u64,
+}
+
+/// A write of the pass, ready to go to the store.
+struct Staged {
+    pending: Pending,
+    pointer: Pointer,
+    write: Write,
+    reply: Result<StateReply, Error>,
+}
+
+/// One shared store of a state: its writes in flight and its feed's progress.
+pub(crate) struct Lane {
+    /// The backend's index in the state actor.
+    pub(crate) backend: usize,
+    describe: String,
+    patience: Duration,
+    /// Everything of this store up to this revision is in the cache.
+    pub(crate) feed_rev: u64,
+    /// Resources with a write in flight, and the writes queued behind it.
+    busy: HashMap<Pointer, VecDeque<Pending>>,
+    /// This pass's writes, sent as one batch when the pass ends.
+    staged: Vec<Staged>,
+    /// Batches sent and not answered yet.
+    in_flight: usize,
+    /// Committed writes by revision, answered once the feed reaches it.
+    acked: BTreeMap<u64, Vec<Acked>>,
+    /// Conflicted writes by the revision the store was at, re-run once the feed reaches it.
+    retries: BTreeMap<u64, Vec<Pending>>,
+    /// A check of overdue writes is scheduled.
+    watchdog: bool,
+    /// Whether the feed is connected.
+    available: bool,
+}
+
+impl Lane {
+    pub(crate) fn new(backend: usize, describe: String, patience: Duration, revision: u64) -> Self {
+        Lane {
+            backend,
+            describe,
+            patience,
+            feed_rev: revision,
+            busy: HashMap::new(),
+            staged: Vec::new(),
+            in_flight: 0,
+            acked: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            watchdog: false,
+            available: true,
+        }
+    }
+
+    /// Whether nothing is in flight (for closing).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.busy.is_empty()
+            && self.staged.is_empty()
+            && self.in_flight == 0
+            && self.acked.is_empty()
+            && self.retries.is_empty()
+    }
+
+    pub(crate) fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    fn unavailable(&self, resource: String, reason: String) -> Error {
+        Error::Storage { resource, failure: StorageFailure::Unavailable, reason }
+    }
+}
+
+/// The feed of the shared store in lane `.0`.
+pub(crate) struct LaneFeed(pub(crate) usize, pub(crate) FeedMessage);
+
+/// The address a write request is about.
+fn written_pointer(req: &StateRequest) -> Option<Pointer> {
+    match req.about() {
+        Subject::Resource(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// The owner acting in a write request, if any.
+fn acting_owner(req: &StateRequest) -> Option<&Arc<str>> {
+    match req {
+        StateRequest::Create { owner, .. }
+        | StateRequest::Update { owner, .. }
+        | StateRequest::Modify { owner, .. }
+        | StateRequest::Destroy { owner, .. }
+        | StateRequest::Teardown { owner, .. } => owner.as_ref(),
+        _ => None,
+    }
+}
+
+/// Removes and returns the entries of `waiting` that are `late`.
+fn take_late<T>(waiting: &mut BTreeMap<u64, Vec<T>>, late: impl Fn(&T) -> bool) -> Vec<T> {
+    let mut out = Vec::new();
+    for entries in waiting.values_mut() {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(entries).into_iter().partition(&late);
+        *entries = kept;
+        out.extend(gone);
+    }
+    waiting.retain(|_, v| !v.is_empty());
+    out
+}
+
+/// A batch-wide error, named after one of its resources.
+fn for_resource(e: &Error, ptr: &Pointer) -> Error {
+    match e {
+        Error::Storage { failure, reason, .. } => {
+            Error::Storage { resource: ptr.to_string(), failure: *failure, reason: reason.clone() }
+        }
+        Error::InvalidInput { reason, .. } => {
+            Error::InvalidInput { resource: ptr.to_string(), reason: reason.clone() }
+        }
+        other => Error::Storage {
+            resource: ptr.to_string(),
+            failure: StorageFailure::Io,
+            reason: other.to_string(),
+        },
+    }
+}
+
+impl StateActor {
+    /// Serves a request about a namespace of the shared store in `lane`:
+    /// reads from the cache at once, writes through the store.
+    pub(crate) fn dispatch_shared(
+        &mut self,
+        lane: usize,
+        req: StateRequest,
+        ctx: &mut Context<Self>,
+        slot: Option<ReplySlot>,
+    ) -> Response {
+        let Some(ptr) = written_pointer(&req).filter(|_| req.is_write()) else {
+            return Response::Now(self.serve(req));
+        };
+        let slot = slot.unwrap_or_default();
+        let pending = Pending { req, slot: slot.clone(), attempts: 0, since: None };
+        if let Some(queue) = self.lanes[lane].busy.get_mut(&ptr) {
+            queue.push_back(pending);
+            return Response::Later(slot);
+        }
+        match self.start_write(lane, pending, ptr, ctx) {
+            Some(reply) => Response::Now(reply),
+            None => Response::Later(slot),
+        }
+    }
+
+    /// Runs the rules on the cache and stages the result for the store;
+    /// `Some` if the answer is known now (an error, or nothing to write).
+    /// The resource is busy until its write is answered.
+    fn start_write(
+        &mut self,
+        lane: usize,
+        pending: Pending,
+        ptr: Pointer,
+        ctx: &mut Context<Self>,
+    ) -> Option<Result<StateReply, Error>> {
+        let before = self.store.revision();
+        let now = self.now();
+        // Readers outside the actor must not see the write before the feed
+        // brings it: they ask the actor while it is in the cache.
+        self.store.set_readable(false);
+        let applied = super::apply::apply_ref(&mut self.store, &pending.req, now);
+        let change = match applied {
+            Some((reply, Some(change))) => (reply, change),
+            other => {
+                self.refresh_view();
+                self.release_if_idle(lane, &ptr);
+                return other.map(|(reply, _)| reply);
+            }
+        };
+        let (reply, change) = change;
+        // The cache changes only through the feed: undo, and send the write.
+        self.store.rollback(std::iter::once(&change));
+        self.store.set_revision(before);
+        self.refresh_view();
+        let l = &mut self.lanes[lane];
+        if !l.available {
+            let reason = format!("{} is unreachable; the write was not sent", l.describe);
+            let e = l.unavailable(ptr.to_string(), reason);
+            self.release_if_idle(lane, &ptr);
+            return Some(Err(e));
+        }
+        let mut write = super::apply::write_of(&change, 0);
+        write.owner = acting_owner(&pending.req).cloned();
+        l.busy.entry(ptr.clone()).or_default();
+        l.staged.push(Staged { pending, pointer: ptr, write, reply });
+        self.schedule_commit(ctx);
+        None
+    }
+
+    /// Sends each lane's staged writes to its store, one batch per lane.
+    pub(crate) fn commit_lanes(&mut self, ctx: &mut Context<Self>) {
+        for lane in 0..self.lanes.len() {
+            if !self.lanes[lane].has_staged() {
+                continue;
+            }
+            let staged = std::mem::take(&mut self.lanes[lane].staged);
+            let mut writes = Vec::with_capacity(staged.len());
+            let mut waiting = Vec::with_capacity(staged.len());
+            for s in staged {
+                writes.push(s.write);
+                waiting.push((s.pending, s.pointer, s.reply));
+            }
+            let backend = self.lanes[lane].backend;
+            self.lanes[lane].in_flight += 1;
+            let sent = self.backends[backend].commit(writes);
+            ctx.spawn(sent.into_actor(self).map(move |result, act, ctx| {
+                act.lane_committed(lane, waiting, result, ctx);
+            }));
+        }
+    }
+
+    fn lane_committed(
+        &mut self,
+        lane: usize,
+        waiting: Vec<(Pending, Pointer, Result<StateReply, Error>)>,
+        result: Result<Vec<Outcome>, Error>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.lanes[lane].in_flight -= 1;
+        let outcomes = match result {
+            Ok(outcomes) if outcomes.len() == waiting.len() => outcomes,
+            Ok(outcomes) => {
+                let e = Error::Storage {
+                    resource: self.lanes[lane].describe.clone(),
+                    failure: StorageFailure::Io,
+                    reason: format!(
+                        "the store answered {} outcomes for {} writes",
+                        outcomes.len(),
+                        waiting.len()
+                    ),
+                };
+                return self.fail_batch(lane, waiting, &e, ctx);
+            }
+            Err(e) => return self.fail_batch(lane, waiting, &e, ctx),
+        };
+        let mut ask_progress = false;
+        for ((mut pending, ptr, reply), outcome) in waiting.into_iter().zip(outcomes) {
+            tracing::trace!("shared store: write of {ptr}: {outcome:?}");
+            match outcome {
+                Outcome::Committed(revision) => {
+                    let since = Instant::now();
+                    let acked = Acked { slot: pending.slot, reply, pointer: ptr, since, revision };
+                    self.lanes[lane].acked.entry(revision).or_default().push(acked);
+                }
+                Outcome::Refused(e) => {
+                    answer(&pending.slot, Err(e));
+                    self.release(lane, &ptr, ctx);
+                }
+                Outcome::Conflict { .. } if pending.attempts + 1 >= MAX_ATTEMPTS => {
+                    let e = Error::Storage {
+                        resource: ptr.to_string(),
+                        failure: StorageFailure::Conflict,
+                        reason: format!("still conflicting after {MAX_ATTEMPTS} attempts"),
+                    };
+                    answer(&pending.slot, Err(e));
+                    self.release(lane, &ptr, ctx);
+                }
+                Outcome::Conflict { seen } => {
+                    // The cache was behind the store: run the rules again
+                    // once the feed has caught up with what the store saw.
+                    pending.attempts += 1;
+                    pending.since.get_or_insert_with(Instant::now);
+                    self.lanes[lane].retries.entry(seen).or_default().push(pending);
+                    ask_progress = true;
+                }
+            }
+        }
+        if ask_progress {
+            let backend = self.lanes[lane].backend;
+            self.backends[backend].ask_progress();
+        }
+        self.settle_lane(lane, ctx);
+        self.arm_watchdog(lane, ctx);
+    }
+
+    fn fail_batch(
+        &mut self,
+        lane: usize,
+        waiting: Vec<(Pending, Pointer, Result<StateReply, Error>)>,
+        e: &Error,
+        ctx: &mut Context<Self>,
+    ) {
+        tracing::warn!("shared store: a batch of {} writes failed: {e}", waiting.len());
+        for (pending, ptr, _) in waiting {
+            answer(&pending.slot, Err(for_resource(e, &ptr)));
+            self.release(lane, &ptr, ctx);
+        }
+        self.close_if_idle(ctx);
+    }
+
+    /// One timer, every 100 ms while writes wait for the feed: asks the feed
+    /// for progress again while conflicted writes wait (a progress request
+    /// may be ignored while the feed catches up), and checks that no write
+    /// waits longer than the store's patience: a feed that does not move
+    /// (its server partitioned away, a silent connection) must not hold
+    /// callers without bound.
+    fn arm_watchdog(&mut self, lane: usize, ctx: &mut Context<Self>) {
+        let l = &mut self.lanes[lane];
+        if l.watchdog || (l.acked.is_empty() && l.retries.is_empty()) {
+            return;
+        }
+        l.watchdog = true;
+        ctx.run_later(Duration::from_millis(100), move |act, ctx| {
+            act.lanes[lane].watchdog = false;
+            act.expire_overdue(lane, ctx);
+        });
+    }
+
+    /// Answers the writes that waited for the feed longer than the store's
+    /// patience with [`StorageFailure::Unavailable`], and has the feed
+    /// watch again.
+    fn expire_overdue(&mut self, lane: usize, ctx: &mut Context<Self>) {
+        let l = &mut self.lanes[lane];
+        let limit = l.patience;
+        let overdue = |since: Instant| since.elapsed() >= limit;
+        let expired_acks = take_late(&mut l.acked, |a| overdue(a.since));
+        let expired_retries = take_late(&mut l.retries, |q| q.since.is_some_and(overdue));
+        let retrying = !l.retries.is_empty();
+        let store = l.describe.clone();
+        let backend = l.backend;
+        if retrying {
+            self.backends[backend].ask_progress();
+        }
+        if !expired_acks.is_empty() || !expired_retries.is_empty() {
+            tracing::warn!(
+                "state: the change feed of {store} has not moved for {limit:?}; failing {} writes and watching again",
+                expired_acks.len() + expired_retries.len()
+            );
+            self.backends[backend].rewatch();
+        }
+        for a in expired_acks {
+            let reason = format!(
+                "{store} committed the write at revision {}, but the change feed has not \
+                 delivered it within {limit:?}; it is durable and shows once the feed recovers",
+                a.revision
+            );
+            let e = self.lanes[lane].unavailable(a.pointer.to_string(), reason);
+            answer(&a.slot, Err(e));
+            self.release(lane, &a.pointer, ctx);
+        }
+        for q in expired_retries {
+            let ptr = written_pointer(&q.req);
+            let about = ptr.as_ref().map_or_else(String::new, ToString::to_string);
+            let reason = format!("{store}: the change feed has not caught up within {limit:?}");
+            answer(&q.slot, Err(self.lanes[lane].unavailable(about, reason)));
+            if let Some(ptr) = ptr {
+                self.release(lane, &ptr, ctx);
+            }
+        }
+        self.arm_watchdog(lane, ctx);
+        self.close_if_idle(ctx);
+    }
+
+    /// Drops the busy mark of `ptr` if nothing is queued behind it.
+    fn release_if_idle(&mut self, lane: usize, ptr: &Pointer) {
+        let busy = &mut self.lanes[lane].busy;
+        if busy.get(ptr).is_some_and(VecDeque::is_empty) {
+            busy.remove(ptr);
+        }
+    }
+
+    /// The write in flight for `ptr` is done: start the next one queued.
+    fn release(&mut self, lane: usize, ptr: &Pointer, ctx: &mut Context<Self>) {
+        loop {
+            let busy = &mut self.lanes[lane].busy;
+            let Some(queue) = busy.get_mut(ptr) else {
+                return;
+            };
+            let Some(next) = queue.pop_front() else {
+                busy.remove(ptr);
+                return;
+            };
+            let slot = next.slot.clone();
+            match self.start_write(lane, next, ptr.clone(), ctx) {
+                Some(reply) => answer(&slot, reply),
+                None => return,
+            }
+        }
+    }
+
+    /// Answers the writes the feed has brought, and re-runs the conflicted
+    /// writes whose fresh data has arrived.
+    fn settle_lane(&mut self, lane: usize, ctx: &mut Context<Self>) {
+        let l = &mut self.lanes[lane];
+        let rev = l.feed_rev;
+        let later_acked = l.acked.split_off(&(rev + 1));
+        let done = std::mem::replace(&mut l.acked, later_acked);
+        let later_retries = l.retries.split_off(&(rev + 1));
+        let retry = std::mem::replace(&mut l.retries, later_retries);
+        for acked in done.into_values().flatten() {
+            let reply = self.as_cached(acked.reply, &acked.pointer);
+            answer(&acked.slot, reply);
+            self.release(lane, &acked.pointer, ctx);
+        }
+        for q in retry.into_values().flatten() {
+            let Some(ptr) = written_pointer(&q.req) else { continue };
+            let slot = q.slot.clone();
+            if let Some(reply) = self.start_write(lane, q, ptr.clone(), ctx) {
+                answer(&slot, reply);
+                self.release(lane, &ptr, ctx);
+            }
+        }
+        self.close_if_idle(ctx);
+    }
+
+    /// A write's reply as the feed brought it: the store assigned the
+    /// revision, so the resource answered is the cached one when it is
+    /// still that write (same incarnation and version).
+    fn as_cached(
+        &self,
+        reply: Result<StateReply, Error>,
+        ptr: &Pointer,
+    ) -> Result<StateReply, Error> {
+        match reply {
+            Ok(StateReply::Resource(r)) => match self.store.get(ptr) {
+                Ok(cached)
+                    if cached.version() == r.version()
+                        && cached.metadata().uid() == r.metadata().uid() =>
+                {
+                    Ok(StateReply::Resource(cached))
+                }
+                _ => Ok(StateReply::Resource(r)),
+            },
+            other => other,
+        }
+    }
+
+    /// Applies what a feed brought: the cache changes, watchers hear it,
+    /// and the writes it completes are answered.
+    pub(crate) fn apply_feed(&mut self, lane: usize, msg: FeedMessage, ctx: &mut Context<Self>) {
+        tracing::trace!("shared store: feed {msg:?}");
+        let domain: Domain = lane + 1;
+        match msg {
+            FeedMessage::Changes(changes, last) => {
+                for change in changes {
+                    match change {
+                        FeedChange::Put(res) => {
+                            let rev = res.metadata().revision();
+                            let change = self.store.put_external(res);
+                            self.watches.publish_in(&change, rev, domain);
+                        }
+                        FeedChange::Delete(ptr, rev) => {
+                            if let Some(change) = self.store.remove_external(&ptr) {
+                                self.watches.publish_in(&change, rev, domain);
+                            }
+                        }
+                    }
+                }
+                self.caught_up(lane, last);
+            }
+            FeedMessage::Progress(rev) => self.caught_up(lane, rev),
+            FeedMessage::Resync(resources, rev) => self.resync(lane, resources, rev),
+            FeedMessage::Lost(reason) => {
+                let l = &mut self.lanes[lane];
+                tracing::error!(
+                    "state: {} is unreachable ({reason}); writes fail until it is back",
+                    l.describe
+                );
+                l.available = false;
+            }
+            FeedMessage::Restored => {
+                let l = &mut self.lanes[lane];
+                tracing::info!("state: {} is reachable again", l.describe);
+                l.available = true;
+                if !l.retries.is_empty() {
+                    let backend = l.backend;
+                    self.backends[backend].ask_progress();
+                }
+            }
+        }
+        // Watchers hear the changes before the writers they complete.
+        self.send_pending();
+        self.settle_lane(lane, ctx);
+    }
+
+    fn caught_up(&mut self, lane: usize, rev: u64) {
+        let l = &mut self.lanes[lane];
+        l.feed_rev = l.feed_rev.max(rev);
+    }
+
+    /// Replaces the lane's part of the cache with `resources` (read at
+    /// `rev`), publishing the differences.
+    fn resync(&mut self, lane: usize, resources: Vec<AnyResource>, rev: u64) {
+        let backend = self.lanes[lane].backend;
+        let mine: Vec<AnyResource> = self
+            .store
+            .pointers()
+            .into_iter()
+            .filter(|p| self.routes.route(p.namespace()) == Some(backend))
+            .filter_map(|p| self.store.get(&p).ok())
+            .collect();
+        let diffs = differences(mine, resources);
+        tracing::info!("shared store: re-listed at revision {rev}: {} differences", diffs.len());
+        for diff in diffs {
+            let change = match diff {
+                Diff::Put(res) => Some(self.store.put_external(res)),
+                Diff::Remove(ptr) => self.store.remove_external(&ptr),
+            };
+            if let Some(change) = change {
+                self.watches.publish_in(&change, rev, lane + 1);
+            }
+        }
+        self.caught_up(lane, rev);
+    }
+}
+
+/// One step from the cached view to a fresh listing.
+#[derive(Debug, PartialEq)]
+enum Diff {
+    /// Store this (created or changed since).
+    Put(AnyResource),
+    /// Gone since.
+    Remove(Pointer),
+}
+
+/// What turns `cached` into `fresh`: resources whose incarnation or version
+/// moved are put, missing ones removed, new ones put (sorted by address, so
+/// watchers see a stable order). Versions, not revisions, tell a change: a
+/// store may give a listed resource another form of the same revision than
+/// its feed did (see the etcd store's revisions).
+fn differences(cached: Vec<AnyResource>, fresh: Vec<AnyResource>) -> Vec<Diff> {
+    let mut fresh: HashMap<Pointer, AnyResource> =
+        fresh.into_iter().map(|r| (r.pointer().clone(), r)).collect();
+    let mut out = Vec::new();
+    for cur in cached {
+        match fresh.remove(cur.pointer()) {
+            Some(res)
+                if res.version() == cur.version()
+                    && res.metadata().uid() == cur.metadata().uid() => {}
+            Some(res) => out.push(Diff::Put(res)),
+            None => out.push(Diff::Remove(cur.pointer().clone())),
+        }
+    }
+    let mut created: Vec<_> = fresh.into_values().collect();
+    created.sort_by(|a, b| a.pointer().cmp(b.pointer()));
+    out.extend(created.into_iter().map(Diff::Put));
+    out
+}
+
+impl StreamHandler<LaneFeed> for StateActor {
+    fn handle(&mut self, LaneFeed(lane, msg): LaneFeed, ctx: &mut Context<Self>) {
+        self.apply_feed(lane, msg, ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {
+        // A feed ends only when the state closes; the actor decides when to stop.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Resource;
+    use crate::resource::Version;
+    use crate::resource::test_specs::Num;
+
+    fn at(id: &str, n: i64, version: u64) -> AnyResource {
+        let mut r = Resource::new("ns", id, Num(n)).into_any();
+        r.metadata_mut().set_version(Version::new(version));
+        r
+    }
+
+    #[test]
+    fn a_relist_yields_exactly_what_changed() {
+        let cached = vec![at("same", 1, 5), at("changed", 1, 6), at("gone", 1, 7)];
+        let fresh =
+            vec![at("same", 1, 5), at("changed", 2, 9), at("new-b", 3, 10), at("new-a", 4, 11)];
+        let diffs = differences(cached, fresh);
+        assert_eq!(
+            diffs,
+            vec![
+                Diff::Put(at("changed", 2, 9)),
+                Diff::Remove(at("gone", 1, 7).pointer().clone()),
+                Diff::Put(at("new-a", 4, 11)),
+                Diff::Put(at("new-b", 3, 10)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_relist_of_the_same_state_yields_nothing() {
+        let both = || vec![at("a", 1, 2), at("b", 2, 3)];
+        assert!(differences(both(), both()).is_empty());
+    }
+
+    #[test]
+    fn a_relisted_resource_with_another_revision_form_is_no_change() {
+        let mut listed = at("a", 1, 2);
+        listed.metadata_mut().set_revision(40 << 12);
+        let mut fed = at("a", 1, 2);
+        fed.metadata_mut().set_revision((40 << 12) | 3);
+        assert!(differences(vec![fed], vec![listed]).is_empty());
+    }
+}
