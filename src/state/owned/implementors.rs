@@ -1,0 +1,179 @@
+//! [`Access`] for the handles that implement it: the core through their
+//! inherent methods of the same names ([`Client`], a controller's
+//! [`ReconcileContext`](crate::controller::ReconcileContext)), and the
+//! derived calls as methods of their own, so that code naming one needs no
+//! import.
+
+use std::future::Future;
+
+use super::{Access, Client, Decoded};
+use crate::Error;
+use crate::resource::{AnyResource, LabelQuery, Pointer, PointerTo, Resource, Spec};
+
+/// Implements [`Access`]'s core for a type whose inherent methods of the
+/// same names already are that core (`Client`, `ReconcileContext`), with
+/// `$owner` (of `$this`, the value) for [`Access::owner`].
+macro_rules! core_by_inherent {
+    ($ty:ty, |$this:ident| $owner:expr) => {
+        impl $crate::state::Access for $ty {
+            fn owner(&self) -> Option<&str> {
+                let $this = self;
+                $owner
+            }
+            fn get<P: $crate::resource::Address + ?Sized>(
+                &self,
+                ptr: &P,
+            ) -> impl std::future::Future<Output = Result<P::Resource, $crate::Error>> {
+                <$ty>::get(self, ptr)
+            }
+            fn list(
+                &self,
+                kind: &$crate::resource::Kind,
+                query: &$crate::resource::LabelQuery,
+            ) -> impl std::future::Future<Output = Result<Vec<$crate::resource::AnyResource>, $crate::Error>> {
+                <$ty>::list(self, kind, query)
+            }
+            fn create(
+                &self,
+                resource: impl Into<$crate::resource::AnyResource>,
+            ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
+                <$ty>::create(self, resource)
+            }
+            fn update_with_phase(
+                &self,
+                resource: impl Into<$crate::resource::AnyResource>,
+                expected_phase: $crate::state::ExpectedPhase,
+            ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
+                <$ty>::update_with_phase(self, resource, expected_phase)
+            }
+            fn modify_with<S, P, E, F>(
+                &self,
+                ptr: &P,
+                empty: E,
+                change: F,
+                expected_phase: $crate::state::ExpectedPhase,
+            ) -> impl std::future::Future<Output = Result<$crate::resource::Resource<S>, $crate::Error>>
+            where
+                S: $crate::resource::Spec,
+                P: $crate::resource::PointerTo<S> + ?Sized,
+                E: Fn() -> $crate::resource::Resource<S> + Send + 'static,
+                F: Fn(&mut $crate::resource::Resource<S>) + Send + 'static,
+            {
+                <$ty>::modify_with(self, ptr, empty, change, expected_phase)
+            }
+            fn teardown(
+                &self,
+                ptr: &$crate::resource::Pointer,
+            ) -> impl std::future::Future<Output = Result<bool, $crate::Error>> {
+                <$ty>::teardown(self, ptr)
+            }
+            fn destroy(&self, ptr: &$crate::resource::Pointer) -> impl std::future::Future<Output = Result<(), $crate::Error>> {
+                <$ty>::destroy(self, ptr)
+            }
+        }
+    };
+}
+
+core_by_inherent!(Client, |client| client.owner.as_deref());
+// The controller's calls as the one `Access` surface: it writes as itself.
+core_by_inherent!(crate::controller::ReconcileContext, |cx| Some(cx.name()));
+
+/// The derived [`Access`] calls as methods of each implementor's own, so
+/// that code naming a `Client` or a `ReconcileContext` needs no import. Each
+/// is the trait's one implementation.
+macro_rules! derived_calls {
+    ($($ty:ty),*) => {$(
+        impl $ty {
+            /// As [`Access::get_typed`]: a plain pointer's resource as spec type `S`.
+            ///
+            /// # Errors
+            /// As [`Access::get_typed`].
+            pub fn get_typed<S: Spec>(&self, ptr: &Pointer) -> impl Future<Output = Result<Resource<S>, Error>> {
+                Access::get_typed(self, ptr)
+            }
+
+            /// As [`Access::list_typed`]: the resources of `S` in `namespace`
+            /// matching `query`, sorted by id.
+            ///
+            /// # Errors
+            /// As [`Access::list_typed`].
+            pub fn list_typed<S: Spec>(
+                &self,
+                namespace: &str,
+                query: &LabelQuery,
+            ) -> impl Future<Output = Result<Vec<Resource<S>>, Error>> {
+                Access::list_typed(self, namespace, query)
+            }
+
+            /// As [`Access::list_decoded`]: the same, with the ones that do not
+            /// decode as `S` set apart.
+            ///
+            /// # Errors
+            /// As [`Access::list_decoded`].
+            pub fn list_decoded<S: Spec>(
+                &self,
+                namespace: &str,
+                query: &LabelQuery,
+            ) -> impl Future<Output = Result<Decoded<S>, Error>> {
+                Access::list_decoded(self, namespace, query)
+            }
+
+            /// As [`Access::update`]: updates `resource` (carrying the version
+            /// it was read at); the stored one must be running.
+            ///
+            /// # Errors
+            /// As [`Access::update`].
+            pub fn update(
+                &self,
+                resource: impl Into<AnyResource>,
+            ) -> impl Future<Output = Result<AnyResource, Error>> {
+                Access::update(self, resource)
+            }
+
+            /// As [`Access::modify`]: creates or changes the resource at `ptr`
+            /// through `change` (from `S::default()` when missing); writes
+            /// nothing when nothing changed.
+            ///
+            /// # Errors
+            /// As [`Access::modify`].
+            pub fn modify<S, P, F>(&self, ptr: &P, change: F) -> impl Future<Output = Result<Resource<S>, Error>>
+            where
+                S: Spec + Default,
+                P: PointerTo<S> + ?Sized,
+                F: Fn(&mut Resource<S>) + Send + 'static,
+            {
+                Access::modify(self, ptr, change)
+            }
+
+            /// As [`Access::modify_or`]: [`modify`](Self::modify) starting from
+            /// `initial` when the resource is missing.
+            ///
+            /// # Errors
+            /// As [`Access::modify`].
+            pub fn modify_or<S, P, F>(
+                &self,
+                ptr: &P,
+                initial: S,
+                change: F,
+            ) -> impl Future<Output = Result<Resource<S>, Error>>
+            where
+                S: Spec,
+                P: PointerTo<S> + ?Sized,
+                F: Fn(&mut Resource<S>) + Send + 'static,
+            {
+                Access::modify_or(self, ptr, initial, change)
+            }
+
+            /// As [`Access::release`]: tears the resource down and destroys it
+            /// once nothing holds it; `true` when it is gone.
+            ///
+            /// # Errors
+            /// As [`Access::release`].
+            pub fn release(&self, ptr: &Pointer) -> impl Future<Output = Result<bool, Error>> {
+                Access::release(self, ptr)
+            }
+        }
+    )*};
+}
+
+derived_calls!(Client, crate::controller::ReconcileContext);
