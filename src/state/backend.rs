@@ -144,7 +144,9 @@ pub struct Snapshot {
 }
 
 /// The future a [`Backend::commit`] returns: one [`Outcome`] per write, in
-/// order; an error fails the whole batch.
+/// order; an error fails the whole batch. (DESIGN §9 writes the result as
+/// `Vec<Committed>`; an outcome per write is what lets a shared store report
+/// one write's conflict without failing the batch.)
 pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Outcome>, Error>> + Send>>;
 
 /// One change a shared store's feed saw.

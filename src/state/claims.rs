@@ -28,6 +28,13 @@ use actix::prelude::*;
 /// The service is an actor of its own, next to the state actor: claims are
 /// never a request of the state, and the state actor has no part in them
 /// beyond routing a write to the store that fences it.
+///
+/// # Caveats
+/// Outputs are declared by type, not by namespace: on a state with a shared
+/// store, **every** exclusive output type is claimed across the processes
+/// that share it, even one a controller writes only to a namespace on this
+/// node's own store. A node-local controller that every node runs declares
+/// its outputs [`shared`](crate::controller::Output::shared) instead.
 #[derive(Clone)]
 pub struct ClaimService {
     claim: Recipient<ClaimOutputs>,
