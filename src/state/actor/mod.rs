@@ -1,95 +1,37 @@
 //! [`StateActor`]: owns the [`Store`] and serializes every request to it.
+//!
+//! The actor itself is here: its state, how it dispatches a request (serve
+//! it now, stage it, or park it), its passes over the inbox, and watches.
+//! The commit pipeline of exclusive backends is in [`commit`]; the
+//! protocol of its answers in [`response`].
 
-use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
-use std::rc::Rc;
 
 use actix::WeakRecipient;
-use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 
 pub(crate) use super::apply::{apply, write_of};
-use super::backend::{Backend, Feed, FeedMessage, Write};
+use super::backend::{Backend, Feed, FeedMessage};
 use super::delivery::{Flush, Outbox};
 use super::event::{Event, WatchId};
 use super::inbox::{Inbox, Queued, ReplyTx};
 pub use super::request::{StateReply, StateRequest, Subject, WatchSink, WatchStats};
 pub(crate) use super::routes::Routes;
 use super::shared::{Lane, LaneFeed};
-use super::store::{Change, Store};
+use super::store::Store;
 use super::subscriptions::{Domain, Subscription, Watches};
 use super::watch::WatchTarget;
 use crate::Error;
 use crate::resource::{AnyResource, Kind, Timestamp, validate};
+use commit::{Batch, ReplySlotClose};
 
-/// Where a deferred reply goes: filled with the caller's channel by actix
-/// right after the handler returns.
-pub(crate) type ReplySlot = Rc<Cell<Option<OneshotSender<Result<StateReply, Error>>>>>;
+mod commit;
+mod response;
 
-pub(crate) fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
-    if let Some(tx) = slot.take() {
-        let _ = tx.send(reply);
-    }
-}
-
-/// The answer of the state actor to one [`StateRequest`]: now, or once the
-/// batch that the request's write joined is committed.
-#[derive(Debug)]
-pub struct StateResponse(Response);
-
-pub(crate) enum Response {
-    Now(Result<StateReply, Error>),
-    Later(ReplySlot),
-}
-
-impl fmt::Debug for Response {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Response::Now(r) => f.debug_tuple("Now").field(r).finish(),
-            Response::Later(_) => f.write_str("Later"),
-        }
-    }
-}
-
-impl MessageResponse<StateActor, StateRequest> for StateResponse {
-    fn handle(
-        self,
-        _: &mut Context<StateActor>,
-        tx: Option<OneshotSender<Result<StateReply, Error>>>,
-    ) {
-        match self.0 {
-            Response::Now(reply) => {
-                if let Some(tx) = tx {
-                    let _ = tx.send(reply);
-                }
-            }
-            Response::Later(slot) => slot.set(tx),
-        }
-    }
-}
-
-/// Writes staged in the cache, waiting for (or in) their commit.
-#[derive(Default)]
-struct Batch {
-    /// Each write: the change, its revision, its backend.
-    changes: Vec<(Change, u64, usize)>,
-    /// Callers waiting for the batch: their resource and what to answer on success.
-    waiting: Vec<(ReplySlot, Subject, Result<StateReply, Error>)>,
-}
-
-/// Asks the state actor to commit what it staged (sent to itself, so it runs
-/// after the mailbox is drained: one batch per drain).
-#[derive(Message)]
-#[rtype(result = "()")]
-struct CommitStaged;
-
-/// Closes the state: commits what is staged, releases every backend (files,
-/// locks, threads), then stops the actor. Later requests get
-/// [`Error::Unavailable`].
-#[derive(Message, Debug)]
-#[rtype(result = "Result<(), Error>")]
-pub struct Close;
+pub use commit::{Close, CloseResponse};
+pub use response::StateResponse;
+pub(crate) use response::{ReplySlot, Response, answer};
 
 /// The actor that owns the [`Store`] and the watches.
 ///
@@ -130,8 +72,6 @@ pub struct StateActor {
 }
 
 type FeedStream = std::pin::Pin<Box<dyn futures::Stream<Item = FeedMessage> + Send>>;
-
-type ReplySlotClose = Rc<Cell<Option<OneshotSender<Result<(), Error>>>>>;
 
 impl Default for StateActor {
     fn default() -> Self {
@@ -203,14 +143,6 @@ impl StateActor {
             return None;
         }
         self.routes.route(namespace).and_then(|b| self.lane_of[b])
-    }
-
-    /// Asks for a commit of what this pass staged once the mailbox is drained.
-    pub(crate) fn schedule_commit(&mut self, ctx: &mut Context<Self>) {
-        if !self.commit_scheduled {
-            self.commit_scheduled = true;
-            ctx.notify(CommitStaged);
-        }
     }
 
     fn watch(
@@ -376,85 +308,6 @@ impl StateActor {
         }
     }
 
-    /// Sends the staged batch to its backends (one commit per backend).
-    fn commit(&mut self, ctx: &mut Context<Self>) {
-        self.commit_scheduled = false;
-        self.commit_lanes(ctx);
-        let batch = std::mem::take(&mut self.staged);
-        if batch.changes.is_empty() && batch.waiting.is_empty() {
-            self.close_if_idle(ctx);
-            return;
-        }
-        let mut per_backend: Vec<Vec<Write>> =
-            (0..self.backends.len()).map(|_| Vec::new()).collect();
-        for (change, revision, backend) in &batch.changes {
-            per_backend[*backend].push(write_of(change, *revision));
-        }
-        let commits: Vec<_> = per_backend
-            .into_iter()
-            .enumerate()
-            .filter(|(_, writes)| !writes.is_empty())
-            .map(|(i, writes)| self.backends[i].commit(writes))
-            .collect();
-        self.committing = true;
-        let done = futures::future::join_all(commits);
-        ctx.spawn(done.into_actor(self).map(move |results, act, ctx| {
-            let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-            act.finish(batch, result, ctx);
-        }));
-    }
-
-    /// Lets readers outside the actor read the cache when it holds nothing
-    /// uncommitted and the state is open (see [`CacheView`](super::cache::CacheView)).
-    pub(crate) fn refresh_view(&self) {
-        self.store.set_readable(self.dirty.is_empty() && self.closing.is_none());
-    }
-
-    /// Publishes and answers a committed batch, or rolls a failed one back;
-    /// then serves what waited for it.
-    fn finish(&mut self, batch: Batch, result: Result<(), Error>, ctx: &mut Context<Self>) {
-        self.committing = false;
-        self.dirty.clear();
-        match result {
-            Ok(()) => {
-                for (change, revision, _) in &batch.changes {
-                    self.watches.publish(change, *revision);
-                }
-                self.send_pending();
-                for (slot, _, reply) in batch.waiting {
-                    answer(&slot, reply);
-                }
-            }
-            Err(e) => {
-                let (failure, reason) = match &e {
-                    Error::Storage { failure, reason, .. } => (*failure, reason.clone()),
-                    other => (crate::StorageFailure::Io, other.to_string()),
-                };
-                tracing::error!(
-                    "state: a commit of {} writes failed, rolled back: {e}",
-                    batch.changes.len()
-                );
-                self.store.rollback(batch.changes.iter().map(|(c, _, _)| c));
-                for (slot, resource, _) in batch.waiting {
-                    let reason = reason.clone();
-                    let resource = resource.to_string();
-                    answer(&slot, Err(Error::Storage { resource, failure, reason }));
-                }
-            }
-        }
-        self.refresh_view();
-        for (req, slot) in std::mem::take(&mut self.parked) {
-            if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone()))
-                && let Some(tx) = slot.take()
-            {
-                self.held.push((tx, reply));
-            }
-        }
-        // The parked requests served now are a pass: their events, then their replies.
-        self.send_pending();
-        self.close_if_idle(ctx);
-    }
-
     /// The time of this pass (one clock read for all its writes).
     pub(crate) fn now(&mut self) -> Timestamp {
         *self.pass_time.get_or_insert_with(Timestamp::now)
@@ -489,27 +342,6 @@ impl StateActor {
             self.inbox.put_back(requests);
         }
         self.send_pending();
-    }
-
-    pub(crate) fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
-        if self.committing || self.commit_scheduled || !self.parked.is_empty() {
-            return;
-        }
-        if self.lanes.iter().any(|l| !l.is_idle()) {
-            return;
-        }
-        let Some(slot) = self.closing.take() else {
-            return;
-        };
-        // The actor stops before its spawned items run again.
-        self.send_pending();
-        let closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
-        ctx.wait(futures::future::join_all(closes).into_actor(self).map(move |_, _, ctx| {
-            if let Some(tx) = slot.take() {
-                let _ = tx.send(Ok(()));
-            }
-            ctx.stop();
-        }));
     }
 }
 
@@ -589,45 +421,6 @@ fn in_domain(reply: Result<StateReply, Error>, revision: u64) -> Result<StateRep
     match reply {
         Ok(StateReply::Listed { resources, .. }) => Ok(StateReply::Listed { resources, revision }),
         other => other,
-    }
-}
-
-impl Handler<CommitStaged> for StateActor {
-    type Result = ();
-
-    fn handle(&mut self, _: CommitStaged, ctx: &mut Self::Context) {
-        self.commit(ctx);
-    }
-}
-
-/// The answer to [`Close`], once every backend is released.
-pub struct CloseResponse(ReplySlotClose);
-
-impl fmt::Debug for CloseResponse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CloseResponse")
-    }
-}
-
-impl MessageResponse<StateActor, Close> for CloseResponse {
-    fn handle(self, _: &mut Context<StateActor>, tx: Option<OneshotSender<Result<(), Error>>>) {
-        self.0.set(tx);
-    }
-}
-
-impl Handler<Close> for StateActor {
-    type Result = CloseResponse;
-
-    fn handle(&mut self, _: Close, ctx: &mut Self::Context) -> Self::Result {
-        let slot = ReplySlotClose::default();
-        self.closing = Some(slot.clone());
-        self.refresh_view();
-        if !self.commit_scheduled {
-            // Runs after actix stored the caller's channel in the slot.
-            self.commit_scheduled = true;
-            ctx.notify(CommitStaged);
-        }
-        CloseResponse(slot)
     }
 }
 

@@ -1,0 +1,190 @@
+//! The commit pipeline of the exclusive backends: writes staged in the
+//! cache during a pass go to their backends as one batch per mailbox drain
+//! ([`CommitStaged`]), are published and answered once committed (or rolled
+//! back), and then the requests parked behind them are served. [`Close`]
+//! goes through the same pipeline: a last commit, then every backend released.
+
+use std::cell::Cell;
+use std::fmt;
+use std::rc::Rc;
+
+use actix::dev::{MessageResponse, OneshotSender};
+use actix::prelude::*;
+
+use super::{ReplySlot, Response, StateActor, StateReply, Subject, answer, write_of};
+use crate::Error;
+use crate::state::backend::Write;
+use crate::state::store::Change;
+
+/// Writes staged in the cache, waiting for (or in) their commit.
+#[derive(Default)]
+pub(super) struct Batch {
+    /// Each write: the change, its revision, its backend.
+    pub(super) changes: Vec<(Change, u64, usize)>,
+    /// Callers waiting for the batch: their resource and what to answer on success.
+    pub(super) waiting: Vec<(ReplySlot, Subject, Result<StateReply, Error>)>,
+}
+
+/// Asks the state actor to commit what it staged (sent to itself, so it runs
+/// after the mailbox is drained: one batch per drain).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct CommitStaged;
+
+/// Closes the state: commits what is staged, releases every backend (files,
+/// locks, threads), then stops the actor. Later requests get
+/// [`Error::Unavailable`].
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Close;
+
+pub(super) type ReplySlotClose = Rc<Cell<Option<OneshotSender<Result<(), Error>>>>>;
+
+impl StateActor {
+    /// Asks for a commit of what this pass staged once the mailbox is drained.
+    pub(crate) fn schedule_commit(&mut self, ctx: &mut Context<Self>) {
+        if !self.commit_scheduled {
+            self.commit_scheduled = true;
+            ctx.notify(CommitStaged);
+        }
+    }
+
+    /// Sends the staged batch to its backends (one commit per backend).
+    fn commit(&mut self, ctx: &mut Context<Self>) {
+        self.commit_scheduled = false;
+        self.commit_lanes(ctx);
+        let batch = std::mem::take(&mut self.staged);
+        if batch.changes.is_empty() && batch.waiting.is_empty() {
+            self.close_if_idle(ctx);
+            return;
+        }
+        let mut per_backend: Vec<Vec<Write>> =
+            (0..self.backends.len()).map(|_| Vec::new()).collect();
+        for (change, revision, backend) in &batch.changes {
+            per_backend[*backend].push(write_of(change, *revision));
+        }
+        let commits: Vec<_> = per_backend
+            .into_iter()
+            .enumerate()
+            .filter(|(_, writes)| !writes.is_empty())
+            .map(|(i, writes)| self.backends[i].commit(writes))
+            .collect();
+        self.committing = true;
+        let done = futures::future::join_all(commits);
+        ctx.spawn(done.into_actor(self).map(move |results, act, ctx| {
+            let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
+            act.finish(batch, result, ctx);
+        }));
+    }
+
+    /// Lets readers outside the actor read the cache when it holds nothing
+    /// uncommitted and the state is open (see [`CacheView`](crate::state::cache::CacheView)).
+    pub(crate) fn refresh_view(&self) {
+        self.store.set_readable(self.dirty.is_empty() && self.closing.is_none());
+    }
+
+    /// Publishes and answers a committed batch, or rolls a failed one back;
+    /// then serves what waited for it.
+    fn finish(&mut self, batch: Batch, result: Result<(), Error>, ctx: &mut Context<Self>) {
+        self.committing = false;
+        self.dirty.clear();
+        match result {
+            Ok(()) => {
+                for (change, revision, _) in &batch.changes {
+                    self.watches.publish(change, *revision);
+                }
+                self.send_pending();
+                for (slot, _, reply) in batch.waiting {
+                    answer(&slot, reply);
+                }
+            }
+            Err(e) => {
+                let (failure, reason) = match &e {
+                    Error::Storage { failure, reason, .. } => (*failure, reason.clone()),
+                    other => (crate::StorageFailure::Io, other.to_string()),
+                };
+                tracing::error!(
+                    "state: a commit of {} writes failed, rolled back: {e}",
+                    batch.changes.len()
+                );
+                self.store.rollback(batch.changes.iter().map(|(c, _, _)| c));
+                for (slot, resource, _) in batch.waiting {
+                    let reason = reason.clone();
+                    let resource = resource.to_string();
+                    answer(&slot, Err(Error::Storage { resource, failure, reason }));
+                }
+            }
+        }
+        self.refresh_view();
+        for (req, slot) in std::mem::take(&mut self.parked) {
+            if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone()))
+                && let Some(tx) = slot.take()
+            {
+                self.held.push((tx, reply));
+            }
+        }
+        // The parked requests served now are a pass: their events, then their replies.
+        self.send_pending();
+        self.close_if_idle(ctx);
+    }
+
+    pub(crate) fn close_if_idle(&mut self, ctx: &mut Context<Self>) {
+        if self.committing || self.commit_scheduled || !self.parked.is_empty() {
+            return;
+        }
+        if self.lanes.iter().any(|l| !l.is_idle()) {
+            return;
+        }
+        let Some(slot) = self.closing.take() else {
+            return;
+        };
+        // The actor stops before its spawned items run again.
+        self.send_pending();
+        let closes: Vec<_> = self.backends.iter_mut().map(|b| b.close()).collect();
+        ctx.wait(futures::future::join_all(closes).into_actor(self).map(move |_, _, ctx| {
+            if let Some(tx) = slot.take() {
+                let _ = tx.send(Ok(()));
+            }
+            ctx.stop();
+        }));
+    }
+}
+
+impl Handler<CommitStaged> for StateActor {
+    type Result = ();
+
+    fn handle(&mut self, _: CommitStaged, ctx: &mut Self::Context) {
+        self.commit(ctx);
+    }
+}
+
+/// The answer to [`Close`], once every backend is released.
+pub struct CloseResponse(ReplySlotClose);
+
+impl fmt::Debug for CloseResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CloseResponse")
+    }
+}
+
+impl MessageResponse<StateActor, Close> for CloseResponse {
+    fn handle(self, _: &mut Context<StateActor>, tx: Option<OneshotSender<Result<(), Error>>>) {
+        self.0.set(tx);
+    }
+}
+
+impl Handler<Close> for StateActor {
+    type Result = CloseResponse;
+
+    fn handle(&mut self, _: Close, ctx: &mut Self::Context) -> Self::Result {
+        let slot = ReplySlotClose::default();
+        self.closing = Some(slot.clone());
+        self.refresh_view();
+        if !self.commit_scheduled {
+            // Runs after actix stored the caller's channel in the slot.
+            self.commit_scheduled = true;
+            ctx.notify(CommitStaged);
+        }
+        CloseResponse(slot)
+    }
+}

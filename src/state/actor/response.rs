@@ -1,0 +1,58 @@
+//! The protocol of the state actor's answers: a reply now, or a slot that
+//! the caller's channel is put in and answered once the write is committed.
+
+use std::cell::Cell;
+use std::fmt;
+use std::rc::Rc;
+
+use actix::dev::{MessageResponse, OneshotSender};
+use actix::prelude::*;
+
+use super::{StateActor, StateReply, StateRequest};
+use crate::Error;
+
+/// Where a deferred reply goes: filled with the caller's channel by actix
+/// right after the handler returns.
+pub(crate) type ReplySlot = Rc<Cell<Option<OneshotSender<Result<StateReply, Error>>>>>;
+
+pub(crate) fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
+    if let Some(tx) = slot.take() {
+        let _ = tx.send(reply);
+    }
+}
+
+/// The answer of the state actor to one [`StateRequest`]: now, or once the
+/// batch that the request's write joined is committed.
+#[derive(Debug)]
+pub struct StateResponse(pub(super) Response);
+
+pub(crate) enum Response {
+    Now(Result<StateReply, Error>),
+    Later(ReplySlot),
+}
+
+impl fmt::Debug for Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Response::Now(r) => f.debug_tuple("Now").field(r).finish(),
+            Response::Later(_) => f.write_str("Later"),
+        }
+    }
+}
+
+impl MessageResponse<StateActor, StateRequest> for StateResponse {
+    fn handle(
+        self,
+        _: &mut Context<StateActor>,
+        tx: Option<OneshotSender<Result<StateReply, Error>>>,
+    ) {
+        match self.0 {
+            Response::Now(reply) => {
+                if let Some(tx) = tx {
+                    let _ = tx.send(reply);
+                }
+            }
+            Response::Later(slot) => slot.set(tx),
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! [`State`]: the cloneable handle users (and the runtime) talk to the state through.
+//!
+//! The handle and its opening and closing are here; its requests by concern
+//! in [`reads`], [`writes`] and [`watch`], and how a request travels to the
+//! state actor and its answer back in [`send`].
+
+use std::fmt;
+
+use actix::prelude::*;
+
+use super::actor::{Close, StateActor, StateRequest};
+use super::cache::CacheView;
+use super::claims::ClaimService;
+use super::inbox::Inbox;
+#[cfg(feature = "redb")]
+use super::open::Namespaces;
+use super::open::StateBuilder;
+use crate::Error;
+use crate::activity::Activity;
+use crate::finalizer::{FinalizerCoordinator, TeardownAndDestroy};
+
+mod reads;
+mod send;
+mod watch;
+mod writes;
+
+pub(crate) use send::{reply_done, reply_ready, reply_resource};
+pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
+pub(crate) use writes::{check_type, typed_modify};
+
+/// A cloneable handle to the state.
+///
+/// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
+/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). Owners are
+/// controller names; users act as `None`.
+///
+/// ```
+/// use cosi_runtime::State;
+/// use cosi_runtime::resource::{Pointer, Resource, Spec};
+/// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// # struct Mtu(u32);
+/// # impl Spec for Mtu { const TYPE: &'static str = "Mtus.net.cosi.dev"; }
+///
+/// # actix::System::new().block_on(async {
+/// let state = State::start();
+/// state.create(Resource::new("net", "eth0", Mtu(1500)), None).await?;
+/// let updated = state
+///     .modify(&Pointer::of::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000, None)
+///     .await?;
+/// assert_eq!(updated.version().get(), 2);
+/// state.teardown_and_destroy(updated.pointer(), None).await?;
+/// assert!(state.get(updated.pointer()).await.unwrap_err().is_not_found());
+/// # Ok::<(), cosi_runtime::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct State {
+    requests: Recipient<StateRequest>,
+    coordinator: Option<Recipient<TeardownAndDestroy>>,
+    activity: Activity,
+    closer: Option<Recipient<Close>>,
+    /// The claim service of a shared store, if the state has one.
+    claims: Option<ClaimService>,
+    /// The state actor's cache, read without a message while it allows;
+    /// `None` for a handle that sends everything elsewhere (a probe).
+    view: Option<CacheView>,
+    /// The state actor's request queue (no actix message per request);
+    /// `None` for a handle that sends everything elsewhere (a probe).
+    inbox: Option<Inbox>,
+}
+
+impl fmt::Debug for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("State")
+            .field("coordinator", &self.coordinator.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// Starts an in-memory state (a [`StateActor`](crate::dev::StateActor) and a [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator))
+    /// on the current arbiter.
+    ///
+    /// # Panics
+    /// Outside a running actix `System` (under `#[tokio::main]`, say), with
+    /// a message that says what to write instead.
+    #[track_caller]
+    pub fn start() -> State {
+        State::start_actor(StateActor::new(), Activity::new(), None)
+    }
+
+    /// A [`StateBuilder`]: some namespaces on durable backends, the rest in memory.
+    pub fn builder() -> StateBuilder {
+        StateBuilder::new()
+    }
+
+    /// Opens a state that keeps `namespaces` durable in the file at `path`
+    /// (created if missing) and everything else in memory; what the file
+    /// holds is loaded first. The one-line form of
+    /// `State::builder().durable(path, namespaces).open()`.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if the file cannot be used (locked by another
+    /// process, corrupt, of a newer format, in a read-only place).
+    #[cfg(feature = "redb")]
+    pub async fn open_durable(
+        path: impl Into<std::path::PathBuf>,
+        namespaces: impl Into<Namespaces>,
+    ) -> Result<State, Error> {
+        State::builder().durable(path, namespaces).open().await
+    }
+
+    /// The exclusive output types this process claims on a shared (etcd)
+    /// state, and whether it holds each claim or stands by. Empty on a state
+    /// that one process owns (memory, redb): there the supervisor's checks
+    /// are enough.
+    pub async fn claims(&self) -> Vec<super::ClaimStatus> {
+        match &self.claims {
+            Some(claims) => claims.status().await,
+            None => Vec::new(),
+        }
+    }
+
+    /// The service that claims exclusive outputs across the processes that
+    /// share one of this state's stores (`None`: every store is this
+    /// process's own). See [`ClaimService`].
+    pub fn claim_service(&self) -> Option<&ClaimService> {
+        self.claims.as_ref()
+    }
+
+    /// Claims `types` for `controller`; `notify` hears when it owns them and
+    /// when it loses them. A no-op on a state that is not shared.
+    pub(crate) fn claim_outputs(
+        &self,
+        controller: std::sync::Arc<str>,
+        types: Vec<String>,
+        notify: Recipient<super::claims::Ownership>,
+    ) {
+        if let Some(claims) = &self.claims {
+            claims.claim(controller, types, notify);
+        }
+    }
+
+    /// Gives up this process's claims for good (see [`Resign`](super::claims::Resign));
+    /// resolves once the lease is revoked (or etcd did not answer in time).
+    /// A no-op on a state that is not shared.
+    pub(crate) async fn resign_claims(&self) {
+        if let Some(claims) = &self.claims {
+            claims.resign().await;
+        }
+    }
+
+    pub(crate) fn start_actor(
+        actor: StateActor,
+        activity: Activity,
+        claims: Option<ClaimService>,
+    ) -> State {
+        crate::execution::require_system();
+        let view = Some(actor.store.view());
+        let inbox = Some(actor.inbox.clone());
+        let actor = actor.start();
+        let closer = actor.clone().recipient();
+        let bare = State {
+            requests: actor.recipient(),
+            coordinator: None,
+            activity,
+            closer: Some(closer),
+            claims,
+            view,
+            inbox,
+        };
+        let coordinator = FinalizerCoordinator::new(bare.clone()).start();
+        State { coordinator: Some(coordinator.recipient()), ..bare }
+    }
+
+    /// Commits what is staged, releases every backend (the state file and its
+    /// lock), and stops the state actor; resolves once all that is done, so
+    /// the same file can be opened again right after. Later requests through
+    /// any handle of this state get [`Error::Unavailable`]. Closing a state
+    /// that is already closed (say, by [`Runtime::stop`](crate::Runtime::stop))
+    /// does nothing.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] for a handle with no state actor behind it
+    /// ([`from_recipient`](State::from_recipient)); [`Error::Storage`] if the
+    /// last commit fails.
+    pub async fn close(&self) -> Result<(), Error> {
+        let Some(closer) = &self.closer else {
+            return Err(Error::Unavailable {
+                resource: "the state".into(),
+                service: "the state actor",
+            });
+        };
+        // An actor that is gone has closed already.
+        closer.send(Close).await.unwrap_or(Ok(()))
+    }
+
+    /// A handle that sends every request to `requests` (a probe in tests, or a
+    /// state actor started elsewhere). It has no finalizer coordinator:
+    /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
+    /// [`Error::Unavailable`].
+    pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
+        State {
+            requests,
+            coordinator: None,
+            activity: Activity::new(),
+            closer: None,
+            claims: None,
+            view: None,
+            inbox: None,
+        }
+    }
+
+    pub(crate) fn requests(&self) -> &Recipient<StateRequest> {
+        &self.requests
+    }
+
+    /// The same handle (activity, coordinator) sending requests elsewhere.
+    pub(crate) fn redirect(&self, requests: Recipient<StateRequest>) -> State {
+        State { requests, view: None, inbox: None, ..self.clone() }
+    }
+
+    pub(crate) fn activity(&self) -> &Activity {
+        &self.activity
+    }
+
+    /// Marks work in progress on behalf of the runtime until the guard drops:
+    /// [`Runtime::settled`](crate::Runtime::settled) waits for it. For feeders
+    /// and tools that drive controllers from outside (a poller in the middle of
+    /// a poll, say), so that tests can settle instead of sleeping.
+    pub fn busy(&self) -> BusyGuard {
+        BusyGuard(self.activity.guard())
+    }
+}
+
+/// Work in progress that [`Runtime::settled`](crate::Runtime::settled) waits
+/// for; see [`State::busy`].
+#[derive(Debug)]
+pub struct BusyGuard(#[allow(dead_code)] crate::activity::ActivityGuard);

@@ -1,0 +1,120 @@
+//! The reads of a [`State`] handle: from the cache the state actor shares
+//! when it may be read directly, else as requests.
+
+use super::State;
+use super::send::unexpected;
+use crate::Error;
+use crate::resource::validate;
+use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::state::actor::{StateReply, StateRequest};
+
+impl State {
+    /// The resource at `ptr`: an [`AnyResource`] for a plain [`Pointer`], a
+    /// [`Resource<S>`] for a [`TypedPointer<S>`](crate::resource::TypedPointer).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidInput`]; [`Error::TypeMismatch`]
+    /// (typed pointer, stored spec of another type).
+    pub async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
+        P::read(self.get_any(ptr.pointer()).await?)
+    }
+
+    /// A `Get`: from the cache when it may be read directly, else a request.
+    async fn get_any(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
+        if let Some(view) = &self.view {
+            validate::pointer(ptr)?;
+            if let Some(found) = view.get(ptr) {
+                return found.ok_or_else(|| Error::NotFound { resource: ptr.clone() });
+            }
+        }
+        self.resource(StateRequest::Get { pointer: ptr.clone() }).await
+    }
+
+    /// The resource at `ptr` as spec type `S`.
+    ///
+    /// # Errors
+    /// As [`get`](State::get), and [`Error::TypeMismatch`].
+    pub async fn get_typed<S: Spec>(&self, ptr: &Pointer) -> Result<Resource<S>, Error> {
+        self.get(ptr).await?.typed()
+    }
+
+    /// The resources of `kind` matching `query`, sorted by id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
+        if let Some(view) = &self.view {
+            validate::kind(kind)?;
+            if let Some(listed) = view.list(kind, query) {
+                return Ok(listed);
+            }
+        }
+        let req = StateRequest::List { kind: kind.clone(), query: query.clone() };
+        match self.send(req).await? {
+            StateReply::Resources(r) => Ok(r),
+            other => Err(unexpected(other, "list")),
+        }
+    }
+
+    /// The resources of `kind` matching `query`, sorted by id, and the store
+    /// revision of that snapshot.
+    ///
+    /// The snapshot holds every change of `kind` up to the revision and none
+    /// after it, so a watch resumed from the revision
+    /// ([`WatchOptions::resume_from`](super::WatchOptions::resume_from))
+    /// delivers exactly the changes the list does not show: list-then-watch
+    /// without a gap or a repeat, as a Kubernetes informer does it. Always
+    /// answered by the state actor (a direct read of the cache has no
+    /// revision to give).
+    ///
+    /// ```
+    /// # use cosi_runtime::State;
+    /// # use cosi_runtime::resource::{Resource, Spec};
+    /// # use cosi_runtime::resource::{Kind, LabelQuery};
+    /// # use cosi_runtime::state::WatchOptions;
+    /// # #[actix::main]
+    /// # async fn main() -> Result<(), cosi_runtime::Error> {
+    /// # #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct Motd(String);
+    /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
+    /// let state = State::start();
+    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any(), None).await?;
+    /// let kind = Kind::of::<Motd>("default");
+    /// let (items, revision) = state.list_with_revision(&kind, &LabelQuery::all()).await?;
+    /// assert_eq!((items.len(), revision), (1, 1));
+    /// // Everything after the list, and nothing it already showed:
+    /// let watch = state.watch_kind_stream(&kind, LabelQuery::all(), WatchOptions::resume_from(revision)).await?;
+    /// # drop(watch);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn list_with_revision(
+        &self,
+        kind: &Kind,
+        query: &LabelQuery,
+    ) -> Result<(Vec<AnyResource>, u64), Error> {
+        validate::kind(kind)?;
+        let req = StateRequest::ListWithRevision { kind: kind.clone(), query: query.clone() };
+        match self.send(req).await? {
+            StateReply::Listed { resources, revision } => Ok((resources, revision)),
+            other => Err(unexpected(other, "list_with_revision")),
+        }
+    }
+
+    /// The resources of spec type `S` in `namespace` matching `query`, sorted by id.
+    ///
+    /// # Errors
+    /// As [`list`](State::list), and [`Error::TypeMismatch`] naming the
+    /// first resource that does not decode as `S` (use
+    /// [`list_decoded`](State::list_decoded) to read the others).
+    pub async fn list_typed<S: Spec>(
+        &self,
+        namespace: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<Resource<S>>, Error> {
+        self.list(&Kind::of::<S>(namespace), query).await?.iter().map(AnyResource::typed).collect()
+    }
+}

@@ -1,0 +1,150 @@
+//! How a request travels from a [`State`] handle to the state actor (its
+//! inbox, or its mailbox for a handle without one), and its answer back.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::State;
+use crate::Error;
+use crate::resource::AnyResource;
+use crate::state::actor::{StateReply, StateRequest};
+
+pub(super) fn unexpected(reply: StateReply, op: &str) -> Error {
+    Error::Unavailable {
+        resource: format!("{op} (answered with {reply:?})"),
+        service: "the state actor (it answered with an unexpected reply)",
+    }
+}
+
+/// The resource a reply carries (`Resource`, or `Unchanged` for a no-op modify).
+pub(crate) fn reply_resource(reply: StateReply, op: &str) -> Result<AnyResource, Error> {
+    match reply {
+        StateReply::Resource(r) | StateReply::Unchanged(Some(r)) => Ok(r),
+        other => Err(unexpected(other, op)),
+    }
+}
+
+/// A teardown's readiness.
+pub(crate) fn reply_ready(reply: StateReply) -> Result<bool, Error> {
+    match reply {
+        StateReply::Ready(ready) => Ok(ready),
+        other => Err(unexpected(other, "teardown")),
+    }
+}
+
+/// A reply that carries nothing (`Done`, or `Unchanged` for a no-op finalizer edit).
+pub(crate) fn reply_done(reply: StateReply, op: &str) -> Result<(), Error> {
+    match reply {
+        StateReply::Done | StateReply::Unchanged(None) => Ok(()),
+        other => Err(unexpected(other, op)),
+    }
+}
+
+impl State {
+    /// Sends a raw request (the typed methods are built on this).
+    ///
+    /// # Errors
+    /// Whatever the state answers; [`Error::Unavailable`] if it is not running.
+    pub async fn request(&self, req: StateRequest) -> Result<StateReply, Error> {
+        self.send(req).await
+    }
+
+    /// Sends `req` now; the returned [`Reply`] resolves to its answer.
+    ///
+    /// A small future (the request is already on its way), so that the
+    /// futures awaiting state calls stay small: a reconcile's future is
+    /// moved into place, and its size is copied with it.
+    pub(crate) fn send(&self, req: StateRequest) -> Reply<'_> {
+        let busy = self.activity.hold();
+        let op = req.operation();
+        let unavailable = |req: StateRequest| {
+            Some(Err(Error::Unavailable { resource: req.about().to_string(), service: SERVICE }))
+        };
+        let pending = match &self.inbox {
+            Some(inbox) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                match inbox.push(req, tx) {
+                    // Out of tokio's cooperative budget: a reply is ready only
+                    // after the state actor ran, so waiting for one cannot
+                    // starve anyone, while a caller awaiting many replies at
+                    // once (`join_all` over 1,024 creates) found every reply
+                    // past its budget's 128th pending, and its task woken and
+                    // polled once more for each. Measured: 10,000 such creates
+                    // 9.0 -> 7.0 ms; the plain chain with live creates 62 -> 45 ms.
+                    Ok(()) => Pending::Inbox(tokio::task::unconstrained(rx)),
+                    Err(req) => Pending::Done(unavailable(req)),
+                }
+            }
+            // Named from the request while it is still here: a stopped actor
+            // is seen before sending.
+            None if !self.requests.connected() => Pending::Done(unavailable(req)),
+            None => Pending::Mailbox(Box::pin(tokio::task::unconstrained(self.requests.send(req)))),
+        };
+        Reply { pending, op, _busy: busy }
+    }
+
+    /// Sends `req` now; its answer's resource. (Plain functions returning
+    /// small futures, like [`send`](State::send): an `async fn` would keep
+    /// the 100-byte request in its future.)
+    pub(super) fn resource(
+        &self,
+        req: StateRequest,
+    ) -> impl Future<Output = Result<AnyResource, Error>> + '_ {
+        let op = req.operation();
+        let reply = self.send(req);
+        async move { reply_resource(reply.await?, op) }
+    }
+
+    /// Sends `req` now; its answer, which carries nothing.
+    pub(super) fn done(&self, req: StateRequest) -> impl Future<Output = Result<(), Error>> + '_ {
+        let op = req.operation();
+        let reply = self.send(req);
+        async move { reply_done(reply.await?, op) }
+    }
+}
+
+const SERVICE: &str = "the state actor";
+
+/// An actix request's answer (a handle without an inbox: a probe, an interceptor).
+type MailboxReply =
+    Pin<Box<dyn Future<Output = Result<Result<StateReply, Error>, actix::MailboxError>> + Send>>;
+
+/// Where a sent request's answer will come from.
+enum Pending {
+    /// The inbox's reply channel.
+    Inbox(tokio::task::Unconstrained<tokio::sync::oneshot::Receiver<Result<StateReply, Error>>>),
+    /// The actor's mailbox.
+    Mailbox(MailboxReply),
+    /// Known already (the state is stopped).
+    Done(Option<Result<StateReply, Error>>),
+}
+
+/// The answer to a request [`State::send`] sent: a future that holds only
+/// the reply channel and one unit of activity (so `settled()` waits for it).
+pub(crate) struct Reply<'a> {
+    pending: Pending,
+    op: &'static str,
+    _busy: crate::activity::ActivityHold<'a>,
+}
+
+impl Future for Reply<'_> {
+    type Output = Result<StateReply, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = match &mut self.pending {
+            Pending::Inbox(rx) => std::task::ready!(Pin::new(rx).poll(cx)).ok(),
+            Pending::Mailbox(request) => std::task::ready!(request.as_mut().poll(cx)).ok(),
+            Pending::Done(answer) => answer.take(),
+        };
+        Poll::Ready(match answer {
+            Some(Ok(StateReply::ModifyPanicked(panic))) => std::panic::resume_unwind(panic),
+            Some(answer) => answer,
+            // It stopped while the request waited (or the answer was taken).
+            None => Err(Error::Unavailable {
+                resource: format!("a {} request", self.op),
+                service: SERVICE,
+            }),
+        })
+    }
+}
