@@ -131,8 +131,10 @@ async fn a_value_written_before_uids_gets_the_same_uid_in_every_process() {
     next.spec_mut().0 = 6;
     let updated = here.update(next, None).await.unwrap();
     assert_eq!(updated.metadata().uid(), Some(uid));
-    let seen = until_uid(&there, &ptr("old"), uid).await;
-    assert_eq!(seen.version(), updated.version());
+    // Waited for by version: the uid alone was there before the update.
+    let version = updated.version();
+    let seen = until(&there, &ptr("old"), move |r| r.version() == version).await;
+    assert_eq!(seen.metadata().uid(), Some(uid));
     let got = raw.get(key.as_str(), None).await.expect("get");
     let kv = got.kvs().first().expect("the key");
     let stored: serde_json::Value = serde_json::from_slice(kv.value()).expect("JSON");

@@ -294,3 +294,44 @@ async fn two_nodes_share_the_cluster_namespace_and_keep_their_own() {
     shared.close().await.unwrap();
     cluster.close().await.unwrap();
 }
+
+/// Two states share one etcd prefix but route it differently: one keeps
+/// every namespace there, the other only `cluster` (its `node` namespace in
+/// memory). What the first writes to `node` stays out of the second's
+/// `node`, at open and live; both share `cluster`.
+#[actix::test]
+async fn a_namespace_routed_elsewhere_ignores_what_others_keep_on_the_shared_store() {
+    let Some(etcd) = TestEtcd::start() else { return };
+    let prefix = "routes";
+    let everything = State::builder().etcd(config(&etcd.endpoint(), prefix)).open().await.unwrap();
+    let node_ptr = Pointer::of::<Applied>("node", "plan");
+    everything
+        .create(Resource::new("node", "plan", Applied("on etcd".into())), None)
+        .await
+        .unwrap();
+
+    let mine = State::builder()
+        .etcd_namespaces(config(&etcd.endpoint(), prefix), ["cluster"])
+        .open()
+        .await
+        .unwrap();
+    assert!(mine.get(&node_ptr).await.unwrap_err().is_not_found(), "not loaded at open");
+    let mut clusters = watch_of::<Config>(&mine, "cluster").await;
+    let mut nodes = watch_of::<Applied>(&mine, "node").await;
+    assert!(matches!(nodes.next().await, Some(Event::Bootstrapped(_))), "nothing bootstrapped");
+
+    // Live: a change to `node` on etcd, then one to `cluster`. The cluster
+    // change reaches this state; the node change never does.
+    let changed = |r: &mut Resource<Applied>| r.spec_mut().0 = "changed on etcd".into();
+    everything.modify(&node_ptr, changed, None).await.unwrap();
+    everything.create(Resource::new("cluster", "main", Config(3)), None).await.unwrap();
+    while next_text::<Config>(&mut clusters, |c| c.0.to_string()).await != "3" {}
+    assert!(mine.get(&node_ptr).await.unwrap_err().is_not_found(), "not fed live");
+    // This state's own `node` namespace lives in memory, apart.
+    mine.create(Resource::new("node", "plan", Applied("in memory".into())), None).await.unwrap();
+    assert_eq!(next_text::<Applied>(&mut nodes, |a| a.0.clone()).await, "in memory");
+    let theirs = everything.get(&node_ptr).await.unwrap();
+    assert_eq!(theirs.typed::<Applied>().unwrap().spec().0, "changed on etcd");
+    mine.close().await.unwrap();
+    everything.close().await.unwrap();
+}

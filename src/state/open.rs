@@ -142,20 +142,22 @@ impl StateBuilder {
                 }
             });
         }
-        let loaded =
-            actix_rt::task::spawn_blocking(move || load_all(openers)).await.map_err(|e| {
-                Error::Storage {
-                    resource: "the state".into(),
-                    failure: crate::StorageFailure::Io,
-                    reason: format!("the thread that opened the backends failed: {e}"),
-                }
-            })??;
-        let Loaded { store, backends, shared } = loaded;
         // First come, first served: a later `add` overwrites, so add in reverse.
         let mut routes = Routes::default();
         for (i, ns) in namespaces.iter().enumerate().rev() {
             routes.add(ns, i);
         }
+        let (routes, loaded) = actix_rt::task::spawn_blocking(move || {
+            let loaded = load_all(openers, &routes);
+            (routes, loaded)
+        })
+        .await
+        .map_err(|e| Error::Storage {
+            resource: "the state".into(),
+            failure: crate::StorageFailure::Io,
+            reason: format!("the thread that opened the backends failed: {e}"),
+        })?;
+        let Loaded { store, backends, shared } = loaded?;
         let claims = backends.iter().find_map(|b| b.claims());
         let actor = StateActor::with_parts(store, routes, backends, shared, history);
         Ok(State::start_actor(actor, activity.unwrap_or_default(), claims))
@@ -221,7 +223,7 @@ struct Loaded {
     shared: Vec<(usize, Feed, u64)>,
 }
 
-fn load_all(openers: Vec<BlockingOpener>) -> Result<Loaded, Error> {
+fn load_all(openers: Vec<BlockingOpener>, routes: &Routes) -> Result<Loaded, Error> {
     let mut store = Store::new();
     let mut backends = Vec::with_capacity(openers.len());
     let mut shared = Vec::new();
@@ -230,8 +232,13 @@ fn load_all(openers: Vec<BlockingOpener>) -> Result<Loaded, Error> {
         let snapshot = backend.load()?;
         match backend.feed() {
             Some(feed) => {
-                store.load_shared(snapshot.resources);
-                shared.push((backends.len(), feed, snapshot.revision));
+                // Other processes on the same store may route more of their
+                // namespaces there: only this state's namespaces of it load.
+                let index = backends.len();
+                let mut resources = snapshot.resources;
+                resources.retain(|r| routes.route(r.pointer().namespace()) == Some(index));
+                store.load_shared(resources);
+                shared.push((index, feed, snapshot.revision));
             }
             None => store.load(snapshot.resources, snapshot.revision),
         }

@@ -19,9 +19,19 @@ impl StateActor {
     pub(crate) fn apply_feed(&mut self, lane: usize, msg: FeedMessage, ctx: &mut Context<Self>) {
         tracing::trace!("shared store: feed {msg:?}");
         let domain: Domain = lane + 1;
+        let backend = self.lanes[lane].backend;
         match msg {
             FeedMessage::Changes(changes, last) => {
                 for change in changes {
+                    let ptr = match &change {
+                        FeedChange::Put(res) => res.pointer(),
+                        FeedChange::Delete(ptr, _) => ptr,
+                    };
+                    // Another process may keep more of its namespaces on
+                    // this store: only this state's namespaces of it apply.
+                    if self.routes.route(ptr.namespace()) != Some(backend) {
+                        continue;
+                    }
                     match change {
                         FeedChange::Put(res) => {
                             let rev = res.metadata().revision();
@@ -69,8 +79,9 @@ impl StateActor {
 
     /// Replaces the lane's part of the cache with `resources` (read at
     /// `rev`), publishing the differences.
-    fn resync(&mut self, lane: usize, resources: Vec<AnyResource>, rev: u64) {
+    fn resync(&mut self, lane: usize, mut resources: Vec<AnyResource>, rev: u64) {
         let backend = self.lanes[lane].backend;
+        resources.retain(|r| self.routes.route(r.pointer().namespace()) == Some(backend));
         let mine: Vec<AnyResource> = self
             .store
             .pointers()
