@@ -4,9 +4,11 @@
 //!   over a [`Backend`] and reports each [`Change`](crate::dev::Change). No actors; unit-tested directly.
 //! - [`StateActor`] owns one `Store` and serializes every request to it
 //!   ([`StateRequest`]); it publishes each change to the watches that see it.
-//! - [`Backend`]s make the writes of chosen namespaces durable
-//!   ([`RedbBackend`]: one file on disk); the rest stays in memory. See
-//!   [`backend`] for the commit contract and [`StateBuilder`] to open one:
+//! - [`Backend`]s keep the writes of chosen namespaces: durable on this
+//!   node ([`RedbBackend`]: one file on disk), or shared with other
+//!   processes (`EtcdBackend`, feature `etcd`); the
+//!   rest stays in memory. Any mix, by namespace. See [`backend`] for the
+//!   one contract every store implements and [`StateBuilder`] to open one:
 //!
 //! ```no_run
 //! use cosi_runtime::State;
@@ -62,8 +64,9 @@
 //!   (`InvalidInput` for a bad address, `NotFound`, `Unavailable` once the
 //!   state is closed).
 //! - **Caveats.** A handle made by [`State::from_recipient`] (a probe) sends
-//!   every read to its recipient; so does a handle on an etcd state, whose
-//!   writes reach the cache through its change feed.
+//!   every read to its recipient. While a write to a shared store (etcd) is
+//!   being computed, reads ask the actor for that moment; its result reaches
+//!   the cache only through the store's change feed.
 //!
 //! # Requests in passes; changes in batches, replies after them
 //! Requests sent through a [`State`] handle do not travel as actix messages:
