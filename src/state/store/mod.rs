@@ -164,15 +164,22 @@ impl Store {
 
     /// Stores a loaded resource; its mod revision.
     fn load_one(&mut self, mut res: AnyResource) -> u64 {
+        self.adopt(&mut res);
+        let rev = res.metadata().revision();
+        self.backend.put(res);
+        rev
+    }
+
+    /// Makes a resource that was stored elsewhere one of this store's: its
+    /// kind and owner interned, a missing uid derived from its address and
+    /// creation time (stable across reopens and processes).
+    fn adopt(&mut self, res: &mut AnyResource) {
         let kind = self.backend.intern(res.pointer().kind());
         let owner = self.intern_owner(res.owner());
         let md = res.metadata_mut();
         md.intern_kind(&kind);
         md.set_owner(owner);
         give_legacy_uid(md);
-        let rev = md.revision();
-        self.backend.put(res);
-        rev
     }
 
     /// Undoes `changes` (the latest last): what a failed commit does to the cache.
@@ -194,14 +201,8 @@ impl Store {
     /// Stores `res` as another writer made it (a shared backend's change
     /// feed): kind and owner interned, a missing uid derived as at
     /// [`load`](Self::load), nothing checked, the change returned.
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn put_external(&mut self, mut res: AnyResource) -> Change {
-        let kind = self.backend.intern(res.pointer().kind());
-        let owner = self.intern_owner(res.owner());
-        let md = res.metadata_mut();
-        md.intern_kind(&kind);
-        md.set_owner(owner);
-        give_legacy_uid(md);
+        self.adopt(&mut res);
         let ptr = res.pointer().clone();
         self.backend.with_slot(&ptr, |current| {
             let change = match current {
@@ -214,7 +215,6 @@ impl Store {
 
     /// Removes the resource at `ptr` as another writer did (a shared
     /// backend's change feed); `None` if it was not cached.
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn remove_external(&mut self, ptr: &Pointer) -> Option<Change> {
         self.backend.remove(ptr).map(Change::Destroyed)
     }
