@@ -510,7 +510,11 @@ impl Runtime {
     /// handles.
     pub async fn stop(&self) {
         let _ = self.supervisor.send(StopAll(StopReason::Requested)).await;
-        self.state.resign_claims().await;
+        // The stopped controllers' claims go at once (the lease is revoked),
+        // so that standbys elsewhere take over without waiting for its TTL.
+        if let Some(claims) = self.state.claim_service() {
+            claims.resign().await;
+        }
         if self.owns_state
             && let Err(e) = self.state.close().await
         {

@@ -513,7 +513,7 @@ where
 }
 
 /// The exclusive output types a controller must claim across processes:
-/// none unless the state is shared (etcd).
+/// none unless a store of the state is shared (it has a [`ClaimService`](crate::state::ClaimService)).
 fn claimed_types(state: &State, outputs: &[Output]) -> Vec<String> {
     if state.claim_service().is_none() {
         return Vec::new();
@@ -529,7 +529,9 @@ fn claimed_types(state: &State, outputs: &[Output]) -> Vec<String> {
 fn claim(state: &State, name: &str, types: Vec<String>, host: Recipient<Ownership>) {
     if !types.is_empty() {
         tracing::info!("controller {name}: claiming {} across processes", types.join(", "));
-        state.claim_outputs(Arc::from(name), types, host);
+        if let Some(claims) = state.claim_service() {
+            claims.claim(Arc::from(name), types, host);
+        }
     }
 }
 

@@ -128,28 +128,6 @@ impl State {
         self.claims.as_ref()
     }
 
-    /// Claims `types` for `controller`; `notify` hears when it owns them and
-    /// when it loses them. A no-op on a state that is not shared.
-    pub(crate) fn claim_outputs(
-        &self,
-        controller: std::sync::Arc<str>,
-        types: Vec<String>,
-        notify: Recipient<super::claims::Ownership>,
-    ) {
-        if let Some(claims) = &self.claims {
-            claims.claim(controller, types, notify);
-        }
-    }
-
-    /// Gives up this process's claims for good (see [`Resign`](super::claims::Resign));
-    /// resolves once the lease is revoked (or etcd did not answer in time).
-    /// A no-op on a state that is not shared.
-    pub(crate) async fn resign_claims(&self) {
-        if let Some(claims) = &self.claims {
-            claims.resign().await;
-        }
-    }
-
     pub(crate) fn start_actor(
         actor: StateActor,
         activity: Activity,
