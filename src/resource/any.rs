@@ -13,6 +13,8 @@ pub(crate) trait ErasedSpec: Any + Send + Sync {
     fn spec_type(&self) -> Option<&'static str>;
     fn eq_erased(&self, other: &dyn ErasedSpec) -> bool;
     fn to_value(&self) -> Result<serde_json::Value, serde_json::Error>;
+    /// Appends the spec's JSON to `out`, without a `serde_json::Value` between.
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
     fn as_any(&self) -> &dyn Any;
 }
@@ -34,6 +36,10 @@ impl<S: Spec> ErasedSpec for S {
 
     fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::to_value(self)
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, self)
     }
 
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -63,6 +69,10 @@ impl ErasedSpec for DynamicSpec {
 
     fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
         Ok(self.0.clone())
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, &self.0)
     }
 
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -274,6 +284,31 @@ impl AnyResource {
         Ok(DynamicResource::new(md.clone(), value))
     }
 
+    /// Appends the JSON of [`to_dynamic`](Self::to_dynamic)'s result to
+    /// `out` (`{"metadata":…,"spec":…}`, which reads back as a
+    /// [`DynamicResource`]) straight from the stored spec: no copy of the
+    /// metadata, no `serde_json::Value` tree (what durable stores encode).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for a tombstone; [`Error::InvalidInput`] if the
+    /// metadata or the spec does not serialize (`out` then holds part of it).
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let md = self.metadata();
+        let spec =
+            self.0.spec().ok_or_else(|| Error::NotFound { resource: md.pointer().clone() })?;
+        let failed = |e: serde_json::Error| Error::InvalidInput {
+            resource: md.pointer().to_string(),
+            reason: format!("does not serialize: {e}"),
+        };
+        // The field names and order of `DynamicResource`'s derived Serialize.
+        out.extend_from_slice(br#"{"metadata":"#);
+        serde_json::to_writer(&mut *out, md).map_err(failed)?;
+        out.extend_from_slice(br#","spec":"#);
+        spec.write_json(out).map_err(failed)?;
+        out.push(b'}');
+        Ok(())
+    }
+
     /// Whether both carry equal specs (tombstones are equal to each other).
     pub fn spec_eq(&self, other: &AnyResource) -> bool {
         match (self.0.spec(), other.0.spec()) {
@@ -355,6 +390,22 @@ mod tests {
         assert!(t.is_tombstone());
         assert!(t.typed::<Num>().unwrap_err().is_not_found());
         assert!(t.to_dynamic().unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn write_json_reads_back_as_the_dynamic_form_for_typed_and_dynamic_specs() {
+        let mut typed = Resource::new("ns", "a", Num(7)).into_any();
+        typed.metadata_mut().labels_mut().insert("tier", "web");
+        let dynamic =
+            AnyResource::from_dynamic(typed.metadata().clone(), serde_json::json!({"x": [1, 2]}));
+        for res in [typed, dynamic] {
+            let mut out = Vec::new();
+            res.write_json(&mut out).unwrap();
+            let back: DynamicResource = serde_json::from_slice(&out).unwrap();
+            assert_eq!(back, res.to_dynamic().unwrap());
+        }
+        let tombstone = AnyResource::tombstone(Pointer::new("ns", "T", "gone"));
+        assert!(tombstone.write_json(&mut Vec::new()).unwrap_err().is_not_found());
     }
 
     #[test]

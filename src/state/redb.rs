@@ -141,13 +141,10 @@ fn key_of(ptr: &Pointer) -> String {
     format!("{}\0{}\0{}", ptr.namespace(), ptr.resource_type(), ptr.id())
 }
 
-fn encode(res: &AnyResource, revision: u64) -> Result<Vec<u8>, Error> {
-    let dynamic = res.to_dynamic()?;
-    let mut bytes = revision.to_be_bytes().to_vec();
-    serde_json::to_writer(&mut bytes, &dynamic).map_err(|e| {
-        storage(res.pointer().to_string(), StorageFailure::Io, format!("cannot encode: {e}"))
-    })?;
-    Ok(bytes)
+fn encode(res: &AnyResource, revision: u64, bytes: &mut Vec<u8>) -> Result<(), Error> {
+    bytes.clear();
+    bytes.extend_from_slice(&revision.to_be_bytes());
+    res.write_json(bytes)
 }
 
 fn revision_of(bytes: &[u8]) -> Option<u64> {
@@ -396,6 +393,8 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outco
     let mut txn = db.begin_write().map_err(|e| failed(first, e.into()))?;
     txn.set_durability(redb::Durability::Immediate).map_err(|e| failed(first, e.into()))?;
     let mut committed = Vec::with_capacity(batch.len());
+    // One buffer for the batch's records (redb copies each on insert).
+    let mut bytes = Vec::new();
     {
         let mut table = txn.open_table(RESOURCES).map_err(|e| failed(first, e.into()))?;
         for w in batch {
@@ -423,7 +422,7 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outco
             }
             match &w.op {
                 WriteOp::Put(res) => {
-                    let bytes = encode(res, w.revision)?;
+                    encode(res, w.revision, &mut bytes)?;
                     table
                         .insert(key.as_str(), bytes.as_slice())
                         .map_err(|e| failed(w, e.into()))?;
@@ -560,7 +559,8 @@ mod tests {
         use crate::resource::test_specs::Num;
         let mut res = crate::resource::Resource::new("ns", "a", Num(7)).into_any();
         res.metadata_mut().set_revision(41);
-        let bytes = encode(&res, 42).unwrap();
+        let mut bytes = b"left over".to_vec();
+        encode(&res, 42, &mut bytes).unwrap();
         let back = decode(&key_of(res.pointer()), &bytes, Path::new("x")).unwrap();
         assert_eq!(back.metadata().revision(), 42);
         assert_eq!(back.typed::<Num>().unwrap().spec(), &Num(7));

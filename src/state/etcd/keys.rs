@@ -97,12 +97,9 @@ impl Keys {
 
 /// The value stored for `res`.
 pub(crate) fn encode(res: &AnyResource) -> Result<Vec<u8>, Error> {
-    let dynamic = res.to_dynamic()?;
-    serde_json::to_vec(&dynamic).map_err(|e| Error::Storage {
-        resource: res.pointer().to_string(),
-        failure: StorageFailure::Io,
-        reason: format!("cannot encode: {e}"),
-    })
+    let mut value = Vec::with_capacity(256);
+    res.write_json(&mut value)?;
+    Ok(value)
 }
 
 /// The resource stored at `ptr` as `value`, at etcd mod revision `revision`.
