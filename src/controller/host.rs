@@ -1,31 +1,40 @@
-//! [`ControllerHost`]: the actor that runs one [`Controller`].
+//! [`Host`]: the actor that runs one controller, plain or queue.
 //!
-//! It subscribes to the controller's input kinds, collapses any number of
-//! change messages into at most one pending reconcile, runs reconciles one at
-//! a time with panics caught, applies the restart policy on failure (a fresh
-//! instance from the factory after a panic), and keeps its mailbox and
-//! subscriptions across all of that.
+//! It subscribes to the controller's inputs, feeds a [`WorkQueue`] from change
+//! messages (for a plain controller one fixed key: every change collapses into
+//! at most one pending reconcile), hands ready keys to reconciles up to the
+//! controller's concurrency and the shared worker pool's, catches panics, and
+//! feeds outcomes back into the queue (success, requeue, backoff, terminal).
+//! Its mailbox and subscriptions last through all of that. What differs
+//! between the two kinds is a [`Hosted`]: [`Queued`](super::queue_host::Queued)
+//! and [`Plain`](super::plain::Plain).
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
+use std::fmt;
+use std::future::Future;
+use std::hash::Hash;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures::channel::oneshot;
-use tracing::Instrument;
+use tokio::time::Instant;
 
+use super::Input;
+use super::Reach;
 use super::access::AccessRules;
-use super::metrics::{ControllerStatus, Counters, Running};
-use super::outcome::{self, Echoes, Ended, run_caught};
-use super::{Controller, Input, InputKind, Reach, ReconcileContext};
+use super::metrics::{ControllerStatus, Counters, QueueCounters, Running};
+use super::outcome::{self, Echoes};
+use super::pool::{Permit, WorkerPool};
 use crate::activity::{ActivityGuard, TimerGuard};
 use crate::execution::RoundBudget;
+use crate::queue::{Completion, Taken, WorkQueue};
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
-use crate::state::{Event, Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
-use crate::supervisor::{Decision, HostReport, RestartPolicy, RestartTracker};
+use crate::state::{Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+use crate::supervisor::{HostReport, RestartPolicy};
 
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -180,493 +189,456 @@ pub(crate) fn destroy_ready(r: &AnyResource) -> bool {
     r.phase() == Phase::TearingDown && r.metadata().finalizers().is_empty()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    Idle,
-    Pending,
-    Running,
-    BackingOff,
-    Failed,
-    Stopped,
+/// What one reconcile came back with: its key, when it started, and what the
+/// kind of controller needs to finish it.
+pub(crate) type Finished<R> = (<R as Hosted>::Key, Instant, <R as Hosted>::Return);
+
+/// One reconcile under way, boxed once where it is made (moving the future
+/// through wrappers copied it whole, several times: a large share of a
+/// short reconcile's cost).
+pub(crate) type Work<R> = Pin<Box<dyn Future<Output = Finished<R>>>>;
+
+/// What differs between the two kinds of controller one [`Host`] runs: how
+/// a reconcile is called and what its end means. What a change queues is
+/// each kind's own `Handler<WatchEvent>` (and a queue controller's
+/// `Handler<WatchBatch>`, `Handler<Enqueue>`).
+///
+/// A queue controller ([`Queued`](super::queue_host::Queued)) queues the
+/// resources a change maps to and reconciles each one; a plain controller
+/// ([`Plain`](super::plain::Plain)) is a queue of one fixed key, so that its
+/// "at most one pending reconcile, one more after a change that lands while
+/// it runs" is the queue's contract for that key.
+pub(crate) trait Hosted: Sized + Unpin + 'static {
+    /// What the queue holds.
+    type Key: Clone + Eq + Hash + Ord + fmt::Display + Unpin + 'static;
+    /// What a reconcile hands back besides its key and start time.
+    type Return: 'static;
+
+    /// Subscribes to the inputs at start (the returned future is awaited
+    /// before anything else runs).
+    fn subscribe(host: &mut Host<Self>, ctx: &mut Context<Host<Self>>) -> SubscribeFuture;
+    /// Makes the reconcile of a key just taken from the queue, for [`Drive`]
+    /// to poll (`None`: started as an item of its own, see `OWN_ITEM`).
+    fn start(
+        host: &mut Host<Self>,
+        taken: Taken<Self::Key>,
+        permit: Permit,
+        now: Instant,
+        ctx: &mut Context<Host<Self>>,
+    ) -> Option<Work<Self>>;
+    /// A reconcile ended: what the queue is told, with the backoff delay of
+    /// a retry when the controller sets it itself.
+    fn complete(
+        host: &mut Host<Self>,
+        key: &Self::Key,
+        returned: Self::Return,
+        ctx: &mut Context<Host<Self>>,
+    ) -> (Completion, Option<Duration>);
+    /// The queue took the completion (`retry`: the backoff delay of a retry):
+    /// stop, or go on.
+    fn completed(
+        host: &mut Host<Self>,
+        key: &Self::Key,
+        completion: Completion,
+        retry: Option<Duration>,
+        now: Instant,
+        ctx: &mut Context<Host<Self>>,
+    );
+    /// Nothing may start: standing by or failed (the queue is left as is,
+    /// or pending work dropped).
+    fn held(host: &mut Host<Self>);
+    /// The claim on the exclusive outputs was won (`true`) or lost.
+    fn ownership(host: &mut Host<Self>, owner: bool, ctx: &mut Context<Host<Self>>);
+    /// The status the host ends with when it stops.
+    fn stopped(host: &mut Host<Self>);
+    /// Whether the status follows the queue (ready, backing off), or the
+    /// controller sets it at each step itself.
+    const STATUS_FROM_QUEUE: bool;
+    /// Whether each reconcile is an item of the actor's context of its own,
+    /// rather than one of those [`Drive`] polls. A plain controller's is: its
+    /// one reconcile at a time costs nothing to spawn, and where actix polls
+    /// an item (after the mailbox, even while the round budget has the
+    /// context wait) decides how many changes each reconcile reads at once.
+    const OWN_ITEM: bool;
 }
 
+/// The subscriptions a host starts with, once made.
+pub(crate) type SubscribeFuture = Pin<Box<dyn Future<Output = HashMap<Kind, WatchId>>>>;
+
+/// Start the ready work: sent once by a wake-up that waits for the message
+/// turn to end (a plain controller's, see [`Plain`](super::plain::Plain)).
 #[derive(Message)]
 #[rtype(result = "()")]
-struct RunReconcile;
+pub(crate) struct RunReconcile;
 
 /// Stop the controller once any running reconcile ends; answers when stopped.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct StopHost;
 
-/// The actor that runs one controller.
-pub(crate) struct ControllerHost<C, F> {
-    name: Arc<str>,
-    // Boxed: actors must be `Unpin`, user types need not be.
-    factory: Box<F>,
-    instance: Option<Box<C>>,
-    rules: Arc<AccessRules>,
-    env: HostEnv,
-    counters: Arc<Counters>,
+/// The actor that runs one controller, of either kind (see [`Hosted`]).
+pub(crate) struct Host<R: Hosted> {
+    pub(super) name: Arc<str>,
+    /// The kind-specific part: the controller and what it keeps.
+    pub(super) controller: R,
+    pub(super) rules: Arc<AccessRules>,
+    pub(super) env: HostEnv,
+    pool: WorkerPool,
+    pub(super) queue: WorkQueue<R::Key>,
+    concurrency: usize,
+    /// The reconciles under way, by start time (for the metrics).
+    pub(super) in_flight: Running,
+    pub(super) counters: Arc<Counters>,
     /// What each reconcile context reaches (state handle, counters), shared.
-    reach: Arc<Reach>,
-    tracker: RestartTracker,
-    subscriptions: HashMap<Kind, WatchId>,
-    stage: Stage,
-    /// A change arrived while a reconcile was running or backing off.
-    dirty: bool,
-    /// Held while pending, running or backing off: `settled()` waits for it.
+    pub(super) reach: Arc<Reach>,
+    pub(super) queue_counters: Arc<QueueCounters>,
+    pub(super) subscriptions: HashMap<Kind, WatchId>,
+    /// Held while any key is ready, running, backing off or waiting for a permit.
     busy: Option<ActivityGuard>,
-    requeue: Option<(SpawnHandle, TimerGuard)>,
+    timer: Option<(Instant, SpawnHandle, TimerGuard)>,
+    waiting_for_permit: bool,
     stop_waiters: Vec<oneshot::Sender<()>>,
-    /// Another process holds the claim on the exclusive outputs: do not reconcile.
-    standby: bool,
-    /// When the pending reconcile became ready (for the queue-duration histogram).
-    ready_since: Option<tokio::time::Instant>,
-    /// When the running reconcile started.
-    started: Option<tokio::time::Instant>,
-    /// The running reconcile, for the metrics.
-    in_flight: Running,
-    /// Why the pending reconcile runs (`object.reason` of its span).
-    reason: &'static str,
-    budget: RoundBudget,
-    /// Whether only the controller's own writes asked for the next
-    /// reconcile (`None`: nothing asked yet, or something other than a change).
-    own_only: Option<bool>,
+    /// Another process holds the claim on the exclusive outputs: nothing runs.
+    pub(super) standby: bool,
+    pub(super) budget: RoundBudget,
+    /// The reconciles under way (as many as are running), polled by [`Drive`].
+    work: Vec<Work<R>>,
+    /// [`Drive`] is polling `work` now (what starts meanwhile, it polls too).
+    driving: bool,
+    /// The host's task, to have [`Drive`] poll a reconcile started elsewhere.
+    waker: Option<std::task::Waker>,
     /// Reconciles in a row caused only by its own writes.
-    echoes: Echoes,
+    pub(super) echoes: Echoes,
+    /// Failed for good (an access its declarations do not allow; for a plain
+    /// controller also a terminal error or the restart intensity): nothing
+    /// more runs.
+    pub(super) failed: bool,
+    /// A [`RunReconcile`] is on its way.
+    run_sent: bool,
+    /// The reconciles under way as items of their own (see [`Hosted::OWN_ITEM`]).
+    own_items: usize,
 }
 
-impl<C, F> ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
-    /// A host whose first reconcile is already pending (`busy` is held from
-    /// the moment of registration, so `settled()` cannot slip past it).
+impl<R: Hosted> Host<R> {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        instance: C,
-        factory: F,
+        controller: R,
         rules: AccessRules,
+        concurrency: usize,
         env: HostEnv,
+        pool: WorkerPool,
         counters: Arc<Counters>,
+        queue_counters: Arc<QueueCounters>,
         busy: ActivityGuard,
     ) -> Self {
-        counters.set_max_concurrent(1);
-        let mut host = ControllerHost {
+        counters.set_max_concurrent(concurrency.max(1));
+        Host {
             name: rules.controller().clone(),
-            factory: Box::new(factory),
-            instance: Some(Box::new(instance)),
+            controller,
             rules: Arc::new(rules),
+            queue: WorkQueue::new(env.policy.backoff),
             reach: Arc::new(Reach { state: env.state.clone(), counters: counters.clone() }),
             env,
+            pool,
+            concurrency: concurrency.max(1),
+            in_flight: Running::default(),
             counters,
-            tracker: RestartTracker::default(),
+            queue_counters,
             subscriptions: HashMap::new(),
-            stage: Stage::Pending,
-            dirty: false,
             busy: Some(busy),
-            requeue: None,
+            timer: None,
+            waiting_for_permit: false,
             stop_waiters: Vec::new(),
             standby: false,
-            ready_since: None,
-            started: None,
-            in_flight: Running::default(),
-            reason: "registered",
             budget: RoundBudget::default(),
-            own_only: None,
+            work: Vec::new(),
+            driving: false,
+            waker: None,
             echoes: Echoes::default(),
-        };
-        host.became_ready("registered");
-        host
-    }
-
-    /// The pending reconcile became ready to run (client-go: an add).
-    fn became_ready(&mut self, reason: &'static str) {
-        self.stage = Stage::Pending;
-        self.reason = reason;
-        self.ready_since = Some(tokio::time::Instant::now());
-        Counters::bump(&self.counters.work_queue.adds);
-        self.counters.work_queue.depth.store(1, Ordering::Relaxed);
-    }
-
-    /// The pending reconcile left the queue without running.
-    fn dropped_pending(&mut self) {
-        self.ready_since = None;
-        self.counters.work_queue.depth.store(0, Ordering::Relaxed);
-    }
-
-    /// The pending reconcile starts running.
-    fn starting(&mut self) {
-        let now = tokio::time::Instant::now();
-        let waited = self.ready_since.take().map(|since| now.saturating_duration_since(since));
-        self.counters.work_queue.depth.store(0, Ordering::Relaxed);
-        outcome::started(&self.counters, &mut self.in_flight, now, waited);
-        self.started = Some(now);
-    }
-
-    /// The running reconcile ended, however it ended.
-    fn ended(&mut self) {
-        if let Some(started) = self.started.take() {
-            outcome::finished(
-                &self.counters,
-                &mut self.in_flight,
-                started,
-                tokio::time::Instant::now(),
-            );
-        } else {
-            self.counters.active_workers.store(0, Ordering::Relaxed);
+            failed: false,
+            run_sent: false,
+            own_items: 0,
         }
     }
 
-    /// Starts standing by: no reconcile until [`Ownership`] says it owns its outputs.
+    /// Starts standing by: nothing runs until [`Ownership`] says it owns its
+    /// outputs.
     pub(crate) fn standing_by(mut self) -> Self {
         self.standby = true;
         self.counters.set_status(ControllerStatus::Standby);
         self
     }
 
-    fn wants(&self, event: &Event) -> bool {
-        let Some(r) = event.resource() else {
-            return false;
-        };
-        let p = r.pointer();
-        self.rules
-            .inputs()
-            .iter()
-            .filter(|i| i.covers(p.namespace(), p.resource_type(), p.id()))
-            .any(|i| i.dependency != InputKind::DestroyReady || destroy_ready(r))
+    /// How many reconciles are under way.
+    fn running(&self) -> usize {
+        if R::OWN_ITEM { self.own_items } else { self.work.len() }
     }
 
-    /// Something asked for a reconcile (`own`: a change the controller made
-    /// itself).
-    fn trigger(&mut self, reason: &'static str, own: bool, ctx: &mut Context<Self>) {
-        Counters::bump_own(&self.counters.wakeups);
-        self.own_only = Some(self.own_only.unwrap_or(true) && own);
-        match self.stage {
-            Stage::Idle => {
-                self.became_ready(reason);
-                self.busy = Some(self.env.state.activity().guard());
-                ctx.notify(RunReconcile);
-            }
-            Stage::Running | Stage::BackingOff => self.dirty = true,
-            Stage::Pending | Stage::Failed | Stage::Stopped => {}
-        }
+    /// Starts reconciles while there is ready work, room under the
+    /// concurrency, and a pool permit.
+    pub(super) fn pump(&mut self, ctx: &mut Context<Self>) {
+        self.pump_at(Instant::now(), ctx);
     }
 
-    fn run(&mut self, ctx: &mut Context<Self>) {
-        if self.stage != Stage::Pending {
+    /// [`pump`](Self::pump) with the time already read (one clock read per
+    /// turn: it shows in a profile of many short reconciles).
+    pub(super) fn pump_at(&mut self, now: Instant, ctx: &mut Context<Self>) {
+        if self.standby || self.failed {
+            R::held(self);
+            self.refresh();
             return;
         }
-        if self.standby {
-            // Ownership(true) triggers a reconcile of everything.
-            self.stage = Stage::Idle;
-            self.busy = None;
-            self.dropped_pending();
+        while self.running() < self.concurrency && self.queue.has_ready(now) {
+            let Some(permit) = self.pool.try_acquire() else {
+                self.wait_for_permit(ctx);
+                break;
+            };
+            self.start_one(permit, now, ctx);
+        }
+        self.arm_timer(ctx);
+        self.refresh();
+    }
+
+    /// Pumps once the current message turn is over: what else is in the
+    /// mailbox now is queued first (and, for a plain controller, absorbed by
+    /// the pending reconcile).
+    pub(super) fn pump_soon(&mut self, ctx: &mut Context<Self>) {
+        self.refresh();
+        if !self.run_sent {
+            self.run_sent = true;
+            ctx.notify(RunReconcile);
+        }
+    }
+
+    fn wait_for_permit(&mut self, ctx: &mut Context<Self>) {
+        if self.waiting_for_permit {
             return;
         }
-        self.stage = Stage::Running;
-        self.starting();
-        self.dirty = false;
-        let own_only = self.own_only.take() == Some(true);
-        self.echoes.start(own_only, &self.counters, &self.name, &"*");
-        if let Some((timer, _armed)) = self.requeue.take() {
-            ctx.cancel_future(timer);
-        }
-        let instance = match self.instance.take() {
-            Some(i) => Some(i),
-            None => match std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
-                Ok(i) => {
-                    Counters::bump(&self.counters.restarts);
-                    Some(Box::new(i))
-                }
-                Err(panic) => {
-                    let msg = format!("the factory panicked: {}", panic_message(&*panic));
-                    self.ended();
-                    Counters::bump(&self.counters.panics);
-                    self.counters.failed(&msg);
-                    self.failed(msg, true, ctx);
-                    return;
-                }
-            },
-        };
-        let Some(mut instance) = instance else {
-            return;
-        };
-        let span = reconcile_span(&self.name, &"*", self.reason);
-        let recorded = span.clone();
-        let mut cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), false);
-        let work = async move {
-            let ended = run_caught(instance.reconcile(&mut cx)).await;
-            let requeue = cx.requeue_requested();
-            let result = ended.label(|()| if requeue { "requeue" } else { "success" });
-            record_result(&recorded, cx.name(), &"*", result);
-            match ended {
-                // A panicked instance may be half-updated: it is dropped and
-                // replaced from the factory on the retry.
-                Ended::Panicked(_) => (None, cx, ended),
-                _ => (Some(instance), cx, ended),
+        self.waiting_for_permit = true;
+        ctx.spawn(self.pool.clone().acquire().into_actor(self).map(|permit, act, ctx| {
+            act.waiting_for_permit = false;
+            if let Some(permit) = permit
+                && act.running() < act.concurrency
+                && act.queue.has_ready(Instant::now())
+            {
+                act.start_one(permit, Instant::now(), ctx);
             }
-        };
-        ctx.spawn(
-            work.instrument(span)
-                .into_actor(self)
-                .map(|(instance, cx, outcome), act, ctx| act.finished(instance, cx, outcome, ctx)),
-        );
-    }
-
-    fn finished(
-        &mut self,
-        instance: Option<Box<C>>,
-        mut cx: ReconcileContext,
-        ended: Ended<()>,
-        ctx: &mut Context<Self>,
-    ) {
-        self.budget.spend(ctx);
-        self.instance = instance;
-        self.ended();
-        if let Some((inputs, rules)) = cx.take_new_inputs() {
-            self.rules = rules;
-            self.dirty = true;
-            self.follow_inputs(inputs, ctx);
-        }
-        let failure = ended.account(&self.counters, None).unwrap_or_default();
-        match ended {
-            Ended::Succeeded(()) => {
-                self.tracker.on_success();
-                self.counters.set_status(if self.standby {
-                    ControllerStatus::Standby
-                } else {
-                    ControllerStatus::Running
-                });
-                let requeue = cx.take_requeue();
-                self.counters.requeued(requeue);
-                if let Some(delay) = requeue {
-                    self.schedule_requeue(delay, ctx);
-                }
-                if !self.stop_waiters.is_empty() {
-                    self.finish_stop(ctx);
-                } else if self.dirty {
-                    self.dirty = false;
-                    self.became_ready("input changed while reconciling");
-                    ctx.notify(RunReconcile);
-                } else {
-                    self.stage = Stage::Idle;
-                    self.busy = None;
-                }
-            }
-            Ended::Terminal(_) | Ended::Denied(_) => {
-                let why = if matches!(ended, Ended::Denied(_)) {
-                    "was denied an access its declarations do not allow (a bug in the program: \
-                     not retried)"
-                } else {
-                    "returned a terminal error"
-                };
-                self.give_up(failure, why, ctx);
-                if !self.stop_waiters.is_empty() {
-                    self.finish_stop(ctx);
-                }
-            }
-            Ended::Failed(error) => self.failed(error.to_string(), false, ctx),
-            Ended::Panicked(panic) => self.failed(panic, true, ctx),
-        }
-    }
-
-    /// After a failure the counters already hold: retry, give up or stop.
-    fn failed(&mut self, error: String, panicked: bool, ctx: &mut Context<Self>) {
-        if !self.stop_waiters.is_empty() {
-            self.finish_stop(ctx);
-            return;
-        }
-        let what = if panicked { "panicked" } else { "failed" };
-        match self.tracker.on_failure(
-            &self.env.policy,
-            tokio::time::Instant::now(),
-            fastrand::f64(),
-        ) {
-            Decision::Retry(delay) => {
-                tracing::warn!(
-                    controller = %self.name,
-                    "controller {}: reconcile {what}: {error}; retrying in {delay:?}",
-                    self.name
-                );
-                self.stage = Stage::BackingOff;
-                self.counters.set_status(ControllerStatus::BackingOff);
-                Counters::bump(&self.counters.retries);
-                Counters::bump(&self.counters.work_queue.retries);
-                ctx.run_later(delay, |act, ctx| {
-                    if act.stage == Stage::BackingOff {
-                        act.became_ready("retry after failure");
-                        act.run(ctx);
-                    }
-                });
-            }
-            Decision::GiveUp => {
-                self.give_up(error, &format!("{what}; restart intensity exceeded"), ctx);
-            }
-        }
-    }
-
-    /// Marks the controller failed for good and tells the supervisor.
-    fn give_up(&mut self, error: String, why: &str, ctx: &mut Context<Self>) {
-        tracing::error!(
-            controller = %self.name,
-            "controller {}: reconcile {why}: {error}; giving up",
-            self.name
-        );
-        self.stage = Stage::Failed;
-        self.counters.set_status(ControllerStatus::Failed);
-        self.busy = None;
-        if let Some((timer, _armed)) = self.requeue.take() {
-            ctx.cancel_future(timer);
-        }
-        self.env
-            .supervisor
-            .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
-    }
-
-    fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {
-        if !delay.is_zero() {
-            Counters::bump(&self.counters.work_queue.retries);
-        }
-        let handle = ctx.run_later(delay, |act, ctx| {
-            let timer = act.requeue.take();
-            act.trigger("requeue requested", false, ctx);
-            drop(timer); // after the trigger took its unit: never idle in between
-        });
-        self.requeue = Some((handle, self.env.state.activity().timer()));
-    }
-
-    fn follow_inputs(&mut self, inputs: Vec<Input>, ctx: &mut Context<Self>) {
-        self.env.supervisor.do_send(HostReport::InputsChanged {
-            controller: self.name.to_string(),
-            inputs: inputs.clone(),
-        });
-        let busy = self.env.state.activity().guard();
-        let fut = resubscribe(
-            self.env.clone(),
-            std::mem::take(&mut self.subscriptions),
-            watched_kinds(&inputs),
-            ctx.address().recipient(),
-            self.name.clone(),
-        );
-        ctx.wait(fut.into_actor(self).map(move |subs, act, _| {
-            let _busy = busy;
-            act.subscriptions = subs;
+            act.pump(ctx);
         }));
     }
 
-    fn finish_stop(&mut self, ctx: &mut Context<Self>) {
-        if self.stage != Stage::Failed {
-            self.counters.set_status(ControllerStatus::Stopped);
+    fn start_one(&mut self, permit: Permit, now: Instant, ctx: &mut Context<Self>) {
+        let Some(taken) = self.queue.take(now) else {
+            return;
+        };
+        let Some(work) = R::start(self, taken, permit, now, ctx) else {
+            return;
+        };
+        self.work.push(work);
+        if !self.driving
+            && let Some(waker) = &self.waker
+        {
+            // Started by a handler or a timer: `Drive` polls it on its next turn.
+            waker.wake_by_ref();
         }
-        self.stage = Stage::Stopped;
+    }
+
+    /// Runs `work` as an item of the actor's context of its own (see
+    /// [`Hosted::OWN_ITEM`]), unboxed: an item is boxed once already.
+    pub(super) fn spawn_own(
+        &mut self,
+        work: impl Future<Output = Finished<R>> + 'static,
+        ctx: &mut Context<Self>,
+    ) {
+        self.own_items += 1;
+        ctx.spawn(work.into_actor(self).map(|finished, act, ctx| {
+            act.own_items -= 1;
+            act.finished(finished, Instant::now(), ctx);
+        }));
+    }
+
+    /// Polls every reconcile under way; each one that ends is finished (which
+    /// may start more, polled in the same loop). Stops where the round budget
+    /// made the context wait.
+    fn drive(&mut self, ctx: &mut Context<Self>, task: &mut std::task::Context<'_>) {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(task.waker())) {
+            self.waker = Some(task.waker().clone());
+        }
+        self.driving = true;
+        // One clock read for every reconcile that ends in this pass.
+        let mut now = None;
+        let mut i = 0;
+        while i < self.work.len() && !ctx.waiting() {
+            match self.work[i].as_mut().poll(task) {
+                std::task::Poll::Ready(finished) => {
+                    drop(self.work.swap_remove(i));
+                    let now = *now.get_or_insert_with(Instant::now);
+                    self.finished(finished, now, ctx);
+                }
+                std::task::Poll::Pending => i += 1,
+            }
+        }
+        self.driving = false;
+    }
+
+    /// A reconcile ended (seen at `now`).
+    fn finished(
+        &mut self,
+        (key, started, returned): Finished<R>,
+        now: Instant,
+        ctx: &mut Context<Self>,
+    ) {
+        self.budget.spend(ctx);
+        let took = outcome::finished(&self.counters, &mut self.in_flight, started, now);
+        self.queue_counters.latency.observe(took);
+        let (completion, backoff) = R::complete(self, &key, returned, ctx);
+        let retry = self.queue.done_with(&key, completion, backoff, now);
+        R::completed(self, &key, completion, retry, now, ctx);
+    }
+
+    /// Keeps one timer armed for the earliest waiting key.
+    fn arm_timer(&mut self, ctx: &mut Context<Self>) {
+        let Some(due) = self.queue.next_due() else {
+            if let Some((_, handle, _armed)) = self.timer.take() {
+                ctx.cancel_future(handle);
+            }
+            return;
+        };
+        // An armed timer that fires no later than `due` serves: when it fires
+        // early, the pump finds nothing due and arms the next one. Cancelling
+        // and re-arming on every later due time churns the actor's timers.
+        if self.timer.as_ref().is_some_and(|(at, _, _)| *at <= due) {
+            return;
+        }
+        if let Some((_, handle, _armed)) = self.timer.take() {
+            ctx.cancel_future(handle);
+        }
+        let delay = due.saturating_duration_since(Instant::now());
+        let handle = ctx.run_later(delay, |act, ctx| {
+            let timer = act.timer.take();
+            act.pump(ctx);
+            drop(timer); // after the pump took its unit: never idle in between
+        });
+        self.timer = Some((due, handle, self.env.state.activity().timer()));
+    }
+
+    /// Publishes queue figures and holds activity while work is pending.
+    pub(super) fn refresh(&mut self) {
+        let stats = self.queue.stats();
+        let depth = stats.ready + stats.delayed + stats.backing_off;
+        self.queue_counters.depth.store(depth as u64, Ordering::Relaxed);
+        self.queue_counters.processing.store(self.running() as u64, Ordering::Relaxed);
+        self.counters.work_queue.depth.store(stats.ready as u64, Ordering::Relaxed);
+        self.counters.work_queue.adds.store(self.queue.adds(), Ordering::Relaxed);
+        if R::STATUS_FROM_QUEUE {
+            self.counters.set_status(if self.failed {
+                ControllerStatus::Failed
+            } else if self.standby {
+                ControllerStatus::Standby
+            } else if stats.backing_off > 0 {
+                ControllerStatus::BackingOff
+            } else {
+                ControllerStatus::Running
+            });
+        }
+        // A standby's queued keys are not pending work: `settled()` passes them.
+        let pending = self.running() > 0
+            || (!self.standby
+                && !self.failed
+                && (stats.ready > 0 || stats.backing_off > 0 || self.waiting_for_permit));
+        if pending && self.busy.is_none() {
+            self.busy = Some(self.env.state.activity().guard());
+        } else if !pending {
+            self.busy = None;
+        }
+    }
+
+    pub(super) fn finish_stop(&mut self, ctx: &mut Context<Self>) {
+        R::stopped(self);
         self.busy = None;
-        self.dropped_pending();
         wind_down(&self.env, &mut self.subscriptions, &mut self.stop_waiters);
         ctx.stop();
     }
 }
 
-impl<C, F> Actor for ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
+impl<R: Hosted> Actor for Host<R> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        // Subscribe first, then run the initial reconcile: a change that lands
-        // in between is seen by that reconcile or arrives as an event.
-        let fut = resubscribe(
-            self.env.clone(),
-            HashMap::new(),
-            watched_kinds(self.rules.inputs()),
-            ctx.address().recipient(),
-            self.name.clone(),
-        );
-        ctx.wait(fut.into_actor(self).map(|subs, act, ctx| {
+        // Subscribe first, then start: a change that lands in between is
+        // seen by the first reconciles or arrives as an event.
+        let subscribe = R::subscribe(self, ctx);
+        if !R::OWN_ITEM {
+            // An idle item in front of the reconciles would have actix poll
+            // them every other round when the round budget cuts rounds short.
+            ctx.spawn(Drive);
+        }
+        ctx.wait(subscribe.into_actor(self).map(|subs, act, ctx| {
             act.subscriptions = subs;
-            act.run(ctx);
+            act.pump(ctx);
         }));
     }
 }
 
-impl<C, F> Handler<WatchEvent> for ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
-    type Result = ();
+/// Drives a host's reconciles (spawned at start unless they are items of
+/// their own, see [`Hosted::OWN_ITEM`]; it ends with the host's last
+/// handle): one item of the actor's context for all of them, rather than one
+/// boxed, spawned item each.
+struct Drive;
 
-    fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
-        self.budget.spend(ctx);
-        if self.wants(msg.event()) {
-            let own = msg.event().resource().and_then(AnyResource::owner) == Some(&*self.name);
-            self.trigger("input changed", own, ctx);
+impl<R: Hosted> ActorFuture<Host<R>> for Drive {
+    type Output = ();
+
+    fn poll(
+        self: Pin<&mut Self>,
+        act: &mut Host<R>,
+        ctx: &mut Context<Host<R>>,
+        task: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        act.drive(ctx, task);
+        if act.work.is_empty() && !ctx.connected() {
+            // Nothing under way and nobody left to send work: let the actor
+            // stop, as it would without this item.
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
         }
     }
 }
 
-impl<C, F> Handler<RunReconcile> for ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
+impl<R: Hosted> Handler<RunReconcile> for Host<R> {
     type Result = ();
 
     fn handle(&mut self, _: RunReconcile, ctx: &mut Context<Self>) {
         self.budget.spend(ctx);
-        self.run(ctx);
+        self.run_sent = false;
+        self.pump(ctx);
     }
 }
 
-impl<C, F> Handler<Ownership> for ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
+impl<R: Hosted> Handler<Ownership> for Host<R> {
     type Result = ();
 
     fn handle(&mut self, Ownership(owner): Ownership, ctx: &mut Context<Self>) {
-        if owner != self.standby || self.stage == Stage::Stopped {
+        if owner != self.standby {
             return;
         }
         self.standby = !owner;
-        if owner {
-            tracing::info!("controller {}: owns its outputs; reconciling", self.name);
-            self.counters.set_status(ControllerStatus::Running);
-            self.trigger("claim acquired", false, ctx);
-            return;
-        }
-        tracing::warn!(
-            controller = %self.name,
-            "controller {}: lost its claim; standing by",
-            self.name
-        );
-        self.counters.set_status(ControllerStatus::Standby);
-        // A fresh instance on takeover: nothing learnt as owner carries over.
-        self.instance = None;
-        if matches!(self.stage, Stage::Pending | Stage::BackingOff) {
-            self.stage = Stage::Idle;
-            self.busy = None;
-            self.dropped_pending();
-        }
+        R::ownership(self, owner, ctx);
     }
 }
 
-impl<C, F> Handler<StopHost> for ControllerHost<C, F>
-where
-    C: Controller,
-    F: Fn() -> C + 'static,
-{
+impl<R: Hosted> Handler<StopHost> for Host<R> {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: StopHost, ctx: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.stop_waiters.push(tx);
-        if self.stage != Stage::Running {
+        self.queue.shutdown();
+        if self.queue.is_drained() {
             self.finish_stop(ctx);
+        } else {
+            self.refresh();
         }
         Box::pin(async move {
             let _ = rx.await;

@@ -115,6 +115,7 @@ mod health;
 pub(crate) mod host;
 pub(crate) mod metrics;
 mod outcome;
+pub(crate) mod plain;
 pub(crate) mod pool;
 pub(crate) mod queue;
 pub(crate) mod queue_host;

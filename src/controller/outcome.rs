@@ -1,11 +1,10 @@
-//! What both hosts do around one reconcile, whatever the controller kind:
+//! What the host does around one reconcile, whatever the controller kind:
 //! run it with panics caught and its span's `result` recorded, time it, and
 //! account for how it ended.
 //!
-//! [`ControllerHost`](super::host) and [`QueueHost`](super::queue_host)
-//! differ in what happens next (one pending reconcile and the restart policy,
-//! or a work queue with per-key backoff); what a reconcile is, and what it
-//! counts, is here once.
+//! [`Plain`](super::plain) and [`Queued`](super::queue_host) differ in what
+//! happens next (the restart policy, or per-key backoff); what a reconcile
+//! is, and what it counts, is here once.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

@@ -307,6 +307,20 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Marks `key` done with `completion`. Returns the backoff delay when the
     /// key will be retried after a failure.
     pub fn done(&mut self, key: &K, completion: Completion, now: Instant) -> Option<Duration> {
+        self.done_with(key, completion, None, now)
+    }
+
+    /// [`done`](Self::done), with the backoff delay of a failure set by the
+    /// caller (`None`: the queue's own, from the key's failure count). A plain
+    /// controller's host has its restart policy set it.
+    #[inline]
+    pub(crate) fn done_with(
+        &mut self,
+        key: &K,
+        completion: Completion,
+        backoff: Option<Duration>,
+        now: Instant,
+    ) -> Option<Duration> {
         let hashbrown::hash_map::EntryRef::Occupied(mut entry) = self.entries.entry_ref(key) else {
             return None;
         };
@@ -320,7 +334,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             Completion::Success | Completion::Terminal => again,
             Completion::RequeueAfter(d) => again.merge(Again::At(now + d)),
             Completion::Failure => {
-                let delay = self.backoff.delay(failures, self.rng.f64());
+                let delay = backoff.unwrap_or_else(|| self.backoff.delay(failures, self.rng.f64()));
                 retry = Some(delay);
                 Again::At(now + delay)
             }
@@ -363,6 +377,26 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             self.entries.shrink_to(KEEP);
             self.ready.keys.shrink_to(KEEP);
         }
+    }
+
+    /// Drops `key` if it is ready or waiting (not while it is processing),
+    /// as if it had never been added: a plain controller that stands by
+    /// drops its pending reconcile.
+    pub(crate) fn forget(&mut self, key: &K) {
+        let Some(entry) = self.entries.get(key) else {
+            return;
+        };
+        match entry.stage {
+            Stage::Processing { .. } => return,
+            Stage::Ready { .. } => self.ready.keys.retain(|k| k != key),
+            Stage::Delayed { due, seq, backoff } => {
+                self.delays.cancel(due, seq);
+                if backoff {
+                    self.delays.backing_off -= 1;
+                }
+            }
+        }
+        self.entries.remove(key);
     }
 
     /// Stops handing out keys and drops every key that is not processing.
@@ -629,6 +663,43 @@ mod tests {
         assert_eq!(q.failures(&"a"), 0);
         assert!(q.get(t + secs(30)).is_none());
         assert_eq!(take(&mut q, t + secs(31)), ["a"]);
+    }
+
+    #[test]
+    fn a_backoff_set_by_the_caller_replaces_the_queues_own() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("a", t);
+        q.get(t).unwrap();
+        assert_eq!(q.done_with(&"a", Completion::Failure, Some(secs(7)), t), Some(secs(7)));
+        assert_eq!(q.stats().backing_off, 1);
+        assert!(q.get(t + secs(6)).is_none());
+        assert_eq!(q.get(t + secs(7)).unwrap().0, "a");
+        assert_eq!(q.failures(&"a"), 1, "it counts as a failure all the same");
+    }
+
+    #[test]
+    fn forget_drops_a_ready_or_waiting_key_but_not_one_in_flight() {
+        let mut q = queue();
+        let t = Instant::now();
+        q.add("ready", t);
+        q.add_after("delayed", secs(1), t);
+        q.add("failing", t);
+        q.add("running", t);
+        assert_eq!(q.get(t).unwrap().0, "ready");
+        q.done(&"ready", Completion::Success, t);
+        q.add("ready", t);
+        q.get(t).unwrap(); // failing
+        q.done(&"failing", Completion::Failure, t);
+        q.get(t).unwrap(); // running
+        for key in ["ready", "delayed", "failing", "running"] {
+            q.forget(&key);
+        }
+        assert_eq!(q.stats(), QueueStats { processing: 1, ..QueueStats::default() });
+        assert_eq!(q.len(), 1, "only the key in flight is left");
+        assert!(q.get(t + secs(10)).is_none());
+        q.done(&"running", Completion::Success, t);
+        assert!(q.is_empty());
     }
 
     #[test]

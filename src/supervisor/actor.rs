@@ -15,11 +15,12 @@ use super::dependency::{DependencyDb, RegistrationError};
 use super::graph::DependencyGraph;
 use super::restart::{OnExceeded, RestartPolicy};
 use crate::activity::ActivityGuard;
-use crate::controller::host::{ControllerHost, HostEnv, StopHost, panic_message};
+use crate::controller::host::{HostEnv, StopHost, panic_message};
 use crate::controller::metrics::{ControllerMetrics, ControllerSet, Counters, QueueCounters};
+use crate::controller::plain::plain_host;
 use crate::controller::pool::WorkerPool;
 use crate::controller::queue::Enqueue;
-use crate::controller::queue_host::QueueHost;
+use crate::controller::queue_host::queue_host;
 use crate::controller::{
     AccessRules, Controller, Input, InputKind, Output, OutputKind, QController, QSettings,
     QueueHandle,
@@ -496,7 +497,7 @@ where
     F: Fn() -> C + 'static,
 {
     fn start(self: Box<Self>, launch: Launch) -> Started {
-        let mut host = ControllerHost::new(
+        let mut host = plain_host(
             self.instance,
             self.factory,
             launch.rules,
@@ -594,7 +595,7 @@ impl<Q: QController> Prepared for PreparedQueue<Q> {
     fn start(self: Box<Self>, launch: Launch) -> Started {
         let Launch { env, rules, counters, queue_counters, pool, busy, standby } = launch;
         let queue_counters = queue_counters.unwrap_or_default();
-        let mut host = QueueHost::new(
+        let mut host = queue_host(
             self.instance,
             rules,
             self.concurrency,

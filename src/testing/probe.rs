@@ -10,10 +10,11 @@ use actix::prelude::*;
 use super::panics;
 use super::record::{Fault, Faults, Log, Recorded};
 use crate::Error;
-use crate::controller::host::{ControllerHost, HostEnv};
+use crate::controller::host::HostEnv;
 use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
+use crate::controller::plain::plain_host;
 use crate::controller::pool::WorkerPool;
-use crate::controller::queue_host::QueueHost;
+use crate::controller::queue_host::queue_host;
 use crate::controller::{AccessRules, Controller, QController};
 use crate::resource::{AnyResource, Timestamp};
 use crate::state::{Event, State, StateReply, StateRequest, Store, WatchEvent, WatchId, apply};
@@ -238,8 +239,7 @@ impl StateProbe {
         let env = self.env(Backoff::default());
         let busy = env.state.activity().guard();
         let rules = AccessRules::new(Arc::from(name.as_str()), inputs, &outputs);
-        let addr =
-            ControllerHost::new(instance, factory, rules, env, counters.clone(), busy).start();
+        let addr = plain_host(instance, factory, rules, env, counters.clone(), busy).start();
         Ok(HostProbe { name, mailbox: addr.recipient(), counters, queue: None })
     }
 
@@ -261,7 +261,7 @@ impl StateProbe {
         let env = self.env(Backoff::default());
         let busy = env.state.activity().guard();
         let rules = AccessRules::new(Arc::from(name.as_str()), settings.inputs, &settings.outputs);
-        let addr = QueueHost::new(
+        let addr = queue_host(
             instance,
             rules,
             settings.concurrency,
