@@ -107,18 +107,18 @@ pub(crate) struct HostEnv {
 }
 
 impl HostEnv {
-    /// A tracked watch on `kind` delivering to `recipient`.
+    /// A tracked watch on every resource of `kind` delivering to `sink`,
+    /// bootstrapped (each existing resource first) or not.
     pub(crate) async fn watch_kind(
         &self,
         kind: Kind,
-        recipient: Recipient<WatchEvent>,
+        sink: Sink,
+        bootstrap: bool,
     ) -> Result<WatchId, crate::Error> {
-        let sink = WatchSink {
-            sink: Sink::Actor(recipient),
-            activity: Some(self.state.activity().clone()),
-        };
+        let sink = WatchSink { sink, activity: Some(self.state.activity().clone()) };
         let target = WatchTarget::Kind { kind, query: crate::resource::LabelQuery::all() };
-        self.state.watch_sink(target, &WatchOptions::default(), sink).await
+        let options = WatchOptions { bootstrap, ..WatchOptions::default() };
+        self.state.watch_sink(target, &options, sink).await
     }
 }
 
@@ -141,7 +141,7 @@ pub(crate) async fn resubscribe(
         if current.contains_key(&kind) {
             continue;
         }
-        match env.watch_kind(kind.clone(), recipient.clone()).await {
+        match env.watch_kind(kind.clone(), Sink::Actor(recipient.clone()), false).await {
             Ok(id) => {
                 current.insert(kind, id);
             }

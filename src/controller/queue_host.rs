@@ -33,7 +33,7 @@ use crate::Error;
 use crate::activity::ActivityGuard;
 use crate::queue::{Completion, Taken};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
-use crate::state::{Event, Sink, WatchBatch, WatchEvent, WatchOptions, WatchSink, WatchTarget};
+use crate::state::{Event, Sink, WatchBatch, WatchEvent};
 use crate::supervisor::HostReport;
 
 /// A reconcile's outcome with the `cx.requeue_after` it asked for: the shorter delay wins.
@@ -270,13 +270,7 @@ impl<Q: QController> Hosted for Queued<Q> {
                 if subs.contains_key(&kind) {
                     continue;
                 }
-                let sink = WatchSink {
-                    sink: Sink::Batch(recipient.clone()),
-                    activity: Some(env.state.activity().clone()),
-                };
-                let options = WatchOptions { bootstrap: true, ..WatchOptions::default() };
-                let target = WatchTarget::Kind { kind: kind.clone(), query: LabelQuery::all() };
-                match env.state.watch_sink(target, &options, sink).await {
+                match env.watch_kind(kind.clone(), Sink::Batch(recipient.clone()), true).await {
                     Ok(id) => {
                         subs.insert(kind, id);
                     }

@@ -149,6 +149,22 @@ pub struct Snapshot {
 /// one write's conflict without failing the batch.)
 pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Outcome>, Error>> + Send>>;
 
+/// The error each caller of a failed batch gets: `e` named after its own
+/// `resource` (a storage error keeps its failure and reason; anything else
+/// is an I/O failure with `e`'s text).
+pub(crate) fn batch_failed(e: &Error, resource: String) -> Error {
+    match e {
+        Error::Storage { failure, reason, .. } => {
+            Error::Storage { resource, failure: *failure, reason: reason.clone() }
+        }
+        other => Error::Storage {
+            resource,
+            failure: crate::StorageFailure::Io,
+            reason: other.to_string(),
+        },
+    }
+}
+
 /// One change a shared store's feed saw.
 #[derive(Debug)]
 pub enum FeedChange {

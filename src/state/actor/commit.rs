@@ -13,7 +13,7 @@ use actix::prelude::*;
 
 use super::{ReplySlot, Response, StateActor, StateReply, Subject, answer, write_of};
 use crate::Error;
-use crate::state::backend::Write;
+use crate::state::backend::{Write, batch_failed};
 use crate::state::store::Change;
 
 /// Writes staged in the cache, waiting for (or in) their commit.
@@ -99,19 +99,13 @@ impl StateActor {
                 }
             }
             Err(e) => {
-                let (failure, reason) = match &e {
-                    Error::Storage { failure, reason, .. } => (*failure, reason.clone()),
-                    other => (crate::StorageFailure::Io, other.to_string()),
-                };
                 tracing::error!(
                     "state: a commit of {} writes failed, rolled back: {e}",
                     batch.changes.len()
                 );
                 self.store.rollback(batch.changes.iter().map(|(c, _, _)| c));
                 for (slot, resource, _) in batch.waiting {
-                    let reason = reason.clone();
-                    let resource = resource.to_string();
-                    answer(&slot, Err(Error::Storage { resource, failure, reason }));
+                    answer(&slot, Err(batch_failed(&e, resource.to_string())));
                 }
             }
         }

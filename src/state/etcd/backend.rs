@@ -96,49 +96,52 @@ impl EtcdBackend {
             let _ = c.unbounded_send(command);
         }
     }
-
-    /// One write's nested transaction and its fence, or its outcome now (a
-    /// lost fence, a value that does not encode).
-    fn plan(&self, write: &Write) -> Result<(TxnOp, usize, Option<Fence>), Outcome> {
-        let fence = write
-            .owner
-            .as_ref()
-            .and_then(|owner| self.fences.fence(owner, write.pointer.resource_type()));
-        if let Some(fence) = &fence {
-            fence.check(&write.pointer).map_err(Outcome::Refused)?;
-        }
-        let key = self.keys.resource(&write.pointer);
-        let mut when = vec![match write.precondition {
-            Precondition::Absent => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-            Precondition::Revision(r) => {
-                Compare::mod_revision(key.clone(), CompareOp::Equal, etcd_rev(r))
-            }
-        }];
-        let (op, size) = match &write.op {
-            WriteOp::Put(res) => {
-                let value = keys::encode(res).map_err(Outcome::Refused)?;
-                let size = value.len() + key.len();
-                (TxnOp::put(key, value, None), size)
-            }
-            WriteOp::Delete => {
-                let size = key.len();
-                (TxnOp::delete(key, None), size)
-            }
-        };
-        let mut otherwise = Vec::new();
-        if let Some(fence) = &fence {
-            when.push(Compare::create_revision(fence.key.clone(), CompareOp::Equal, fence.token));
-            otherwise.push(TxnOp::get(fence.key.clone(), None));
-        }
-        let txn = Txn::new().when(when).and_then(vec![op]).or_else(otherwise);
-        Ok((TxnOp::txn(txn), size, fence))
-    }
 }
 
-/// A write of a batch on its way: its place in the batch, its address, its fence.
+/// One write's nested transaction and its fence, or its outcome now (a
+/// lost fence, a value that does not encode).
+fn plan(
+    keys: &Keys,
+    fences: &Fences,
+    write: &Write,
+) -> Result<(TxnOp, usize, Option<Fence>), Outcome> {
+    let fence =
+        write.owner.as_ref().and_then(|owner| fences.fence(owner, write.pointer.resource_type()));
+    if let Some(fence) = &fence {
+        fence.check(&write.pointer).map_err(Outcome::Refused)?;
+    }
+    let key = keys.resource(&write.pointer);
+    let mut when = vec![match write.precondition {
+        Precondition::Absent => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+        Precondition::Revision(r) => {
+            Compare::mod_revision(key.clone(), CompareOp::Equal, etcd_rev(r))
+        }
+    }];
+    let (op, size) = match &write.op {
+        WriteOp::Put(res) => {
+            let value = keys::encode(res).map_err(Outcome::Refused)?;
+            let size = value.len() + key.len();
+            (TxnOp::put(key, value, None), size)
+        }
+        WriteOp::Delete => {
+            let size = key.len();
+            (TxnOp::delete(key, None), size)
+        }
+    };
+    let mut otherwise = Vec::new();
+    if let Some(fence) = &fence {
+        when.push(Compare::create_revision(fence.key.clone(), CompareOp::Equal, fence.token));
+        otherwise.push(TxnOp::get(fence.key.clone(), None));
+    }
+    let txn = Txn::new().when(when).and_then(vec![op]).or_else(otherwise);
+    Ok((TxnOp::txn(txn), size, fence))
+}
+
+/// A write of a batch on its way: its place in the batch, the write (planned
+/// again, alone, if etcd refuses its transaction whole), its fence.
 struct Sent {
     index: usize,
-    pointer: Pointer,
+    write: Write,
     fence: Option<Fence>,
 }
 
@@ -179,6 +182,7 @@ fn fence_lost(resp: &TxnResponse, fence: Option<&Fence>) -> bool {
 #[derive(Clone)]
 struct Sender {
     kv: KvClient,
+    keys: Keys,
     timeout: Duration,
     store: String,
     fences: Fences,
@@ -192,7 +196,7 @@ impl Sender {
         let mut kv = self.kv.clone();
         let txn = kv.txn(Txn::new().and_then(ops));
         let failed = |error: &dyn Fn(&Pointer) -> Error| -> Vec<(usize, Outcome)> {
-            sent.iter().map(|s| (s.index, Outcome::Refused(error(&s.pointer)))).collect()
+            sent.iter().map(|s| (s.index, Outcome::Refused(error(&s.write.pointer)))).collect()
         };
         match tokio::time::timeout(self.timeout, txn).await {
             Ok(Ok(resp)) => self.outcomes(&resp, sent),
@@ -217,11 +221,11 @@ impl Sender {
                     Some(TxnOpResponse::Txn(r)) if fence_lost(r, s.fence.as_ref()) => {
                         let fence = s.fence.as_ref().expect("a fenced write");
                         self.fences.lost_fence(fence);
-                        Outcome::Refused(fence.refused(&s.pointer))
+                        Outcome::Refused(fence.refused(&s.write.pointer))
                     }
                     Some(TxnOpResponse::Txn(_)) => Outcome::Conflict { seen: rev_at(revision, 0) },
                     _ => Outcome::Refused(unavailable(
-                        s.pointer.to_string(),
+                        s.write.pointer.to_string(),
                         format!("{}: an answer without the write's outcome", self.store),
                     )),
                 };
@@ -234,7 +238,6 @@ impl Sender {
     /// holds several writes, sends each alone, so only the culprit fails.
     async fn send_or_split(&self, ops: Vec<TxnOp>, sent: Vec<Sent>) -> Vec<(usize, Outcome)> {
         let several = sent.len() > 1;
-        let retry: Vec<TxnOp> = if several { ops.clone() } else { Vec::new() };
         let outcomes = self.send(ops, &sent).await;
         let refused_whole = several
             && outcomes
@@ -243,9 +246,12 @@ impl Sender {
         if !refused_whole {
             return outcomes;
         }
-        let alone = retry.into_iter().zip(sent).map(|(op, s)| async move {
-            let one = [s];
-            self.send(vec![op], &one).await
+        // Rare: the values are encoded again rather than kept for it.
+        let alone = sent.into_iter().map(|s| async move {
+            match plan(&self.keys, &self.fences, &s.write) {
+                Err(now) => vec![(s.index, now)],
+                Ok((op, _, fence)) => self.send(vec![op], &[Sent { fence, ..s }]).await,
+            }
         });
         futures::future::join_all(alone).await.into_iter().flatten().collect()
     }
@@ -261,12 +267,14 @@ impl Backend for EtcdBackend {
     }
 
     fn commit(&mut self, batch: Vec<Write>) -> CommitFuture {
-        let mut outcomes: Vec<Option<Outcome>> = (0..batch.len()).map(|_| None).collect();
+        // Each write's outcome, or its address until it has one.
+        let mut outcomes: Vec<Result<Outcome, Pointer>> =
+            batch.iter().map(|w| Err(w.pointer.clone())).collect();
         let mut chunks: Vec<(Vec<TxnOp>, Vec<Sent>)> = Vec::new();
         let mut bytes = 0;
         for (index, write) in batch.into_iter().enumerate() {
-            match self.plan(&write) {
-                Err(now) => outcomes[index] = Some(now),
+            match plan(&self.keys, &self.fences, &write) {
+                Err(now) => outcomes[index] = Ok(now),
                 Ok((op, size, fence)) => {
                     let full = chunks.last().is_none_or(|(ops, _)| {
                         ops.len() >= WRITES_PER_TXN || bytes + size > BYTES_PER_TXN
@@ -278,12 +286,13 @@ impl Backend for EtcdBackend {
                     bytes += size;
                     let (ops, sent) = chunks.last_mut().expect("pushed above");
                     ops.push(op);
-                    sent.push(Sent { index, pointer: write.pointer, fence });
+                    sent.push(Sent { index, write, fence });
                 }
             }
         }
         let sender = Sender {
             kv: self.kv.clone(),
+            keys: self.keys.clone(),
             timeout: self.config.request_timeout,
             store: self.config.describe(),
             fences: self.fences.clone(),
@@ -294,16 +303,14 @@ impl Backend for EtcdBackend {
                 async move { sender.send_or_split(ops, sent).await }
             });
             for (index, outcome) in futures::future::join_all(txns).await.into_iter().flatten() {
-                outcomes[index] = Some(outcome);
+                outcomes[index] = Ok(outcome);
             }
-            Ok(outcomes
-                .into_iter()
-                .map(|o| {
-                    o.unwrap_or_else(|| {
-                        Outcome::Refused(unavailable("a write", "no outcome was recorded"))
-                    })
-                })
-                .collect())
+            // Every write sent gets an outcome; a miss would be a bug here.
+            let missing = |ptr: Pointer| {
+                let reason = format!("{}: no outcome was recorded", sender.store);
+                Outcome::Refused(unavailable(ptr.to_string(), reason))
+            };
+            Ok(outcomes.into_iter().map(|o| o.unwrap_or_else(missing)).collect())
         })
     }
 

@@ -258,16 +258,11 @@ impl ClaimsActor {
         ClaimsActor { client, keys, config, claims: Claims::default(), fences }
     }
 
-    fn claims_mut(&mut self) -> &mut Claims {
-        &mut self.claims
-    }
-
     /// Tries to win every claim not held; grants a lease first if needed.
     fn campaign(&mut self, ctx: &mut Context<Self>) {
-        let shared = &mut *self;
         // etcd grants whole seconds: keep alive and time out by what it granted.
-        let ttl = Duration::from_secs(shared.config.lease_ttl.as_secs().max(1));
-        let claims = &mut shared.claims;
+        let ttl = Duration::from_secs(self.config.lease_ttl.as_secs().max(1));
+        let claims = &mut self.claims;
         if claims.campaigning || claims.campaigns.iter().all(|c| c.token.is_some()) {
             return;
         }
@@ -276,8 +271,8 @@ impl ClaimsActor {
             Lease::Held(id) => id,
             Lease::None => {
                 claims.lease = Lease::Granting;
-                let mut client = shared.client.clone();
-                let timeout = shared.config.request_timeout;
+                let mut client = self.client.clone();
+                let timeout = self.config.request_timeout;
                 let grant = async move {
                     tokio::time::timeout(timeout, client.lease_grant(ttl.as_secs() as i64, None))
                         .await
@@ -291,8 +286,8 @@ impl ClaimsActor {
             }
         };
         claims.campaigning = true;
-        let keys = shared.keys.clone();
-        let timeout = shared.config.request_timeout;
+        let keys = self.keys.clone();
+        let timeout = self.config.request_timeout;
         let rounds: Vec<_> = claims
             .campaigns
             .iter()
@@ -300,13 +295,13 @@ impl ClaimsActor {
             .filter(|(_, c)| c.token.is_none())
             .map(|(i, c)| {
                 let txn = claim_txn(&keys, &c.types, &c.controller, lease);
-                let mut client = shared.client.clone();
+                let mut client = self.client.clone();
                 async move { (i, tokio::time::timeout(timeout, client.txn(txn)).await) }
             })
             .collect();
         let done = futures::future::join_all(rounds);
         ctx.spawn(done.into_actor(self).map(move |results, act, ctx| {
-            act.claims_mut().campaigning = false;
+            act.claims.campaigning = false;
             for (i, result) in results {
                 match result {
                     Ok(Ok(resp)) if resp.succeeded() => {
@@ -323,8 +318,7 @@ impl ClaimsActor {
     }
 
     fn won(&mut self, i: usize, token: i64, lease: i64) {
-        let shared = &mut *self;
-        let claims = &mut shared.claims;
+        let claims = &mut self.claims;
         if claims.lease != Lease::Held(lease) {
             return; // the lease was lost meanwhile: the keys go with it
         }
@@ -332,12 +326,12 @@ impl ClaimsActor {
         c.token = Some(token);
         for t in &c.types {
             let fence = Fence {
-                key: shared.keys.claim(t),
+                key: self.keys.claim(t),
                 token,
                 controller: c.controller.clone(),
                 lost: false,
             };
-            shared.fences.won(t, fence);
+            self.fences.won(t, fence);
         }
         tracing::info!(
             "claims: controller {} owns {} (fencing token {token})",
@@ -349,30 +343,28 @@ impl ClaimsActor {
 
     /// Campaigns again after TTL/4 while some claim is not held.
     fn campaign_later(&mut self, why: String, ctx: &mut Context<Self>) {
-        let shared = &mut *self;
-        if shared.claims.lease == Lease::Granting {
-            shared.claims.lease = Lease::None;
+        if self.claims.lease == Lease::Granting {
+            self.claims.lease = Lease::None;
             tracing::warn!("claims: {why}; trying again");
         }
-        let claims = &mut shared.claims;
+        let claims = &mut self.claims;
         if claims.retry_armed || claims.campaigns.iter().all(|c| c.token.is_some()) {
             return;
         }
         claims.retry_armed = true;
         let every =
-            (shared.config.lease_ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+            (self.config.lease_ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
         ctx.run_later(every, |act, ctx| {
-            act.claims_mut().retry_armed = false;
+            act.claims.retry_armed = false;
             act.campaign(ctx);
         });
     }
 
     fn lease_granted(&mut self, id: i64, ttl: Duration, ctx: &mut Context<Self>) {
-        let shared = &mut *self;
         let (tx, rx) = mpsc::unbounded();
-        let task = actix_rt::spawn(keep_alive(shared.client.clone(), id, ttl, tx));
-        shared.claims.lease = Lease::Held(id);
-        if let Some(old) = shared.claims.keepalive.replace(task) {
+        let task = actix_rt::spawn(keep_alive(self.client.clone(), id, ttl, tx));
+        self.claims.lease = Lease::Held(id);
+        if let Some(old) = self.claims.keepalive.replace(task) {
             old.abort();
         }
         ctx.add_stream(rx);
@@ -390,7 +382,7 @@ impl StreamHandler<LeaseLost> for ClaimsActor {
             return;
         }
         self.fences.lose_all();
-        let claims = self.claims_mut();
+        let claims = &mut self.claims;
         claims.lease = Lease::None;
         for c in &mut claims.campaigns {
             if c.token.take().is_some() {
@@ -414,7 +406,7 @@ impl Handler<ClaimOutputs> for ClaimsActor {
 
     fn handle(&mut self, msg: ClaimOutputs, ctx: &mut Context<Self>) {
         let ClaimOutputs { controller, types, notify } = msg;
-        self.claims_mut().campaigns.push(Campaign { controller, types, notify, token: None });
+        self.claims.campaigns.push(Campaign { controller, types, notify, token: None });
         self.campaign(ctx);
     }
 }

@@ -10,7 +10,7 @@ use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use super::keys::{Keys, decode};
 use super::rev_at;
 use crate::resource::AnyResource;
-use crate::state::backend::{FeedChange as FeedEvent, FeedMessage as Feed};
+use crate::state::backend::{FeedChange, FeedMessage};
 
 /// Decodes the resources of a range read; values that are not resources are
 /// logged and skipped (someone else wrote under the prefix).
@@ -44,7 +44,7 @@ fn decode_kv(keys: &Keys, kv: &KeyValue, revision: u64) -> Option<AnyResource> {
 /// same order, so every process gives a change the same state revision.
 /// Also the last etcd revision the response covers, and the last change's
 /// state revision.
-fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedEvent>, u64, u64) {
+fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedChange>, u64, u64) {
     let mut last = 0;
     let mut place = 0;
     let mut out = Vec::with_capacity(resp.events().len());
@@ -55,10 +55,10 @@ fn events_of(keys: &Keys, resp: &WatchResponse) -> (Vec<FeedEvent>, u64, u64) {
         last = last.max(main);
         let revision = rev_at(main, place);
         match event.event_type() {
-            EventType::Put => out.extend(decode_kv(keys, kv, revision).map(FeedEvent::Put)),
+            EventType::Put => out.extend(decode_kv(keys, kv, revision).map(FeedChange::Put)),
             EventType::Delete => {
                 if let Some(ptr) = keys.pointer(kv.key()) {
-                    out.push(FeedEvent::Delete(ptr, revision));
+                    out.push(FeedChange::Delete(ptr, revision));
                 }
             }
         }
@@ -144,7 +144,7 @@ pub(crate) async fn run(
     mut client: Client,
     keys: Keys,
     mut next: u64,
-    tx: UnboundedSender<Feed>,
+    tx: UnboundedSender<FeedMessage>,
     mut progress: UnboundedReceiver<FeedCommand>,
     timeout: Duration,
 ) {
@@ -163,7 +163,7 @@ pub(crate) async fn run(
                 Ok((resources, revision)) => {
                     next = revision + 1;
                     let listed = rev_at(revision, 0);
-                    if tx.unbounded_send(Feed::Resync(resources, listed)).is_err() {
+                    if tx.unbounded_send(FeedMessage::Resync(resources, listed)).is_err() {
                         return;
                     }
                     continue;
@@ -180,10 +180,10 @@ pub(crate) async fn run(
     }
 }
 
-fn report_lost(tx: &UnboundedSender<Feed>, lost: &mut bool, reason: String) {
+fn report_lost(tx: &UnboundedSender<FeedMessage>, lost: &mut bool, reason: String) {
     if !*lost {
         *lost = true;
-        let _ = tx.unbounded_send(Feed::Lost(reason));
+        let _ = tx.unbounded_send(FeedMessage::Lost(reason));
     }
 }
 
@@ -191,7 +191,7 @@ async fn watch_once(
     client: &mut Client,
     keys: &Keys,
     next: &mut u64,
-    tx: &UnboundedSender<Feed>,
+    tx: &UnboundedSender<FeedMessage>,
     progress: &mut UnboundedReceiver<FeedCommand>,
     lost: &mut bool,
     timeout: Duration,
@@ -230,7 +230,7 @@ async fn watch_once(
         };
         if *lost {
             *lost = false;
-            if tx.unbounded_send(Feed::Restored).is_err() {
+            if tx.unbounded_send(FeedMessage::Restored).is_err() {
                 return Ended::Stop;
             }
         }
@@ -255,11 +255,11 @@ async fn watch_once(
             // Every change up to this etcd revision was delivered: the
             // state is at its first place (or at a later place of it, if a
             // change of it came: the state actor keeps the larger).
-            Feed::Progress(rev_at(revision, 0))
+            FeedMessage::Progress(rev_at(revision, 0))
         } else {
             let (events, last, last_revision) = events_of(keys, &resp);
             *next = last + 1;
-            Feed::Changes(events, last_revision)
+            FeedMessage::Changes(events, last_revision)
         };
         if tx.unbounded_send(msg).is_err() {
             return Ended::Stop;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use super::actor::{ReplySlot, Response, StateActor, StateReply, StateRequest, answer};
-use super::backend::{FeedMessage, Outcome, Write};
+use super::backend::{FeedMessage, Outcome, Write, batch_failed};
 use super::request::Subject;
 use crate::resource::Pointer;
 use crate::{Error, StorageFailure};
@@ -146,23 +146,6 @@ fn take_late<T>(waiting: &mut BTreeMap<u64, Vec<T>>, late: impl Fn(&T) -> bool) 
     out
 }
 
-/// A batch-wide error, named after one of its resources.
-fn for_resource(e: &Error, ptr: &Pointer) -> Error {
-    match e {
-        Error::Storage { failure, reason, .. } => {
-            Error::Storage { resource: ptr.to_string(), failure: *failure, reason: reason.clone() }
-        }
-        Error::InvalidInput { reason, .. } => {
-            Error::InvalidInput { resource: ptr.to_string(), reason: reason.clone() }
-        }
-        other => Error::Storage {
-            resource: ptr.to_string(),
-            failure: StorageFailure::Io,
-            reason: other.to_string(),
-        },
-    }
-}
-
 impl StateActor {
     /// Serves a request about a namespace of the shared store in `lane`:
     /// reads from the cache at once, writes through the store.
@@ -199,7 +182,10 @@ impl StateActor {
         ctx: &mut Context<Self>,
     ) -> Option<Result<StateReply, Error>> {
         let before = self.store.revision();
-        let now = self.now();
+        // Its own clock read: a write re-run from a commit's or the feed's
+        // completion runs outside a pass, and must not leave a pass time
+        // behind for the next pass's writes.
+        let now = crate::resource::Timestamp::now();
         // Readers outside the actor must not see the write before the feed
         // brings it: they ask the actor while it is in the cache.
         self.store.set_readable(false);
@@ -327,7 +313,7 @@ impl StateActor {
     ) {
         tracing::warn!("shared store: a batch of {} writes failed: {e}", waiting.len());
         for (pending, ptr, _) in waiting {
-            answer(&pending.slot, Err(for_resource(e, &ptr)));
+            answer(&pending.slot, Err(batch_failed(e, ptr.to_string())));
             self.release(lane, &ptr, ctx);
         }
         self.close_if_idle(ctx);
