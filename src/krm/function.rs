@@ -64,26 +64,55 @@ pub trait Function: Send + Sync {
 /// function produce any `error` result (or the function panics), the items
 /// are returned unchanged with all results; otherwise the function's list.
 pub fn apply(function: &dyn Function, mut list: ResourceList) -> ResourceList {
+    if let Err(problems) = check(function, &list) {
+        list.results.extend(problems);
+        return list;
+    }
+    match run_checked(function, list.clone()) {
+        Ok(work) => work,
+        Err(results) => {
+            list.results.extend(results);
+            list
+        }
+    }
+}
+
+/// [`apply`] without the copy it keeps to give the input back: the function's
+/// list, or (when validation or the function fail) only the results to add to
+/// the input's. For callers that drop the items of a failed run (the
+/// in-process render), where the copy of every item was a third of a run.
+pub(crate) fn apply_consuming(
+    function: &dyn Function,
+    list: ResourceList,
+) -> Result<ResourceList, Vec<FnResult>> {
+    check(function, &list)?;
+    run_checked(function, list)
+}
+
+/// Validation, and the Kptfile a function may require.
+fn check(function: &dyn Function, list: &ResourceList) -> Result<(), Vec<FnResult>> {
     let mut problems = validate_items(&list.items);
     if function.requires_kptfile() && list.kptfile().is_none() {
         problems.push(FnResult::error("mandatory Kptfile is missing from the package"));
     }
-    if !problems.is_empty() {
-        list.results.extend(problems);
-        return list;
-    }
-    let mut work = list.clone();
+    if problems.is_empty() { Ok(()) } else { Err(problems) }
+}
+
+/// Runs the function on `work`: the list, or the results it added when it
+/// panicked or reported an `error`.
+fn run_checked(
+    function: &dyn Function,
+    mut work: ResourceList,
+) -> Result<ResourceList, Vec<FnResult>> {
     let known = work.results.len();
     let outcome = catch_unwind(AssertUnwindSafe(|| function.process(&mut work)));
     if outcome.is_err() {
-        list.results.push(FnResult::error(format!("function {} panicked", function.name())));
-        return list;
+        return Err(vec![FnResult::error(format!("function {} panicked", function.name()))]);
     }
     if work.results[known..].iter().any(|r| r.severity == Severity::Error) {
-        list.results.extend(work.results.drain(known..));
-        return list;
+        return Err(work.results.drain(known..).collect());
     }
-    work
+    Ok(work)
 }
 
 /// What a run produced.

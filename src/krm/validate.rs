@@ -2,7 +2,7 @@
 //! (`apiVersion`, `kind`, `metadata.name`), and no two items share
 //! (apiVersion, kind, namespace, name).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::object::Object;
 use super::results::{FileRef, FnResult, ResourceRef};
@@ -17,7 +17,9 @@ fn non_empty(node: Option<&Node>) -> bool {
 /// path/index annotations) and its position in `items`.
 pub fn validate_items(items: &[Object]) -> Vec<FnResult> {
     let mut results = Vec::new();
-    let mut seen: HashMap<(String, String, String, String), usize> = HashMap::new();
+    // Identities borrow from the items: a valid package allocates nothing here.
+    let mut seen: HashMap<(&str, &str, &str, &str), usize> =
+        HashMap::with_capacity_and_hasher(items.len(), Default::default());
     for (i, item) in items.iter().enumerate() {
         let locate = |mut r: FnResult| {
             r.tags.insert("item".into(), i.to_string());
@@ -26,13 +28,14 @@ pub fn validate_items(items: &[Object]) -> Vec<FnResult> {
             }
             r
         };
-        let where_ = match item.file() {
+        // Only a problem is described, so only then is the text built.
+        let where_ = || match item.file() {
             Some((path, index)) => format!("items[{i}] ({path}, index {index})"),
             None => format!("items[{i}]"),
         };
         let node = item.node();
         if node.as_map().is_none() {
-            results.push(locate(FnResult::error(format!("{where_} is not a mapping"))));
+            results.push(locate(FnResult::error(format!("{} is not a mapping", where_()))));
             continue;
         }
         let mut missing = Vec::new();
@@ -47,19 +50,29 @@ pub fn validate_items(items: &[Object]) -> Vec<FnResult> {
         }
         if !missing.is_empty() {
             let mut r = locate(FnResult::error(format!(
-                "{where_} is not a KRM object: missing {}",
+                "{} is not a KRM object: missing {}",
+                where_(),
                 missing.join(", ")
             )));
             r.resource_ref = Some(ResourceRef::to(item));
             results.push(r);
             continue;
         }
-        if let Some(id) = item.identity() {
+        let id = (|| {
+            Some((
+                item.api_version()?,
+                item.kind()?,
+                item.namespace().unwrap_or_default(),
+                item.name()?,
+            ))
+        })();
+        if let Some(id) = id {
             if let Some(first) = seen.get(&id) {
-                let (v, k, ns, n) = &id;
+                let (v, k, ns, n) = id;
                 results.push(
                     locate(FnResult::error(format!(
-                        "{where_} duplicates items[{first}]: resource (apiVersion {v}, kind {k}, namespace {ns:?}, name {n})"
+                        "{} duplicates items[{first}]: resource (apiVersion {v}, kind {k}, namespace {ns:?}, name {n})",
+                        where_()
                     )))
                     .about(item),
                 );

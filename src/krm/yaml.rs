@@ -892,7 +892,7 @@ fn printable(c: char) -> bool {
 /// Whether `v` written plain in block context reads back as the same text.
 fn plain_is_safe(v: &str) -> bool {
     let Some(first) = v.chars().next() else { return false };
-    if !v.chars().all(printable) {
+    if !all_printable(v) {
         return false;
     }
     if first == ' ' || v.ends_with(' ') || v.ends_with(':') {
@@ -910,7 +910,18 @@ fn plain_is_safe(v: &str) -> bool {
     if v.starts_with("---") || v.starts_with("...") {
         return false;
     }
-    !(v.contains(": ") || v.contains(" #"))
+    // Byte pairs, not `str::contains`: its searcher costs more to set up than
+    // a short scalar takes to scan (the emitter calls this for every scalar).
+    !v.as_bytes().windows(2).any(|w| w == b": " || w == b" #")
+}
+
+/// `v.chars().all(printable)`, without decoding chars when `v` is ASCII.
+fn all_printable(v: &str) -> bool {
+    if v.is_ascii() {
+        v.bytes().all(|b| (0x20..=0x7e).contains(&b))
+    } else {
+        v.chars().all(printable)
+    }
 }
 
 /// Whether a new string written plain could be read (by YAML 1.1 or 1.2) as
@@ -925,9 +936,14 @@ pub fn ambiguous_as_string(v: &str) -> bool {
         return true;
     }
     let body = v.strip_prefix(['-', '+']).unwrap_or(v);
-    let lower = body.to_ascii_lowercase();
-    if lower == ".inf" || lower == ".nan" {
+    if body.eq_ignore_ascii_case(".inf") || body.eq_ignore_ascii_case(".nan") {
         return true;
+    }
+    // Past the words above, only text that starts like a number can resolve
+    // to something else, or look like one: the rest needs no resolving (which
+    // allocates), and most keys and values are such text.
+    if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return false;
     }
     if !resolve_plain(v).is_string() {
         return true;
@@ -939,7 +955,7 @@ pub fn ambiguous_as_string(v: &str) -> bool {
 }
 
 fn single_is_safe(v: &str) -> bool {
-    v.chars().all(printable)
+    all_printable(v)
 }
 
 fn single_quoted(v: &str, out: &mut String) {
