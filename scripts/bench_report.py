@@ -33,7 +33,7 @@ class Data:
         self.missing = []
         self.reports = {}
         report_dir = os.path.join(target, "bench-report")
-        for name in ("memory", "runtime", "durable", "etcd", "soak", "execution", "kubernetes", "cluster"):
+        for name in ("memory", "runtime", "durable", "etcd", "soak", "execution", "kubernetes", "cluster", "krm"):
             path = os.path.join(report_dir, name + ".json")
             try:
                 with open(path) as f:
@@ -920,8 +920,38 @@ def main():
         "where each function is a controller and the package converges on the engine "
         "(`benches/krm.rs`).\n"
     )
+    kpt = d.reports["krm"].get("kpt") or {}
+    kitems = kpt.get("items")
+    for label, key in (
+        ("real `kpt fn render --allow-exec`, the three exec binaries in its pipeline (files, median of 3)", "kpt_fn_render_ns"),
+        ("in-process `render_dir` (files, median of 3)", "render_dir_ns"),
+    ):
+        t = kpt.get(key)
+        per = None if t is None or not kitems else t / kitems
+        krows.append([label, f"{kitems:,}" if kitems else MISSING, fmt_time(t), fmt_time(per)])
     md.append(table(["case", "items", "time", "per item"], krows))
     md.append("")
+    in_process, exec_pipe = d.median_ns("krm", "render_in_process"), d.median_ns("krm", "exec_pipe")
+    krm_ratio = ratio(in_process, exec_pipe)
+    files, differing = kpt.get("files"), kpt.get("files_differing")
+    if kpt:
+        md.append(
+            f"The same package as files, with comments (a head comment in each file, line comments on "
+            f"fields), rendered by kpt {kpt.get('version') or ''} and by `render_dir`, each on a fresh "
+            f"copy: {files - differing:,} of {files:,} rendered files byte-identical"
+            + (f" (first that differs: `{kpt.get('first_differing')}`)." if differing else ", comments included.")
+            + "\n"
+        )
+    else:
+        md.append("kpt was not on PATH (or the exec binaries were not built): no comparison with kpt in this run.\n")
+    krm_ok = krm_ratio is not None and krm_ratio <= 1.0 and kpt.get("identical") is True
+    summary.append((
+        "KRM: in-process render of the 10,003-item package ≤ the three exec binaries piped, "
+        "and byte-identical to `kpt fn render --allow-exec` (comments included)",
+        f"{fmt_ratio(krm_ratio)} ({fmt_time(in_process)} vs {fmt_time(exec_pipe)}); "
+        + (f"{files - differing:,} of {files:,} files identical" if kpt else "kpt not run"),
+        krm_ok,
+    ))
 
     kubernetes_section(d, summary, md)
     cluster_section(d, summary, md)
