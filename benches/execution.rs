@@ -298,6 +298,91 @@ async fn chain_run(layout: Layout, n: u64) -> Duration {
     elapsed
 }
 
+/// Per object: gets its `I`, modifies the `O` with the same id (16 at a time).
+struct PerObject<I, O> {
+    name: &'static str,
+    map: fn(&I) -> O,
+}
+
+impl<I: Spec, O: Spec + Default> QController for PerObject<I, O> {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn settings(&self) -> QSettings {
+        QSettings {
+            inputs: vec![Input::primary::<I>(NS)],
+            outputs: vec![Output::exclusive::<O>()],
+            concurrency: 16,
+        }
+    }
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        let input = cx.get_typed::<I>(ptr).await?;
+        let value = (self.map)(input.spec());
+        cx.modify(&Pointer::of::<O>(NS, ptr.id()), move |o: &mut Resource<O>| {
+            *o.spec_mut() = value.clone()
+        })
+        .await?;
+        Ok(Outcome::Done)
+    }
+}
+
+/// The per-object chain (the form kube-runtime runs), objects created live.
+async fn per_object_run(layout: Layout, n: u64) -> Duration {
+    let runtime = layout.runtime();
+    let state = runtime.state();
+    runtime
+        .register_queue(|| PerObject {
+            name: "IntToStr",
+            map: |i: &IntSpec| StrSpec(i.0.to_string()),
+        })
+        .await
+        .unwrap();
+    runtime
+        .register_queue(|| PerObject {
+            name: "StrToSentence",
+            map: |s: &StrSpec| SentenceSpec(format!("{} sentence", s.0)),
+        })
+        .await
+        .unwrap();
+    runtime.settled().await;
+    let t = Instant::now();
+    pipelined(n, 1024, |k| {
+        let state = state.clone();
+        async move {
+            state
+                .create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64)), None)
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    runtime.settled().await;
+    let elapsed = t.elapsed();
+    let sentences = state.list(&Kind::of::<SentenceSpec>(NS), &LabelQuery::all()).await.unwrap();
+    assert_eq!(sentences.len() as u64, n, "every integer reached a sentence");
+    runtime.stop().await;
+    elapsed
+}
+
+fn per_object_chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) {
+    let n = mode.scale(10_000, 300);
+    let mut g = c.benchmark_group("execution_per_object");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(2 * n));
+    for (name, layout) in [("default", Layout::Default), ("spread", Layout::Spread)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| iter_async(sys, iters, || per_object_run(layout, n)));
+        });
+    }
+    g.finish();
+}
+
 fn chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     let n = mode.scale(10_000, 300);
     let mut g = c.benchmark_group("execution_chain");
@@ -562,6 +647,7 @@ fn main() {
 
     let cpu = cpu(&mut c, &sys, &mode);
     let chain = chain(&mut c, &sys, &mode);
+    per_object_chain(&mut c, &sys, &mode);
     let hot_key = hot_key(&mut c, &sys, &mode);
     let latency = blocking_latency(&sys, &mode);
     if !mode.list {

@@ -54,6 +54,16 @@
 //! then; sixteen now), shared by the four controllers, the same hashing ran
 //! only 1.05× to 1.5× faster spread, in runs as loaded as this one.
 //!
+//! The hops are batched both ways: the requests of a controller arbiter wake
+//! the state once per pass (its inbox), and the replies of one pass reach each
+//! controller arbiter in one wake-up (its reply lane), not one per reply. A
+//! per-object chain (two queue controllers, 16 reconciles in flight each,
+//! N = 10,000) spread over the controller arbiters took 1.2× to 1.35× its
+//! time at home, where it took about 2× before the lanes; its context
+//! switches halved (15,800 against 34,900 for five runs). A reconcile that
+//! awaits one call at a time still pays a hop per call (the list-everything
+//! chain above): there is nothing to batch.
+//!
 //! # Guarantees in every mode
 //! Coalescing, one reconcile at a time per controller, never the same key
 //! twice at once, restarts and backoff, access checks, and

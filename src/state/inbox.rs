@@ -7,21 +7,20 @@
 //! sent through a handle go instead into one queue that the state actor
 //! drains whole on each turn: a push is a lock and a `Vec` push (the first one
 //! after a drain wakes the actor), and the reply comes back on its own
-//! oneshot channel. The actor handles what one drain took as one pass, so it
+//! oneshot channel (carried to another thread through its [`Lane`](super::lane),
+//! one wake-up per pass). The actor handles what one drain took as one pass, so it
 //! knows exactly where a pass ends: there it sends the pass's batched events,
 //! then the replies (see [`state`](super) for that order).
 //!
 //! Requests sent as actix messages ([`State::from_recipient`](super::State::from_recipient),
 //! a test kit's interceptor) still arrive through the mailbox, one at a time.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Waker;
+use std::thread::ThreadId;
 
-use super::actor::{StateReply, StateRequest};
-use crate::Error;
-
-/// Where the state actor sends the answer to one request.
-pub(crate) type ReplyTx = tokio::sync::oneshot::Sender<Result<StateReply, Error>>;
+use super::actor::StateRequest;
+pub(crate) use super::lane::ReplyTx;
 
 /// One request on its way, with where its answer goes.
 pub(crate) type Queued = (StateRequest, ReplyTx);
@@ -35,10 +34,18 @@ struct Queue {
     closed: bool,
 }
 
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// The actor's thread (known from its first drain): its callers are
+    /// answered directly, not through a lane.
+    home: OnceLock<ThreadId>,
+}
+
 /// The queue of requests between [`State`](super::State) handles and the
 /// state actor (see the [module docs](self)). Cloning shares it.
 #[derive(Clone, Default)]
-pub(crate) struct Inbox(Arc<Mutex<Queue>>);
+pub(crate) struct Inbox(Arc<Shared>);
 
 impl std::fmt::Debug for Inbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -50,7 +57,12 @@ impl Inbox {
     // The lock is held for a push or a swap, never while anything else runs;
     // a panic under it (none can happen) would leave a consistent queue.
     fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state actor's thread, once it drained the inbox.
+    pub(crate) fn home(&self) -> Option<ThreadId> {
+        self.0.home.get().copied()
     }
 
     /// Queues `request`; hands it back if the actor has stopped.
@@ -75,6 +87,9 @@ impl Inbox {
     pub(crate) fn take(&self, into: &mut Vec<Queued>, waker: &Waker) {
         let mut queue = self.lock();
         std::mem::swap(&mut queue.requests, into);
+        if self.0.home.get().is_none() {
+            let _ = self.0.home.set(std::thread::current().id());
+        }
         if !queue.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
             queue.waker = Some(waker.clone());
         }

@@ -80,6 +80,11 @@
 //! message, not one per change. A burst of 1,000 creates then wakes a
 //! per-object controller once, and queues its keys in one go.
 //!
+//! Replies to callers on other arbiter threads travel the same way: the
+//! replies of a pass for one thread go into that thread's reply lane, woken
+//! once, and are handed out there in order (callers on the actor's thread,
+//! or on a thread without an actix arbiter, are answered directly).
+//!
 //! - **Guarantees.** Requests are served in the order they were sent
 //!   (through one handle or several on one thread). A write's reply comes
 //!   after the changes of its pass are on their way to every watcher: when a
@@ -152,6 +157,7 @@ mod delivery;
 pub mod etcd;
 mod event;
 mod inbox;
+mod lane;
 mod open;
 mod owned;
 #[cfg(feature = "redb")]

@@ -114,7 +114,7 @@ impl StateActor {
             if let Response::Now(reply) = self.dispatch(req, ctx, Some(slot.clone()))
                 && let Some(tx) = slot.take()
             {
-                self.held.push((tx, reply));
+                self.held.push((crate::state::lane::ReplyTx::direct(tx), reply));
             }
         }
         // The parked requests served now are a pass: their events, then their replies.

@@ -318,9 +318,7 @@ impl StateActor {
         self.pass_time = None;
         self.watches.send_pending();
         // Drained in place: the list keeps its capacity for the next pass.
-        for (tx, reply) in self.held.drain(..) {
-            let _ = tx.send(reply);
-        }
+        super::lane::deliver(&mut self.held);
     }
 
     /// Handles the requests one drain of the inbox took, as one pass: each
@@ -332,7 +330,7 @@ impl StateActor {
         for (req, tx) in requests.by_ref() {
             match self.dispatch(req, ctx, None) {
                 Response::Now(reply) => self.held.push((tx, reply)),
-                Response::Later(slot) => slot.set(Some(tx)),
+                Response::Later(slot) => slot.set(Some(tx.into_sender())),
             }
             if ctx.waiting() {
                 break;

@@ -9,6 +9,7 @@ use super::State;
 use crate::Error;
 use crate::resource::AnyResource;
 use crate::state::actor::{StateReply, StateRequest};
+use crate::state::lane::{Lane, ReplyTx};
 
 pub(super) fn unexpected(reply: StateReply, op: &str) -> Error {
     Error::Unavailable {
@@ -64,7 +65,9 @@ impl State {
         let pending = match &self.inbox {
             Some(inbox) => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
-                match inbox.push(req, tx) {
+                let lane = Lane::of_caller(inbox.home());
+                let reply = ReplyTx::through(tx, lane);
+                match inbox.push(req, reply) {
                     // Out of tokio's cooperative budget: a reply is ready only
                     // after the state actor ran, so waiting for one cannot
                     // starve anyone, while a caller awaiting many replies at
