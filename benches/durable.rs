@@ -209,7 +209,12 @@ fn profile(sys: &SystemRunner, n: u64) {
     let window = std::env::var("COSI_BENCH_WINDOW").ok().and_then(|w| w.parse().ok()).unwrap_or(64);
     let dir = ScratchDir::new();
     sys.block_on(async {
-        let state = State::open_durable(dir.path().join("profile.redb"), [NS]).await.expect("open");
+        // `COSI_BENCH_MEMORY`: the same on the in-memory state, for comparison.
+        let state = if std::env::var_os("COSI_BENCH_MEMORY").is_some() {
+            State::start()
+        } else {
+            State::open_durable(dir.path().join("profile.redb"), [NS]).await.expect("open")
+        };
         writes(&state, KEYS, 64, 0).await;
         let elapsed = writes(&state, n, window, KEYS).await;
         state.close().await.expect("close");
