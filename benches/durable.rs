@@ -22,7 +22,7 @@ use common::{CountingAlloc, IntSpec, Mode, NS, pipelined};
 use cosi_runtime::prelude::*;
 use cosi_runtime::testing::conformance::ScratchDir;
 use criterion::{Criterion, Throughput};
-use redb::{Database, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::json;
 
 #[global_allocator]
@@ -54,7 +54,8 @@ async fn writes(state: &State, n: u64, window: u64, base: u64) -> Duration {
     started.elapsed()
 }
 
-fn durable_writes(c: &mut Criterion, sys: &SystemRunner) {
+/// The writes; returns the mean size of the records the durable state wrote.
+fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
     let mut g = c.benchmark_group("durable_writes");
     g.throughput(Throughput::Elements(1));
     g.sample_size(10);
@@ -74,6 +75,9 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) {
             });
         }
     }
+    sys.block_on(async { durable.close().await.expect("close") });
+    // The size of the records the durable state wrote (revision + JSON).
+    let record = record_bytes(&dir.path().join("bench.redb"));
     let db = Database::create(dir.path().join("raw.redb")).expect("raw redb");
     let value = vec![7u8; 64];
     for per_txn in [1u64, 64] {
@@ -97,12 +101,61 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) {
             });
         });
     }
+    // The fair ceiling: what the state writes per batch, raw. The state's
+    // keys (its `<namespace> NUL <type> NUL <id>`, 64 distinct ones of 1,000
+    // per transaction, in the same order), records of the state's size, in a
+    // table that already holds all 1,000.
+    let fair = Database::create(dir.path().join("fair.redb")).expect("raw redb");
+    let value = vec![7u8; record];
+    let key = |j: u64| format!("{NS}\0{}\0r{}", <IntSpec as Spec>::TYPE, j % KEYS);
+    let txn = fair.begin_write().expect("txn");
+    {
+        let mut t = txn.open_table(RAW).expect("table");
+        for j in 0..KEYS {
+            t.insert(key(j).as_str(), value.as_slice()).expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
+    let mut next = 0u64;
+    g.bench_function("raw_redb_64_distinct_per_txn", |b| {
+        b.iter_custom(|iters| {
+            let started = Instant::now();
+            let mut k = 0;
+            while k < iters {
+                let txn = fair.begin_write().expect("txn");
+                {
+                    let mut t = txn.open_table(RAW).expect("table");
+                    for _ in k..(k + 64).min(iters) {
+                        t.insert(key(next).as_str(), value.as_slice()).expect("insert");
+                        next += 1;
+                    }
+                }
+                txn.commit().expect("commit");
+                k += 64;
+            }
+            started.elapsed()
+        });
+    });
     g.finish();
-    sys.block_on(async { durable.close().await.expect("close") });
+    record
+}
+
+/// The mean size of the records in a state file (closed).
+fn record_bytes(file: &std::path::Path) -> usize {
+    let db = redb::ReadOnlyDatabase::open(file).expect("reopen read-only");
+    let read = db.begin_read().expect("read");
+    let table =
+        read.open_table(TableDefinition::<&str, &[u8]>::new("cosi.resources")).expect("table");
+    let (mut n, mut bytes) = (0usize, 0usize);
+    for item in table.iter().expect("iter") {
+        bytes += item.expect("item").1.value().len();
+        n += 1;
+    }
+    bytes / n.max(1)
 }
 
 /// Opens a state file of `n` resources; reports the time and the size.
-fn reopen(mode: &Mode, sys: &SystemRunner, n: u64) {
+fn reopen(mode: &Mode, sys: &SystemRunner, n: u64, record: usize) {
     let dir = ScratchDir::new();
     let file = dir.path().join("reopen.redb");
     sys.block_on(async {
@@ -143,17 +196,43 @@ fn reopen(mode: &Mode, sys: &SystemRunner, n: u64) {
             "reopen_ns": common::ns(median),
             "file_bytes": bytes,
             "bytes_per_resource": bytes as f64 / n as f64,
+            "write_record_bytes": record,
         }),
     );
 }
 
+/// `COSI_BENCH_PROFILE=<n>`: no criterion; `n` acknowledged writes with 64
+/// (`COSI_BENCH_WINDOW`) in flight on a durable state (after one unmeasured pass over the 1,000
+/// resources), for a profiler (callgrind, strace) to look at. Two runs of
+/// different `n` give the cost per write without the set-up.
+fn profile(sys: &SystemRunner, n: u64) {
+    let window = std::env::var("COSI_BENCH_WINDOW").ok().and_then(|w| w.parse().ok()).unwrap_or(64);
+    let dir = ScratchDir::new();
+    sys.block_on(async {
+        // `COSI_BENCH_MEMORY`: the same on the in-memory state, for comparison.
+        let state = if std::env::var_os("COSI_BENCH_MEMORY").is_some() {
+            State::start()
+        } else {
+            State::open_durable(dir.path().join("profile.redb"), [NS]).await.expect("open")
+        };
+        writes(&state, KEYS, 64, 0).await;
+        let elapsed = writes(&state, n, window, KEYS).await;
+        state.close().await.expect("close");
+        println!("{n} writes, {window} in flight: {:?} per write", elapsed / n as u32);
+    });
+}
+
 fn main() {
+    if let Some(n) = std::env::var("COSI_BENCH_PROFILE").ok().and_then(|n| n.parse().ok()) {
+        profile(&actix::System::new(), n);
+        return;
+    }
     let mode = Mode::from_args();
     let mut c = mode.criterion();
     let sys = actix::System::new();
-    durable_writes(&mut c, &sys);
+    let record = durable_writes(&mut c, &sys);
     if mode.wants("reopen") {
-        reopen(&mode, &sys, mode.scale(100_000, 2_000));
+        reopen(&mode, &sys, mode.scale(100_000, 2_000), record);
     }
     c.final_summary();
 }

@@ -507,11 +507,10 @@ fn chain(
 // Single-object latency and peak memory (`benches/kube-peer` measures the same
 // on kube-runtime)
 
-/// One queue controller (integer → string); `warmup + samples` integers
-/// created one at a time, each timed from its create to the watch event of
-/// its string.
-async fn latency_run(warmup: u64, samples: u64) -> Vec<Duration> {
-    let runtime = Runtime::start();
+/// One queue controller (integer → string) on `runtime`; `warmup + samples`
+/// integers created one at a time, each timed from its create to the watch
+/// event of its string.
+async fn latency_run(runtime: Runtime, warmup: u64, samples: u64) -> Vec<Duration> {
     let state = runtime.state();
     runtime.register_queue(q_int_to_str).await.unwrap();
     runtime.settled().await;
@@ -538,6 +537,7 @@ async fn latency_run(warmup: u64, samples: u64) -> Vec<Duration> {
     runtime.settled().await;
     let m = runtime.metrics().await;
     assert_eq!(m[0].reconciles, warmup + samples, "one reconcile per object");
+    // Closes the state it opened (the redb file is released).
     runtime.stop().await;
     times
 }
@@ -548,22 +548,83 @@ fn percentile(v: &[Duration], p: f64) -> Duration {
     v[rank.clamp(1, v.len()) - 1]
 }
 
+/// p50, p99, max and mean of `times` (sorted here) as JSON.
+fn percentiles(times: &mut [Duration]) -> serde_json::Value {
+    times.sort();
+    json!({
+        "p50_ns": common::ns(percentile(times, 50.0)),
+        "p99_ns": common::ns(percentile(times, 99.0)),
+        "max_ns": common::ns(times[times.len() - 1]),
+        "mean_ns": common::ns(times.iter().sum::<Duration>() / times.len() as u32),
+    })
+}
+
+/// What the disk alone gives: `samples` raw redb write transactions of one
+/// `record`-byte value each (immediate durability: one fsync), each timed.
+fn raw_commit_times(file: &std::path::Path, samples: u64, record: usize) -> Vec<Duration> {
+    const RAW: redb::TableDefinition<'_, &str, &[u8]> = redb::TableDefinition::new("raw");
+    let db = redb::Database::create(file).expect("raw redb");
+    let value = vec![7u8; record];
+    (0..samples + samples / 10)
+        .map(|k| {
+            let started = Instant::now();
+            let txn = db.begin_write().expect("txn");
+            {
+                let mut t = txn.open_table(RAW).expect("table");
+                let key = format!("default\0Ints.bench.cosi.dev\0n{k}");
+                t.insert(key.as_str(), value.as_slice()).expect("insert");
+            }
+            txn.commit().expect("commit");
+            started.elapsed()
+        })
+        .skip((samples / 10) as usize)
+        .collect()
+}
+
+/// Single-object latency with the state in memory and with its namespace in
+/// a redb file (two commits per sample: the integer's and the string's),
+/// and beside them one raw redb transaction of one write (one fsync).
 fn latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     let samples: u64 = mode.scale(1_000, 20);
     let warmup = samples / 10;
     if !mode.wants("latency") {
         return json!({});
     }
-    let mut times = sys.block_on(latency_run(warmup, samples));
-    times.sort();
-    json!({
-        "samples": samples,
-        "warmup": warmup,
-        "p50_ns": common::ns(percentile(&times, 50.0)),
-        "p99_ns": common::ns(percentile(&times, 99.0)),
-        "mean_ns": common::ns(times.iter().sum::<Duration>() / times.len() as u32),
-        "controller": "QLevel IntToStr: a queue controller (concurrency 16), get_typed + modify",
-    })
+    let mut memory = sys.block_on(async { latency_run(Runtime::start(), warmup, samples).await });
+    let dir = cosi_runtime::testing::conformance::ScratchDir::new();
+    let file = dir.path().join("latency.redb");
+    let mut redb = sys.block_on(async {
+        let runtime = Runtime::builder().open_durable(&file, [NS]).await.expect("open");
+        latency_run(runtime, warmup, samples).await
+    });
+    // A record of the size the state stores for one of these resources.
+    let record = {
+        let db = redb::ReadOnlyDatabase::open(&file).expect("reopen read-only");
+        let read = redb::ReadableDatabase::begin_read(&db).expect("read");
+        let table = read
+            .open_table(redb::TableDefinition::<&str, &[u8]>::new("cosi.resources"))
+            .expect("table");
+        let (mut n, mut bytes) = (0usize, 0usize);
+        for item in redb::ReadableTable::iter(&table).expect("iter") {
+            bytes += item.expect("item").1.value().len();
+            n += 1;
+        }
+        bytes / n.max(1)
+    };
+    let mut raw = raw_commit_times(&dir.path().join("raw.redb"), samples, record);
+    let mut report = percentiles(&mut memory);
+    let map = report.as_object_mut().expect("an object");
+    map.insert("samples".into(), json!(samples));
+    map.insert("warmup".into(), json!(warmup));
+    map.insert(
+        "controller".into(),
+        json!("QLevel IntToStr: a queue controller (concurrency 16), get_typed + modify"),
+    );
+    map.insert("redb".into(), percentiles(&mut redb));
+    let mut raw_report = percentiles(&mut raw);
+    raw_report["record_bytes"] = json!(record);
+    map.insert("raw_redb_commit".into(), raw_report);
+    report
 }
 
 /// Peak live heap growth over one run of each live variant at `n`.

@@ -253,6 +253,16 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         MISSING if p50 is None else fmt_time(p50),
         None if p50 is None else p50 <= 50_000,
     ))
+    lat_redb = lat.get("redb") or {}
+    lat_raw = lat.get("raw_redb_commit") or {}
+    spreads = [ratio(x.get("p99_ns"), x.get("p50_ns")) for x in (lat, lat_redb)]
+    summary.append((
+        "One object through one stage: p99 ≤ 2× p50, memory and redb",
+        MISSING if None in spreads
+        else f"memory {fmt_ratio(spreads[0])}, redb {fmt_ratio(spreads[1])} "
+        f"(raw redb commit: {fmt_ratio(ratio(lat_raw.get('p99_ns'), lat_raw.get('p50_ns')))})",
+        None if None in spreads else max(spreads) <= 2,
+    ))
     summary.append((
         f"Peak heap at N = {peak_n:,}, per-object chain: below kube-runtime's",
         MISSING if None in (q_peak, k_peak)
@@ -289,6 +299,23 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         "as above.\n"
     )
     md.append(table(["percentile", "cosi-runtime", "kube-runtime", "ratio"], lat_rows))
+    md.append("")
+    md.append(
+        "The same single-object latency with the state's namespace in a redb file (`Runtime::builder()"
+        ".open_durable`: each sample is two commits, the integer's and then the string's, each "
+        "acknowledged once its transaction is on disk), in memory as above, and what the disk alone "
+        "gives: one raw redb write transaction of one record of the state's size "
+        f"({fmt_bytes(lat_raw.get('record_bytes'))}; immediate durability, one fsync), timed "
+        f"{lat.get('samples', MISSING)} times in the same process. Target: p99 ≤ 2× p50 on memory "
+        "and on redb.\n"
+    )
+    spread_rows = []
+    for label, x in (("in memory", lat), ("redb (two commits per sample)", lat_redb),
+                     ("raw redb: one transaction of one write", lat_raw)):
+        r = ratio(x.get("p99_ns"), x.get("p50_ns"))
+        spread_rows.append([label, fmt_time(x.get("p50_ns")), fmt_time(x.get("p99_ns")),
+                            fmt_time(x.get("max_ns")), fmt_ratio(r)])
+    md.append(table(["case", "p50", "p99", "max", "p99 / p50"], spread_rows))
     md.append("")
     md.append(
         f"Peak heap at N = {peak_n:,}: growth of live heap bytes (counting global allocator, as "
@@ -802,12 +829,15 @@ def main():
         ("durable state (redb, group commit), 64 in flight", "redb_state_64"),
         ("raw redb, one transaction per write", "raw_redb_1_per_txn"),
         ("raw redb, 64 writes per transaction", "raw_redb_64_per_txn"),
+        ("raw redb, the state's batch: 64 of its 1,000 keys, records of its size, per transaction",
+         "raw_redb_64_distinct_per_txn"),
     ):
         t = d.median_ns("durable_writes", bench)
         r = ratio(mem64, t)
         drows.append([label, fmt_time(t), fmt_rate(rate(t)), fmt_ratio(None if r is None else 100 * r, " %")])
     red64 = d.median_ns("durable_writes", "redb_state_64")
     raw1 = d.median_ns("durable_writes", "raw_redb_1_per_txn")
+    fair = d.median_ns("durable_writes", "raw_redb_64_distinct_per_txn")
     r64 = ratio(mem64, red64)
     dur_ok = None if r64 is None else r64 >= 0.25
     summary.append((
@@ -828,20 +858,26 @@ def main():
         "Acknowledged writes: a `modify` that changes the spec of one of 1,000 resources, awaited; "
         "with 64 in flight, `join_all` over windows of 64. The durable state keeps the namespace in a "
         "redb file with immediate durability (fsync before the reply) and commits the writes of one "
-        "mailbox drain as one transaction on its own thread. Raw redb: the same key and a 64-byte "
-        "value written with one transaction per write (what every write would cost without group "
-        "commit), and 64 writes per transaction (the ceiling). Share = the rate as a percentage of "
-        "the in-memory state's rate at 64 in flight, measured in the same run.\n"
+        "mailbox drain as one transaction on its own thread. Raw redb: keys of the form "
+        "`default NUL Ints NUL r<k>` (k cycling over 1,000) and a 64-byte value, written with one "
+        "transaction per write (what every write would cost without group commit) and 64 writes per "
+        "transaction; and the state's own batch, raw: its keys (64 distinct ones of 1,000 per "
+        "transaction, in its order, in a table that holds all 1,000) and records of the size it "
+        f"stores ({fmt_bytes(get(dur, 'write_record_bytes'))}: the revision and the resource's JSON), "
+        "the fair ceiling for group commit. Share = the rate as a percentage of the in-memory "
+        "state's rate at 64 in flight, measured in the same run.\n"
     )
     md.append(table(["case", "time/write", "rate", "share of in-memory (64)"], drows))
     md.append("")
     if raw1 is not None and red64 is not None:
         md.append(
             f"Group commit: {fmt_ratio(ratio(raw1, red64))} the rate of one transaction per write; "
-            f"the ceiling here, 64 writes per raw transaction, is "
-            f"{fmt_ratio(None if ratio(mem64, d.median_ns('durable_writes', 'raw_redb_64_per_txn')) is None else 100 * ratio(mem64, d.median_ns('durable_writes', 'raw_redb_64_per_txn')), ' %')} "
-            f"of the in-memory rate: an fsync costs {fmt_time(raw1)} on this disk, so 64 writes in "
-            "flight cannot reach 25 % of a 2 µs in-memory write whatever the runtime does. "
+            f"the fair ceiling here, the state's batch of 64 as one raw transaction, is "
+            f"{fmt_ratio(None if ratio(mem64, fair) is None else 100 * ratio(mem64, fair), ' %')} "
+            f"of the in-memory rate, and the state reaches "
+            f"{fmt_ratio(None if ratio(fair, red64) is None else 100 * ratio(fair, red64), ' %')} "
+            f"of that ceiling's rate: an fsync costs {fmt_time(raw1)} on this disk (one raw "
+            "transaction of one write). "
         )
     md.append(
         f"Reopen: opening a state file of {n_reopen:,} resources and loading it into the cache took "

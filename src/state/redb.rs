@@ -136,9 +136,21 @@ fn redb_error(path: &Path, e: impl Into<redb::Error>) -> Error {
 }
 
 fn key_of(ptr: &Pointer) -> String {
+    let mut key = String::new();
+    write_key(ptr, &mut key);
+    key
+}
+
+/// `ptr`'s key into `key` (cleared first): the batch reuses one buffer.
+fn write_key(ptr: &Pointer, key: &mut String) {
     // Validation forbids control characters in namespaces, types and ids, so
     // NUL separates them unambiguously.
-    format!("{}\0{}\0{}", ptr.namespace(), ptr.resource_type(), ptr.id())
+    key.clear();
+    key.push_str(ptr.namespace());
+    key.push('\0');
+    key.push_str(ptr.resource_type());
+    key.push('\0');
+    key.push_str(ptr.id());
 }
 
 fn encode(res: &AnyResource, revision: u64, bytes: &mut Vec<u8>) -> Result<(), Error> {
@@ -393,16 +405,27 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outco
     let mut txn = db.begin_write().map_err(|e| failed(first, e.into()))?;
     txn.set_durability(redb::Durability::Immediate).map_err(|e| failed(first, e.into()))?;
     let mut committed = Vec::with_capacity(batch.len());
-    // One buffer for the batch's records (redb copies each on insert).
+    // One buffer for the batch's records and one for its keys (redb copies
+    // each on insert).
     let mut bytes = Vec::new();
+    let mut key = String::new();
     {
         let mut table = txn.open_table(RESOURCES).map_err(|e| failed(first, e.into()))?;
         for w in batch {
-            let key = key_of(&w.pointer);
-            let stored = table
-                .get(key.as_str())
-                .map_err(|e| failed(w, e.into()))?
-                .map(|v| revision_of(v.value()));
+            write_key(&w.pointer, &mut key);
+            // The precondition is checked on the value the write replaces
+            // (insert and remove return it): one lookup per write, not two.
+            // If it does not hold, the transaction is dropped uncommitted, so
+            // nothing of the batch applies.
+            let stored = match &w.op {
+                WriteOp::Put(res) => {
+                    encode(res, w.revision, &mut bytes)?;
+                    table.insert(key.as_str(), bytes.as_slice())
+                }
+                WriteOp::Delete => table.remove(key.as_str()),
+            }
+            .map_err(|e| failed(w, e.into()))?
+            .map(|v| revision_of(v.value()));
             let holds = match (w.precondition, stored) {
                 (Precondition::Absent, None) => true,
                 (Precondition::Revision(r), Some(Some(s))) => r == s,
@@ -419,17 +442,6 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outco
                         stored.flatten()
                     ),
                 ));
-            }
-            match &w.op {
-                WriteOp::Put(res) => {
-                    encode(res, w.revision, &mut bytes)?;
-                    table
-                        .insert(key.as_str(), bytes.as_slice())
-                        .map_err(|e| failed(w, e.into()))?;
-                }
-                WriteOp::Delete => {
-                    table.remove(key.as_str()).map_err(|e| failed(w, e.into()))?;
-                }
             }
             committed.push(Outcome::Committed(w.revision));
         }
@@ -545,6 +557,43 @@ mod tests {
         drop(RedbBackend::open(&empty).unwrap());
         let db = redb::ReadOnlyDatabase::open(&empty).unwrap();
         assert_eq!(read_format(&db, &empty).unwrap(), Some(FORMAT_VERSION));
+    }
+
+    #[test]
+    fn a_precondition_that_does_not_hold_fails_the_whole_batch() {
+        use crate::resource::test_specs::Num;
+        let put = |id: &str, precondition, revision| {
+            let res = crate::resource::Resource::new("ns", id, Num(1)).into_any();
+            Write {
+                pointer: res.pointer().clone(),
+                precondition,
+                op: WriteOp::Put(res),
+                revision,
+                owner: None,
+            }
+        };
+        let delete = |id: &str, precondition| Write {
+            pointer: put(id, precondition, 0).pointer,
+            precondition,
+            op: WriteOp::Delete,
+            revision: 9,
+            owner: None,
+        };
+        let conflict = |r: Result<Vec<Outcome>, Error>| {
+            matches!(r, Err(Error::Storage { failure: StorageFailure::Conflict, .. }))
+        };
+        let dir = crate::testing::conformance::ScratchDir::new();
+        let mut backend = RedbBackend::open(dir.path().join("state.redb")).unwrap();
+        let mut commit = |batch| futures::executor::block_on(backend.commit(batch));
+        assert!(commit(vec![put("a", Precondition::Absent, 1)]).is_ok());
+        // `a` exists: the batch fails, and `b`, before it in the batch, is not written.
+        let batch = vec![put("b", Precondition::Absent, 2), put("a", Precondition::Absent, 3)];
+        assert!(conflict(commit(batch)));
+        assert!(commit(vec![put("b", Precondition::Absent, 2)]).is_ok(), "b was not written");
+        assert!(conflict(commit(vec![put("a", Precondition::Revision(7), 3)])));
+        assert!(conflict(commit(vec![delete("c", Precondition::Revision(1))])));
+        assert!(conflict(commit(vec![delete("a", Precondition::Revision(7))])));
+        assert!(commit(vec![delete("a", Precondition::Revision(1))]).is_ok());
     }
 
     #[test]
