@@ -266,7 +266,6 @@ impl<I: Spec, O: Spec + Default> Controller for Level<I, O> {
 
 async fn chain_run(layout: Layout, n: u64) -> Duration {
     let runtime = layout.runtime();
-    let state = runtime.state();
     runtime
         .register(|| Level { name: "IntToStr", map: |i: &IntSpec| StrSpec(i.0.to_string()) })
         .await
@@ -278,6 +277,13 @@ async fn chain_run(layout: Layout, n: u64) -> Duration {
         })
         .await
         .unwrap();
+    live_chain(runtime, n).await
+}
+
+/// With the chain's controllers registered: the time from the first of `n`
+/// creates (1,024 in flight) until `settled()`, every sentence checked.
+async fn live_chain(runtime: Runtime, n: u64) -> Duration {
+    let state = runtime.state();
     runtime.settled().await;
     let t = Instant::now();
     pipelined(n, 1024, |k| {
@@ -298,74 +304,13 @@ async fn chain_run(layout: Layout, n: u64) -> Duration {
     elapsed
 }
 
-/// Per object: gets its `I`, modifies the `O` with the same id (16 at a time).
-struct PerObject<I, O> {
-    name: &'static str,
-    map: fn(&I) -> O,
-}
-
-impl<I: Spec, O: Spec + Default> QController for PerObject<I, O> {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn settings(&self) -> QSettings {
-        QSettings {
-            inputs: vec![Input::primary::<I>(NS)],
-            outputs: vec![Output::exclusive::<O>()],
-            concurrency: 16,
-        }
-    }
-    async fn reconcile(
-        &self,
-        cx: &ReconcileContext,
-        ptr: &Pointer,
-    ) -> Result<Outcome, ReconcileError> {
-        let input = cx.get_typed::<I>(ptr).await?;
-        let value = (self.map)(input.spec());
-        cx.modify(&Pointer::of::<O>(NS, ptr.id()), move |o: &mut Resource<O>| {
-            *o.spec_mut() = value.clone()
-        })
-        .await?;
-        Ok(Outcome::Done)
-    }
-}
-
-/// The per-object chain (the form kube-runtime runs), objects created live.
+/// The per-object chain of `benches/runtime.rs` (the form kube-runtime
+/// runs: `common::QLevel`, 16 in flight), objects created live.
 async fn per_object_run(layout: Layout, n: u64) -> Duration {
     let runtime = layout.runtime();
-    let state = runtime.state();
-    runtime
-        .register_queue(|| PerObject {
-            name: "IntToStr",
-            map: |i: &IntSpec| StrSpec(i.0.to_string()),
-        })
-        .await
-        .unwrap();
-    runtime
-        .register_queue(|| PerObject {
-            name: "StrToSentence",
-            map: |s: &StrSpec| SentenceSpec(format!("{} sentence", s.0)),
-        })
-        .await
-        .unwrap();
-    runtime.settled().await;
-    let t = Instant::now();
-    pipelined(n, 1024, |k| {
-        let state = state.clone();
-        async move {
-            state
-                .create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64)), None)
-                .await
-                .unwrap();
-        }
-    })
-    .await;
-    runtime.settled().await;
-    let elapsed = t.elapsed();
-    let sentences = state.list(&Kind::of::<SentenceSpec>(NS), &LabelQuery::all()).await.unwrap();
-    assert_eq!(sentences.len() as u64, n, "every integer reached a sentence");
-    runtime.stop().await;
-    elapsed
+    runtime.register_queue(common::q_int_to_str).await.unwrap();
+    runtime.register_queue(common::q_str_to_sentence).await.unwrap();
+    live_chain(runtime, n).await
 }
 
 fn per_object_chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) {

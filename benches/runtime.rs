@@ -30,10 +30,11 @@ use std::time::{Duration, Instant};
 
 use actix::SystemRunner;
 use actix::prelude::*;
-use common::{CountingAlloc, IntSpec, Mode, NS, SentenceSpec, StrSpec, pipelined};
-use cosi_runtime::controller::{
-    ControllerMetrics, Outcome, QController, QSettings, ReconcileError,
+use common::{
+    CountingAlloc, IntSpec, Mode, NS, SentenceSpec, StrSpec, pipelined, q_int_to_str,
+    q_str_to_sentence,
 };
+use cosi_runtime::controller::ControllerMetrics;
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::WatchOptions;
 use cosi_runtime::supervisor::Backoff;
@@ -159,55 +160,6 @@ fn str_to_sentence(tuning: Tuning) -> Level<StrSpec, SentenceSpec> {
     }
 }
 
-/// The per-object form of a level: a queue controller whose reconcile of one
-/// input reads it and `modify`s the output with the same id (or destroys the
-/// output when the input is gone).
-/// The per-object integer → string level.
-fn q_int_to_str() -> QLevel<IntSpec, StrSpec> {
-    QLevel { name: "IntToStr", map: |i| StrSpec(i.0.to_string()), _types: PhantomData }
-}
-
-struct QLevel<I, O> {
-    name: &'static str,
-    map: fn(&I) -> O,
-    _types: PhantomData<fn() -> (I, O)>,
-}
-
-impl<I: Spec, O: Spec + Default> QController for QLevel<I, O> {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn settings(&self) -> QSettings {
-        QSettings {
-            inputs: vec![Input::primary::<I>(NS)],
-            outputs: vec![Output::exclusive::<O>()],
-            concurrency: 16,
-        }
-    }
-
-    async fn reconcile(
-        &self,
-        cx: &ReconcileContext,
-        ptr: &Pointer,
-    ) -> Result<Outcome, ReconcileError> {
-        let output = Pointer::of::<O>(NS, ptr.id());
-        match cx.get_typed::<I>(ptr).await {
-            Ok(input) => {
-                let value = (self.map)(input.spec());
-                cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value.clone())
-                    .await?;
-            }
-            Err(e) if e.is_not_found() => match cx.destroy(&output).await {
-                Err(e) if !e.is_not_found() => return Err(e.into()),
-                _ => {}
-            },
-            Err(e) => return Err(e.into()),
-        }
-        Ok(Outcome::Done)
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 struct ChainVariant {
     /// Per-object queue controllers instead of list-everything controllers.
@@ -264,14 +216,7 @@ async fn chain_run_tracked(n: u64, variant: ChainVariant, track_peak: bool) -> C
     let register = || async {
         if queue {
             runtime.register_queue(q_int_to_str).await.unwrap();
-            runtime
-                .register_queue(|| QLevel {
-                    name: "StrToSentence",
-                    map: |s: &StrSpec| SentenceSpec(format!("{} sentence", s.0)),
-                    _types: PhantomData,
-                })
-                .await
-                .unwrap();
+            runtime.register_queue(q_str_to_sentence).await.unwrap();
         } else {
             runtime.register(move || int_to_str(tuning)).await.unwrap();
             runtime.register(move || str_to_sentence(tuning)).await.unwrap();

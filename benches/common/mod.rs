@@ -10,6 +10,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Duration;
 
+use std::marker::PhantomData;
+
+use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::prelude::*;
 use cosi_runtime::resource::Spec;
 use criterion::Criterion;
 use serde::{Deserialize, Serialize};
@@ -286,4 +290,68 @@ pub fn iter_async<Fut: std::future::Future<Output = Duration>>(
         }
         total
     })
+}
+
+// ---------------------------------------------------------------------------
+// The per-object chain's controllers
+
+/// The per-object form of a level: a queue controller whose reconcile of one
+/// input reads it and `modify`s the output with the same id (or destroys the
+/// output when the input is gone): the chain kube-runtime runs.
+pub struct QLevel<I, O> {
+    /// The controller's name.
+    pub name: &'static str,
+    /// What an input's output is.
+    pub map: fn(&I) -> O,
+    /// The types (`PhantomData`).
+    pub _types: PhantomData<fn() -> (I, O)>,
+}
+
+impl<I: Spec, O: Spec + Default> QController for QLevel<I, O> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn settings(&self) -> QSettings {
+        QSettings {
+            inputs: vec![Input::primary::<I>(NS)],
+            outputs: vec![Output::exclusive::<O>()],
+            concurrency: 16,
+        }
+    }
+
+    async fn reconcile(
+        &self,
+        cx: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        let output = Pointer::of::<O>(NS, ptr.id());
+        match cx.get_typed::<I>(ptr).await {
+            Ok(input) => {
+                let value = (self.map)(input.spec());
+                cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value.clone())
+                    .await?;
+            }
+            Err(e) if e.is_not_found() => match cx.destroy(&output).await {
+                Err(e) if !e.is_not_found() => return Err(e.into()),
+                _ => {}
+            },
+            Err(e) => return Err(e.into()),
+        }
+        Ok(Outcome::Done)
+    }
+}
+
+/// The per-object string → sentence level.
+pub fn q_str_to_sentence() -> QLevel<StrSpec, SentenceSpec> {
+    QLevel {
+        name: "StrToSentence",
+        map: |s| SentenceSpec(format!("{} sentence", s.0)),
+        _types: PhantomData,
+    }
+}
+
+/// The per-object integer → string level.
+pub fn q_int_to_str() -> QLevel<IntSpec, StrSpec> {
+    QLevel { name: "IntToStr", map: |i| StrSpec(i.0.to_string()), _types: PhantomData }
 }
