@@ -212,9 +212,14 @@ impl FnController {
             match before.remove(&ptr) {
                 Some(resource) => {
                     // The package lock is held: the cache still holds what was read.
+                    // Equal objects may differ in comments (a function added one).
                     let version = resource.version().get();
                     let same = self.with_shared(|s| {
-                        s.parsed.get(&ptr).is_some_and(|(v, old)| *v == version && *old == object)
+                        s.parsed.get(&ptr).is_some_and(|(v, old)| {
+                            *v == version
+                                && *old == object
+                                && yaml::same_comments(old.node(), object.node())
+                        })
                     });
                     if same {
                         continue;

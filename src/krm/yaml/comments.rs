@@ -1,0 +1,487 @@
+//! Comments recovered from the source text.
+//!
+//! saphyr-parser 0.3 does not report comments in its events, so the parse
+//! records where every node starts and ends ([`Recorder`]), a scanner finds
+//! the `#` comments outside scalars in the text, and each comment is attached
+//! to a node of the finished tree by position:
+//!
+//! - a comment after content on its line is the **line** comment of the last
+//!   scalar or flow collection that ends on that line before it (the key's,
+//!   after `key:` when the value is a block collection or a block scalar);
+//! - a whole-line comment indented no deeper than the next mapping entry or
+//!   sequence item (of the same document) is a **head** comment of that
+//!   entry (its key) or item (the item node); of the document's root when the
+//!   root is a scalar or a flow collection;
+//! - a whole-line comment indented deeper than what comes next is a **foot**
+//!   comment of the deepest block collection that ended before it and is
+//!   indented no deeper than the comment; one at the end of a document is the
+//!   foot of the document's root.
+//!
+//! Comments inside flow collections are dropped (they are written on one line).
+
+use super::{Map, Node};
+
+/// One step of a path from a document's root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The key of the mapping entry at this index.
+    Key(usize),
+    /// The value of the mapping entry at this index.
+    Value(usize),
+    /// The sequence item at this index.
+    Item(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A scalar or an alias.
+    Leaf,
+    /// A flow collection.
+    Flow,
+    /// A block collection.
+    Block,
+}
+
+#[derive(Debug)]
+struct Record {
+    doc: usize,
+    path: Vec<Step>,
+    parent: Option<usize>,
+    shape: Shape,
+    /// Character index where the node starts.
+    start: usize,
+    /// Character index where it ends (a block collection: where its end event is).
+    end: usize,
+    end_line: usize,
+    /// The column (0-based) that decides whether a comment is above it or
+    /// inside it: a sequence item's is its `-`'s.
+    col: usize,
+    /// The column of a block collection's entries (a sequence's `-`s): a
+    /// foot comment goes to a collection indented no deeper than itself.
+    inner_col: usize,
+}
+
+#[derive(Debug)]
+struct Comment {
+    start: usize,
+    line: usize,
+    col: usize,
+    text: String,
+    whole_line: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Head,
+    Line,
+    Foot,
+}
+
+/// Records node positions during a parse (see the module docs).
+#[derive(Debug)]
+pub(super) struct Recorder<'a> {
+    text: &'a str,
+    records: Vec<Record>,
+    open: Vec<usize>,
+    doc_ends: Vec<usize>,
+    /// Byte offset of each line's start.
+    line_starts: Vec<usize>,
+    /// Byte offset of each character, when the text is not ASCII.
+    offsets: Option<Vec<usize>>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder, if `text` can hold a comment at all.
+    pub(super) fn new(text: &'a str) -> Option<Self> {
+        if !text.contains('#') {
+            return None;
+        }
+        let line_starts =
+            std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Some(Recorder {
+            text,
+            records: Vec::new(),
+            open: Vec::new(),
+            doc_ends: Vec::new(),
+            line_starts,
+            offsets: (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect()),
+        })
+    }
+
+    fn byte_at(&self, char_index: usize) -> usize {
+        match &self.offsets {
+            Some(offsets) => offsets.get(char_index).copied().unwrap_or(self.text.len()),
+            None => char_index.min(self.text.len()),
+        }
+    }
+
+    /// Where a quoted scalar starting at `start` (a character index, maybe at
+    /// its tag or anchor) ends: after its closing quote. The parser's span
+    /// of a quoted scalar runs on over a comment after it.
+    fn quoted_end(&self, start: usize, quote: char) -> Option<usize> {
+        let rest = &self.text[self.byte_at(start)..];
+        let mut chars =
+            rest.chars().enumerate().skip_while(|(_, c)| *c != quote).skip(1).peekable();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' if quote == '"' => {
+                    chars.next();
+                }
+                '\'' if quote == '\'' && chars.peek().is_some_and(|(_, c)| *c == '\'') => {
+                    chars.next();
+                }
+                c if c == quote => return Some(start + i + 1),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The column of the `-` before a node starting at `line`/`col` (1-based
+    /// line, 0-based column), if only `-`s and blanks precede it on its line.
+    fn dash_col(&self, line: usize, col: usize) -> Option<usize> {
+        let start = *self.line_starts.get(line.checked_sub(1)?)?;
+        let before: Vec<char> = self.text[start..].chars().take(col).collect();
+        let trimmed = before.iter().rposition(|c| *c != ' ' && *c != '\t')?;
+        (before[trimmed] == '-').then_some(trimmed)
+    }
+
+    /// The column of the first thing on `line` before `col` if it is a `-`.
+    fn first_dash(&self, line: usize, col: usize) -> Option<usize> {
+        let start = *self.line_starts.get(line.checked_sub(1)?)?;
+        let (i, c) = self.text[start..].chars().take(col).enumerate().find(|(_, c)| *c != ' ')?;
+        (c == '-').then_some(i)
+    }
+
+    /// Whether a `-` comes between two character indices, outside comments.
+    fn dash_between(&self, from: usize, to: usize) -> bool {
+        let text = &self.text[self.byte_at(from)..self.byte_at(to.max(from))];
+        let mut in_comment = false;
+        for c in text.chars() {
+            match c {
+                '\n' => in_comment = false,
+                '#' => in_comment = true,
+                '-' if !in_comment => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Whether a `-` is at `line`/`col` (the parser may start a nested block
+    /// sequence at its own `-`).
+    fn dash_at(&self, line: usize, col: usize) -> bool {
+        let Some(start) = line.checked_sub(1).and_then(|l| self.line_starts.get(l)) else {
+            return false;
+        };
+        self.text[*start..].chars().nth(col) == Some('-')
+    }
+
+    fn col_of(&self, path: &[Step], in_block_seq: bool, start: saphyr_parser::Marker) -> usize {
+        // An item of a block sequence: its `-`'s column, the sequence's
+        // (the `-` may be on an earlier line: `- # head`).
+        if in_block_seq
+            && matches!(path.last(), Some(Step::Item(_)))
+            && let Some(&seq) = self.open.last()
+        {
+            return self.records[seq].inner_col;
+        }
+        start.col()
+    }
+
+    /// A scalar or an alias at `path`; `quote`: a quoted scalar's quote.
+    pub(super) fn leaf(
+        &mut self,
+        doc: usize,
+        path: Vec<Step>,
+        span: saphyr_parser::Span,
+        quote: Option<char>,
+        in_block_seq: bool,
+    ) {
+        let col = self.col_of(&path, in_block_seq, span.start);
+        let start = span.start.index();
+        let mut end = span.end.index().max(start);
+        let mut end_line = span.end.line();
+        if let Some(quote) = quote
+            && let Some(quoted) = self.quoted_end(start, quote)
+            && quoted < end
+        {
+            let skipped = &self.text[self.byte_at(quoted)..self.byte_at(end)];
+            end_line -= skipped.matches('\n').count();
+            end = quoted;
+        }
+        self.records.push(Record {
+            doc,
+            parent: self.open.last().copied(),
+            shape: Shape::Leaf,
+            start,
+            end,
+            end_line,
+            col,
+            inner_col: col,
+            path,
+        });
+    }
+
+    /// A collection at `path` starts.
+    pub(super) fn open(
+        &mut self,
+        doc: usize,
+        path: Vec<Step>,
+        span: saphyr_parser::Span,
+        flow: bool,
+        seq: bool,
+        in_block_seq: bool,
+    ) {
+        let col = self.col_of(&path, in_block_seq, span.start);
+        let (line, mut inner_col, mut start) =
+            (span.start.line(), span.start.col(), span.start.index());
+        if seq && !flow && !self.dash_at(line, inner_col) {
+            // A block sequence starts at its first `-`: the parser's start is
+            // its first item's, or the end of the line when a comment follows
+            // the `-` (`- # head`).
+            let dash = self.dash_col(line, inner_col).or_else(|| self.first_dash(line, inner_col));
+            if let Some(dash) = dash {
+                start -= inner_col - dash;
+                inner_col = dash;
+            }
+        }
+        self.records.push(Record {
+            doc,
+            parent: self.open.last().copied(),
+            shape: if flow { Shape::Flow } else { Shape::Block },
+            start,
+            end: usize::MAX,
+            end_line: usize::MAX,
+            col,
+            inner_col,
+            path,
+        });
+        self.open.push(self.records.len() - 1);
+    }
+
+    /// The innermost open collection ends (`span` is its end event's).
+    pub(super) fn close(&mut self, span: saphyr_parser::Span) {
+        let Some(i) = self.open.pop() else { return };
+        let record = &mut self.records[i];
+        // A flow collection ends after its `]`/`}` (the event's span may run on
+        // over a comment); a block collection where its end event is.
+        record.end = span.start.index() + usize::from(record.shape == Shape::Flow);
+        record.end_line = span.start.line();
+    }
+
+    /// A document ends at `index`.
+    pub(super) fn doc_end(&mut self, index: usize) {
+        self.open.clear();
+        self.doc_ends.push(index);
+    }
+
+    /// Finds the comments and attaches them to `docs`.
+    pub(super) fn attach(self, docs: &mut [Node]) {
+        if docs.is_empty() {
+            return;
+        }
+        let comments = self.scan();
+        for comment in comments {
+            let doc = self.doc_ends.partition_point(|&e| e <= comment.start).min(docs.len() - 1);
+            if let Some((path, slot)) = self.place(doc, &comment) {
+                attach_at(&mut docs[doc], &path, slot, comment.text);
+            }
+        }
+    }
+
+    /// The `#` comments outside scalars, in order.
+    fn scan(&self) -> Vec<Comment> {
+        let mut leaves = self
+            .records
+            .iter()
+            .filter(|r| r.shape == Shape::Leaf && r.end > r.start)
+            .map(|r| (r.start, r.end))
+            .peekable();
+        let mut out = Vec::new();
+        let (mut line, mut col) = (1usize, 0usize);
+        let mut prev: Option<char> = None;
+        let mut whole_line = true;
+        let mut chars = self.text.chars().enumerate();
+        while let Some((i, c)) = chars.next() {
+            while leaves.peek().is_some_and(|&(_, end)| end <= i) {
+                leaves.next();
+            }
+            let inside = leaves.peek().is_some_and(|&(start, _)| start <= i);
+            if c == '\n' {
+                line += 1;
+                col = 0;
+                prev = Some(c);
+                whole_line = true;
+                continue;
+            }
+            if c == '#'
+                && !inside
+                && prev.is_none_or(|p| matches!(p, ' ' | '\t' | '\n' | '\u{feff}'))
+            {
+                let mut text = String::from('#');
+                for (_, c) in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                    text.push(c);
+                }
+                let text = text.trim_end_matches('\r').to_string();
+                out.push(Comment { start: i, line, col, text, whole_line });
+                line += 1;
+                col = 0;
+                prev = Some('\n');
+                whole_line = true;
+                continue;
+            }
+            if !matches!(c, ' ' | '\t' | '\r' | '\u{feff}') {
+                whole_line = false;
+            }
+            prev = Some(c);
+            col += 1;
+        }
+        out
+    }
+
+    /// Where a comment goes: a path in its document and a slot there.
+    fn place(&self, doc: usize, comment: &Comment) -> Option<(Vec<Step>, Slot)> {
+        let first = self.records.partition_point(|r| r.doc < doc);
+        let last = self.records.partition_point(|r| r.doc <= doc);
+        let records = &self.records[first..last];
+        // The last node that starts before the comment.
+        let before = records.partition_point(|r| r.start < comment.start);
+        let prev = before.checked_sub(1);
+        if let Some(p) = prev {
+            // Inside a flow collection: dropped.
+            let mut at = Some(p + first);
+            while let Some(i) = at {
+                let r = &self.records[i];
+                if r.shape == Shape::Flow && r.end > comment.start {
+                    return None;
+                }
+                at = r.parent;
+            }
+        }
+        if !comment.whole_line
+            && let Some(p) = prev
+        {
+            let mut best: Option<&Record> = None;
+            for r in records[..=p].iter().rev() {
+                if r.shape == Shape::Block {
+                    continue;
+                }
+                if r.end <= comment.start
+                    && r.end_line == comment.line
+                    && best.is_none_or(|b| r.end > b.end)
+                {
+                    best = Some(r);
+                }
+                if r.shape == Shape::Leaf && r.end_line < comment.line {
+                    break;
+                }
+            }
+            if let Some(r) = best {
+                return Some((r.path.clone(), Slot::Line));
+            }
+        }
+        // The entry or item that comes next in the document: the outermost
+        // that starts there; for a comment after content on its line (`- #
+        // head`, as kyaml writes a document's head comment in a list) the
+        // innermost (the mapping's first key).
+        // A block sequence starts at its `-`: what comes next is its first item.
+        let mut at = before;
+        if records.get(at).is_some_and(|r| r.shape == Shape::Block)
+            && records.get(at + 1).is_some_and(|c| {
+                c.parent == Some(first + at) && matches!(c.path.last(), Some(Step::Item(_)))
+            })
+        {
+            at += 1;
+        }
+        let next = records.get(at).map(|n| {
+            let same = || records[at..].iter().take_while(|r| r.start == n.start);
+            let entry = |r: &&Record| matches!(r.path.last(), Some(Step::Key(_) | Step::Item(_)));
+            // A whole-line comment: the innermost entry indented no deeper
+            // (above a `-`: the item; indented to its content: its first key).
+            let found = if comment.whole_line && self.dash_between(comment.start, n.start) {
+                // The next item's `-` is below: the comment is above the item.
+                same().find(entry)
+            } else if comment.whole_line {
+                same()
+                    .filter(entry)
+                    .filter(|r| r.col <= comment.col)
+                    .last()
+                    .or_else(|| same().find(entry))
+            } else {
+                same().filter(entry).last()
+            };
+            found.or_else(|| same().find(|r| r.path.is_empty())).unwrap_or(n)
+        });
+        if let Some(n) = next
+            && comment.col <= n.col
+        {
+            return Some((n.path.clone(), Slot::Head));
+        }
+        // A foot comment: of the deepest block collection that ended before
+        // it (does not hold what comes next) and is indented no deeper.
+        let mut containing_next = Vec::new();
+        if let Some(n) = next {
+            let mut at = n.parent;
+            while let Some(i) = at {
+                containing_next.push(i);
+                at = self.records[i].parent;
+            }
+        }
+        let mut at = prev.map(|p| p + first);
+        while let Some(i) = at {
+            if containing_next.contains(&i) {
+                break;
+            }
+            let r = &self.records[i];
+            if r.shape == Shape::Block && r.inner_col <= comment.col {
+                return Some((r.path.clone(), Slot::Foot));
+            }
+            at = r.parent;
+        }
+        match next {
+            Some(n) => Some((n.path.clone(), Slot::Head)),
+            None => Some((Vec::new(), Slot::Foot)),
+        }
+    }
+}
+
+fn attach_at(root: &mut Node, path: &[Step], slot: Slot, text: String) {
+    let mut node = root;
+    for (i, step) in path.iter().enumerate() {
+        match (step, node) {
+            (Step::Key(k), Node::Map(Map { entries, .. })) => {
+                let Some((key, _)) = entries.get_mut(*k) else { return };
+                if i + 1 == path.len() {
+                    add(key.comments_mut(), slot, text);
+                }
+                return;
+            }
+            (Step::Value(k), Node::Map(Map { entries, .. })) => {
+                let Some((_, value)) = entries.get_mut(*k) else { return };
+                node = value;
+            }
+            (Step::Item(k), Node::Seq(seq)) => {
+                let Some(item) = seq.items.get_mut(*k) else { return };
+                node = item;
+            }
+            _ => return,
+        }
+    }
+    add(node.comments_mut(), slot, text);
+}
+
+fn add(comments: &mut super::Comments, slot: Slot, text: String) {
+    match slot {
+        Slot::Head => comments.head.push(text),
+        Slot::Line => {
+            if comments.line.is_none() {
+                comments.line = Some(text);
+            }
+        }
+        Slot::Foot => comments.foot.push(text),
+    }
+}
