@@ -96,8 +96,7 @@ impl<'a> Recorder<'a> {
         if !text.contains('#') {
             return None;
         }
-        let line_starts =
-            std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let line_starts = std::iter::once(0).chain(break_ends(text)).collect();
         Some(Recorder {
             text,
             records: Vec::new(),
@@ -159,7 +158,7 @@ impl<'a> Recorder<'a> {
         let mut in_comment = false;
         for c in text.chars() {
             match c {
-                '\n' => in_comment = false,
+                '\n' | '\r' => in_comment = false,
                 '#' => in_comment = true,
                 '-' if !in_comment => return true,
                 _ => {}
@@ -207,7 +206,7 @@ impl<'a> Recorder<'a> {
             && quoted < end
         {
             let skipped = &self.text[self.byte_at(quoted)..self.byte_at(end)];
-            end_line -= skipped.matches('\n').count();
+            end_line -= break_ends(skipped).count();
             end = quoted;
         }
         self.records.push(Record {
@@ -302,13 +301,18 @@ impl<'a> Recorder<'a> {
         let (mut line, mut col) = (1usize, 0usize);
         let mut prev: Option<char> = None;
         let mut whole_line = true;
-        let mut chars = self.text.chars().enumerate();
+        let mut chars = self.text.chars().enumerate().peekable();
         while let Some((i, c)) = chars.next() {
             while leaves.peek().is_some_and(|&(_, end)| end <= i) {
                 leaves.next();
             }
             let inside = leaves.peek().is_some_and(|&(start, _)| start <= i);
-            if c == '\n' {
+            // A line break is `\n`, `\r\n` or a lone `\r` (YAML's, and the
+            // parser's line count).
+            if c == '\r' && chars.peek().is_some_and(|&(_, c)| c == '\n') {
+                continue;
+            }
+            if c == '\n' || c == '\r' {
                 line += 1;
                 col = 0;
                 prev = Some(c);
@@ -317,24 +321,23 @@ impl<'a> Recorder<'a> {
             }
             if c == '#'
                 && !inside
-                && prev.is_none_or(|p| matches!(p, ' ' | '\t' | '\n' | '\u{feff}'))
+                && prev.is_none_or(|p| matches!(p, ' ' | '\t' | '\n' | '\r' | '\u{feff}'))
             {
+                // Up to the line break (or a NUL, where the parser stops).
                 let mut text = String::from('#');
-                for (_, c) in chars.by_ref() {
-                    if c == '\n' {
+                while let Some(&(_, c)) = chars.peek() {
+                    if matches!(c, '\n' | '\r' | '\0') {
                         break;
                     }
                     text.push(c);
+                    chars.next();
                 }
-                let text = text.trim_end_matches('\r').to_string();
                 out.push(Comment { start: i, line, col, text, whole_line });
-                line += 1;
-                col = 0;
-                prev = Some('\n');
-                whole_line = true;
+                prev = Some('#');
+                whole_line = false;
                 continue;
             }
-            if !matches!(c, ' ' | '\t' | '\r' | '\u{feff}') {
+            if !matches!(c, ' ' | '\t' | '\u{feff}') {
                 whole_line = false;
             }
             prev = Some(c);
@@ -449,6 +452,17 @@ impl<'a> Recorder<'a> {
     }
 }
 
+/// The byte offset after each line break of `text` (`\n`, `\r\n`, or a lone
+/// `\r`: YAML's line breaks, as the parser counts lines).
+fn break_ends(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().filter_map(move |(i, &b)| match b {
+        b'\n' => Some(i + 1),
+        b'\r' if bytes.get(i + 1) != Some(&b'\n') => Some(i + 1),
+        _ => None,
+    })
+}
+
 fn attach_at(root: &mut Node, path: &[Step], slot: Slot, text: String) {
     let mut node = root;
     for (i, step) in path.iter().enumerate() {
@@ -483,5 +497,39 @@ fn add(comments: &mut super::Comments, slot: Slot, text: String) {
             }
         }
         Slot::Foot => comments.foot.push(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{emit_documents, parse_documents};
+
+    /// Found by fuzzing (fuzz/regressions/yaml/cr-*): a lone `\r` is a line
+    /// break to the parser, but the scanner counted lines by `\n` only, so a
+    /// comment ran on over the `\r` and the next line's content (written
+    /// back, that content was a comment), and comments after a `\r` were
+    /// placed by the wrong line.
+    #[test]
+    fn a_lone_carriage_return_ends_a_comment_and_a_line() {
+        let docs = parse_documents("#\ra # c\r").unwrap();
+        assert_eq!(docs[0].to_json(), "a");
+        assert_eq!(docs[0].comments().head, ["#"]);
+        assert_eq!(docs[0].comments().line.as_deref(), Some("# c"));
+        assert_eq!(emit_documents(&docs), "#\na # c\n");
+        // Comments land where they do with `\n` for every break.
+        for text in ["\r-\n- # two\r", "a:\r  # b\r\n  b: 1 # one\r# foot\r"] {
+            let unix = text.replace("\r\n", "\n").replace('\r', "\n");
+            let emit = |t: &str| emit_documents(&parse_documents(t).unwrap());
+            assert_eq!(emit(text), emit(&unix), "{text:?}");
+        }
+        for text in
+            ["#\ra", "#\r:", "#\r[]", "#\r? ", "#\r. #", "-\r #", "#\r\u{13}", "a: 1\r\n# c\r\n"]
+        {
+            let docs = parse_documents(text).unwrap();
+            let emitted = emit_documents(&docs);
+            let back = parse_documents(&emitted).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(back[0].to_json(), docs[0].to_json(), "{text:?} -> {emitted:?}");
+            assert_eq!(emit_documents(&back), emitted, "{text:?}");
+        }
     }
 }
