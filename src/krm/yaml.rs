@@ -937,17 +937,27 @@ pub fn emit_document(doc: &Node, out: &mut String) {
             out.push('\n');
             comment_lines(&s.comments.get().foot, 0, out);
         }
+        Node::Scalar(s) if s.style == Style::Plain && s.value.is_empty() && s.tag.is_none() => {
+            // An empty document (a null written as nothing): its comments,
+            // all of them whole lines (a line comment too: on a line of its
+            // own, `#` after blanks is a whole-line comment), else a blank
+            // line. Read back, they may come back as head or foot comments;
+            // either way they are written the same.
+            let foot = &s.comments.get().foot;
+            if comments.head.is_empty() && line.is_none() && foot.is_empty() {
+                out.push('\n');
+            }
+            if let Some(line) = line {
+                out.push_str(line);
+                out.push('\n');
+            }
+            comment_lines(foot, 0, out);
+        }
         Node::Scalar(s) => {
             // A block scalar's lines go indented: at column 0, a line `---`
             // or `...` would end the document.
-            let start = out.len();
             emit_scalar(s, 2, line, out);
-            if out.len() > start {
-                out.push('\n');
-            }
-            if s.comments.get().foot.is_empty() && out.len() == start {
-                out.push('\n');
-            }
+            out.push('\n');
             comment_lines(&s.comments.get().foot, 0, out);
         }
     }
@@ -1597,6 +1607,25 @@ mod comment_tests {
         assert!(!text.contains(" # y #"), "{text}");
         let back = parse_documents(&text).unwrap();
         assert_eq!(back[0].to_json(), json);
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/empty-document-*): an empty
+    /// document's line comment (`&a # c`) was written ` # c` on a line of
+    /// its own, which reads back as a whole-line comment, and its head and
+    /// foot comments were written differently (a blank line after a head),
+    /// so the text changed when written again.
+    #[test]
+    fn an_empty_documents_comments_are_written_as_whole_lines() {
+        for (text, written) in [
+            ("&a # c\n", "---\n# c\n"),
+            ("&a\n# c\n", "---\n# c\n"),
+            ("---\n# c\n", "---\n# c\n"),
+            ("# h\n--- # l\n# f\n", "---\n# h\n# l\n# f\n"),
+            ("a: 1\n--- &x # c\n", "a: 1\n---\n# c\n"),
+            ("---\n", "---\n\n"),
+        ] {
+            assert_eq!(stable(text), written, "{text:?}");
+        }
     }
 
     #[test]
