@@ -387,17 +387,32 @@ impl<'a> Recorder<'a> {
                 return Some((r.path.clone(), Slot::Line));
             }
         }
+        // After a `-` (or `?`) with nothing else on the line (`- # c`, `- &a`
+        // then a comment): the parser puts the empty scalar there after
+        // the comment. The comment is its line comment, as the emitter
+        // writes it (`- # c`).
+        if !comment.whole_line
+            && let Some(n) = records.get(before)
+            && n.shape == Shape::Leaf
+            && n.start == n.end
+            && n.end_line == comment.line
+        {
+            return Some((n.path.clone(), Slot::Line));
+        }
         // The entry or item that comes next in the document: the outermost
         // that starts there; for a comment after content on its line (`- #
         // head`, as kyaml writes a document's head comment in a list) the
         // innermost (the mapping's first key).
-        // A block sequence starts at its `-`: what comes next is its first item.
+        // A block sequence starts at its `-`: what comes next is its first
+        // item. Not when the sequence is itself an item (`- - a`): the `-`
+        // is the outer item's, and so is a comment above it (the emitter
+        // writes the inner first item's head there too).
         let mut at = before;
-        if records.get(at).is_some_and(|r| r.shape == Shape::Block)
-            && records.get(at + 1).is_some_and(|c| {
-                c.parent == Some(first + at) && matches!(c.path.last(), Some(Step::Item(_)))
-            })
-        {
+        if records.get(at).is_some_and(|r| {
+            r.shape == Shape::Block && !matches!(r.path.last(), Some(Step::Item(_)))
+        }) && records.get(at + 1).is_some_and(|c| {
+            c.parent == Some(first + at) && matches!(c.path.last(), Some(Step::Item(_)))
+        }) {
             at += 1;
         }
         let next = records.get(at).map(|n| {
@@ -530,6 +545,42 @@ mod tests {
             let back = parse_documents(&emitted).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             assert_eq!(back[0].to_json(), docs[0].to_json(), "{text:?} -> {emitted:?}");
             assert_eq!(emit_documents(&back), emitted, "{text:?}");
+        }
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/empty-item-*): the line
+    /// comment of an empty item (`- &a # c`) is written `- # c`, where the
+    /// parser puts the empty scalar after the comment; it read back as the
+    /// item's head comment, written above the `-`.
+    #[test]
+    fn a_comment_after_a_dash_with_nothing_else_is_the_empty_items_line_comment() {
+        for text in ["- &a # c\n", "- # c\n- b\n", "- - # c\n", "a:\n- # c\n"] {
+            let docs = parse_documents(text).unwrap();
+            let mut item = &docs[0];
+            while let Some(node) = item.as_seq().map(|s| &s[0]).or_else(|| item.get("a")) {
+                item = node;
+            }
+            assert_eq!(item.comments().line.as_deref(), Some("# c"), "{text:?}");
+            let emitted = emit_documents(&docs);
+            assert_eq!(emit_documents(&parse_documents(&emitted).unwrap()), emitted, "{text:?}");
+        }
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/nested-sequence-foot): a
+    /// comment above a `- -` indented to the inner `-` was the inner first
+    /// item's head (written above the outer `-`, at its column), so the foot
+    /// of a nested sequence just before (`- -`, then `  # c`) read back as
+    /// the next item's head and moved.
+    #[test]
+    fn a_comment_above_a_compact_nested_sequence_is_the_outer_items() {
+        let docs = parse_documents("- -\n  # c\n- -\n").unwrap();
+        let items = docs[0].as_seq().unwrap();
+        assert_eq!(items[0].comments().foot, ["# c"]);
+        assert_eq!(emit_documents(&docs), "- -\n  # c\n- -\n");
+        for text in ["- -\n- #\n -", ":\n - -\n - #", "- x\n  # c\n- - a\n"] {
+            let docs = parse_documents(text).unwrap();
+            let emitted = emit_documents(&docs);
+            assert_eq!(emit_documents(&parse_documents(&emitted).unwrap()), emitted, "{text:?}");
         }
     }
 }
