@@ -726,17 +726,16 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
     let mut anchors: HashMap<usize, Node> = HashMap::new();
     let mut budget = ALIAS_BUDGET;
     let mut root: Option<Node> = None;
-    // Whether the token ending at `end` is `open` (a flow collection starts
+    // Whether a collection's start event is `open` (a flow collection starts
     // there); markers count characters, so non-ASCII text needs byte offsets.
     let offsets: Option<Vec<usize>> =
         (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect());
-    let opens = |end: saphyr_parser::Marker, open: char| {
-        let Some(last) = end.index().checked_sub(1) else { return false };
-        let byte = match &offsets {
-            Some(offsets) => offsets.get(last).copied(),
-            None => Some(last),
-        };
-        byte.and_then(|b| text.get(b..)).is_some_and(|rest| rest.starts_with(open))
+    let byte = |m: saphyr_parser::Marker| match &offsets {
+        Some(offsets) => offsets.get(m.index()).copied().unwrap_or(text.len()),
+        None => m.index().min(text.len()),
+    };
+    let opens = |span: saphyr_parser::Span, open: char| {
+        text.get(byte(span.start)..byte(span.end)).is_some_and(|s| flow_start(s, open))
     };
     let err = |line: usize, column: usize, message: String| YamlError { line, column, message };
     let mut recorder = comments::Recorder::new(text);
@@ -758,7 +757,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 }
                 Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() < MAX_DEPTH => {
                     let seq = matches!(event, Event::SequenceStart(..));
-                    let flow = opens(span.end, if seq { '[' } else { '{' });
+                    let flow = opens(span, if seq { '[' } else { '{' });
                     recorder.open(doc, path_of(&stack), span, flow, seq, in_block_seq);
                 }
                 Event::SequenceEnd | Event::MappingEnd => recorder.close(span),
@@ -779,12 +778,12 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 return Err(err(line, column, format!("nesting deeper than {MAX_DEPTH} levels")));
             }
             Event::SequenceStart(anchor, _) => {
-                stack.push(Frame::Seq { items: Vec::new(), anchor, flow: opens(span.end, '[') });
+                stack.push(Frame::Seq { items: Vec::new(), anchor, flow: opens(span, '[') });
                 continue;
             }
             Event::MappingStart(anchor, _) => {
                 let mut map = Map::new();
-                map.flow = opens(span.end, '{');
+                map.flow = opens(span, '{');
                 stack.push(Frame::Map { map, key: None, seen: HashSet::new(), anchor, line });
                 continue;
             }
@@ -859,6 +858,28 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
         recorder.attach(&mut docs);
     }
     Ok(docs)
+}
+
+/// Whether the text of a collection's start event (`span`) opens a flow
+/// collection with `open`: after its properties (anchor, tag), blanks, line
+/// breaks and comments, the first thing in it is `open`. The span runs on
+/// over what follows the indicator (`[ a` starts with `[ `), and a block
+/// collection's holds only its properties.
+fn flow_start(span: &str, open: char) -> bool {
+    let mut chars = span.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | '\r' | '\u{feff}' => {}
+            '#' => while chars.next_if(|c| !matches!(c, '\n' | '\r')).is_some() {},
+            // A verbatim tag (`!<...>`) may hold flow indicators.
+            '!' if chars.peek() == Some(&'<') => while chars.next_if(|c| *c != '>').is_some() {},
+            '!' | '&' => {
+                while chars.next_if(|c| !matches!(c, ' ' | '\t' | '\n' | '\r')).is_some() {}
+            }
+            c => return c == open,
+        }
+    }
+    false
 }
 
 /// Where the node of the next event goes, from the document's root.
@@ -1623,6 +1644,24 @@ mod comment_tests {
             ("# h\n--- # l\n# f\n", "---\n# h\n# l\n# f\n"),
             ("a: 1\n--- &x # c\n", "a: 1\n---\n# c\n"),
             ("---\n", "---\n\n"),
+        ] {
+            assert_eq!(stable(text), written, "{text:?}");
+        }
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/spaced-flow-*): a flow
+    /// collection written with a space after its bracket (`[ a ]`) was
+    /// taken for a block one (the start event's span runs on over the
+    /// space), so it was written in block style and a comment after it
+    /// (`- [ ] # c`) became a foot comment, written on a line of its own.
+    #[test]
+    fn spaced_flow_collections_stay_flow_and_keep_their_line_comment() {
+        for (text, written) in [
+            ("- [ ] # c\n", "- [] # c\n"),
+            ("a: [ x, y ] # c\n", "a: [x, y] # c\n"),
+            ("a: &x { k: v }\n", "a: {k: v}\n"),
+            ("a: !!seq\n  [ 1 ]\n", "a: [1]\n"),
+            ("a: &x\n- 1\n", "a:\n- 1\n"),
         ] {
             assert_eq!(stable(text), written, "{text:?}");
         }
