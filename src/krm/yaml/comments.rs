@@ -137,12 +137,19 @@ impl<'a> Recorder<'a> {
     }
 
     /// The column of the `-` before a node starting at `line`/`col` (1-based
-    /// line, 0-based column), if only `-`s and blanks precede it on its line.
+    /// line, 0-based column): the last thing before it on its line, outside
+    /// a comment (`- #-`: the first `-`), and not part of `---`.
     fn dash_col(&self, line: usize, col: usize) -> Option<usize> {
         let start = *self.line_starts.get(line.checked_sub(1)?)?;
-        let before: Vec<char> = self.text[start..].chars().take(col).collect();
+        let mut before: Vec<char> = self.text[start..].chars().take(col).collect();
+        if let Some(hash) = (0..before.len())
+            .find(|&i| before[i] == '#' && (i == 0 || matches!(before[i - 1], ' ' | '\t')))
+        {
+            before.truncate(hash);
+        }
         let trimmed = before.iter().rposition(|c| *c != ' ' && *c != '\t')?;
-        (before[trimmed] == '-').then_some(trimmed)
+        let alone = trimmed == 0 || matches!(before[trimmed - 1], ' ' | '\t');
+        (before[trimmed] == '-' && alone).then_some(trimmed)
     }
 
     /// The column of the first thing on `line` before `col` if it is a `-`.
@@ -235,11 +242,19 @@ impl<'a> Recorder<'a> {
         let col = self.col_of(&path, in_block_seq, span.start);
         let (line, mut inner_col, mut start) =
             (span.start.line(), span.start.col(), span.start.index());
-        if seq && !flow && !self.dash_at(line, inner_col) {
-            // A block sequence starts at its first `-`: the parser's start is
-            // its first item's, or the end of the line when a comment follows
-            // the `-` (`- # head`).
-            let dash = self.dash_col(line, inner_col).or_else(|| self.first_dash(line, inner_col));
+        // A block sequence starts at its first `-`: the parser's start is
+        // its first item's, or the end of the line when a comment follows
+        // the `-` (`- # head`). Only an item of a block sequence always
+        // starts at its own `-` when there is one: a mapping value's or a
+        // document's starts at its first item's even when that is another
+        // `-` (`key:` then `- - a` starts at the second `-`).
+        let own_dash = self.dash_at(line, inner_col);
+        if seq && !flow && (!own_dash || !in_block_seq) {
+            let dash = if own_dash {
+                self.dash_col(line, inner_col)
+            } else {
+                self.dash_col(line, inner_col).or_else(|| self.first_dash(line, inner_col))
+            };
             if let Some(dash) = dash {
                 start -= inner_col - dash;
                 inner_col = dash;
@@ -582,5 +597,31 @@ mod tests {
             let emitted = emit_documents(&docs);
             assert_eq!(emit_documents(&parse_documents(&emitted).unwrap()), emitted, "{text:?}");
         }
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/empty-item-comment-with-dash):
+    /// the `-` in a comment (`- #-`) was taken for the item's `-`, so the
+    /// empty item's line comment read back as its head.
+    #[test]
+    fn a_dash_inside_a_comment_is_not_an_items_dash() {
+        let docs = parse_documents("a:\n- #-\n").unwrap();
+        let item = &docs[0].get("a").unwrap().as_seq().unwrap()[0];
+        assert_eq!(item.comments().line.as_deref(), Some("#-"));
+        assert_eq!(emit_documents(&docs), "a:\n- #-\n");
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/nested-sequence-in-map-foot*):
+    /// the parser starts a mapping value's block sequence at its first item,
+    /// which for `- - a` is the inner `-`; the outer sequence was taken to
+    /// start there, so the foot of its first item (written at the inner
+    /// column) read back as the next item's head.
+    #[test]
+    fn a_mapping_values_nested_sequence_starts_at_the_outer_dash() {
+        for text in ["x:\n- -\n  # c\n- a\n", "x:\n- - - a\n    # c\n  # d\n- b\n"] {
+            let docs = parse_documents(text).unwrap();
+            assert_eq!(emit_documents(&docs), text);
+        }
+        let docs = parse_documents("x:\n- -\n  # c\n- a\n").unwrap();
+        assert_eq!(docs[0].get("x").unwrap().as_seq().unwrap()[0].comments().foot, ["# c"]);
     }
 }
