@@ -748,12 +748,22 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
             let doc = docs.len();
             match &event {
                 Event::Scalar(..) | Event::Alias(_) => {
-                    let quote = match &event {
-                        Event::Scalar(_, ScalarStyle::SingleQuoted, ..) => Some('\''),
-                        Event::Scalar(_, ScalarStyle::DoubleQuoted, ..) => Some('"'),
-                        _ => None,
+                    let written = match &event {
+                        Event::Scalar(_, ScalarStyle::SingleQuoted, ..) => {
+                            comments::Written::Quoted('\'')
+                        }
+                        Event::Scalar(_, ScalarStyle::DoubleQuoted, ..) => {
+                            comments::Written::Quoted('"')
+                        }
+                        Event::Scalar(
+                            _,
+                            ScalarStyle::Literal | ScalarStyle::Folded,
+                            anchor,
+                            tag,
+                        ) => comments::Written::Block { props: *anchor != 0 || tag.is_some() },
+                        _ => comments::Written::Plain,
                     };
-                    recorder.leaf(doc, path_of(&stack), span, quote, in_block_seq);
+                    recorder.leaf(doc, path_of(&stack), span, written, in_block_seq);
                 }
                 Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() < MAX_DEPTH => {
                     let seq = matches!(event, Event::SequenceStart(..));
@@ -872,10 +882,12 @@ fn flow_start(span: &str, open: char) -> bool {
             ' ' | '\t' | '\n' | '\r' | '\u{feff}' => {}
             '#' => while chars.next_if(|c| !matches!(c, '\n' | '\r')).is_some() {},
             // A verbatim tag (`!<...>`) may hold flow indicators.
-            '!' if chars.peek() == Some(&'<') => while chars.next_if(|c| *c != '>').is_some() {},
-            '!' | '&' => {
-                while chars.next_if(|c| !matches!(c, ' ' | '\t' | '\n' | '\r')).is_some() {}
+            '!' if chars.peek() == Some(&'<') => {
+                while chars.next_if(|c| *c != '>').is_some() {}
+                chars.next();
             }
+            // An anchor or a tag ends at a flow indicator too (`&a[]`).
+            '!' | '&' => while chars.next_if(|c| !comments::is_separator(*c)).is_some() {},
             c => return c == open,
         }
     }
@@ -1662,6 +1674,10 @@ mod comment_tests {
             ("a: &x { k: v }\n", "a: {k: v}\n"),
             ("a: !!seq\n  [ 1 ]\n", "a: [1]\n"),
             ("a: &x\n- 1\n", "a:\n- 1\n"),
+            // An anchor or a tag ends at the bracket (`&a[]`).
+            ("- &a[] # c\n", "- [] # c\n"),
+            ("&a[!{}] # c\n", "[{}] # c\n"),
+            ("a: !<!x> [ 1 ]\n", "a: [1]\n"),
         ] {
             assert_eq!(stable(text), written, "{text:?}");
         }

@@ -52,7 +52,14 @@ struct Record {
     start: usize,
     /// Character index where it ends (a block collection: where its end event is).
     end: usize,
+    /// The line it ends on; a block scalar's is its header's (`|` or `>`),
+    /// where its line comment is.
     end_line: usize,
+    /// Character index where a scalar's own text starts, where no `#`
+    /// starts a comment: a block scalar's is the line after its header.
+    text_start: usize,
+    /// Whether it is a block scalar.
+    block: bool,
     /// The column (0-based) that decides whether a comment is above it or
     /// inside it: a sequence item's is its `-`'s.
     col: usize,
@@ -75,6 +82,21 @@ enum Slot {
     Head,
     Line,
     Foot,
+}
+
+/// How a scalar is written, as far as finding comments goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Written {
+    /// Plain, or an alias.
+    Plain,
+    /// Quoted with this quote.
+    Quoted(char),
+    /// A block scalar (`|`, `>`); `props`: with an anchor or a tag (the
+    /// parser's span then starts at them, else at the content).
+    Block {
+        /// Whether it has an anchor or a tag.
+        props: bool,
+    },
 }
 
 /// Records node positions during a parse (see the module docs).
@@ -201,20 +223,36 @@ impl<'a> Recorder<'a> {
         doc: usize,
         path: Vec<Step>,
         span: saphyr_parser::Span,
-        quote: Option<char>,
+        written: Written,
         in_block_seq: bool,
     ) {
         let col = self.col_of(&path, in_block_seq, span.start);
         let start = span.start.index();
         let mut end = span.end.index().max(start);
         let mut end_line = span.end.line();
-        if let Some(quote) = quote
-            && let Some(quoted) = self.quoted_end(start, quote)
-            && quoted < end
-        {
-            let skipped = &self.text[self.byte_at(quoted)..self.byte_at(end)];
-            end_line -= break_ends(skipped).count();
-            end = quoted;
+        let mut text_start = start;
+        match written {
+            Written::Quoted(quote) => {
+                if let Some(quoted) = self.quoted_end(start, quote)
+                    && quoted < end
+                {
+                    let skipped = &self.text[self.byte_at(quoted)..self.byte_at(end)];
+                    end_line -= break_ends(skipped).count();
+                    end = quoted;
+                }
+            }
+            Written::Block { props } => {
+                // The parser's span ends at the start of the line after the
+                // content: the scalar's line is its header's, and its text
+                // starts on the line after that (a comment after the header,
+                // `| # c`, is outside it).
+                let header = self.block_header(self.byte_at(start), props);
+                end_line = self.line_of(header);
+                let next = self.line_starts.get(end_line).copied().unwrap_or(self.text.len());
+                text_start = self.char_of(next).max(start);
+                end = end.max(text_start);
+            }
+            Written::Plain => {}
         }
         self.records.push(Record {
             doc,
@@ -223,10 +261,51 @@ impl<'a> Recorder<'a> {
             start,
             end,
             end_line,
+            text_start,
+            block: matches!(written, Written::Block { .. }),
             col,
             inner_col: col,
             path,
         });
+    }
+
+    /// The byte offset of a block scalar's header (or of something on its
+    /// line) from the parser's start of it (`from`): with properties, the
+    /// `|` or `>` after them; without, the last thing before the content
+    /// (the header, or its comment), since only blank lines come between.
+    fn block_header(&self, from: usize, props: bool) -> usize {
+        if props {
+            let rest = &self.text[from..];
+            let mut chars = rest.char_indices().peekable();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    ' ' | '\t' | '\n' | '\r' => {}
+                    '#' => while chars.next_if(|(_, c)| !matches!(c, '\n' | '\r')).is_some() {},
+                    '!' if chars.peek().is_some_and(|(_, c)| *c == '<') => {
+                        while chars.next_if(|(_, c)| *c != '>').is_some() {}
+                        chars.next();
+                    }
+                    '!' | '&' => while chars.next_if(|(_, c)| !is_separator(*c)).is_some() {},
+                    _ => return from + i,
+                }
+            }
+            from
+        } else {
+            self.text[..from].rfind(|c| !matches!(c, ' ' | '\t' | '\n' | '\r')).unwrap_or(from)
+        }
+    }
+
+    /// The (1-based) line of a byte offset.
+    fn line_of(&self, byte: usize) -> usize {
+        self.line_starts.partition_point(|&s| s <= byte).max(1)
+    }
+
+    /// The character index of a byte offset.
+    fn char_of(&self, byte: usize) -> usize {
+        match &self.offsets {
+            Some(offsets) => offsets.partition_point(|&o| o < byte),
+            None => byte,
+        }
     }
 
     /// A collection at `path` starts.
@@ -267,6 +346,8 @@ impl<'a> Recorder<'a> {
             start,
             end: usize::MAX,
             end_line: usize::MAX,
+            text_start: start,
+            block: false,
             col,
             inner_col,
             path,
@@ -309,8 +390,8 @@ impl<'a> Recorder<'a> {
         let mut leaves = self
             .records
             .iter()
-            .filter(|r| r.shape == Shape::Leaf && r.end > r.start)
-            .map(|r| (r.start, r.end))
+            .filter(|r| r.shape == Shape::Leaf && r.end > r.text_start)
+            .map(|r| (r.text_start, r.end))
             .peekable();
         let mut out = Vec::new();
         let (mut line, mut col) = (1usize, 0usize);
@@ -402,6 +483,18 @@ impl<'a> Recorder<'a> {
                 return Some((r.path.clone(), Slot::Line));
             }
         }
+        // After a block scalar's header (`- | # c`; after `key: |`, the key's
+        // above): its line comment, as the emitter writes it. The parser
+        // starts it at its properties before the comment, or at its content
+        // after it.
+        if !comment.whole_line {
+            let around = [before.checked_sub(1), Some(before)];
+            for r in around.into_iter().flatten().filter_map(|i| records.get(i)) {
+                if r.block && r.end_line == comment.line && r.text_start > comment.start {
+                    return Some((r.path.clone(), Slot::Line));
+                }
+            }
+        }
         // After a `-` (or `?`) with nothing else on the line (`- # c`, `- &a`
         // then a comment): the parser puts the empty scalar there after
         // the comment. The comment is its line comment, as the emitter
@@ -491,6 +584,12 @@ fn break_ends(text: &str) -> impl Iterator<Item = usize> + '_ {
         b'\r' if bytes.get(i + 1) != Some(&b'\n') => Some(i + 1),
         _ => None,
     })
+}
+
+/// Whether `c` ends an anchor or a tag (a blank, a line break, or a flow
+/// indicator).
+pub(super) fn is_separator(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | ',' | '[' | ']' | '{' | '}')
 }
 
 fn attach_at(root: &mut Node, path: &[Step], slot: Slot, text: String) {
@@ -623,5 +722,24 @@ mod tests {
         }
         let docs = parse_documents("x:\n- -\n  # c\n- a\n").unwrap();
         assert_eq!(docs[0].get("x").unwrap().as_seq().unwrap()[0].comments().foot, ["# c"]);
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/block-scalar-*): the
+    /// parser's span of a block scalar ends on the line after its content,
+    /// so a comment there (`- >` ... then `- # c`) was taken for the block
+    /// scalar's line comment; one after its header (`- | # c`, as the
+    /// emitter writes it) read back as a head comment; and with an anchor or
+    /// a tag the span starts before the header, so `!t | # c` was taken for
+    /// text of the scalar and dropped.
+    #[test]
+    fn a_block_scalars_line_comment_is_the_one_after_its_header() {
+        for text in ["- | # c\n  x\n", "- &a > # c\n  x\n", "a: !t | # c\n  x\n", "| # c\n  x\n"] {
+            let docs = parse_documents(text).unwrap();
+            assert_eq!(emit_documents(&docs), text.replace("&a ", "").replace('>', "|"));
+        }
+        let docs = parse_documents("- >\n  -\n- # c\n").unwrap();
+        let items = docs[0].as_seq().unwrap();
+        assert!(items[0].comments().line.is_none());
+        assert_eq!(items[1].comments().line.as_deref(), Some("# c"));
     }
 }
