@@ -33,9 +33,10 @@
 //! reads back byte for byte. What is not kept, as with kpt: blank lines, the
 //! spacing before a line comment (always one space), the indentation of a
 //! comment that is not aligned (it takes its node's), and comments inside a
-//! flow collection (`[a, # x` ...), which is written on one line. Comments are
-//! never part of a node's value: nodes that differ only in their comments
-//! are equal.
+//! flow collection (`[a, # x` ...), which is written on one line; an empty
+//! document's comments are all written as whole lines. Comments are never
+//! part of a node's value: nodes that differ only in their comments are
+//! equal.
 //!
 //! ```
 //! use cosi_runtime::krm::yaml::{parse_documents, emit_documents};

@@ -8,6 +8,9 @@
 //! - a comment after content on its line is the **line** comment of the last
 //!   scalar or flow collection that ends on that line before it (the key's,
 //!   after `key:` when the value is a block collection or a block scalar);
+//!   else of a block scalar whose header (`|`, `>`) is on that line, or of an
+//!   empty scalar the parser puts after it (`- # c`, an empty item);
+//! - lines end at `\n`, `\r\n` or a lone `\r`, as the parser counts them;
 //! - a whole-line comment indented no deeper than the next mapping entry or
 //!   sequence item (of the same document) is a **head** comment of that
 //!   entry (its key) or item (the item node); of the document's root when the
@@ -140,9 +143,12 @@ impl<'a> Recorder<'a> {
     /// its tag or anchor) ends: after its closing quote. The parser's span
     /// of a quoted scalar runs on over a comment after it.
     fn quoted_end(&self, start: usize, quote: char) -> Option<usize> {
-        let rest = &self.text[self.byte_at(start)..];
-        let mut chars =
-            rest.chars().enumerate().skip_while(|(_, c)| *c != quote).skip(1).peekable();
+        // Past its properties: a tag may hold a quote (`!'`).
+        let from = self.byte_at(start);
+        let at = self.after_props(from);
+        let start = start + self.text[from..at].chars().count();
+        let rest = self.text[at..].strip_prefix(quote)?;
+        let mut chars = rest.chars().enumerate().map(|(i, c)| (i + 1, c)).peekable();
         while let Some((i, c)) = chars.next() {
             match c {
                 '\\' if quote == '"' => {
@@ -275,24 +281,29 @@ impl<'a> Recorder<'a> {
     /// (the header, or its comment), since only blank lines come between.
     fn block_header(&self, from: usize, props: bool) -> usize {
         if props {
-            let rest = &self.text[from..];
-            let mut chars = rest.char_indices().peekable();
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    ' ' | '\t' | '\n' | '\r' => {}
-                    '#' => while chars.next_if(|(_, c)| !matches!(c, '\n' | '\r')).is_some() {},
-                    '!' if chars.peek().is_some_and(|(_, c)| *c == '<') => {
-                        while chars.next_if(|(_, c)| *c != '>').is_some() {}
-                        chars.next();
-                    }
-                    '!' | '&' => while chars.next_if(|(_, c)| !is_separator(*c)).is_some() {},
-                    _ => return from + i,
-                }
-            }
-            from
+            self.after_props(from).min(self.text.len().saturating_sub(1))
         } else {
             self.text[..from].rfind(|c| !matches!(c, ' ' | '\t' | '\n' | '\r')).unwrap_or(from)
         }
+    }
+
+    /// The byte offset of the first thing after the properties (anchor,
+    /// tag), blanks, line breaks and comments at byte offset `from`.
+    fn after_props(&self, from: usize) -> usize {
+        let mut chars = self.text[from..].char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                ' ' | '\t' | '\n' | '\r' => {}
+                '#' => while chars.next_if(|(_, c)| !matches!(c, '\n' | '\r')).is_some() {},
+                '!' if chars.peek().is_some_and(|(_, c)| *c == '<') => {
+                    while chars.next_if(|(_, c)| *c != '>').is_some() {}
+                    chars.next();
+                }
+                '!' | '&' => while chars.next_if(|(_, c)| !is_separator(*c)).is_some() {},
+                _ => return from + i,
+            }
+        }
+        self.text.len()
     }
 
     /// The (1-based) line of a byte offset.
@@ -741,5 +752,21 @@ mod tests {
         let items = docs[0].as_seq().unwrap();
         assert!(items[0].comments().line.is_none());
         assert_eq!(items[1].comments().line.as_deref(), Some("# c"));
+    }
+
+    /// Found by fuzzing (fuzz/regressions/yaml/quote-in-tag-*): a quoted
+    /// scalar's end was found from the first quote after its start, which
+    /// may be in its tag (`!'` is the tag `'`), so a comment after it was
+    /// taken for text of the scalar, or text of it for a comment.
+    #[test]
+    fn a_quote_in_a_tag_does_not_start_the_quoted_scalar() {
+        let docs = parse_documents("!' ' #' # c\n").unwrap();
+        assert_eq!(docs[0].to_json(), " #");
+        assert_eq!(docs[0].comments().line.as_deref(), Some("# c"));
+        for text in ["!' ' #'", "!' #' #\n''"] {
+            let docs = parse_documents(text).unwrap();
+            let emitted = emit_documents(&docs);
+            assert_eq!(emit_documents(&parse_documents(&emitted).unwrap()), emitted, "{text:?}");
+        }
     }
 }
