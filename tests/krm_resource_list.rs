@@ -116,3 +116,16 @@ fn the_legacy_results_wrapper_and_resource_ref_metadata_name_are_read() {
     assert_eq!(list.results[0].severity, Severity::Info);
     assert_eq!(list.results[0].resource_ref.as_ref().unwrap().name, "x");
 }
+
+/// kpt sends a document's foot comment as the end of its item; written with
+/// another key after the items, kyaml reads it as another node's and kpt
+/// writes it twice. So the items come last, each comment where it was.
+#[test]
+fn items_come_last_and_their_comments_come_back_where_kpt_put_them() {
+    let input = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- # head of a\n  apiVersion: v1\n  kind: ConfigMap # kind\n  metadata:\n    name: a\n  data:\n    x: y\n  # foot of a\n";
+    let out = run(&Reports(Severity::Warning), input.as_bytes());
+    assert_eq!(out.exit_code, 0);
+    let items = out.stdout.find("\nitems:\n").expect("items");
+    assert!(out.stdout.find("\nresults:\n").is_some_and(|r| r < items), "{}", out.stdout);
+    assert!(out.stdout.ends_with(&input[input.find("items:\n").unwrap()..]), "{}", out.stdout);
+}

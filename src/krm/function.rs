@@ -5,7 +5,10 @@
 use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::object::Gvk;
+use super::object::{
+    Gvk, ID_ANNOTATION, INDEX_ANNOTATION, LEGACY_ID_ANNOTATION, LEGACY_INDEX_ANNOTATION,
+    LEGACY_PATH_ANNOTATION, Object, PATH_ANNOTATION,
+};
 use super::resource_list::ResourceList;
 use super::results::{FnResult, Severity};
 use super::validate::validate_items;
@@ -69,7 +72,10 @@ pub fn apply(function: &dyn Function, mut list: ResourceList) -> ResourceList {
         return list;
     }
     match run_checked(function, list.clone()) {
-        Ok(work) => work,
+        Ok(mut work) => {
+            restore_comments(&list.items, &mut work.items);
+            work
+        }
         Err(results) => {
             list.results.extend(results);
             list
@@ -81,6 +87,8 @@ pub fn apply(function: &dyn Function, mut list: ResourceList) -> ResourceList {
 /// list, or (when validation or the function fail) only the results to add to
 /// the input's. For callers that drop the items of a failed run (the
 /// in-process render), where the copy of every item was a third of a run.
+/// The caller restores the inputs' comments from its own copy of them
+/// ([`restore_comments`]), as [`apply`] does.
 pub(crate) fn apply_consuming(
     function: &dyn Function,
     list: ResourceList,
@@ -113,6 +121,38 @@ fn run_checked(
         return Err(work.results.drain(known..).collect());
     }
     Ok(work)
+}
+
+/// Which input an output item is: kpt's id annotation, or its file and index.
+fn origin(object: &Object) -> Option<(&str, &str)> {
+    let get = |a: &str, b: &str| object.annotation(a).or_else(|| object.annotation(b));
+    if let Some(id) = get(ID_ANNOTATION, LEGACY_ID_ANNOTATION) {
+        return Some((id, ""));
+    }
+    let path = get(PATH_ANNOTATION, LEGACY_PATH_ANNOTATION)?;
+    let index = get(INDEX_ANNOTATION, LEGACY_INDEX_ANNOTATION).unwrap_or("0");
+    Some((path, index))
+}
+
+/// Gives each output item the comments of the input item it came from
+/// ([`origin`]), field by field, where the function left it none: what kpt
+/// does after each function, so a comment survives a function that rebuilds
+/// the object or replaces a value.
+pub(crate) fn restore_comments<'a>(
+    inputs: impl IntoIterator<Item = &'a Object>,
+    outputs: &mut [Object],
+) {
+    let by_origin: rustc_hash::FxHashMap<(&str, &str), &Object> =
+        inputs.into_iter().filter_map(|o| Some((origin(o)?, o))).collect();
+    if by_origin.is_empty() {
+        return;
+    }
+    for output in outputs {
+        let input = origin(output).and_then(|key| by_origin.get(&key).copied());
+        if let Some(input) = input {
+            super::yaml::copy_comments(input.node(), output.node_mut());
+        }
+    }
 }
 
 /// What a run produced.
@@ -173,5 +213,40 @@ pub fn run_stdio(function: &dyn Function) -> std::process::ExitCode {
         std::process::ExitCode::SUCCESS
     } else {
         std::process::ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::krm::yaml::{self, Node};
+
+    fn item(text: &str) -> Object {
+        Object::from_node(yaml::parse_document(text).unwrap())
+    }
+
+    #[test]
+    fn an_output_item_gets_the_comments_of_its_input_by_id_or_by_path_and_index() {
+        let annotated =
+            |extra: &str| format!("kind: A # kind\nmetadata:\n  name: x\n  annotations:\n{extra}");
+        let by_path = "    internal.config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/index: '1'\n";
+        let by_id = "    internal.config.kubernetes.io/id: '7'\n";
+        for (input, output, kept) in [
+            (by_path, by_path, true),
+            (by_id, by_id, true),
+            (
+                by_path,
+                "    internal.config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/index: '0'\n",
+                false,
+            ),
+            (by_id, "", false),
+        ] {
+            let inputs = [item(&annotated(input))];
+            let rebuilt = Node::from_json(&item(&annotated(output)).node().to_json());
+            let mut outputs = [Object::from_node(rebuilt)];
+            restore_comments(&inputs, &mut outputs);
+            let comment = outputs[0].node().get("kind").unwrap().comments().line.clone();
+            assert_eq!(comment.is_some(), kept, "{input} -> {output}");
+        }
     }
 }

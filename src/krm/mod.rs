@@ -8,8 +8,8 @@
 //! - the wire format: [`ResourceList`], [`FnResult`] with severities, exit
 //!   code 1 iff an `error` result is present;
 //! - a YAML layer ([`yaml`]) that gives objects a function does not change
-//!   back with every scalar's text, type and quoting intact, and keeps kpt's
-//!   path/index/id annotations;
+//!   back with every scalar's text, type and quoting intact and every comment
+//!   in its place, and keeps kpt's path/index/id annotations;
 //! - validation before any mutation, all or nothing ([`apply`]);
 //! - [`run_stdio`], the whole `main` of an exec function;
 //! - the fn-runtime model: [`Upstream`] (For/Owns/Watch, populate → diff →

@@ -56,7 +56,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::error::KrmError;
-use super::function::{Function, apply, apply_consuming};
+use super::function::{Function, apply, apply_consuming, restore_comments};
 use super::object::{Gvk, Object};
 use super::package::{read_package, write_package};
 use super::resource_list::ResourceList;
@@ -240,13 +240,19 @@ impl FnController {
                 before.insert(ptr, resource);
             }
         }
-        let out = match apply_consuming(self.function.as_ref(), ResourceList::new(items)) {
+        let mut out = match apply_consuming(self.function.as_ref(), ResourceList::new(items)) {
             Ok(out) => out,
             Err(results) => {
                 self.with_shared(|s| s.results.insert(name, results));
                 return Ok((false, seen));
             }
         };
+        // The inputs' comments, as kpt restores them after each function: the
+        // cache still holds the inputs as read (the package lock is held).
+        self.with_shared(|s| {
+            let inputs = before.keys().filter_map(|ptr| s.parsed.get(ptr).map(|(_, o)| o));
+            restore_comments(inputs, &mut out.items);
+        });
         self.with_shared(|s| s.results.insert(name.clone(), out.results.clone()));
         // Writes are sent together (pipelined): the state actor applies them in order.
         let mut writes: Vec<(Pointer, Object, AnyResource, bool)> = Vec::new();
@@ -255,9 +261,14 @@ impl FnController {
             match before.remove(&ptr) {
                 Some(resource) => {
                     // The package lock is held: the cache still holds what was read.
+                    // Equal objects may differ in comments (a function added one).
                     let version = resource.version().get();
                     let same = self.with_shared(|s| {
-                        s.parsed.get(&ptr).is_some_and(|(v, old)| *v == version && *old == object)
+                        s.parsed.get(&ptr).is_some_and(|(v, old)| {
+                            *v == version
+                                && *old == object
+                                && yaml::same_comments(old.node(), object.node())
+                        })
                     });
                     if same {
                         continue;

@@ -106,12 +106,15 @@ impl ResourceList {
         Ok(ResourceList { api_version, items, function_config, results })
     }
 
-    /// The list as one YAML document.
+    /// The list as one YAML document. `items` comes last: a comment at the
+    /// end of the last item's document is then at the end of the text, where
+    /// kpt puts it in the list it sends; followed by another key, kyaml would
+    /// read it as another node's and kpt, restoring the input's comments,
+    /// would write it twice.
     pub fn to_yaml(&self) -> String {
         let mut out = String::new();
         yaml::emit_entry("apiVersion", &Node::string(self.api_version.clone()), &mut out);
         out.push_str("kind: ResourceList\n");
-        yaml::emit_seq_entry("items", self.items.iter().map(Object::node), &mut out);
         if let Some(fc) = &self.function_config {
             yaml::emit_entry("functionConfig", fc.node(), &mut out);
         }
@@ -119,6 +122,7 @@ impl ResourceList {
             let results = Node::Seq(self.results.iter().map(FnResult::to_node).collect());
             yaml::emit_entry("results", &results, &mut out);
         }
+        yaml::emit_seq_entry("items", self.items.iter().map(Object::node), &mut out);
         out
     }
 
