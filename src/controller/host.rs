@@ -120,6 +120,33 @@ impl HostEnv {
         let options = WatchOptions { bootstrap, ..WatchOptions::default() };
         self.state.watch_sink(target, &options, sink).await
     }
+
+    /// Watches each of `kinds` that `current` does not watch yet (a sink from
+    /// `sink` each), adding its id to `current`. A kind that cannot be
+    /// watched is logged, naming the controller, and left out.
+    pub(crate) async fn watch_missing(
+        &self,
+        kinds: impl IntoIterator<Item = Kind>,
+        sink: impl Fn() -> Sink,
+        bootstrap: bool,
+        current: &mut HashMap<Kind, WatchId>,
+        controller: &str,
+    ) {
+        for kind in kinds {
+            if current.contains_key(&kind) {
+                continue;
+            }
+            match self.watch_kind(kind.clone(), sink(), bootstrap).await {
+                Ok(id) => {
+                    current.insert(kind, id);
+                }
+                Err(e) => tracing::error!(
+                    controller = %controller,
+                    "controller {controller}: cannot watch {kind}: {e}"
+                ),
+            }
+        }
+    }
 }
 
 /// Subscribes `recipient` to every kind in `wanted` missing from `current`,
@@ -137,20 +164,7 @@ pub(crate) async fn resubscribe(
             let _ = env.state.unwatch(id).await;
         }
     }
-    for kind in wanted {
-        if current.contains_key(&kind) {
-            continue;
-        }
-        match env.watch_kind(kind.clone(), Sink::Actor(recipient.clone()), false).await {
-            Ok(id) => {
-                current.insert(kind, id);
-            }
-            Err(e) => tracing::error!(
-                controller = %owner,
-                "controller {owner}: cannot watch {kind}: {e}"
-            ),
-        }
-    }
+    env.watch_missing(wanted, || Sink::Actor(recipient.clone()), false, &mut current, &owner).await;
     current
 }
 

@@ -266,20 +266,9 @@ impl<Q: QController> Hosted for Queued<Q> {
         let name = host.name.clone();
         Box::pin(async move {
             let mut subs = HashMap::new();
-            for kind in primary.into_iter().chain(mapped) {
-                if subs.contains_key(&kind) {
-                    continue;
-                }
-                match env.watch_kind(kind.clone(), Sink::Batch(recipient.clone()), true).await {
-                    Ok(id) => {
-                        subs.insert(kind, id);
-                    }
-                    Err(e) => tracing::error!(
-                        controller = %name,
-                        "queue controller {name}: cannot watch {kind}: {e}"
-                    ),
-                }
-            }
+            let sink = || Sink::Batch(recipient.clone());
+            env.watch_missing(primary.into_iter().chain(mapped), sink, true, &mut subs, &name)
+                .await;
             subs
         })
     }
