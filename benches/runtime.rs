@@ -18,6 +18,9 @@
 //!   with a 1 ms backoff (jitter 0), vs a bare actix `run_later(1 ms)`.
 //!
 //! Counts and memory go to `<target>/bench-report/runtime.json`.
+//! `COSI_BENCH_PROFILE=<variant>:<n>` (`queue_live`, `live`, …, or `bare_actix`)
+//! runs one chain of size n and nothing else, for callgrind
+//! (`scripts/instructions.py`).
 //! `cargo test --benches` runs a scaled-down smoke pass.
 
 mod common;
@@ -875,6 +878,27 @@ fn supervisor(c: &mut Criterion, sys: &SystemRunner) -> serde_json::Value {
     json!({ "backoffs": backoffs })
 }
 
+/// One run of a chain scenario at size `n` (see [`common::profile_request`]):
+/// `queue_live` and `live` as the criterion groups run them, `bare_actix` the
+/// baseline (its tables filled inside the run, as the others create theirs).
+fn profile(scenario: &str, n: u64) {
+    let sys = actix::System::new();
+    let elapsed = match scenario {
+        "bare_actix" => sys.block_on(chain_bare(n)),
+        _ => {
+            let Some(&(_, variant)) = CHAIN_VARIANTS.iter().find(|(name, _)| *name == scenario)
+            else {
+                panic!(
+                    "COSI_BENCH_PROFILE: no chain variant {scenario:?} (bare_actix, or one of {:?})",
+                    CHAIN_VARIANTS.map(|(name, _)| name)
+                );
+            };
+            sys.block_on(chain_run(n, variant)).elapsed
+        }
+    };
+    println!("{scenario} at N = {n}: {elapsed:?}");
+}
+
 fn main() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -883,6 +907,10 @@ fn main() {
         }
     }));
 
+    if let Some((scenario, n)) = common::profile_request() {
+        profile(&scenario, n);
+        return;
+    }
     let mode = Mode::from_args();
     let mut c = mode.criterion();
     let sys = actix::System::new();

@@ -190,6 +190,53 @@ def load_averages(target_dir):
     return read(os.path.join(target_dir, "bench-report", "loadavg-start")), read("/proc/loadavg")
 
 
+def instructions_section(target_dir, d, md):
+    """Instructions per object by callgrind (`scripts/instructions.py`): the chain's cost
+    with the machine's load taken out, beside the times above."""
+    path = os.path.join(target_dir, "bench-report", "instructions.json")
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        d.missing.append(path)
+        report = {}
+    md.append("## Instructions per object\n")
+    if report.get("skipped") or not report.get("scenarios"):
+        md.append(f"Not measured in this run ({report.get('skipped', 'no instructions.json')}).\n")
+        return
+    sc = report["scenarios"]
+    sizes = get(sc, "chain_queue_live", "sizes") or [MISSING, MISSING]
+    md.append(
+        "The chain of the two sections above, counted in instructions by callgrind "
+        "(`scripts/instructions.py`, run by `scripts/benchmarks.sh`): each scenario's binary runs "
+        f"once at N = {sizes[0]:,} and once at N = {sizes[1]:,} under `valgrind --tool=callgrind` "
+        "(`COSI_BENCH_PROFILE=<scenario>:<n>`), and the difference of the two counts over the "
+        "difference of the sizes is the cost of one integer through both stages, its create "
+        "included, start-up and set-up excluded. Instructions do not depend on the machine's load "
+        "or on how the threads were scheduled, so they show what the code costs where the times "
+        "also show the machine; every thread counts (kube-runtime's peer runs on one). Ratio = "
+        "instructions relative to kube-runtime's peer.\n"
+    )
+    kube = get(sc, "chain_kube_runtime", "per_object")
+    bare = get(sc, "chain_bare_actix", "per_object")
+    rows = []
+    for key, label in (
+        ("chain_queue_live", "cosi-runtime `queue_live` (per object)"),
+        ("chain_live", "cosi-runtime `live` (lists all)"),
+        ("chain_bare_actix", "bare actix baseline"),
+        ("chain_kube_runtime", "kube-runtime (current-thread)"),
+    ):
+        per = get(sc, key, "per_object")
+        rows.append([
+            label,
+            MISSING if per is None else f"{per:,.0f}",
+            fmt_ratio(ratio(per, kube)),
+            fmt_ratio(ratio(per, bare)),
+        ])
+    md.append(table(["scenario", "instructions per integer", "ratio to kube-runtime", "ratio to bare actix"], rows))
+    md.append("")
+
+
 def kube_peer_section(d, rt, target_dir, summary, md):
     """The chain, single-object latency and peak heap against the kube-runtime peer
     (`benches/kube-peer`, run by scripts/benchmarks.sh in the same invocation)."""
@@ -1131,6 +1178,7 @@ def main():
     md.append(f"Target: aim ≤ 35 ms for the plain variant — {verdict(chain_ok)}.\n")
 
     kube_peer_section(d, rt, args.target_dir, summary, md)
+    instructions_section(args.target_dir, d, md)
     execution_section(d, summary, md)
 
     # ------------------------------------------------------------------ queue

@@ -39,6 +39,10 @@ cargo bench --features kubernetes,kubernetes-api --bench cluster
 # The kube-runtime peer of the chain bench (benches/kube-peer, a project of its own): same scenario.
 cargo run --release --manifest-path benches/kube-peer/Cargo.toml > "$target/bench-report/kube-peer.json" \
     || echo "the kube-runtime peer failed: the report shows its figures as n/a"
+# Instructions per object by callgrind (load-immune), beside the times: our chain, the bare
+# actix chain and the kube-runtime peer, each at two sizes (skipped without valgrind).
+python3 scripts/instructions.py --target-dir "$target" \
+    || echo "the instruction counts failed: the report shows them as n/a"
 # The soak: SOAK_SECS=600 by default (the report shows RSS at 1, 5 and 10 minutes).
 mkdir -p "$target/bench-report"
 cargo run --release --example soak -- --secs "${SOAK_SECS:-600}" --report "$target/bench-report/soak.json" \

@@ -264,6 +264,17 @@ where
 }
 
 /// A duration in nanoseconds as a JSON number.
+/// `COSI_BENCH_PROFILE=<scenario>:<n>`: the scenario a bench binary should
+/// run once, without criterion, for a profiler (`scripts/instructions.sh`
+/// runs it under callgrind at two sizes: the difference of the instruction
+/// counts over the difference of the sizes is the cost per object, without
+/// the start-up).
+pub fn profile_request() -> Option<(String, u64)> {
+    let value = std::env::var("COSI_BENCH_PROFILE").ok()?;
+    let (scenario, n) = value.split_once(':')?;
+    Some((scenario.to_owned(), n.parse().ok()?))
+}
+
 pub fn ns(d: Duration) -> serde_json::Value {
     serde_json::json!(d.as_nanos() as u64)
 }

@@ -496,6 +496,16 @@ fn percentile(v: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
+    // `COSI_BENCH_PROFILE=chain:<n>`: one chain run of size n and nothing else, for
+    // callgrind (`scripts/instructions.sh`, as the cosi-runtime benches take it).
+    if let Some(n) = std::env::var("COSI_BENCH_PROFILE")
+        .ok()
+        .and_then(|v| v.strip_prefix("chain:").and_then(|n| n.parse::<u64>().ok()))
+    {
+        let run = runtime(false).block_on(chain_run(n, false));
+        eprintln!("chain at N = {n}: {:?}", run.elapsed);
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let sizes: Vec<(u64, usize)> =
         if quick { vec![(100, 2), (300, 2)] } else { vec![(1_000, 5), (10_000, 5), (100_000, 3)] };
