@@ -12,7 +12,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use cosi_runtime::kubernetes::{
-    Expose, FIELD_MANAGER_ANNOTATION, KubernetesApi, KubernetesServer, OWNER_REFERENCES_ANNOTATION,
+    Expose, FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, KubernetesApi,
+    KubernetesServer, OWNER_REFERENCES_ANNOTATION,
 };
 use cosi_runtime::prelude::*;
 use futures::{Stream, StreamExt};
@@ -227,8 +228,8 @@ async fn kube_rs_writes_the_status_subresource_and_object_writes_keep_the_status
         Event::Apply(o) => assert_eq!(o.data["status"]["shown"], 1),
         other => panic!("{other:?}"),
     }
-    // Its generation moves on status writes too (the state's version).
-    assert_eq!(written.metadata.generation, Some(created.metadata.generation.unwrap() + 1));
+    // Its generation stays (status writes leave it, as on the apiserver).
+    assert_eq!(written.metadata.generation, created.metadata.generation);
 
     // A merge patch of the status, and a read of it.
     let merge = json!({"status": {"note": "first"}});
@@ -304,6 +305,92 @@ async fn kube_rs_writes_the_status_subresource_and_object_writes_keep_the_status
     assert_eq!(api_code(greetings.get_status("nope").await), 404);
     assert!(state.get(&Pointer::of::<Greeting>("config", "nope")).await.is_err());
     drop(events);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn generation_moves_on_spec_changes_only_as_on_the_apiserver() {
+    let state = State::start();
+    let (server, _) = serve(api(&state)).await;
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let greetings: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "config", &greeting_resource());
+    let generation = |o: &DynamicObject| o.metadata.generation.unwrap();
+    let version = |o: &DynamicObject| o.metadata.resource_version.clone().unwrap();
+
+    let object =
+        DynamicObject::new("hello", &greeting_resource()).data(json!({"spec": {"text": "hi"}}));
+    let created = greetings.create(&PostParams::default(), &object).await.unwrap();
+    assert_eq!(generation(&created), 1);
+
+    // The operator's pattern: status writes that record observedGeneration
+    // move the resourceVersion, never the generation it compares with.
+    let params = PatchParams::default();
+    let mut last = created.clone();
+    for shown in 1..=3 {
+        let status = json!({"status": {"shown": shown}});
+        let written =
+            greetings.patch_status("hello", &params, &Patch::Merge(&status)).await.unwrap();
+        assert_eq!(generation(&written), 1, "status write {shown}");
+        assert_ne!(version(&written), version(&last), "a status write is a write");
+        last = written;
+    }
+    // Labels, annotations and finalizers alone leave it too.
+    let labels = json!({"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}}});
+    let labelled = greetings.patch("hello", &params, &Patch::Merge(&labels)).await.unwrap();
+    assert_eq!(generation(&labelled), 1);
+    assert_ne!(version(&labelled), version(&last));
+
+    // A spec change moves it by one, however many writes came before.
+    let spec = json!({"spec": {"text": "hey"}});
+    let changed = greetings.patch("hello", &params, &Patch::Merge(&spec)).await.unwrap();
+    assert_eq!(generation(&changed), 2);
+    let status = json!({"status": {"shown": 4}});
+    let written = greetings.patch_status("hello", &params, &Patch::Merge(&status)).await.unwrap();
+    assert_eq!(generation(&written), 2);
+
+    // The count is the server's: never served, and a client's value is ignored.
+    let read = greetings.get("hello").await.unwrap();
+    assert_eq!(generation(&read), 2);
+    assert!(
+        !read.annotations().contains_key(GENERATION_OFFSET_ANNOTATION),
+        "{:?}",
+        read.annotations()
+    );
+    let mut forged = read.clone();
+    forged.annotations_mut().insert(GENERATION_OFFSET_ANNOTATION.into(), "100".into());
+    forged.data["spec"]["text"] = json!("forged");
+    let replaced = greetings.replace("hello", &PostParams::default(), &forged).await.unwrap();
+    assert_eq!(generation(&replaced), 3, "a spec change through replace");
+    assert!(!replaced.annotations().contains_key(GENERATION_OFFSET_ANNOTATION));
+
+    // A write through the state (a controller's) moves it whatever it
+    // changed: a spec change made in process is never hidden from clients.
+    let ptr = Pointer::of::<Greeting>("config", "hello");
+    state
+        .modify(&ptr, |g: &mut Resource<Greeting>| g.spec_mut().status = None, None)
+        .await
+        .unwrap();
+    assert_eq!(generation(&greetings.get("hello").await.unwrap()), 4);
+    let written = greetings.patch_status("hello", &params, &Patch::Merge(&status)).await.unwrap();
+    assert_eq!(generation(&written), 4);
+
+    // Without a status subresource the whole value is the spec: a label
+    // write leaves the generation, a spec write moves it.
+    let link_resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("demo.cosi.dev", "v1", "LinkConfig"),
+        "linkconfigs",
+    );
+    let links: Api<DynamicObject> = Api::namespaced_with(client, "config", &link_resource);
+    let link = DynamicObject::new("eth0", &link_resource).data(json!({"spec": {"mtu": 1500}}));
+    let created = links.create(&PostParams::default(), &link).await.unwrap();
+    assert_eq!(generation(&created), 1);
+    let labels = json!({"metadata": {"labels": {"site": "lab"}}});
+    let labelled = links.patch("eth0", &params, &Patch::Merge(&labels)).await.unwrap();
+    assert_eq!(generation(&labelled), 1);
+    let spec = json!({"spec": {"mtu": 9000}});
+    let changed = links.patch("eth0", &params, &Patch::Merge(&spec)).await.unwrap();
+    assert_eq!(generation(&changed), 2);
     server.stop().await;
 }
 

@@ -95,9 +95,10 @@ impl QController for GreetingController {
         };
         let status = reply(greeting.spec());
         // Our own write, come back through the mirror: the reply stands. Only
-        // the reply is compared: a cluster that moves `generation` on status
-        // writes too (this crate's Kubernetes API does) would otherwise see
-        // `observedGeneration` behind after every write, and answer forever.
+        // the reply is compared, not `observedGeneration`: a server that moves
+        // `generation` on status writes too (this crate's Kubernetes API did
+        // once) would otherwise see it behind after every write, and the
+        // operator would answer forever.
         if greeting.spec().status.as_ref().map(|s| &s.reply) == Some(&status.reply) {
             return Ok(Outcome::Done);
         }

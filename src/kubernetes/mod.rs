@@ -37,8 +37,9 @@
 //!
 //! - An object is `{apiVersion, kind, metadata, spec}` (and `status`, with a
 //!   [status subresource](Expose::status_subresource)); its `metadata.resourceVersion`
-//!   is the store revision of the write that produced it, `generation` our
-//!   version, `uid` the incarnation's uid (see [`object`](self#objects) below).
+//!   is the store revision of the write that produced it, `generation` moves
+//!   on spec changes (see [`object`](self#objects) below), `uid` is the
+//!   incarnation's uid.
 //! - A list's `metadata.resourceVersion` is the store revision of its snapshot:
 //!   a watch from it (`kubectl get -w`, informers) delivers exactly the changes
 //!   after the list.
@@ -87,7 +88,8 @@
 //!   resource owned by a controller is read-only to clients: PUT, PATCH and
 //!   DELETE answer `403 Forbidden` and change nothing.
 //! - A written object gives labels, annotations (except [`OWNER_ANNOTATION`],
-//!   derived, and [`OWNER_REFERENCES_ANNOTATION`], reserved), finalizers,
+//!   derived, and [`OWNER_REFERENCES_ANNOTATION`] and
+//!   [`GENERATION_OFFSET_ANNOTATION`], reserved), finalizers,
 //!   `ownerReferences` and `spec`; `status`, `generation`, timestamps and
 //!   `managedFields` are ignored. The name and namespace must match the URL's.
 //! - `metadata.ownerReferences` (each `apiVersion`, `kind`, `name`, `uid`,
@@ -212,7 +214,7 @@
 //! | id, namespace | `metadata.name`, `metadata.namespace` |
 //! | uid | `metadata.uid` |
 //! | mod revision | `metadata.resourceVersion` |
-//! | version | `metadata.generation` |
+//! | version, less the API's writes that changed no spec ([`GENERATION_OFFSET_ANNOTATION`]) | `metadata.generation` |
 //! | created | `metadata.creationTimestamp` |
 //! | labels, annotations, finalizers | the same |
 //! | owner (a controller) | annotation `cosi.dev/owner` ([`OWNER_ANNOTATION`]) |
@@ -234,9 +236,11 @@
 //! - `limit` is ignored: a list is never cut into pages (no `continue`).
 //! - No `dryRun` (`400`), no `generateName`, no collection DELETE, no
 //!   strategic merge patch (`415`, as the apiserver answers for custom
-//!   resources). Every write bumps the version (`generation`), even one that
-//!   changes nothing, and a status write too (the apiserver bumps it on spec
-//!   changes only). No garbage collection of `ownerReferences` dependents.
+//!   resources). A write that changes nothing writes nothing (no new
+//!   `resourceVersion`). `generation` moves on spec changes only, as on the
+//!   apiserver (see [`GENERATION_OFFSET_ANNOTATION`]), except that a write
+//!   through the [`State`] moves it whatever it changed. No garbage
+//!   collection of `ownerReferences` dependents.
 //! - A watch's `DELETED` carries the revision of the destroy, except when the
 //!   client fell behind and the state coalesced its backlog: then events carry
 //!   their own revision, raised to the highest sent so far so that the stream
@@ -347,7 +351,10 @@ use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpServer, guard, web};
 
 pub use auth::{ANONYMOUS, Tokens, User};
-pub use object::{FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION};
+pub use object::{
+    FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, OWNER_ANNOTATION,
+    OWNER_REFERENCES_ANNOTATION,
+};
 pub use registry::{Expose, ExposeError};
 pub use status::Status;
 pub use tls::TlsError;

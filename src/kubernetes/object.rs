@@ -6,7 +6,7 @@
 //! | namespace | `metadata.namespace` |
 //! | uid | `metadata.uid` |
 //! | mod revision | `metadata.resourceVersion` (a string) |
-//! | version | `metadata.generation` |
+//! | version less [`GENERATION_OFFSET_ANNOTATION`] | `metadata.generation` |
 //! | created | `metadata.creationTimestamp` (RFC 3339, seconds) |
 //! | labels, annotations, finalizers | the same |
 //! | owner (a controller) | annotation `cosi.dev/owner` |
@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::registry::Exposed;
 use super::status::Status;
-use crate::resource::{AnyResource, Phase, StringMap, Timestamp};
+use crate::resource::{AnyResource, Metadata, Phase, StringMap, Timestamp};
 
 /// The annotation that names the controller owning a resource.
 pub const OWNER_ANNOTATION: &str = "cosi.dev/owner";
@@ -45,6 +45,37 @@ pub const FIELD_MANAGER_ANNOTATION: &str = "cosi.dev/field-manager";
 /// references). A controller writing through the [`State`](crate::State)
 /// may set this annotation itself.
 pub const OWNER_REFERENCES_ANNOTATION: &str = "kubernetes.cosi.dev/owner-references";
+
+/// Reserved annotation: how many writes through this API changed no spec
+/// (a status write, a write of labels, annotations or finalizers only). The
+/// served `metadata.generation` is the state's version less this count, so it
+/// moves on spec changes only, as on the apiserver: an operator that compares
+/// `status.observedGeneration` with `generation` settles after its own
+/// status write instead of answering it forever. A write through the
+/// [`State`](crate::State) (a controller's, a teardown) leaves the count, so
+/// it moves `generation` whatever it changed: a spec change made in process
+/// is never hidden from a client.
+///
+/// Kept by the server, never served (like [`OWNER_REFERENCES_ANNOTATION`]);
+/// a client's value for it is ignored.
+pub const GENERATION_OFFSET_ANNOTATION: &str = "kubernetes.cosi.dev/generation-offset";
+
+/// Whether `key` is an annotation the server keeps for itself and never serves.
+pub(crate) fn reserved(key: &str) -> bool {
+    key == OWNER_REFERENCES_ANNOTATION || key == GENERATION_OFFSET_ANNOTATION
+}
+
+/// The count kept in [`GENERATION_OFFSET_ANNOTATION`] (0 without it).
+pub(crate) fn generation_offset(md: &Metadata) -> u64 {
+    md.annotations().get(GENERATION_OFFSET_ANNOTATION).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// The served `metadata.generation`: the version less the writes that
+/// changed no spec (see [`GENERATION_OFFSET_ANNOTATION`]). The count never
+/// exceeds the writes since the create, so a stored object's is at least 1.
+pub(crate) fn generation(md: &Metadata) -> u64 {
+    md.version().get().saturating_sub(generation_offset(md))
+}
 
 /// Reads a written object's `metadata.ownerReferences` (`value`) into the
 /// text kept in [`OWNER_REFERENCES_ANNOTATION`]: `None` when there are none.
@@ -157,13 +188,13 @@ struct Annotations<'a> {
 impl Annotations<'_> {
     /// Whether any annotation is served.
     fn any(&self) -> bool {
-        self.owner.is_some() || self.annotations.keys().any(|k| k != OWNER_REFERENCES_ANNOTATION)
+        self.owner.is_some() || self.annotations.keys().any(|k| !reserved(k))
     }
 }
 
 impl Serialize for Annotations<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let shown = self.annotations.iter().filter(|(k, _)| *k != OWNER_REFERENCES_ANNOTATION);
+        let shown = self.annotations.iter().filter(|(k, _)| !reserved(k));
         let Some(owner) = self.owner else {
             return s.collect_map(shown);
         };
@@ -205,7 +236,7 @@ impl Serialize for ObjectMeta<'_> {
             out.serialize_entry("uid", &Str(uid))?;
         }
         out.serialize_entry("resourceVersion", &Str(self.resource_version))?;
-        out.serialize_entry("generation", &md.version().get())?;
+        out.serialize_entry("generation", &generation(md))?;
         out.serialize_entry("creationTimestamp", &Str(Rfc3339(md.created())))?;
         if md.phase() == Phase::TearingDown {
             out.serialize_entry("deletionTimestamp", &Str(Rfc3339(md.updated())))?;

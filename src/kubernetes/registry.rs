@@ -267,10 +267,12 @@ impl Expose {
     /// - discovery lists `{plural}/status` (verbs `get`, `patch`, `update`),
     ///   and the OpenAPI schema has a free-form `status` object.
     ///
-    /// `metadata.generation` is the state's version, which moves on every
-    /// write, status writes included (the apiserver moves it on spec changes
-    /// only): kube-runtime's `predicates::generation` does not filter a
-    /// controller's own status writes out here.
+    /// `metadata.generation` moves on spec changes only, as on the apiserver:
+    /// a status write leaves it (see
+    /// [`GENERATION_OFFSET_ANNOTATION`](super::GENERATION_OFFSET_ANNOTATION)),
+    /// so kube-runtime's `predicates::generation` filters a controller's own
+    /// status writes out, and an operator comparing `observedGeneration`
+    /// with it settles.
     ///
     /// [`schema`](Expose::schema) stays the schema of the object's `spec`;
     /// print [`column`](Expose::column)s reach the status as `.status.…`.

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use super::Shared;
 use super::object::{
-    FIELD_MANAGER_ANNOTATION, OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION, object,
-    owner_references, spec_value,
+    FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, OWNER_ANNOTATION,
+    OWNER_REFERENCES_ANNOTATION, object, owner_references, spec_value,
 };
 use super::patch::{PatchError, json_patch, merge_patch};
 use super::registry::Exposed;
@@ -284,7 +284,7 @@ fn desired(target: &Target, body: &Value, strict: bool, part: Part) -> Result<De
     for (k, v) in
         string_map(md.get("annotations"), "annotations").map_err(|e| target.invalid(&e))?
     {
-        if k != OWNER_ANNOTATION && k != OWNER_REFERENCES_ANNOTATION {
+        if k != OWNER_ANNOTATION && !super::object::reserved(&k) {
             metadata.annotations_mut().insert(k, v);
         }
     }
@@ -450,12 +450,17 @@ async fn update_over(
         )));
     }
     let value = stored_value(target, desired, Some(stored), part)?;
+    let spec_changed = spec_changed(target, &value, stored)?;
     let md = match part {
         Part::Object => {
             let mut md = desired.metadata.clone();
             md.set_version(smd.version());
             md.set_uid(smd.uid());
             md.set_phase(smd.phase());
+            // The server's count (a client never sees or sends it).
+            if let Some(offset) = smd.annotations().get(GENERATION_OFFSET_ANNOTATION) {
+                md.annotations_mut().insert(GENERATION_OFFSET_ANNOTATION, offset);
+            }
             md
         }
         // Labels, annotations, finalizers, owner references as stored.
@@ -465,12 +470,20 @@ async fn update_over(
         Phase::Running => ExpectedPhase::Running,
         Phase::TearingDown => ExpectedPhase::TearingDown,
     };
-    let resource = AnyResource::from_dynamic(md, value);
     // A write that changes nothing is none, as on the apiserver (no new
     // resourceVersion, no watch event): a controller that applies what is
     // already there does not wake itself, or its owner's watch, again.
+    let mut resource = AnyResource::from_dynamic(md, value);
     if changes_nothing(&resource, stored) {
         return Ok(Some(stored.clone()));
+    }
+    if !spec_changed {
+        // The version moves, the served generation does not.
+        let offset = super::object::generation_offset(smd) + 1;
+        resource
+            .metadata_mut()
+            .annotations_mut()
+            .insert(GENERATION_OFFSET_ANNOTATION, offset.to_string());
     }
     match shared.state.update_with_phase(resource, None, phase).await {
         Ok(r) => Ok(Some(r)),
@@ -487,6 +500,15 @@ fn changes_nothing(desired: &AnyResource, stored: &AnyResource) -> bool {
         && d.annotations() == s.annotations()
         && d.finalizers() == s.finalizers()
         && desired.spec_eq(stored)
+}
+
+/// Whether storing `value` over `stored` changes the object's `spec` (with a
+/// status subresource, the `spec` half of the stored value; otherwise all
+/// of it): what moves `metadata.generation` on the apiserver.
+fn spec_changed(target: &Target, value: &Value, stored: &AnyResource) -> Result<bool, Status> {
+    let before = spec_value(stored)?;
+    let spec = |v: Value| target.exposed.split(v).0;
+    Ok(spec(value.clone()) != spec(before))
 }
 
 /// `POST /apis/{group}/{version}/namespaces/{namespace}/{plural}`: 201 and
