@@ -219,7 +219,36 @@ fn exec_pipe(dir: &Path, input: &[u8]) -> Vec<u8> {
     data
 }
 
+/// `COSI_BENCH_PROFILE=<scenario>:<clusters>` (see `common::profile_request`):
+/// `render` renders the package of `clusters` clusters in process once,
+/// `pipe_in_memory` applies the three functions to it in a row once (`render_pipe`).
+fn profile(scenario: &str, clusters: usize) {
+    let items = package(clusters);
+    let started = std::time::Instant::now();
+    let rendered = match scenario {
+        "render" => match actix::System::new().block_on(render(items, fns::all())) {
+            Ok(report) => {
+                assert_eq!(report.exit_code(), 0, "{:?}", report.results);
+                report.items.len()
+            }
+            Err(e) => panic!("the render failed: {e}"),
+        },
+        "pipe_in_memory" => {
+            let functions = fns::all();
+            let refs: Vec<&dyn Function> = functions.iter().map(|f| f.as_ref()).collect();
+            render_pipe(items, &refs).items.len()
+        }
+        other => panic!("COSI_BENCH_PROFILE: no KRM scenario {other:?} (render, pipe_in_memory)"),
+    };
+    assert_eq!(rendered, 2 * clusters + 3, "clusters, their ConfigMaps, Kptfile, Site, Summary");
+    println!("{scenario} of {clusters} clusters: {:?}", started.elapsed());
+}
+
 fn main() {
+    if let Some((scenario, clusters)) = common::profile_request() {
+        profile(&scenario, clusters as usize);
+        return;
+    }
     let mode = common::Mode::from_args();
     let full = mode.full;
     let clusters = if full { 5_000 } else { 50 };

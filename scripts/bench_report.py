@@ -235,6 +235,26 @@ def instructions_section(target_dir, d, md):
         ])
     md.append(table(["scenario", "instructions per integer", "ratio to kube-runtime", "ratio to bare actix"], rows))
     md.append("")
+    render = get(sc, "krm_render", "per_object")
+    pipe = get(sc, "krm_pipe_in_memory", "per_object")
+    clusters = get(sc, "krm_render", "sizes") or [MISSING, MISSING]
+    md.append(
+        "The KRM package of the KRM section below, counted the same way at "
+        f"{clusters[0]:,} and {clusters[1]:,} clusters (two rendered items each): the render on "
+        "the controller engine (`render`: items in a `State`, functions as controllers, until "
+        "settled) beside the three functions applied in a row in one process (`render_pipe`, "
+        "no YAML between them).\n"
+    )
+    md.append(table(
+        ["scenario", "instructions per rendered item", "ratio to the functions in a row"],
+        [
+            ["in-process render (`render`)", MISSING if render is None else f"{render:,.0f}",
+             fmt_ratio(ratio(render, pipe))],
+            ["the three functions in a row (`render_pipe`)",
+             MISSING if pipe is None else f"{pipe:,.0f}", fmt_ratio(ratio(pipe, pipe))],
+        ],
+    ))
+    md.append("")
 
 
 def kube_peer_section(d, rt, target_dir, summary, md):

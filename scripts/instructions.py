@@ -56,9 +56,10 @@ def instructions(exe, profile, extra_env=None):
     return int(found.group(1))
 
 
-def measure(exe, scenario, sizes, unit, extra_env=None):
+def measure(exe, scenario, sizes, unit, extra_env=None, objects_per_n=1):
+    """Instructions per object of `scenario`: `objects_per_n` objects per unit of its size."""
     counts = [instructions(exe, f"{scenario}:{n}", extra_env) for n in sizes]
-    per = (counts[1] - counts[0]) / (sizes[1] - sizes[0])
+    per = (counts[1] - counts[0]) / ((sizes[1] - sizes[0]) * objects_per_n)
     print(f"instructions: {scenario}: {per:,.0f} per {unit} ({counts} at N = {sizes})", file=sys.stderr)
     return {"sizes": sizes, "instructions": counts, "per_object": per, "unit": unit}
 
@@ -77,7 +78,9 @@ def main():
     else:
         env = dict(os.environ, CARGO_TARGET_DIR=target)
         sizes = [100, 600] if args.quick else [1_000, 11_000]
-        benches = executables(["cargo", "bench", "--bench", "runtime", "--no-run"], env)
+        clusters = [50, 250] if args.quick else [500, 2_500]
+        benches = executables(
+            ["cargo", "bench", "--bench", "runtime", "--bench", "krm", "--no-run"], env)
         # The peer builds where scripts/benchmarks.sh's `cargo run` built it: the
         # caller's CARGO_TARGET_DIR, else its own project's target directory.
         peer = executables(
@@ -94,6 +97,11 @@ def main():
                 "chain_live": measure(runtime, "live", sizes, unit),
                 "chain_bare_actix": measure(runtime, "bare_actix", sizes, unit),
                 "chain_kube_runtime": measure(peer["kube-peer"], "chain", sizes, unit),
+                # The KRM package: per rendered item (each cluster renders to two).
+                "krm_render": measure(benches["krm"], "render", clusters, "rendered item",
+                                      objects_per_n=2),
+                "krm_pipe_in_memory": measure(benches["krm"], "pipe_in_memory", clusters,
+                                              "rendered item", objects_per_n=2),
             },
         }
     with open(out_path, "w") as f:
