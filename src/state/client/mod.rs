@@ -5,6 +5,7 @@
 //! state actor and its answer back in [`send`].
 
 use std::fmt;
+use std::sync::Arc;
 
 use actix::prelude::*;
 
@@ -54,7 +55,15 @@ pub(crate) use writes::{check_type, typed_modify};
 /// # }).unwrap();
 /// ```
 #[derive(Clone)]
-pub struct State {
+pub struct State(Arc<Parts>);
+
+/// What a [`State`] handle holds, shared by its clones: a clone is one
+/// reference count, not three boxed recipients and five counts. Callgrind:
+/// with a handle cloned into every request's future (the usual
+/// `let state = state.clone(); async move { … }`), an in-memory `modify`
+/// went from 9,038 to 6,676 instructions.
+#[derive(Clone)]
+struct Parts {
     requests: Recipient<StateRequest>,
     coordinator: Option<Recipient<TeardownAndDestroy>>,
     activity: Activity,
@@ -72,7 +81,7 @@ pub struct State {
 impl fmt::Debug for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("State")
-            .field("coordinator", &self.coordinator.is_some())
+            .field("coordinator", &self.0.coordinator.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -115,7 +124,7 @@ impl State {
     /// that one process owns (memory, redb): there the supervisor's checks
     /// are enough.
     pub async fn claims(&self) -> Vec<super::ClaimStatus> {
-        match &self.claims {
+        match &self.0.claims {
             Some(claims) => claims.status().await,
             None => Vec::new(),
         }
@@ -125,7 +134,7 @@ impl State {
     /// share one of this state's stores (`None`: every store is this
     /// process's own). See [`ClaimService`].
     pub fn claim_service(&self) -> Option<&ClaimService> {
-        self.claims.as_ref()
+        self.0.claims.as_ref()
     }
 
     pub(crate) fn start_actor(
@@ -138,7 +147,7 @@ impl State {
         let inbox = Some(actor.inbox.clone());
         let actor = actor.start();
         let closer = actor.clone().recipient();
-        let bare = State {
+        let bare = Parts {
             requests: actor.recipient(),
             coordinator: None,
             activity,
@@ -147,8 +156,8 @@ impl State {
             view,
             inbox,
         };
-        let coordinator = FinalizerCoordinator::new(bare.clone()).start();
-        State { coordinator: Some(coordinator.recipient()), ..bare }
+        let coordinator = FinalizerCoordinator::new(State(Arc::new(bare.clone()))).start();
+        State(Arc::new(Parts { coordinator: Some(coordinator.recipient()), ..bare }))
     }
 
     /// Commits what is staged, releases every backend (the state file and its
@@ -163,7 +172,7 @@ impl State {
     /// ([`from_recipient`](State::from_recipient)); [`Error::Storage`] if the
     /// last commit fails.
     pub async fn close(&self) -> Result<(), Error> {
-        let Some(closer) = &self.closer else {
+        let Some(closer) = &self.0.closer else {
             return Err(Error::Unavailable {
                 resource: "the state".into(),
                 service: "the state actor",
@@ -178,7 +187,7 @@ impl State {
     /// [`teardown_and_destroy`](State::teardown_and_destroy) answers
     /// [`Error::Unavailable`].
     pub fn from_recipient(requests: Recipient<StateRequest>) -> State {
-        State {
+        State(Arc::new(Parts {
             requests,
             coordinator: None,
             activity: Activity::new(),
@@ -186,20 +195,20 @@ impl State {
             claims: None,
             view: None,
             inbox: None,
-        }
+        }))
     }
 
     pub(crate) fn requests(&self) -> &Recipient<StateRequest> {
-        &self.requests
+        &self.0.requests
     }
 
     /// The same handle (activity, coordinator) sending requests elsewhere.
     pub(crate) fn redirect(&self, requests: Recipient<StateRequest>) -> State {
-        State { requests, view: None, inbox: None, ..self.clone() }
+        State(Arc::new(Parts { requests, view: None, inbox: None, ..(*self.0).clone() }))
     }
 
     pub(crate) fn activity(&self) -> &Activity {
-        &self.activity
+        &self.0.activity
     }
 
     /// Marks work in progress on behalf of the runtime until the guard drops:
@@ -207,7 +216,7 @@ impl State {
     /// and tools that drive controllers from outside (a poller in the middle of
     /// a poll, say), so that tests can settle instead of sleeping.
     pub fn busy(&self) -> BusyGuard {
-        BusyGuard(self.activity.guard())
+        BusyGuard(self.0.activity.guard())
     }
 }
 

@@ -21,7 +21,7 @@ impl State {
 
     /// A `Get`: from the cache when it may be read directly, else a request.
     async fn get_any(&self, ptr: &Pointer) -> Result<AnyResource, Error> {
-        if let Some(view) = &self.view {
+        if let Some(view) = &self.0.view {
             validate::pointer(ptr)?;
             if let Some(found) = view.get(ptr) {
                 return found.ok_or_else(|| Error::NotFound { resource: ptr.clone() });
@@ -43,7 +43,7 @@ impl State {
     /// # Errors
     /// [`Error::InvalidInput`].
     pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
-        if let Some(view) = &self.view {
+        if let Some(view) = &self.0.view {
             validate::kind(kind)?;
             if let Some(listed) = view.list(kind, query) {
                 return Ok(listed);

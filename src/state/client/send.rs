@@ -57,12 +57,12 @@ impl State {
     /// futures awaiting state calls stay small: a reconcile's future is
     /// moved into place, and its size is copied with it.
     pub(crate) fn send(&self, req: StateRequest) -> Reply<'_> {
-        let busy = self.activity.hold();
+        let busy = self.0.activity.hold();
         let op = req.operation();
         let unavailable = |req: StateRequest| {
             Some(Err(Error::Unavailable { resource: req.about().to_string(), service: SERVICE }))
         };
-        let pending = match &self.inbox {
+        let pending = match &self.0.inbox {
             Some(inbox) => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let lane = Lane::of_caller(inbox.home());
@@ -81,8 +81,10 @@ impl State {
             }
             // Named from the request while it is still here: a stopped actor
             // is seen before sending.
-            None if !self.requests.connected() => Pending::Done(unavailable(req)),
-            None => Pending::Mailbox(Box::pin(tokio::task::unconstrained(self.requests.send(req)))),
+            None if !self.0.requests.connected() => Pending::Done(unavailable(req)),
+            None => {
+                Pending::Mailbox(Box::pin(tokio::task::unconstrained(self.0.requests.send(req))))
+            }
         };
         Reply { pending, op, _busy: busy }
     }

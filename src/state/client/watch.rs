@@ -149,7 +149,7 @@ impl State {
             id,
             rx,
             revision: options.resume_from.unwrap_or(0),
-            state: Some(self.requests.clone()),
+            state: Some(self.0.requests.clone()),
         })
     }
 

@@ -218,7 +218,7 @@ impl State {
         ptr: &Pointer,
         owner: Option<&str>,
     ) -> Result<(), Error> {
-        let Some(coordinator) = &self.coordinator else {
+        let Some(coordinator) = &self.0.coordinator else {
             return Err(Error::Unavailable {
                 resource: ptr.to_string(),
                 service: "the finalizer coordinator",
