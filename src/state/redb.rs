@@ -365,6 +365,8 @@ fn init_format(db: &Database, path: &Path) -> Result<(), Error> {
 /// the disk has room, and until then each fails with the disk's error.
 fn writer(db: Database, path: &Path, reopen: &Reopen, commands: &mpsc::Receiver<Command>) {
     let mut db = Ok(db);
+    // One buffer for the records of every batch (redb copies each on insert).
+    let mut bytes = Vec::new();
     while let Ok(command) = commands.recv() {
         match command {
             Command::Commit(batch, reply) => {
@@ -372,7 +374,7 @@ fn writer(db: Database, path: &Path, reopen: &Reopen, commands: &mpsc::Receiver<
                     db = reopen().map_err(|e| redb_error(path, e));
                 }
                 let result = match &db {
-                    Ok(open) => commit_batch(open, path, &batch),
+                    Ok(open) => commit_batch(open, path, &batch, &mut bytes),
                     Err(e) => Err(e.clone()),
                 };
                 if let Err(Error::Storage {
@@ -389,6 +391,8 @@ fn writer(db: Database, path: &Path, reopen: &Reopen, commands: &mpsc::Receiver<
                     }
                 }
                 let _ = reply.send(result);
+                // A huge record does not keep its buffer for good.
+                bytes.shrink_to(1 << 16);
             }
             Command::Close(reply) => {
                 drop(db);
@@ -399,7 +403,13 @@ fn writer(db: Database, path: &Path, reopen: &Reopen, commands: &mpsc::Receiver<
     }
 }
 
-fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outcome>, Error> {
+/// Commits `batch` as one transaction, encoding its records in `bytes`.
+fn commit_batch(
+    db: &Database,
+    path: &Path,
+    batch: &[Write],
+    bytes: &mut Vec<u8>,
+) -> Result<Vec<Outcome>, Error> {
     let failed = |w: &Write, e: redb::Error| storage(w.pointer.to_string(), classify(&e), e);
     let Some(first) = batch.first() else {
         return Ok(Vec::new());
@@ -407,9 +417,7 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outco
     let mut txn = db.begin_write().map_err(|e| failed(first, e.into()))?;
     txn.set_durability(redb::Durability::Immediate).map_err(|e| failed(first, e.into()))?;
     let mut committed = Vec::with_capacity(batch.len());
-    // One buffer for the batch's records and one for its keys (redb copies
-    // each on insert).
-    let mut bytes = Vec::new();
+    // One buffer for the batch's keys (redb copies each on insert).
     let mut key = String::new();
     {
         let mut table = txn.open_table(RESOURCES).map_err(|e| failed(first, e.into()))?;
@@ -421,7 +429,7 @@ fn commit_batch(db: &Database, path: &Path, batch: &[Write]) -> Result<Vec<Outco
             // nothing of the batch applies.
             let stored = match &w.op {
                 WriteOp::Put(res) => {
-                    encode(res, w.revision, &mut bytes)?;
+                    encode(res, w.revision, bytes)?;
                     table.insert(key.as_str(), bytes.as_slice())
                 }
                 WriteOp::Delete => table.remove(key.as_str()),
