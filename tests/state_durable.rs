@@ -230,3 +230,55 @@ async fn a_file_written_before_uids_opens_with_stable_uids_and_refuses_stale_upd
     assert!(e.is_version_conflict(), "{e}");
     assert_eq!(state.get_typed::<Route>(&p).await.unwrap().spec(), &Route::default());
 }
+
+/// The store revision goes on after a reopen from the newest write, whether
+/// that write survives as a record or not: a destroy of the newest resource
+/// (its record, with its revision, is gone), puts after a destroy, and the
+/// same in one batch (writes sent together, committed as one).
+#[actix::test]
+async fn the_store_revision_survives_a_reopen_whatever_the_newest_write_was() {
+    let dir = ScratchDir::new();
+    let file = dir.path().join("state.redb");
+    let kind = Kind::of::<Route>("config");
+    let p = |id: &str| Pointer::of::<Route>("config", id);
+    let route = || Route::default();
+    let revision = |state: State| {
+        let kind = kind.clone();
+        async move { state.list_with_revision(&kind, &LabelQuery::all()).await.unwrap().1 }
+    };
+
+    // The newest write is a destroy.
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    state.create(Resource::new("config", "a", route()), None).await.unwrap();
+    let b = state.create(Resource::new("config", "b", route()), None).await.unwrap();
+    state.destroy(&p("b"), None).await.unwrap();
+    let destroyed = revision(state.clone()).await;
+    assert!(destroyed > b.metadata().revision());
+    state.close().await.unwrap();
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    assert_eq!(revision(state.clone()).await, destroyed, "not the newest record's revision");
+    let c = state.create(Resource::new("config", "c", route()), None).await.unwrap();
+    assert!(c.metadata().revision() > destroyed);
+
+    // Puts after a destroy, then a destroy and puts in one batch.
+    let d = state.create(Resource::new("config", "d", route()), None).await.unwrap();
+    state.close().await.unwrap();
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    assert_eq!(revision(state.clone()).await, d.metadata().revision());
+    let d_ptr = p("d");
+    let (e, gone, f) = futures::join!(
+        state.create(Resource::new("config", "e", route()), None),
+        state.destroy(&d_ptr, None),
+        state.create(Resource::new("config", "f", route()), None),
+    );
+    gone.unwrap();
+    let newest = e.unwrap().metadata().revision().max(f.unwrap().metadata().revision());
+    let before = revision(state.clone()).await;
+    assert!(before >= newest);
+    state.close().await.unwrap();
+    let state = State::open_durable(&file, ["config"]).await.unwrap();
+    assert_eq!(revision(state.clone()).await, before);
+    let g = state.create(Resource::new("config", "g", route()), None).await.unwrap();
+    assert!(g.metadata().revision() > before);
+    state.close().await.unwrap();
+}

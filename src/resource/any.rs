@@ -302,7 +302,7 @@ impl AnyResource {
         };
         // The field names and order of `DynamicResource`'s derived Serialize.
         out.extend_from_slice(br#"{"metadata":"#);
-        serde_json::to_writer(&mut *out, md).map_err(failed)?;
+        md.write_json(out);
         out.extend_from_slice(br#","spec":"#);
         spec.write_json(out).map_err(failed)?;
         out.push(b'}');

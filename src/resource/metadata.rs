@@ -270,12 +270,11 @@ impl fmt::Debug for Metadata {
     }
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// The serialized shape, in the field order of the Go original.
-#[derive(Serialize, Deserialize)]
+/// The serialized shape, in the field order of the Go original: what
+/// [`Metadata`]'s `Deserialize` reads. Its `Serialize` (and
+/// [`Metadata::write_json`]) writes the same fields in the same order from
+/// borrowed parts; a test pins the bytes.
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Wire<'a> {
     namespace: std::borrow::Cow<'a, str>,
@@ -283,13 +282,13 @@ struct Wire<'a> {
     resource_type: std::borrow::Cow<'a, str>,
     id: std::borrow::Cow<'a, str>,
     /// Absent in data written before uids existed (see [`Metadata::uid`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     uid: Option<Uid>,
     #[serde(default)]
     version: Version,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     revision: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     owner: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
     phase: Phase,
@@ -297,33 +296,182 @@ struct Wire<'a> {
     created: Timestamp,
     #[serde(default)]
     updated: Timestamp,
-    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    #[serde(default)]
     labels: Labels,
-    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
+    #[serde(default)]
     annotations: Annotations,
-    #[serde(default, skip_serializing_if = "Finalizers::is_empty")]
+    #[serde(default)]
     finalizers: Finalizers,
 }
 
+/// Serialized from borrowed parts (no copy of the labels, annotations or
+/// finalizers): it runs for every record a durable backend writes.
 impl Serialize for Metadata {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Wire {
-            namespace: self.namespace().into(),
-            resource_type: self.resource_type().into(),
-            id: self.id().into(),
-            uid: self.uid,
-            version: self.version,
-            revision: self.revision,
-            owner: self.owner().map(Into::into),
-            phase: self.phase,
-            created: self.created,
-            updated: self.updated,
-            labels: self.labels.clone(),
-            annotations: self.annotations.clone(),
-            finalizers: self.finalizers.clone(),
+        use serde::ser::SerializeStruct;
+        let optional = usize::from(self.uid.is_some())
+            + usize::from(self.revision != 0)
+            + usize::from(self.owner.is_some())
+            + usize::from(!self.labels.is_empty())
+            + usize::from(!self.annotations.is_empty())
+            + usize::from(!self.finalizers.is_empty());
+        let mut st = s.serialize_struct("Metadata", 7 + optional)?;
+        st.serialize_field("namespace", self.namespace())?;
+        st.serialize_field("type", self.resource_type())?;
+        st.serialize_field("id", self.id())?;
+        match &self.uid {
+            Some(uid) => st.serialize_field("uid", uid)?,
+            None => st.skip_field("uid")?,
         }
-        .serialize(s)
+        st.serialize_field("version", &self.version)?;
+        if self.revision != 0 {
+            st.serialize_field("revision", &self.revision)?;
+        } else {
+            st.skip_field("revision")?;
+        }
+        match self.owner() {
+            Some(owner) => st.serialize_field("owner", owner)?,
+            None => st.skip_field("owner")?,
+        }
+        st.serialize_field("phase", &self.phase)?;
+        st.serialize_field("created", &self.created)?;
+        st.serialize_field("updated", &self.updated)?;
+        if self.labels.is_empty() {
+            st.skip_field("labels")?;
+        } else {
+            st.serialize_field("labels", &self.labels)?;
+        }
+        if self.annotations.is_empty() {
+            st.skip_field("annotations")?;
+        } else {
+            st.serialize_field("annotations", &self.annotations)?;
+        }
+        if self.finalizers.is_empty() {
+            st.skip_field("finalizers")?;
+        } else {
+            st.serialize_field("finalizers", &self.finalizers)?;
+        }
+        st.end()
     }
+}
+
+impl Metadata {
+    /// Appends the JSON of [`Serialize`] to `out`, byte for byte (a test
+    /// compares them), written directly: serde_json escapes every field
+    /// name and goes through a map serializer per field, which measured
+    /// ~4,800 instructions per metadata, a sixth of a durable write.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"namespace":"#);
+        json_str(out, self.namespace());
+        out.extend_from_slice(br#","type":"#);
+        json_str(out, self.resource_type());
+        out.extend_from_slice(br#","id":"#);
+        json_str(out, self.id());
+        if let Some(uid) = &self.uid {
+            out.extend_from_slice(br#","uid":""#);
+            let mut buf = uuid::Uuid::encode_buffer();
+            out.extend_from_slice(uid.as_uuid().hyphenated().encode_lower(&mut buf).as_bytes());
+            out.push(b'"');
+        }
+        out.extend_from_slice(br#","version":"#);
+        json_u64(out, self.version.get());
+        if self.revision != 0 {
+            out.extend_from_slice(br#","revision":"#);
+            json_u64(out, self.revision);
+        }
+        if let Some(owner) = self.owner() {
+            out.extend_from_slice(br#","owner":"#);
+            json_str(out, owner);
+        }
+        out.extend_from_slice(match self.phase {
+            Phase::Running => br#","phase":"running""#.as_slice(),
+            Phase::TearingDown => br#","phase":"tearingDown""#.as_slice(),
+        });
+        out.extend_from_slice(br#","created":""#);
+        out.extend_from_slice(&self.created.rfc3339_bytes());
+        out.extend_from_slice(br#"","updated":""#);
+        out.extend_from_slice(&self.updated.rfc3339_bytes());
+        out.push(b'"');
+        for (name, map) in
+            [(&br#","labels":{"#[..], &self.labels), (br#","annotations":{"#, &self.annotations)]
+        {
+            if map.is_empty() {
+                continue;
+            }
+            out.extend_from_slice(name);
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_str(out, k);
+                out.push(b':');
+                json_str(out, v);
+            }
+            out.push(b'}');
+        }
+        if !self.finalizers.is_empty() {
+            out.extend_from_slice(br#","finalizers":["#);
+            for (i, f) in self.finalizers.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_str(out, f);
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+    }
+}
+
+/// `s` as a JSON string, escaped exactly as serde_json escapes (it is used
+/// when anything needs escaping: control characters, `"` and `\`).
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    if !needs_escape(s.as_bytes()) {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing a string to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+/// Whether any byte of `s` is one JSON escapes (below 0x20, `"`, `\\`).
+/// Eight bytes at a time (a byte-wise check measured ~13 instructions a
+/// byte): each test below is nonzero exactly when some byte of the word is
+/// below 0x20, or zero after the XOR (that is, equal to the character).
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH;
+    let mut words = s.chunks_exact(8);
+    for chunk in &mut words {
+        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        if below(w, 0x20)
+            | below(w ^ (ONES * u64::from(b'"')), 1)
+            | below(w ^ (ONES * u64::from(b'\\')), 1)
+            != 0
+        {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// `n` in decimal.
+fn json_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[at..]);
 }
 
 impl<'de> Deserialize<'de> for Metadata {
@@ -425,6 +573,178 @@ mod tests {
         assert_eq!(json["phase"], "tearingDown");
         let back: Metadata = serde_json::from_value(json).unwrap();
         assert_eq!(back, a);
+    }
+
+    /// The derived encoding this crate wrote before `Serialize` was written
+    /// by hand: what every existing state file holds.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct FormerWire {
+        namespace: String,
+        #[serde(rename = "type")]
+        resource_type: String,
+        id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        uid: Option<Uid>,
+        version: Version,
+        #[serde(skip_serializing_if = "is_zero")]
+        revision: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
+        phase: Phase,
+        #[serde(serialize_with = "former_timestamp")]
+        created: Timestamp,
+        #[serde(serialize_with = "former_timestamp")]
+        updated: Timestamp,
+        #[serde(skip_serializing_if = "Labels::is_empty")]
+        labels: Labels,
+        #[serde(skip_serializing_if = "Annotations::is_empty")]
+        annotations: Annotations,
+        #[serde(skip_serializing_if = "Finalizers::is_empty")]
+        finalizers: Finalizers,
+    }
+
+    fn is_zero(n: &u64) -> bool {
+        *n == 0
+    }
+
+    /// The former `Timestamp` serialization (humantime through `collect_str`).
+    fn former_timestamp<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&humantime::format_rfc3339_nanos(t.to_system_time()))
+    }
+
+    fn former(md: &Metadata) -> String {
+        serde_json::to_string(&FormerWire {
+            namespace: md.namespace().into(),
+            resource_type: md.resource_type().into(),
+            id: md.id().into(),
+            uid: md.uid(),
+            version: md.version(),
+            revision: md.revision(),
+            owner: md.owner().map(Into::into),
+            phase: md.phase(),
+            created: md.created(),
+            updated: md.updated(),
+            labels: md.labels().clone(),
+            annotations: md.annotations().clone(),
+            finalizers: md.finalizers().clone(),
+        })
+        .unwrap()
+    }
+
+    fn full() -> Metadata {
+        let mut a = Metadata::new(Pointer::new("ns", "Links.net.cosi.dev", "eth0"));
+        a.set_uid(Some("67e55044-10b1-426f-9247-bb680e5fe0c8".parse().unwrap()));
+        a.set_version(Version::new(12));
+        a.set_revision(345);
+        a.set_owner(Some(Arc::from("LinkController")));
+        a.set_phase(Phase::TearingDown);
+        a.set_created(Timestamp::from_unix_nanos(1_700_000_000_123_456_789));
+        a.set_updated(Timestamp::from_unix_nanos(1_700_000_100_000_000_001));
+        a.labels_mut().insert("kind", "physical");
+        a.labels_mut().insert("app", "net");
+        a.annotations_mut().insert("note", "two\nlines, a \"quote\", a \\ and é");
+        a.finalizers_mut().add("AddressController");
+        a.finalizers_mut().add("RouteController");
+        a
+    }
+
+    /// Existing files must still load and new ones read the same: the
+    /// encoding of a full metadata is pinned, equals the former derived one,
+    /// and `write_json` (the durable backends' path) writes the same bytes.
+    #[test]
+    fn the_encoding_of_a_full_metadata_is_pinned_and_round_trips() {
+        let a = full();
+        let pinned = concat!(
+            r#"{"namespace":"ns","type":"Links.net.cosi.dev","id":"eth0","#,
+            r#""uid":"67e55044-10b1-426f-9247-bb680e5fe0c8","version":12,"revision":345,"#,
+            r#""owner":"LinkController","phase":"tearingDown","#,
+            r#""created":"2023-11-14T22:13:20.123456789Z","#,
+            r#""updated":"2023-11-14T22:15:00.000000001Z","#,
+            r#""labels":{"app":"net","kind":"physical"},"#,
+            r#""annotations":{"note":"two\nlines, a \"quote\", a \\ and é"},"#,
+            r#""finalizers":["AddressController","RouteController"]}"#,
+        );
+        assert_eq!(serde_json::to_string(&a).unwrap(), pinned);
+        assert_eq!(former(&a), pinned);
+        let mut out = Vec::new();
+        a.write_json(&mut out);
+        assert_eq!(std::str::from_utf8(&out).unwrap(), pinned);
+        let back: Metadata = serde_json::from_str(pinned).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(
+            (back.uid(), back.revision(), back.created(), back.updated()),
+            (a.uid(), a.revision(), a.created(), a.updated())
+        );
+    }
+
+    /// Every optional part present or absent, strings that need escaping
+    /// (control characters, quotes, backslashes, DEL, non-ASCII): the three
+    /// encodings agree.
+    #[test]
+    fn serialize_and_write_json_match_the_former_encoding() {
+        let odd =
+            ["plain", "q\"uote", "back\\slash", "ctl\u{1}\u{1f}\t\r\n", "del\u{7f}", "ünï ✓", ""];
+        for mask in 0u32..64 {
+            let mut a = md();
+            let on = |bit: u32| mask & (1 << bit) != 0;
+            if on(0) {
+                a.set_uid(Some(Uid::random()));
+            }
+            if on(1) {
+                a.set_revision(u64::MAX);
+            }
+            if on(2) {
+                a.set_owner(Some(Arc::from(odd[mask as usize % odd.len()])));
+            }
+            if on(3) {
+                for (i, v) in odd.iter().enumerate() {
+                    a.labels_mut().insert(format!("k{i}"), *v);
+                }
+            }
+            if on(4) {
+                a.annotations_mut().insert(odd[(mask as usize + 1) % odd.len()], "x");
+            }
+            if on(5) {
+                for f in &odd[1..] {
+                    a.finalizers_mut().add(f);
+                }
+            }
+            a.set_version(Version::new(u64::from(mask)));
+            a.set_created(Timestamp::from_unix_nanos(u64::from(mask) * 999_999_937));
+            let expected = former(&a);
+            assert_eq!(serde_json::to_string(&a).unwrap(), expected, "mask {mask}");
+            let mut out = Vec::new();
+            a.write_json(&mut out);
+            assert_eq!(std::str::from_utf8(&out).unwrap(), expected, "mask {mask}");
+            assert_eq!(serde_json::from_slice::<Metadata>(&out).unwrap(), a, "mask {mask}");
+        }
+    }
+
+    /// The word-at-a-time check against the byte-wise definition: every
+    /// byte value at every position of strings of 0 to 24 bytes.
+    #[test]
+    fn needs_escape_finds_every_escaped_byte_at_every_position() {
+        let bytewise = |s: &[u8]| s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        for len in 0..=24usize {
+            for at in 0..len.max(1) {
+                for b in 0..=255u8 {
+                    let mut s = vec![b'a'; len];
+                    if len > 0 {
+                        s[at] = b;
+                    }
+                    assert_eq!(needs_escape(&s), bytewise(&s), "{b:#x} at {at} of {len}");
+                    // A neighbour that is the character's successor or
+                    // predecessor (the borrow of a subtraction).
+                    if len > 1 {
+                        s[(at + 1) % len] = b.wrapping_add(1);
+                        assert_eq!(needs_escape(&s), bytewise(&s), "{b:#x} at {at} of {len} (+1)");
+                        s[(at + 1) % len] = b.wrapping_sub(1);
+                        assert_eq!(needs_escape(&s), bytewise(&s), "{b:#x} at {at} of {len} (-1)");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

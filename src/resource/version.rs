@@ -120,6 +120,54 @@ impl Timestamp {
     pub const fn from_unix_nanos(nanos: u64) -> Self {
         Timestamp(nanos)
     }
+
+    /// The RFC 3339 text with nanoseconds (`2023-11-14T22:13:20.123456789Z`),
+    /// byte for byte what `humantime::format_rfc3339_nanos` displays (the
+    /// serialized form, pinned by a test against it), without the formatting
+    /// machinery: serializing through `collect_str` cost about a quarter of a
+    /// durable write's metadata encoding. Always 30 ASCII bytes: the largest
+    /// timestamp (u64 nanoseconds) is in the year 2554.
+    pub(crate) fn rfc3339_bytes(self) -> [u8; 30] {
+        let secs = self.0 / 1_000_000_000;
+        let nanos = (self.0 % 1_000_000_000) as u32;
+        let (year, month, day) = civil_from_days(secs / 86_400);
+        let sod = (secs % 86_400) as u32;
+        let mut buf = *b"0000-00-00T00:00:00.000000000Z";
+        let two = |buf: &mut [u8; 30], at: usize, n: u32| {
+            buf[at] = b'0' + (n / 10) as u8;
+            buf[at + 1] = b'0' + (n % 10) as u8;
+        };
+        two(&mut buf, 0, year / 100);
+        two(&mut buf, 2, year % 100);
+        two(&mut buf, 5, month);
+        two(&mut buf, 8, day);
+        two(&mut buf, 11, sod / 3600);
+        two(&mut buf, 14, sod / 60 % 60);
+        two(&mut buf, 17, sod % 60);
+        let mut n = nanos;
+        for at in (20..29).rev() {
+            buf[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        buf
+    }
+}
+
+/// The proleptic Gregorian (year, month, day) of a day count since
+/// 1970-01-01 (Howard Hinnant's `civil_from_days`, unsigned: no timestamp is
+/// before the epoch).
+fn civil_from_days(days: u64) -> (u32, u32, u32) {
+    // Shifted to 0000-03-01 so that the leap day ends each 400-year era.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = (yoe + era * 400 + u64::from(month <= 2)) as u32;
+    (year, month, day)
 }
 
 impl fmt::Display for Timestamp {
@@ -136,7 +184,9 @@ impl fmt::Debug for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        let buf = self.rfc3339_bytes();
+        // ASCII digits and punctuation only.
+        s.serialize_str(std::str::from_utf8(&buf).map_err(serde::ser::Error::custom)?)
     }
 }
 
@@ -169,6 +219,32 @@ mod tests {
         let back: Timestamp = serde_json::from_str(&json).unwrap();
         assert_eq!(back, t);
         assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+    }
+
+    #[test]
+    fn the_rfc3339_text_is_humantimes_byte_for_byte() {
+        let mut rng = fastrand::Rng::with_seed(31);
+        let edges = [
+            0,
+            1,
+            999_999_999,
+            1_000_000_000,
+            // 2000-02-29, 2000-03-01, 2100-02-28/03-01 (no leap day), 2400-02-29.
+            951_782_400_000_000_000,
+            951_868_800_000_000_000,
+            4_107_456_000_000_000_000,
+            4_107_542_400_000_000_000,
+            13_574_563_200_000_000_000,
+            1_700_000_000_123_456_789,
+            u64::MAX,
+        ];
+        let random = (0..20_000).map(|_| rng.u64(..));
+        for n in edges.into_iter().chain(random) {
+            let t = Timestamp::from_unix_nanos(n);
+            let ours = t.rfc3339_bytes();
+            assert_eq!(std::str::from_utf8(&ours).unwrap(), t.to_string(), "{n} ns");
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{t}\""));
+        }
     }
 
     #[test]

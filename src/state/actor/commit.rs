@@ -53,13 +53,26 @@ impl StateActor {
     fn commit(&mut self, ctx: &mut Context<Self>) {
         self.commit_scheduled = false;
         self.commit_lanes(ctx);
-        let batch = std::mem::take(&mut self.staged);
+        // The next batch starts at this one's size (up to a bound: one huge
+        // batch must not pin its memory): grown from empty, its two lists
+        // and the backends' write lists reallocated ~20 times a 64-write
+        // batch (measured ~300 instructions a write).
+        const KEEP: usize = 1024;
+        let next = Batch {
+            changes: Vec::with_capacity(self.staged.changes.len().min(KEEP)),
+            waiting: Vec::with_capacity(self.staged.waiting.len().min(KEEP)),
+        };
+        let batch = std::mem::replace(&mut self.staged, next);
         if batch.changes.is_empty() && batch.waiting.is_empty() {
             self.close_if_idle(ctx);
             return;
         }
-        let mut per_backend: Vec<Vec<Write>> =
-            (0..self.backends.len()).map(|_| Vec::new()).collect();
+        let mut per_backend: Vec<Vec<Write>> = (0..self.backends.len())
+            .map(|i| {
+                let n = batch.changes.iter().filter(|(_, _, b)| *b == i).count();
+                Vec::with_capacity(n)
+            })
+            .collect();
         for (change, revision, backend) in &batch.changes {
             per_backend[*backend].push(write_of(change, *revision));
         }

@@ -5,7 +5,7 @@
 //! The commit pipeline of exclusive backends is in [`commit`]; the
 //! protocol of its answers in [`response`].
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use actix::WeakRecipient;
@@ -56,8 +56,11 @@ pub struct StateActor {
     staged: Batch,
     /// Whether a batch is on its way to a backend.
     committing: bool,
-    /// Kinds with staged or committing writes: reads of them wait.
-    dirty: HashSet<Kind>,
+    /// Kinds with staged or committing writes: reads of them wait. Hashed
+    /// by the hash each `Kind` carries (FxHash of its key, computed once),
+    /// fed to Fx rather than SipHash: two lookups per durable write, SipHash
+    /// measured ~200 instructions each.
+    dirty: rustc_hash::FxHashSet<Kind>,
     /// Requests that wait for the batch in flight.
     parked: VecDeque<(StateRequest, ReplySlot)>,
     commit_scheduled: bool,
@@ -93,7 +96,7 @@ impl StateActor {
             feeds: Vec::new(),
             staged: Batch::default(),
             committing: false,
-            dirty: HashSet::new(),
+            dirty: rustc_hash::FxHashSet::default(),
             parked: VecDeque::new(),
             commit_scheduled: false,
             held: Vec::new(),
