@@ -201,30 +201,33 @@ fn reopen(mode: &Mode, sys: &SystemRunner, n: u64, record: usize) {
     );
 }
 
-/// `COSI_BENCH_PROFILE=<n>`: no criterion; `n` acknowledged writes with 64
-/// (`COSI_BENCH_WINDOW`) in flight on a durable state (after one unmeasured pass over the 1,000
-/// resources), for a profiler (callgrind, strace) to look at. Two runs of
-/// different `n` give the cost per write without the set-up.
-fn profile(sys: &SystemRunner, n: u64) {
+/// `COSI_BENCH_PROFILE=durable:<n>` (or `memory:<n>`, see
+/// `common::profile_request`): no criterion; `n` acknowledged writes with 64
+/// (`COSI_BENCH_WINDOW`) in flight on a durable state (or the in-memory one),
+/// after one unmeasured pass over the 1,000 resources, for a profiler
+/// (callgrind, strace) to look at. Two runs of different `n` give the cost
+/// per write without the set-up (`scripts/instructions.py`).
+fn profile(sys: &SystemRunner, scenario: &str, n: u64) {
     let window = std::env::var("COSI_BENCH_WINDOW").ok().and_then(|w| w.parse().ok()).unwrap_or(64);
     let dir = ScratchDir::new();
     sys.block_on(async {
-        // `COSI_BENCH_MEMORY`: the same on the in-memory state, for comparison.
-        let state = if std::env::var_os("COSI_BENCH_MEMORY").is_some() {
-            State::start()
-        } else {
-            State::open_durable(dir.path().join("profile.redb"), [NS]).await.expect("open")
+        let state = match scenario {
+            "memory" => State::start(),
+            "durable" => {
+                State::open_durable(dir.path().join("profile.redb"), [NS]).await.expect("open")
+            }
+            other => panic!("COSI_BENCH_PROFILE: no durable scenario {other:?} (durable, memory)"),
         };
         writes(&state, KEYS, 64, 0).await;
         let elapsed = writes(&state, n, window, KEYS).await;
         state.close().await.expect("close");
-        println!("{n} writes, {window} in flight: {:?} per write", elapsed / n as u32);
+        println!("{scenario}: {n} writes, {window} in flight: {:?} per write", elapsed / n as u32);
     });
 }
 
 fn main() {
-    if let Some(n) = std::env::var("COSI_BENCH_PROFILE").ok().and_then(|n| n.parse().ok()) {
-        profile(&actix::System::new(), n);
+    if let Some((scenario, n)) = common::profile_request() {
+        profile(&actix::System::new(), &scenario, n);
         return;
     }
     let mode = Mode::from_args();

@@ -255,6 +255,23 @@ def instructions_section(target_dir, d, md):
         ],
     ))
     md.append("")
+    durable = get(sc, "writes_durable", "per_object")
+    memory = get(sc, "writes_memory", "per_object")
+    writes = get(sc, "writes_durable", "sizes") or [MISSING, MISSING]
+    md.append(
+        "The writes of the durable section below (`modify`, 64 in flight), counted the same way "
+        f"at {writes[0]:,} and {writes[1]:,} writes: on a redb file (the writer thread's "
+        "encoding and redb's work included, the disk's time not) and in memory.\n"
+    )
+    md.append(table(
+        ["state", "instructions per write", "ratio to memory"],
+        [
+            ["redb (durable)", MISSING if durable is None else f"{durable:,.0f}",
+             fmt_ratio(ratio(durable, memory))],
+            ["memory", MISSING if memory is None else f"{memory:,.0f}", fmt_ratio(ratio(memory, memory))],
+        ],
+    ))
+    md.append("")
 
 
 def kube_peer_section(d, rt, target_dir, summary, md):

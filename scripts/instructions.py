@@ -79,8 +79,10 @@ def main():
         env = dict(os.environ, CARGO_TARGET_DIR=target)
         sizes = [100, 600] if args.quick else [1_000, 11_000]
         clusters = [50, 250] if args.quick else [500, 2_500]
+        writes = [200, 1_200] if args.quick else [2_000, 12_000]
         benches = executables(
-            ["cargo", "bench", "--bench", "runtime", "--bench", "krm", "--no-run"], env)
+            ["cargo", "bench", "--bench", "runtime", "--bench", "krm", "--bench", "durable",
+             "--no-run"], env)
         # The peer builds where scripts/benchmarks.sh's `cargo run` built it: the
         # caller's CARGO_TARGET_DIR, else its own project's target directory.
         peer = executables(
@@ -102,6 +104,9 @@ def main():
                                       objects_per_n=2),
                 "krm_pipe_in_memory": measure(benches["krm"], "pipe_in_memory", clusters,
                                               "rendered item", objects_per_n=2),
+                # Acknowledged modifies, 64 in flight: on redb (fsync per batch) and in memory.
+                "writes_durable": measure(benches["durable"], "durable", writes, "write"),
+                "writes_memory": measure(benches["durable"], "memory", writes, "write"),
             },
         }
     with open(out_path, "w") as f:
