@@ -29,7 +29,8 @@ pub(crate) use send::{reply_done, reply_ready, reply_resource};
 pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 pub(crate) use writes::{check_type, typed_modify};
 
-/// A cloneable handle to the state.
+/// A cloneable handle to the state. A clone is cheap (one reference count):
+/// clone it into every task or future that needs it.
 ///
 /// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
 /// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). Owners are
