@@ -190,6 +190,11 @@ def load_averages(target_dir):
     return read(os.path.join(target_dir, "bench-report", "loadavg-start")), read("/proc/loadavg")
 
 
+def count_row(label, count, *bases):
+    """A table row: `label`, an instruction count, and its ratio to each of `bases`."""
+    return [label, MISSING if count is None else f"{count:,.0f}"] + [fmt_ratio(ratio(count, b)) for b in bases]
+
+
 def instructions_section(target_dir, d, md):
     """Instructions per object by callgrind (`scripts/instructions.py`): the chain's cost
     with the machine's load taken out, beside the times above."""
@@ -226,13 +231,7 @@ def instructions_section(target_dir, d, md):
         ("chain_bare_actix", "bare actix baseline"),
         ("chain_kube_runtime", "kube-runtime (current-thread)"),
     ):
-        per = get(sc, key, "per_object")
-        rows.append([
-            label,
-            MISSING if per is None else f"{per:,.0f}",
-            fmt_ratio(ratio(per, kube)),
-            fmt_ratio(ratio(per, bare)),
-        ])
+        rows.append(count_row(label, get(sc, key, "per_object"), kube, bare))
     md.append(table(["scenario", "instructions per integer", "ratio to kube-runtime", "ratio to bare actix"], rows))
     md.append("")
     render = get(sc, "krm_render", "per_object")
@@ -248,10 +247,8 @@ def instructions_section(target_dir, d, md):
     md.append(table(
         ["scenario", "instructions per rendered item", "ratio to the functions in a row"],
         [
-            ["in-process render (`render`)", MISSING if render is None else f"{render:,.0f}",
-             fmt_ratio(ratio(render, pipe))],
-            ["the three functions in a row (`render_pipe`)",
-             MISSING if pipe is None else f"{pipe:,.0f}", fmt_ratio(ratio(pipe, pipe))],
+            count_row("in-process render (`render`)", render, pipe),
+            count_row("the three functions in a row (`render_pipe`)", pipe, pipe),
         ],
     ))
     md.append("")
@@ -265,11 +262,7 @@ def instructions_section(target_dir, d, md):
     )
     md.append(table(
         ["state", "instructions per write", "ratio to memory"],
-        [
-            ["redb (durable)", MISSING if durable is None else f"{durable:,.0f}",
-             fmt_ratio(ratio(durable, memory))],
-            ["memory", MISSING if memory is None else f"{memory:,.0f}", fmt_ratio(ratio(memory, memory))],
-        ],
+        [count_row("redb (durable)", durable, memory), count_row("memory", memory, memory)],
     ))
     md.append("")
 

@@ -584,26 +584,27 @@ mod tests {
         assert_eq!(read_format(&db, &empty).unwrap(), Some(FORMAT_VERSION));
     }
 
+    /// A write of a fresh resource `ns/<id>` at `revision`.
+    fn put(id: &str, precondition: Precondition, revision: u64) -> Write {
+        use crate::resource::test_specs::Num;
+        let res = crate::resource::Resource::new("ns", id, Num(1)).into_any();
+        Write {
+            pointer: res.pointer().clone(),
+            precondition,
+            op: WriteOp::Put(res),
+            revision,
+            owner: None,
+        }
+    }
+
+    /// A delete of `ns/<id>` at `revision`.
+    fn delete(id: &str, precondition: Precondition, revision: u64) -> Write {
+        Write { op: WriteOp::Delete, revision, ..put(id, precondition, 0) }
+    }
+
     #[test]
     fn a_precondition_that_does_not_hold_fails_the_whole_batch() {
-        use crate::resource::test_specs::Num;
-        let put = |id: &str, precondition, revision| {
-            let res = crate::resource::Resource::new("ns", id, Num(1)).into_any();
-            Write {
-                pointer: res.pointer().clone(),
-                precondition,
-                op: WriteOp::Put(res),
-                revision,
-                owner: None,
-            }
-        };
-        let delete = |id: &str, precondition| Write {
-            pointer: put(id, precondition, 0).pointer,
-            precondition,
-            op: WriteOp::Delete,
-            revision: 9,
-            owner: None,
-        };
+        let delete = |id: &str, precondition| delete(id, precondition, 9);
         let conflict = |r: Result<Vec<Outcome>, Error>| {
             matches!(r, Err(Error::Storage { failure: StorageFailure::Conflict, .. }))
         };
@@ -626,22 +627,6 @@ mod tests {
     /// after each batch, whichever writes it held.
     #[test]
     fn the_store_revision_at_load_is_the_newest_committed_one() {
-        use crate::resource::test_specs::Num;
-        let put = |id: &str, precondition, revision| {
-            let res = crate::resource::Resource::new("ns", id, Num(1)).into_any();
-            Write {
-                pointer: res.pointer().clone(),
-                precondition,
-                op: WriteOp::Put(res),
-                revision,
-                owner: None,
-            }
-        };
-        let delete = |id: &str, precondition, revision| Write {
-            op: WriteOp::Delete,
-            revision,
-            ..put(id, precondition, 0)
-        };
         use Precondition::{Absent, Revision};
         let batches = vec![
             vec![put("a", Absent, 1), put("b", Absent, 2)],
