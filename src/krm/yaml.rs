@@ -616,6 +616,9 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
 
 /// Whether two nodes of the same shape (equal, `==`) carry the same comments.
 pub(crate) fn same_comments(a: &Node, b: &Node) -> bool {
+    if std::ptr::eq(a, b) {
+        return true;
+    }
     let same =
         |x: &Comments, y: &Comments| x.head == y.head && x.line == y.line && x.foot == y.foot;
     if !same(a.comments(), b.comments()) {
