@@ -122,14 +122,19 @@ fn resource_type(gvk: &Gvk) -> String {
     gvk.reference()
 }
 
+/// The item's resource in the state. Built from borrowed parts (no `Gvk`,
+/// no id copy when there is no namespace): it runs for every item a
+/// function outputs, in every run.
 fn pointer_of(object: &Object) -> Option<Pointer> {
-    let gvk = object.gvk()?;
-    let name = object.name()?;
-    let id = match object.namespace() {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    };
-    Some(Pointer::new(NAMESPACE, resource_type(&gvk), id))
+    let (api_version, kind, name) = (object.api_version()?, object.kind()?, object.name()?);
+    let mut ty = String::with_capacity(api_version.len() + 1 + kind.len());
+    ty.push_str(api_version);
+    ty.push('.');
+    ty.push_str(kind);
+    Some(match object.namespace() {
+        Some(ns) => Pointer::new(NAMESPACE, ty, format!("{ns}/{name}")),
+        None => Pointer::new(NAMESPACE, ty, name),
+    })
 }
 
 fn text_of(object: &Object) -> String {
