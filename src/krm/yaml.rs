@@ -1024,7 +1024,15 @@ pub fn emit_seq_entry<'a>(
 }
 
 fn indent(out: &mut String, n: usize) {
-    out.extend(std::iter::repeat_n(' ', n));
+    // Whole runs of blanks, not one char at a time (every line of the
+    // output is indented).
+    const BLANKS: &str = "                                                                ";
+    let mut n = n;
+    while n > 0 {
+        let run = n.min(BLANKS.len());
+        out.push_str(&BLANKS[..run]);
+        n -= run;
+    }
 }
 
 /// Whole-line comments, each on its line at `level`.
@@ -1289,28 +1297,56 @@ fn printable(c: char) -> bool {
 
 /// Whether `v` written plain in block context reads back as the same text.
 fn plain_is_safe(v: &str) -> bool {
-    let Some(first) = v.chars().next() else { return false };
-    if !all_printable(v) {
+    let bytes = v.as_bytes();
+    let Some(&first) = bytes.first() else { return false };
+    // Every special character is ASCII: comparing bytes is comparing chars
+    // (a multi-byte char has no ASCII byte in it).
+    if first == b' ' || v.ends_with(' ') || v.ends_with(':') {
         return false;
     }
-    if first == ' ' || v.ends_with(' ') || v.ends_with(':') {
+    if matches!(
+        first,
+        b'[' | b']'
+            | b'{'
+            | b'}'
+            | b','
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+    ) {
         return false;
     }
-    if "[]{},#&*!|>'\"%@`".contains(first) {
+    if matches!(first, b'-' | b'?' | b':') && bytes.get(1).is_none_or(|&c| c == b' ') {
         return false;
-    }
-    if matches!(first, '-' | '?' | ':') {
-        let second = v[1..].chars().next();
-        if second.is_none_or(|c| c == ' ') {
-            return false;
-        }
     }
     if v.starts_with("---") || v.starts_with("...") {
         return false;
     }
+    if v.is_ascii() {
+        // One pass: printable, and no `: ` or ` #` (the emitter calls this
+        // for every key and value; separate scans were a tenth of a render).
+        let mut prev = 0u8;
+        for &b in bytes {
+            match b {
+                b' ' if prev == b':' => return false,
+                b'#' if prev == b' ' => return false,
+                0x20..=0x7e => prev = b,
+                _ => return false,
+            }
+        }
+        return true;
+    }
     // Byte pairs, not `str::contains`: its searcher costs more to set up than
-    // a short scalar takes to scan (the emitter calls this for every scalar).
-    !v.as_bytes().windows(2).any(|w| w == b": " || w == b" #")
+    // a short scalar takes to scan.
+    v.chars().all(printable) && !bytes.windows(2).any(|w| w == b": " || w == b" #")
 }
 
 /// `v.chars().all(printable)`, without decoding chars when `v` is ASCII.
@@ -1330,7 +1366,19 @@ pub fn ambiguous_as_string(v: &str) -> bool {
         "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", "=",
         "<<",
     ];
-    if v.is_empty() || WORDS.contains(&v) {
+    // Text longer than every word (most keys and values) is not compared
+    // with each.
+    const LONGEST: usize = {
+        let (mut i, mut n) = (0, 0);
+        while i < WORDS.len() {
+            if WORDS[i].len() > n {
+                n = WORDS[i].len();
+            }
+            i += 1;
+        }
+        n
+    };
+    if v.is_empty() || (v.len() <= LONGEST && WORDS.contains(&v)) {
         return true;
     }
     let body = v.strip_prefix(['-', '+']).unwrap_or(v);
