@@ -656,9 +656,37 @@ pub const ALIAS_BUDGET: usize = 1_000_000;
 /// of the emitter and of [`Node::to_json`]).
 pub const MAX_DEPTH: usize = 256;
 
+/// Entries of a mapping past which its keys also go in a set: below, the
+/// entries are scanned (most mappings are small, and a set per mapping, with
+/// a copy of every key, cost more than the scan); above, duplicates are
+/// still found in linear time.
+const SEEN_AFTER: usize = 16;
+
+/// Whether `key` is new in `map` (whose keys, past [`SEEN_AFTER`] entries,
+/// are also in `seen`); records it in `seen` when there is one.
+fn first_key(map: &Map, seen: &mut Option<HashSet<String>>, key: &str) -> bool {
+    if seen.is_none() && map.entries.len() < SEEN_AFTER {
+        return !map.entries.iter().any(|(k, _)| k.value == key);
+    }
+    let seen =
+        seen.get_or_insert_with(|| map.entries.iter().map(|(k, _)| k.value.clone()).collect());
+    seen.insert(key.to_string())
+}
+
 enum Frame {
-    Seq { items: Vec<Node>, anchor: usize, flow: bool },
-    Map { map: Map, key: Option<Scalar>, seen: HashSet<String>, anchor: usize, line: usize },
+    Seq {
+        items: Vec<Node>,
+        anchor: usize,
+        flow: bool,
+    },
+    /// `seen`: the keys so far, once the mapping has [`SEEN_AFTER`] entries.
+    Map {
+        map: Map,
+        key: Option<Scalar>,
+        seen: Option<HashSet<String>>,
+        anchor: usize,
+        line: usize,
+    },
 }
 
 /// A tag as written. The parser hands the tag decoded (`!%3E` is `>`), so
@@ -798,7 +826,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
             Event::MappingStart(anchor, _) => {
                 let mut map = Map::new();
                 map.flow = opens(span, '{');
-                stack.push(Frame::Map { map, key: None, seen: HashSet::new(), anchor, line });
+                stack.push(Frame::Map { map, key: None, seen: None, anchor, line });
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -852,7 +880,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 Some(k) => map.entries.push((k, node)),
                 None => match node {
                     Node::Scalar(s) => {
-                        if !seen.insert(s.value.clone()) {
+                        if !first_key(map, seen, &s.value) {
                             return Err(err(
                                 line,
                                 column,
