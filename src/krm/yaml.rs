@@ -1361,18 +1361,12 @@ fn plain_is_safe(v: &str) -> bool {
         return false;
     }
     if v.is_ascii() {
-        // One pass: printable, and no `: ` or ` #` (the emitter calls this
-        // for every key and value; separate scans were a tenth of a render).
-        let mut prev = 0u8;
-        for &b in bytes {
-            match b {
-                b' ' if prev == b':' => return false,
-                b'#' if prev == b' ' => return false,
-                0x20..=0x7e => prev = b,
-                _ => return false,
-            }
-        }
-        return true;
+        // Printable: a fold with no early exit, which compiles to a wide
+        // loop. `: ` and ` #` need a blank, which most scalars lack. (The
+        // emitter calls this for every key and value.)
+        let printable = bytes.iter().fold(true, |ok, &b| ok & (0x20..=0x7e).contains(&b));
+        return printable
+            && (!bytes.contains(&b' ') || !bytes.windows(2).any(|w| w == b": " || w == b" #"));
     }
     // Byte pairs, not `str::contains`: its searcher costs more to set up than
     // a short scalar takes to scan.
