@@ -216,3 +216,30 @@ fn per_parent_watches_see_only_objects_owned_by_that_parent() {
     assert!(list.items.iter().all(|o| o.name() != Some("b-0")), "b has no claim: not ready");
     assert!(list.results.iter().any(|r| r.message.contains("example.com/v1.Cluster.b not ready")));
 }
+
+#[test]
+fn a_child_populated_twice_is_an_error_but_the_same_name_in_another_namespace_is_not() {
+    let twice = Upstream::new("twice", fns::cluster(), |c, _| {
+        let name = format!("{}-x", c.name().unwrap_or_default());
+        Ok(vec![Object::new(&fns::config_map(), &name), Object::new(&fns::config_map(), &name)])
+    })
+    .owns(fns::config_map());
+    let (list, out) = run_on(&twice, &list_of(&[KPTFILE, &cluster("a", 1)]));
+    assert_eq!(out.exit_code, 1);
+    assert!(list.results.iter().any(|r| r.message.contains("is populated twice")), "{list:?}");
+
+    let namespaced = Upstream::new("namespaced", fns::cluster(), |c, _| {
+        let name = format!("{}-x", c.name().unwrap_or_default());
+        let mut other = Object::new(&fns::config_map(), &name);
+        if let Some(metadata) = other.node_mut().map_at(&["metadata"]) {
+            metadata.insert("namespace", cosi_runtime::krm::yaml::Node::string("other"));
+        }
+        Ok(vec![Object::new(&fns::config_map(), &name), other])
+    })
+    .owns(fns::config_map());
+    let (list, out) = run_on(&namespaced, &list_of(&[KPTFILE, &cluster("a", 1)]));
+    assert_eq!(out.exit_code, 0, "{}", out.stderr);
+    let namespaces: Vec<Option<&str>> =
+        list.items.iter().filter(|o| o.name() == Some("a-x")).map(|o| o.namespace()).collect();
+    assert_eq!(namespaces, vec![None, Some("other")]);
+}

@@ -130,3 +130,23 @@ fn an_error_from_the_function_returns_the_items_unchanged() {
     assert!(errors(&list)[0].contains("device offline"));
     assert_eq!(items_text(&list), items_text(&ResourceList::parse(&input).unwrap()));
 }
+
+#[test]
+fn a_duplicate_key_is_found_in_small_and_large_mappings() {
+    // Small mappings are scanned, large ones (past 16 keys) also keep a set:
+    // a duplicate is found on either side of that bound, and a large
+    // mapping without one parses.
+    let mapping = |keys: &[String]| -> String {
+        keys.iter().map(|k| format!("{k}: x\n")).collect::<String>()
+    };
+    let distinct: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    assert!(cosi_runtime::krm::yaml::parse_document(&mapping(&distinct)).is_ok());
+    for (at, copy_of) in [(3, 1), (16, 2), (17, 16), (39, 0), (39, 38)] {
+        let mut keys = distinct.clone();
+        keys[at] = keys[copy_of].clone();
+        let err = cosi_runtime::krm::yaml::parse_document(&mapping(&keys))
+            .expect_err("a duplicated key is an error");
+        assert!(err.to_string().contains("duplicated mapping key"), "{err}");
+        assert!(err.to_string().contains(&format!("line {}", at + 1)), "{err}");
+    }
+}

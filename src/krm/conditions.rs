@@ -6,8 +6,10 @@
 //! (`<apiVersion>.<Kind>.<name>` of the parent) and status `False` while a
 //! downstream function still has work to do.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
+
+use rustc_hash::FxHashMap;
 
 use super::object::Object;
 use super::yaml::{Map, Node, Seq};
@@ -209,7 +211,9 @@ pub fn remove(kptfile: &mut Object, type_: &str) -> bool {
 /// function touching thousands of conditions stays linear.
 #[derive(Clone, Debug, Default)]
 pub struct ConditionEdits {
-    current: HashMap<String, Condition>,
+    /// Hashed with Fx: one entry per condition (a child's), looked up per
+    /// child in every run.
+    current: FxHashMap<String, Condition>,
     changes: BTreeMap<String, Option<Condition>>,
 }
 
@@ -278,15 +282,19 @@ impl ConditionEdits {
         let mut pending = fresh.into_iter().peekable();
         let mut out = Vec::with_capacity(seq.len() + pending.len());
         for node in std::mem::take(seq) {
-            let type_ = node.get("type").and_then(Node::as_str).map(str::to_string);
-            if let Some(t) = &type_ {
-                while pending.peek().is_some_and(|p| p.type_.as_str() < t.as_str()) {
-                    if let Some(p) = pending.next() {
-                        out.push(p.to_node());
+            // The type is borrowed from the node (no copy per condition).
+            let change = match node.get("type").and_then(Node::as_str) {
+                Some(t) => {
+                    while pending.peek().is_some_and(|p| p.type_.as_str() < t) {
+                        if let Some(p) = pending.next() {
+                            out.push(p.to_node());
+                        }
                     }
+                    self.changes.remove(t)
                 }
-            }
-            match type_.and_then(|t| self.changes.remove(&t)) {
+                None => None,
+            };
+            match change {
                 Some(Some(c)) => out.push(c.to_node()),
                 Some(None) => {}
                 None => out.push(node),

@@ -149,7 +149,9 @@ pub(crate) fn restore_comments<'a>(
     }
     for output in outputs {
         let input = origin(output).and_then(|key| by_origin.get(&key).copied());
-        if let Some(input) = input {
+        // An output still sharing its input's node has its comments already
+        // (and copying would copy the node for nothing).
+        if let Some(input) = input.filter(|input| !input.shares_node(output)) {
             super::yaml::copy_comments(input.node(), output.node_mut());
         }
     }

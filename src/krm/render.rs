@@ -122,14 +122,19 @@ fn resource_type(gvk: &Gvk) -> String {
     gvk.reference()
 }
 
+/// The item's resource in the state. Built from borrowed parts (no `Gvk`,
+/// no id copy when there is no namespace): it runs for every item a
+/// function outputs, in every run.
 fn pointer_of(object: &Object) -> Option<Pointer> {
-    let gvk = object.gvk()?;
-    let name = object.name()?;
-    let id = match object.namespace() {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    };
-    Some(Pointer::new(NAMESPACE, resource_type(&gvk), id))
+    let (api_version, kind, name) = (object.api_version()?, object.kind()?, object.name()?);
+    let mut ty = String::with_capacity(api_version.len() + 1 + kind.len());
+    ty.push_str(api_version);
+    ty.push('.');
+    ty.push_str(kind);
+    Some(match object.namespace() {
+        Some(ns) => Pointer::new(NAMESPACE, ty, format!("{ns}/{name}")),
+        None => Pointer::new(NAMESPACE, ty, name),
+    })
 }
 
 fn text_of(object: &Object) -> String {
@@ -174,6 +179,12 @@ struct FnController {
     /// Without it, the watch events of the function's own writes, delivered
     /// in batches while it runs, each re-ran it over the whole package.
     seen: Option<FxHashMap<Pointer, u64>>,
+    /// The last listing of the inputs found to match `seen`, in listing
+    /// order (emptied when `seen` changes). A reconcile that lists the very
+    /// same again (the common case: the watch events of one run's writes
+    /// queue many reconciles) compares item by item instead of hashing every
+    /// pointer: those lookups were 6% of a render.
+    listed: Vec<(Pointer, u64)>,
 }
 
 impl std::fmt::Debug for FnController {
@@ -201,11 +212,24 @@ impl FnController {
     }
 
     /// Whether `inputs` are exactly what the last run left.
-    fn unchanged(&self, inputs: &[AnyResource]) -> bool {
-        self.seen.as_ref().is_some_and(|seen| {
-            seen.len() == inputs.len()
-                && inputs.iter().all(|r| seen.get(r.pointer()) == Some(&r.version().get()))
-        })
+    fn unchanged(&mut self, inputs: &[AnyResource]) -> bool {
+        let Some(seen) = &self.seen else { return false };
+        if seen.len() != inputs.len() {
+            return false;
+        }
+        let same_listing = self.listed.len() == inputs.len()
+            && inputs
+                .iter()
+                .zip(&self.listed)
+                .all(|(r, (ptr, version))| r.version().get() == *version && r.pointer() == ptr);
+        if same_listing {
+            return true;
+        }
+        let same = inputs.iter().all(|r| seen.get(r.pointer()) == Some(&r.version().get()));
+        if same {
+            self.listed = inputs.iter().map(|r| (r.pointer().clone(), r.version().get())).collect();
+        }
+        same
     }
 
     /// Runs the function on `inputs` and writes back what changed. Returns
@@ -361,7 +385,10 @@ impl Controller for FnController {
     }
 
     async fn reconcile(&mut self, _cx: &mut ReconcileContext) -> ReconcileResult {
-        let _package = self.lock.lock().await;
+        // The lock handle is cloned: the guard must not borrow `self`, which
+        // `unchanged` updates.
+        let lock = self.lock.clone();
+        let _package = lock.lock().await;
         let inputs = self.inputs().await?;
         if self.unchanged(&inputs) {
             return Ok(());
@@ -380,6 +407,7 @@ impl Controller for FnController {
         }
         let (changed, seen) = self.run_once(inputs).await?;
         self.seen = Some(seen);
+        self.listed.clear();
         if changed {
             self.with_shared(|s| s.rounds.entry(name).or_default().changes += 1);
         }
@@ -456,6 +484,7 @@ pub async fn render(
             lock: lock.clone(),
             shared: shared.clone(),
             seen: None,
+            listed: Vec::new(),
         };
         runtime
             .register(factory)

@@ -3,12 +3,15 @@
 //! owner annotation) and creates, updates or delete-marks them. It never
 //! removes an item: the delete is always done downstream.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use super::conditions::{Condition, ConditionEdits, DEFAULT_PREFIX, Keys, Status};
 use super::function::{Declaration, Function};
-use super::object::{Gvk, Object};
+use super::object::{Gvk, IdentityRef, Object};
 use super::resource_list::ResourceList;
 use super::results::FnResult;
 
@@ -166,9 +169,12 @@ impl Upstream {
             global.push((watch.gvk.clone(), objects));
         }
         let mut parents: Vec<&Object> = of(&self.for_);
-        parents.sort_by_cached_key(|p| p.identity());
+        parents.sort_by_cached_key(|p| p.identity_ref());
         let mut desired: Vec<(String, Object)> = Vec::new();
-        let mut seen = HashSet::new();
+        // The identities populated so far, as indices into `desired`: no
+        // copy of each child's identity (four strings) to key a set by.
+        let mut seen: HashTable<usize> = HashTable::new();
+        let hash = |id: IdentityRef<'_>| FxBuildHasher.hash_one(id);
         for parent in parents {
             let Some(owner) = parent.reference() else { continue };
             let mut watched = Watched { objects: global.clone() };
@@ -205,7 +211,7 @@ impl Upstream {
             };
             for mut child in children {
                 let valid = self.owned(&child) && child.name().is_some_and(|n| !n.is_empty());
-                let Some(id) = child.identity().filter(|_| valid) else {
+                let Some(id) = child.identity_ref().filter(|_| valid) else {
                     results.push(FnResult::error(format!(
                         "{}: {owner} populated a child that is not an owned kind with a name: {:?} {:?} {:?}",
                         self.name,
@@ -215,7 +221,9 @@ impl Upstream {
                     )));
                     continue;
                 };
-                if !seen.insert(id) {
+                let id_hash = hash(id);
+                let same = |&d: &usize| desired[d].1.identity_ref() == Some(id);
+                if seen.find(id_hash, same).is_some() {
                     results.push(FnResult::error(format!(
                         "{}: child {:?} is populated twice",
                         self.name,
@@ -224,6 +232,9 @@ impl Upstream {
                     continue;
                 }
                 child.set_annotation(&self.keys.owner, &owner);
+                // Every entry of `desired` has an identity (checked above).
+                let rehash = |&d: &usize| desired[d].1.identity_ref().map_or(0, hash);
+                seen.insert_unique(id_hash, desired.len(), rehash);
                 desired.push((owner.clone(), child));
             }
         }
@@ -250,12 +261,17 @@ impl Function for Upstream {
         let desired = self.desired(list, &mut results);
         let ready = desired.is_some();
         let desired = desired.unwrap_or_default();
-        let by_id: HashMap<_, usize> =
-            desired.iter().enumerate().filter_map(|(i, (_, o))| Some((o.identity()?, i))).collect();
+        // Maps keyed by borrowed identities: run over every item, twice per
+        // render, copies of the identities were a third of this function.
+        let by_id: FxHashMap<_, usize> = desired
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, o))| Some((o.identity_ref()?, i)))
+            .collect();
         let mut used = vec![false; desired.len()];
         let mut edits = ConditionEdits::of(&list.items[kpt]);
         let family = format!("{}.", self.for_.reference());
-        let mut live_conditions = HashSet::new();
+        let mut live_conditions = FxHashSet::default();
 
         for (i, item) in list.items.iter_mut().enumerate() {
             if i == kpt || !self.owned(item) {
@@ -265,9 +281,12 @@ impl Function for Upstream {
             if !owner.starts_with(&family) {
                 continue;
             }
-            let (Some(id), Some(type_)) = (item.identity(), item.reference()) else { continue };
+            let Some(found) = item.identity_ref().map(|id| by_id.get(&id).copied()) else {
+                continue;
+            };
+            let Some(type_) = item.reference() else { continue };
             live_conditions.insert(type_.clone());
-            if let Some(&d) = by_id.get(&id) {
+            if let Some(d) = found {
                 used[d] = true;
                 let (want_owner, want) = &desired[d];
                 let marked = item.annotation(&self.keys.delete).is_some();
@@ -297,15 +316,28 @@ impl Function for Upstream {
             }
         }
 
-        let taken: HashMap<_, usize> =
-            list.items.iter().enumerate().filter_map(|(i, o)| Some((o.identity()?, i))).collect();
+        drop(by_id);
+        // The item each child to create clashes with, found before any is
+        // added (the items are not indexed when every child exists).
+        let mut clashes = vec![None; desired.len()];
+        if used.iter().any(|u| !u) {
+            let taken: FxHashMap<_, usize> = list
+                .items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| Some((o.identity_ref()?, i)))
+                .collect();
+            for (d, (_, child)) in desired.iter().enumerate() {
+                if !used[d] {
+                    clashes[d] = child.identity_ref().and_then(|id| taken.get(&id).copied());
+                }
+            }
+        }
         for (d, (owner, child)) in desired.into_iter().enumerate() {
             if used[d] {
                 continue;
             }
-            if let Some(clash) =
-                child.identity().and_then(|id| taken.get(&id)).map(|&i| &list.items[i])
-            {
+            if let Some(clash) = clashes[d].map(|i| &list.items[i]) {
                 results.push(
                     FnResult::error(format!(
                         "{}: {owner} wants to create {:?}, which exists and is not one of its children (no owner annotation of {})",

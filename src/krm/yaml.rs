@@ -554,7 +554,9 @@ impl Node {
 
     /// Whether two nodes denote the same value (style and key text ignored).
     pub fn same_value(&self, other: &Node) -> bool {
-        self.to_json() == other.to_json()
+        // Equal nodes (same text, style and tags) convert to equal values:
+        // no conversion (an allocation per node) for the usual unchanged field.
+        self == other || self.to_json() == other.to_json()
     }
 
     fn depth(&self) -> usize {
@@ -616,6 +618,9 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
 
 /// Whether two nodes of the same shape (equal, `==`) carry the same comments.
 pub(crate) fn same_comments(a: &Node, b: &Node) -> bool {
+    if std::ptr::eq(a, b) {
+        return true;
+    }
     let same =
         |x: &Comments, y: &Comments| x.head == y.head && x.line == y.line && x.foot == y.foot;
     if !same(a.comments(), b.comments()) {
@@ -653,9 +658,37 @@ pub const ALIAS_BUDGET: usize = 1_000_000;
 /// of the emitter and of [`Node::to_json`]).
 pub const MAX_DEPTH: usize = 256;
 
+/// Entries of a mapping past which its keys also go in a set: below, the
+/// entries are scanned (most mappings are small, and a set per mapping, with
+/// a copy of every key, cost more than the scan); above, duplicates are
+/// still found in linear time.
+const SEEN_AFTER: usize = 16;
+
+/// Whether `key` is new in `map` (whose keys, past [`SEEN_AFTER`] entries,
+/// are also in `seen`); records it in `seen` when there is one.
+fn first_key(map: &Map, seen: &mut Option<HashSet<String>>, key: &str) -> bool {
+    if seen.is_none() && map.entries.len() < SEEN_AFTER {
+        return !map.entries.iter().any(|(k, _)| k.value == key);
+    }
+    let seen =
+        seen.get_or_insert_with(|| map.entries.iter().map(|(k, _)| k.value.clone()).collect());
+    seen.insert(key.to_string())
+}
+
 enum Frame {
-    Seq { items: Vec<Node>, anchor: usize, flow: bool },
-    Map { map: Map, key: Option<Scalar>, seen: HashSet<String>, anchor: usize, line: usize },
+    Seq {
+        items: Vec<Node>,
+        anchor: usize,
+        flow: bool,
+    },
+    /// `seen`: the keys so far, once the mapping has [`SEEN_AFTER`] entries.
+    Map {
+        map: Map,
+        key: Option<Scalar>,
+        seen: Option<HashSet<String>>,
+        anchor: usize,
+        line: usize,
+    },
 }
 
 /// A tag as written. The parser hands the tag decoded (`!%3E` is `>`), so
@@ -795,7 +828,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
             Event::MappingStart(anchor, _) => {
                 let mut map = Map::new();
                 map.flow = opens(span, '{');
-                stack.push(Frame::Map { map, key: None, seen: HashSet::new(), anchor, line });
+                stack.push(Frame::Map { map, key: None, seen: None, anchor, line });
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -849,7 +882,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                 Some(k) => map.entries.push((k, node)),
                 None => match node {
                     Node::Scalar(s) => {
-                        if !seen.insert(s.value.clone()) {
+                        if !first_key(map, seen, &s.value) {
                             return Err(err(
                                 line,
                                 column,
@@ -1021,7 +1054,15 @@ pub fn emit_seq_entry<'a>(
 }
 
 fn indent(out: &mut String, n: usize) {
-    out.extend(std::iter::repeat_n(' ', n));
+    // Whole runs of blanks, not one char at a time (every line of the
+    // output is indented).
+    const BLANKS: &str = "                                                                ";
+    let mut n = n;
+    while n > 0 {
+        let run = n.min(BLANKS.len());
+        out.push_str(&BLANKS[..run]);
+        n -= run;
+    }
 }
 
 /// Whole-line comments, each on its line at `level`.
@@ -1286,28 +1327,50 @@ fn printable(c: char) -> bool {
 
 /// Whether `v` written plain in block context reads back as the same text.
 fn plain_is_safe(v: &str) -> bool {
-    let Some(first) = v.chars().next() else { return false };
-    if !all_printable(v) {
+    let bytes = v.as_bytes();
+    let Some(&first) = bytes.first() else { return false };
+    // Every special character is ASCII: comparing bytes is comparing chars
+    // (a multi-byte char has no ASCII byte in it).
+    if first == b' ' || v.ends_with(' ') || v.ends_with(':') {
         return false;
     }
-    if first == ' ' || v.ends_with(' ') || v.ends_with(':') {
+    if matches!(
+        first,
+        b'[' | b']'
+            | b'{'
+            | b'}'
+            | b','
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+    ) {
         return false;
     }
-    if "[]{},#&*!|>'\"%@`".contains(first) {
+    if matches!(first, b'-' | b'?' | b':') && bytes.get(1).is_none_or(|&c| c == b' ') {
         return false;
-    }
-    if matches!(first, '-' | '?' | ':') {
-        let second = v[1..].chars().next();
-        if second.is_none_or(|c| c == ' ') {
-            return false;
-        }
     }
     if v.starts_with("---") || v.starts_with("...") {
         return false;
     }
+    if v.is_ascii() {
+        // Printable: a fold with no early exit, which compiles to a wide
+        // loop. `: ` and ` #` need a blank, which most scalars lack. (The
+        // emitter calls this for every key and value.)
+        let printable = bytes.iter().fold(true, |ok, &b| ok & (0x20..=0x7e).contains(&b));
+        return printable
+            && (!bytes.contains(&b' ') || !bytes.windows(2).any(|w| w == b": " || w == b" #"));
+    }
     // Byte pairs, not `str::contains`: its searcher costs more to set up than
-    // a short scalar takes to scan (the emitter calls this for every scalar).
-    !v.as_bytes().windows(2).any(|w| w == b": " || w == b" #")
+    // a short scalar takes to scan.
+    v.chars().all(printable) && !bytes.windows(2).any(|w| w == b": " || w == b" #")
 }
 
 /// `v.chars().all(printable)`, without decoding chars when `v` is ASCII.
@@ -1327,7 +1390,19 @@ pub fn ambiguous_as_string(v: &str) -> bool {
         "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", "=",
         "<<",
     ];
-    if v.is_empty() || WORDS.contains(&v) {
+    // Text longer than every word (most keys and values) is not compared
+    // with each.
+    const LONGEST: usize = {
+        let (mut i, mut n) = (0, 0);
+        while i < WORDS.len() {
+            if WORDS[i].len() > n {
+                n = WORDS[i].len();
+            }
+            i += 1;
+        }
+        n
+    };
+    if v.is_empty() || (v.len() <= LONGEST && WORDS.contains(&v)) {
         return true;
     }
     let body = v.strip_prefix(['-', '+']).unwrap_or(v);
