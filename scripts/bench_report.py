@@ -1425,6 +1425,7 @@ def main():
         "cargo test --features etcd --bench etcd   # the same for the etcd bench (needs protoc and etcd)",
         "cargo test --features kubernetes-api,admin --bench kubernetes   # the same for the Kubernetes API bench",
         "scripts/fuzz.sh all 600        # the Fuzzing section: 10 minutes of AFL++ per target (a separate run)",
+        "python3 scripts/instructions.py --quick   # instructions per object at small sizes (needs valgrind)",
         "```",
         "",
         "Allocation counting: both bench binaries install a counting global allocator (one relaxed "
