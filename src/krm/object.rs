@@ -70,7 +70,7 @@ impl Gvk {
 
 /// The parts joined by dots, in one allocation: references are built for
 /// every item in every function run (`format!` cost twice as much).
-fn dotted(parts: &[&str]) -> String {
+pub(crate) fn dotted(parts: &[&str]) -> String {
     let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {

@@ -127,10 +127,7 @@ fn resource_type(gvk: &Gvk) -> String {
 /// function outputs, in every run.
 fn pointer_of(object: &Object) -> Option<Pointer> {
     let (api_version, kind, name) = (object.api_version()?, object.kind()?, object.name()?);
-    let mut ty = String::with_capacity(api_version.len() + 1 + kind.len());
-    ty.push_str(api_version);
-    ty.push('.');
-    ty.push_str(kind);
+    let ty = super::object::dotted(&[api_version, kind]);
     Some(match object.namespace() {
         Some(ns) => Pointer::new(NAMESPACE, ty, format!("{ns}/{name}")),
         None => Pointer::new(NAMESPACE, ty, name),

@@ -1360,23 +1360,18 @@ fn plain_is_safe(v: &str) -> bool {
     if v.starts_with("---") || v.starts_with("...") {
         return false;
     }
-    if v.is_ascii() {
-        // Printable: a fold with no early exit, which compiles to a wide
-        // loop. `: ` and ` #` need a blank, which most scalars lack. (The
-        // emitter calls this for every key and value.)
-        let printable = bytes.iter().fold(true, |ok, &b| ok & (0x20..=0x7e).contains(&b));
-        return printable
-            && (!bytes.contains(&b' ') || !bytes.windows(2).any(|w| w == b": " || w == b" #"));
-    }
-    // Byte pairs, not `str::contains`: its searcher costs more to set up than
-    // a short scalar takes to scan.
-    v.chars().all(printable) && !bytes.windows(2).any(|w| w == b": " || w == b" #")
+    // `: ` and ` #` need a blank, which most scalars lack; byte pairs, not
+    // `str::contains`: its searcher costs more to set up than a short scalar
+    // takes to scan. (The emitter calls this for every key and value.)
+    all_printable(v)
+        && (!bytes.contains(&b' ') || !bytes.windows(2).any(|w| w == b": " || w == b" #"))
 }
 
 /// `v.chars().all(printable)`, without decoding chars when `v` is ASCII.
 fn all_printable(v: &str) -> bool {
     if v.is_ascii() {
-        v.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        // A fold with no early exit, which compiles to a wide loop.
+        v.bytes().fold(true, |ok, b| ok & (0x20..=0x7e).contains(&b))
     } else {
         v.chars().all(printable)
     }

@@ -450,7 +450,8 @@ async fn update_over(
         )));
     }
     let value = stored_value(target, desired, Some(stored), part)?;
-    let spec_changed = spec_changed(target, &value, stored)?;
+    // A status write keeps the stored spec (`stored_value`): no comparison.
+    let spec_changed = part == Part::Object && spec_changed(target, &value, stored)?;
     let md = match part {
         Part::Object => {
             let mut md = desired.metadata.clone();

@@ -67,12 +67,11 @@ impl StateActor {
             self.close_if_idle(ctx);
             return;
         }
-        let mut per_backend: Vec<Vec<Write>> = (0..self.backends.len())
-            .map(|i| {
-                let n = batch.changes.iter().filter(|(_, _, b)| *b == i).count();
-                Vec::with_capacity(n)
-            })
-            .collect();
+        let mut counts = vec![0; self.backends.len()];
+        for (_, _, backend) in &batch.changes {
+            counts[*backend] += 1;
+        }
+        let mut per_backend: Vec<Vec<Write>> = counts.into_iter().map(Vec::with_capacity).collect();
         for (change, revision, backend) in &batch.changes {
             per_backend[*backend].push(write_of(change, *revision));
         }
