@@ -218,6 +218,49 @@ fn per_parent_watches_see_only_objects_owned_by_that_parent() {
 }
 
 #[test]
+fn per_parent_watches_give_each_of_many_parents_exactly_its_own_objects() {
+    // 120 parents with 0 to 3 claims each (parent i has i % 4), listed
+    // interleaved with the other parents' claims: the count each child
+    // carries is its own parent's; a parent without a claim is not ready.
+    let claim = |owner: usize, k: usize| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Claim\nmetadata:\n  name: c{owner}-{k}\n  annotations:\n    {OWNER}: example.com/v1.Cluster.p{owner}\n"
+        )
+    };
+    let mut docs = vec![KPTFILE.to_string()];
+    for i in 0..120 {
+        docs.push(cluster(&format!("p{i}"), 1));
+    }
+    for k in 0..3 {
+        for i in (0..120).filter(|i| i % 4 > k) {
+            docs.push(claim(i, k));
+        }
+    }
+    let f = Upstream::new("per-parent", fns::cluster(), |c, watched| {
+        let claims = watched.get(&Gvk::new("example.com/v1", "Claim"));
+        let owner = format!("example.com/v1.Cluster.{}", c.name().unwrap_or_default());
+        assert!(claims.iter().all(|o| o.annotation(OWNER) == Some(owner.as_str())), "{owner}");
+        let name = format!("{}-{}", c.name().unwrap_or_default(), claims.len());
+        Ok(vec![Object::new(&fns::config_map(), &name)])
+    })
+    .owns(fns::config_map())
+    .watch(
+        Watch::per_parent(Gvk::new("example.com/v1", "Claim"))
+            .required(|c| if c.is_empty() { Err("no claim".into()) } else { Ok(()) }),
+    );
+    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let (list, out) = run_on(&f, &list_of(&docs));
+    assert_eq!(out.exit_code, 0, "{}", out.stderr);
+    for i in 0..120 {
+        let claims = i % 4;
+        let made = find(&list, "ConfigMap", &format!("p{i}-{claims}")).is_some();
+        assert_eq!(made, claims > 0, "parent p{i} with {claims} claims");
+    }
+    let not_ready = list.results.iter().filter(|r| r.message.contains("not ready")).count();
+    assert_eq!(not_ready, 30, "the 30 parents without a claim");
+}
+
+#[test]
 fn a_child_populated_twice_is_an_error_but_the_same_name_in_another_namespace_is_not() {
     let twice = Upstream::new("twice", fns::cluster(), |c, _| {
         let name = format!("{}-x", c.name().unwrap_or_default());

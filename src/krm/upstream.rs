@@ -79,15 +79,19 @@ impl Watch {
 }
 
 /// The watched objects a populate function sees.
+///
+/// It borrows the lists the run gathered once (the global watches' for
+/// every parent, each per-parent watch's grouped by owner), so handing it
+/// to each parent costs one slice per watch, whatever the package's size.
 #[derive(Debug, Default)]
 pub struct Watched<'a> {
-    objects: Vec<(Gvk, Vec<&'a Object>)>,
+    objects: Vec<(&'a Gvk, &'a [&'a Object])>,
 }
 
 impl<'a> Watched<'a> {
     /// The watched objects of `gvk` (empty if not watched).
     pub fn get(&self, gvk: &Gvk) -> &[&'a Object] {
-        self.objects.iter().find(|(g, _)| g == gvk).map(|(_, o)| o.as_slice()).unwrap_or_default()
+        self.objects.iter().find(|(g, _)| *g == gvk).map(|(_, o)| *o).unwrap_or_default()
     }
 }
 
@@ -166,8 +170,25 @@ impl Upstream {
                 results.push(FnResult::warning(format!("{}: not ready: {reason}", self.name)));
                 return None;
             }
-            global.push((watch.gvk.clone(), objects));
+            global.push((watch, objects));
         }
+        // Each per-parent watch's objects grouped by owner, in one pass over
+        // the items: looked up per parent, not filtered from every item for
+        // each (quadratic: 4,000 parents took 12.5 s, most of it here).
+        let per_parent: Vec<(&Watch, FxHashMap<&str, Vec<&Object>>)> = self
+            .watches
+            .iter()
+            .filter(|w| w.scope == WatchScope::PerParent)
+            .map(|watch| {
+                let mut by_owner: FxHashMap<&str, Vec<&Object>> = FxHashMap::default();
+                for object in list.items.iter().filter(|o| o.is(&watch.gvk)) {
+                    if let Some(owner) = self.keys.owner_of(object) {
+                        by_owner.entry(owner).or_default().push(object);
+                    }
+                }
+                (watch, by_owner)
+            })
+            .collect();
         let mut parents: Vec<&Object> = of(&self.for_);
         parents.sort_by_cached_key(|p| p.identity_ref());
         let mut desired: Vec<(String, Object)> = Vec::new();
@@ -177,21 +198,20 @@ impl Upstream {
         let hash = |id: IdentityRef<'_>| FxBuildHasher.hash_one(id);
         for parent in parents {
             let Some(owner) = parent.reference() else { continue };
-            let mut watched = Watched { objects: global.clone() };
+            let mut watched = Watched {
+                objects: global.iter().map(|(w, objects)| (&w.gvk, objects.as_slice())).collect(),
+            };
             let mut ready = true;
-            for watch in self.watches.iter().filter(|w| w.scope == WatchScope::PerParent) {
-                let objects: Vec<&Object> = of(&watch.gvk)
-                    .into_iter()
-                    .filter(|o| self.keys.owner_of(o) == Some(owner.as_str()))
-                    .collect();
-                if let Err(reason) = watch.evaluate(&objects) {
+            for (watch, by_owner) in &per_parent {
+                let objects = by_owner.get(owner.as_str()).map_or(&[][..], Vec::as_slice);
+                if let Err(reason) = watch.evaluate(objects) {
                     results.push(
                         FnResult::warning(format!("{}: {owner} not ready: {reason}", self.name))
                             .about(parent),
                     );
                     ready = false;
                 }
-                watched.objects.push((watch.gvk.clone(), objects));
+                watched.objects.push((&watch.gvk, objects));
             }
             if !ready {
                 continue;
