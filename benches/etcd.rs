@@ -232,15 +232,11 @@ fn etcd_writes(c: &mut Criterion, sys: &SystemRunner, etcd: &TestEtcd) -> usize 
     value.len()
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 fn latency_figures(mut samples: Vec<Duration>) -> serde_json::Value {
     samples.sort();
     json!({
-        "p50_ns": common::ns(percentile(&samples, 0.50)),
-        "p99_ns": common::ns(percentile(&samples, 0.99)),
+        "p50_ns": common::ns(common::percentile(&samples, 50.0)),
+        "p99_ns": common::ns(common::percentile(&samples, 99.0)),
         "max_ns": common::ns(*samples.last().expect("samples")),
     })
 }

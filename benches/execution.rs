@@ -557,12 +557,6 @@ async fn latency_run(blocker: Option<bool>, samples: u64) -> Vec<Duration> {
     times
 }
 
-/// The nearest-rank percentile `p` (0–100) of sorted `v`.
-fn percentile(v: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
-}
-
 fn blocking_latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     if !mode.wants("blocking_latency") {
         return json!({});
@@ -577,8 +571,8 @@ fn blocking_latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
         cases.insert(
             name.to_owned(),
             json!({
-                "p50_ns": common::ns(percentile(&times, 50.0)),
-                "p99_ns": common::ns(percentile(&times, 99.0)),
+                "p50_ns": common::ns(common::percentile(&times, 50.0)),
+                "p99_ns": common::ns(common::percentile(&times, 99.0)),
             }),
         );
     }

@@ -120,11 +120,6 @@ fn differing_files(a: &Path, b: &Path) -> (usize, Vec<String>) {
     (names.len(), differ)
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
 /// kpt fn render and render_dir on the same package: times and byte identity.
 fn kpt_beside_render_dir(mode: &common::Mode, clusters: usize) {
     if !mode.wants("krm/kpt") {
@@ -176,8 +171,8 @@ fn kpt_beside_render_dir(mode: &common::Mode, clusters: usize) {
                     .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()),
                 "items": 2 * clusters + 3,
                 "runs": runs,
-                "kpt_fn_render_ns": common::ns(median(kpt_times)),
-                "render_dir_ns": common::ns(median(ours_times)),
+                "kpt_fn_render_ns": common::ns(common::median(kpt_times)),
+                "render_dir_ns": common::ns(common::median(ours_times)),
                 "files": files,
                 "files_differing": differ.len(),
                 "first_differing": differ.first(),

@@ -657,11 +657,6 @@ fn kubectl_version(server: &str) -> Result<String, String> {
     Ok(v["clientVersion"]["gitVersion"].as_str().unwrap_or("?").to_owned())
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 /// Runs `cmd()` once to warm up (and checks its output), then `runs` times.
 async fn measure(
     runs: usize,
@@ -675,7 +670,7 @@ async fn measure(
         samples.push(timed(cmd()).await.0);
     }
     json!({
-        "median_ns": common::ns(median(samples.clone())),
+        "median_ns": common::ns(common::median(samples.clone())),
         "samples_ns": samples.iter().map(|d| common::ns(*d)).collect::<Vec<_>>(),
     })
 }

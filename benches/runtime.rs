@@ -490,23 +490,6 @@ async fn latency_run(runtime: Runtime, warmup: u64, samples: u64) -> Vec<Duratio
     times
 }
 
-/// The nearest-rank percentile `p` (0–100) of sorted `v`.
-fn percentile(v: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
-}
-
-/// p50, p99, max and mean of `times` (sorted here) as JSON.
-fn percentiles(times: &mut [Duration]) -> serde_json::Value {
-    times.sort();
-    json!({
-        "p50_ns": common::ns(percentile(times, 50.0)),
-        "p99_ns": common::ns(percentile(times, 99.0)),
-        "max_ns": common::ns(times[times.len() - 1]),
-        "mean_ns": common::ns(times.iter().sum::<Duration>() / times.len() as u32),
-    })
-}
-
 /// What the disk alone gives: `samples` raw redb write transactions of one
 /// `record`-byte value each (immediate durability: one fsync), each timed.
 fn raw_commit_times(file: &std::path::Path, samples: u64, record: usize) -> Vec<Duration> {
@@ -560,7 +543,7 @@ fn latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
         bytes / n.max(1)
     };
     let mut raw = raw_commit_times(&dir.path().join("raw.redb"), samples, record);
-    let mut report = percentiles(&mut memory);
+    let mut report = common::percentiles(&mut memory);
     let map = report.as_object_mut().expect("an object");
     map.insert("samples".into(), json!(samples));
     map.insert("warmup".into(), json!(warmup));
@@ -568,8 +551,8 @@ fn latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
         "controller".into(),
         json!("QLevel IntToStr: a queue controller (concurrency 16), get_typed + modify"),
     );
-    map.insert("redb".into(), percentiles(&mut redb));
-    let mut raw_report = percentiles(&mut raw);
+    map.insert("redb".into(), common::percentiles(&mut redb));
+    let mut raw_report = common::percentiles(&mut raw);
     raw_report["record_bytes"] = json!(record);
     map.insert("raw_redb_commit".into(), raw_report);
     report

@@ -279,6 +279,29 @@ pub fn ns(d: Duration) -> serde_json::Value {
     serde_json::json!(d.as_nanos() as u64)
 }
 
+/// The nearest-rank percentile `p` (0–100) of `sorted` (ascending, not empty).
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The median of `samples` (not empty): the upper one of an even count.
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// p50, p99, max and mean of `times` (sorted here) as JSON.
+pub fn percentiles(times: &mut [Duration]) -> serde_json::Value {
+    times.sort();
+    serde_json::json!({
+        "p50_ns": ns(percentile(times, 50.0)),
+        "p99_ns": ns(percentile(times, 99.0)),
+        "max_ns": ns(times[times.len() - 1]),
+        "mean_ns": ns(times.iter().sum::<Duration>() / times.len() as u32),
+    })
+}
+
 /// Lets actors left by a previous iteration finish (their stores are dropped
 /// when they next run), so that cost never lands inside a timed region.
 pub async fn quiesce() {
