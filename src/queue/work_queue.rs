@@ -105,9 +105,13 @@ impl<K: Clone + Ord> Delays<K> {
         Stage::Delayed { due, seq, backoff }
     }
 
-    /// Takes back the schedule of a key that is not backing off.
-    fn cancel(&mut self, due: Instant, seq: u64) {
+    /// Takes back the schedule [`schedule`](Self::schedule) gave (its
+    /// `Stage::Delayed` parts), keeping the count of backoffs right.
+    fn cancel(&mut self, due: Instant, seq: u64, backoff: bool) {
         self.by_due.remove(&(due, seq));
+        if backoff {
+            self.backing_off -= 1;
+        }
     }
 }
 
@@ -207,7 +211,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         match entry.get().stage {
             Stage::Ready { .. } | Stage::Delayed { backoff: true, .. } => {}
             Stage::Delayed { due, seq, backoff: false } => {
-                self.delays.cancel(due, seq);
+                self.delays.cancel(due, seq, false);
                 entry.get_mut().stage = Stage::Ready { since: now };
                 self.ready.push(entry.key().clone());
             }
@@ -242,7 +246,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 if due >= old {
                     return;
                 }
-                self.delays.cancel(old, seq);
+                self.delays.cancel(old, seq, false);
                 self.delays.schedule(&key, due, false)
             }
             Stage::Processing { again } => Stage::Processing { again: again.merge(Again::At(due)) },
@@ -389,12 +393,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         match entry.stage {
             Stage::Processing { .. } => return,
             Stage::Ready { .. } => self.ready.keys.retain(|k| k != key),
-            Stage::Delayed { due, seq, backoff } => {
-                self.delays.cancel(due, seq);
-                if backoff {
-                    self.delays.backing_off -= 1;
-                }
-            }
+            Stage::Delayed { due, seq, backoff } => self.delays.cancel(due, seq, backoff),
         }
         self.entries.remove(key);
     }
