@@ -211,6 +211,30 @@ async fn a_watch_without_a_version_starts_with_everything_in_ascending_revision(
 }
 
 #[actix::test]
+async fn a_watch_without_a_version_sends_every_initial_object_even_past_the_watch_buffer() {
+    // Five times the client's buffer: the initial events wait for room as
+    // the client reads them; none is dropped and the watch is not cut off.
+    let state = State::start();
+    let n = 5 * 64;
+    for k in 0..n {
+        state.create(link("config", &format!("l{k}"), 1500, "core"), None).await.unwrap();
+    }
+    let (server, addr) = serve(api(&state).watch_buffer(64)).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=1")).await;
+    let mut seen = Vec::new();
+    for _ in 0..n {
+        let e = w.next().await.expect("an initial event");
+        assert_eq!(e["type"], "ADDED");
+        seen.push(revision(&e["object"]));
+    }
+    assert_eq!(seen, (1..=n as u64).collect::<Vec<_>>(), "every object once, by revision");
+    // And the watch goes on past its initial events.
+    state.create(link("config", "late", 1500, "core"), None).await.unwrap();
+    assert_eq!(w.next_named().await, ("ADDED".into(), "late".into()));
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_deleted_event_carries_the_destroys_revision_and_revisions_never_go_back() {
     let state = State::start();
     seed(&state).await;

@@ -120,6 +120,7 @@ pub(super) async fn watch(
         caught: streams.iter().map(WatchStream::revision).collect(),
         pending: vec![Some(Vec::new()); if bootstrap { streams.len() } else { 0 }],
         bootstrapping: if bootstrap { streams.len() } else { 0 },
+        bootstrapped: None,
         initial_events_end: bootstrap && params.send_initial_events && params.bookmarks,
         last: 0,
         exposed,
@@ -191,6 +192,11 @@ struct Forward {
     caught: Vec<u64>,
     /// Per stream, its initial events until its `Bootstrapped` (then `None`).
     pending: Vec<Option<Vec<AnyResource>>>,
+    /// The initial events of a stream that has just bootstrapped, in
+    /// revision order: sent by [`flush_initial`](Self::flush_initial) before
+    /// anything else, waiting for room in the client's buffer (they are
+    /// all ready at once, and may be many more than it holds).
+    bootstrapped: Option<Vec<AnyResource>>,
     /// Streams that have not bootstrapped yet.
     bootstrapping: usize,
     /// The highest revision sent.
@@ -242,7 +248,7 @@ impl Forward {
                     // close check each (a batch is short: the timer's
                     // deadlines move by microseconds at most).
                     for _ in 0..BATCH {
-                        if outcome.is_err() {
+                        if outcome.is_err() || self.bootstrapped.is_some() {
                             break;
                         }
                         match merged.next().now_or_never() {
@@ -253,7 +259,10 @@ impl Forward {
                             None => break,
                         }
                     }
-                    outcome
+                    match outcome {
+                        Ok(()) if self.bootstrapped.is_some() => self.flush_initial().await,
+                        outcome => outcome,
+                    }
                 }
             };
             if outcome.is_err() {
@@ -280,14 +289,20 @@ impl Forward {
     /// A bookmark at the revision every stream has caught up to, unless
     /// some stream is behind what was sent already (it never goes backwards).
     fn bookmark(&mut self, initial_events_end: bool) -> Result<(), Done> {
-        if self.bootstrapping > 0 {
-            return Ok(());
+        match self.bookmark_line(initial_events_end) {
+            Some(line) => self.send(line),
+            None => Ok(()),
         }
-        let Some(&revision) = self.caught.iter().min() else {
-            return Ok(());
-        };
+    }
+
+    /// The line of [`bookmark`](Self::bookmark), if one is due.
+    fn bookmark_line(&mut self, initial_events_end: bool) -> Option<Bytes> {
+        if self.bootstrapping > 0 {
+            return None;
+        }
+        let &revision = self.caught.iter().min()?;
         if revision < self.last {
-            return Ok(());
+            return None;
         }
         self.last = revision;
         let mut metadata = json!({ "resourceVersion": revision.to_string() });
@@ -299,7 +314,29 @@ impl Forward {
             "apiVersion": self.exposed.api_version(),
             "metadata": metadata,
         });
-        self.send(line("BOOKMARK", &object))
+        Some(line("BOOKMARK", &object))
+    }
+
+    /// Sends the initial events of the stream that has just bootstrapped
+    /// (then the initial-events-end bookmark once every stream has), each
+    /// as soon as the client's buffer has room: an initial set larger than
+    /// the buffer is not a client falling behind.
+    async fn flush_initial(&mut self) -> Result<(), Done> {
+        let initial = self.bootstrapped.take().unwrap_or_default();
+        for r in initial {
+            let own = r.metadata().revision();
+            if let Some(line) = self.render("ADDED", &r, own) {
+                self.tx.send(line).await.map_err(|_| Done)?;
+            }
+        }
+        self.bootstrapping -= 1;
+        if self.bootstrapping == 0
+            && self.initial_events_end
+            && let Some(line) = self.bookmark_line(true)
+        {
+            self.tx.send(line).await.map_err(|_| Done)?;
+        }
+        Ok(())
     }
 
     fn event(&mut self, index: usize, event: Event, revision: u64) -> Result<(), Done> {
@@ -313,14 +350,8 @@ impl Forward {
                 Event::Bootstrapped(_) => {
                     let mut initial = self.pending[index].take().unwrap_or_default();
                     initial.sort_by_key(|r| r.metadata().revision());
-                    for r in initial {
-                        let own = r.metadata().revision();
-                        self.change("ADDED", &r, own)?;
-                    }
-                    self.bootstrapping -= 1;
-                    if self.bootstrapping == 0 && self.initial_events_end {
-                        return self.bookmark(true);
-                    }
+                    // Sent by the task before its next event (`flush_initial`).
+                    self.bootstrapped = Some(initial);
                     return Ok(());
                 }
                 // Not during a bootstrap: the state sends every initial event first.
@@ -345,27 +376,34 @@ impl Forward {
     }
 
     fn change(&mut self, kind: &str, resource: &AnyResource, own: u64) -> Result<(), Done> {
+        match self.render(kind, resource, own) {
+            Some(line) => self.send(line),
+            None => Ok(()),
+        }
+    }
+
+    /// The line of a change (`None`: the field selector leaves it out).
+    fn render(&mut self, kind: &str, resource: &AnyResource, own: u64) -> Option<Bytes> {
         if !self.fields.matches(resource) {
-            return Ok(());
+            return None;
         }
         let revision = own.max(self.last);
         self.last = revision;
         if self.form == Form::Metadata {
             let partial = Partial(ObjectMeta { resource, resource_version: revision });
-            return self.send(line(kind, &partial));
+            return Some(line(kind, &partial));
         }
         let object = match Object::new(&self.exposed, resource, revision) {
             Ok(object) => object,
-            Err(status) => return self.send(line("ERROR", &status.to_json())),
+            Err(status) => return Some(line("ERROR", &status.to_json())),
         };
-        let line = if self.form == Form::Table {
+        Some(if self.form == Form::Table {
             let row = Row::new(&object, std::time::SystemTime::now());
             let table =
                 Table { exposed: &self.exposed, rows: OneRow(row), resource_version: revision };
             line(kind, &table)
         } else {
             line(kind, &object)
-        };
-        self.send(line)
+        })
     }
 }
