@@ -1,13 +1,22 @@
 //! The live watches of a state actor, and the history that lets a watch resume.
+//!
+//! Watches are kept by kind, and within a kind apart by target: those of the
+//! whole kind in a list (a change is offered to each, which checks its label
+//! query), those of one resource by its id (a change reaches only the
+//! watches of its own resource). A finalizer coordinator holding thousands
+//! of teardowns, each waiting on a watch of its resource, so costs each
+//! change one lookup, not a pass over every waiting watch.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use super::delivery::Outbox;
 use super::event::{Event, WatchId};
 use super::store::Change;
 use super::watch::WatchTarget;
 use crate::Error;
-use crate::resource::{Kind, KindMap};
+use crate::resource::{Id, Kind, KindMap};
 
 pub(crate) struct Subscription {
     pub(crate) id: WatchId,
@@ -19,10 +28,73 @@ pub(crate) struct Subscription {
 /// and exclusive backends), `1 + i` for shared backend `i`, which assigns its own.
 pub(crate) type Domain = usize;
 
+/// The watches of one kind (see the [module docs](self)).
+#[derive(Default)]
+struct KindWatches {
+    /// Watches of the whole kind, in the order they came.
+    all: Vec<Subscription>,
+    /// Watches of one resource, by its id, each list in the order they came.
+    one: FxHashMap<Id, Vec<Subscription>>,
+    /// Watches of one resource held in `one`, closed ones included.
+    ones: usize,
+    /// Watches of one resource added since `one` was last pruned whole.
+    added: usize,
+    /// How many watches of one resource it held after that prune.
+    kept: usize,
+}
+
+impl KindWatches {
+    fn is_empty(&self) -> bool {
+        self.all.is_empty() && self.one.is_empty()
+    }
+}
+
+/// Where a watch is kept: its kind, and the id of its resource for a watch
+/// of one resource.
+type Place = (Kind, Option<Id>);
+
+/// Drops the closed subscriptions of `subs`, forgetting their places.
+fn prune(subs: &mut Vec<Subscription>, places: &mut FxHashMap<WatchId, Place>) -> usize {
+    let before = subs.len();
+    subs.retain(|s| {
+        let keep = !s.outbox.is_closed();
+        if !keep {
+            places.remove(&s.id);
+        }
+        keep
+    });
+    before - subs.len()
+}
+
+/// Offers `change` to each of `subs` (closed ones skipped); returns whether
+/// one was closed.
+fn offer(
+    subs: &mut [Subscription],
+    change: &Change,
+    revision: u64,
+    pending: &mut Vec<WatchId>,
+) -> bool {
+    let mut closed = false;
+    for sub in subs {
+        if sub.outbox.is_closed() {
+            closed = true;
+            continue;
+        }
+        if let Some(event) = sub.target.event_for(change) {
+            let was_pending = sub.outbox.has_pending();
+            sub.outbox.publish(event, revision);
+            if !was_pending && sub.outbox.has_pending() {
+                pending.push(sub.id);
+            }
+        }
+    }
+    closed
+}
+
 /// Subscriptions grouped by kind.
 pub(crate) struct Watches {
-    by_kind: KindMap<Vec<Subscription>>,
-    kind_of: HashMap<WatchId, Kind>,
+    by_kind: KindMap<KindWatches>,
+    places: FxHashMap<WatchId, Place>,
     next_id: u64,
     /// The latest changes, oldest first, for watches that resume: each with
     /// its revision and the revision domain it belongs to (0: the state's
@@ -48,7 +120,7 @@ impl Watches {
     pub(crate) fn with_history(history_limit: usize) -> Self {
         Watches {
             by_kind: KindMap::default(),
-            kind_of: HashMap::new(),
+            places: FxHashMap::default(),
             next_id: 0,
             history: VecDeque::with_capacity(history_limit.min(1024)),
             history_limit,
@@ -119,32 +191,76 @@ impl Watches {
         WatchId(self.next_id)
     }
 
+    /// Keeps `sub`. Subscribers that went away without unwatching are
+    /// pruned on the next change they would see; a quiet kind's are pruned
+    /// here instead, so that watches opened and dropped on it never pile up:
+    /// the watches of the whole kind and those of the new watch's resource
+    /// at every new watch, every watch of one resource of the kind once as
+    /// many new ones came as it holds (amortized: a constant per watch).
     pub(crate) fn add(&mut self, sub: Subscription) {
         let kind = sub.target.kind().clone();
-        // Subscribers that went away without unwatching are pruned on the next
-        // change of their kind; a quiet kind gets pruned here instead, so
-        // watches opened and dropped on it never pile up.
-        self.prune_kind(&kind);
-        self.kind_of.insert(sub.id, kind.clone());
-        self.by_kind.entry(kind).or_default().push(sub);
+        let id = match &sub.target {
+            super::watch::WatchTarget::Resource(ptr) => Some(Id::from(ptr.id())),
+            super::watch::WatchTarget::Kind { .. } => None,
+        };
+        self.places.insert(sub.id, (kind.clone(), id.clone()));
+        let watches = self.by_kind.entry(kind).or_default();
+        prune(&mut watches.all, &mut self.places);
+        match id {
+            None => watches.all.push(sub),
+            Some(id) => {
+                watches.added += 1;
+                if watches.added >= watches.kept.max(64) {
+                    let places = &mut self.places;
+                    watches.one.retain(|_, subs| {
+                        watches.ones -= prune(subs, places);
+                        !subs.is_empty()
+                    });
+                    watches.added = 0;
+                    watches.kept = watches.ones;
+                }
+                let subs = watches.one.entry(id).or_default();
+                watches.ones -= prune(subs, &mut self.places);
+                subs.push(sub);
+                watches.ones += 1;
+            }
+        }
     }
 
     pub(crate) fn remove(&mut self, id: WatchId) -> bool {
-        let Some(kind) = self.kind_of.remove(&id) else {
+        let Some((kind, resource)) = self.places.remove(&id) else {
             return false;
         };
-        if let Some(subs) = self.by_kind.get_mut(&kind) {
-            subs.retain(|s| s.id != id);
-            if subs.is_empty() {
-                self.by_kind.remove(&kind);
+        let Some(watches) = self.by_kind.get_mut(&kind) else {
+            return true;
+        };
+        match resource {
+            None => watches.all.retain(|s| s.id != id),
+            Some(resource) => {
+                if let Some(subs) = watches.one.get_mut(&resource) {
+                    let before = subs.len();
+                    subs.retain(|s| s.id != id);
+                    watches.ones -= before - subs.len();
+                    if subs.is_empty() {
+                        watches.one.remove(&resource);
+                    }
+                }
             }
+        }
+        if watches.is_empty() {
+            self.by_kind.remove(&kind);
         }
         true
     }
 
     pub(crate) fn get_mut(&mut self, id: WatchId) -> Option<&mut Subscription> {
-        let kind = self.kind_of.get(&id)?;
-        self.by_kind.get_mut(kind)?.iter_mut().find(|s| s.id == id)
+        let (kind, resource) = self.places.get(&id)?;
+        let watches = self.by_kind.get_mut(kind)?;
+        let subs = match resource {
+            None => &mut watches.all,
+            Some(resource) => watches.one.get_mut(resource)?,
+        };
+        subs.iter_mut().find(|s| s.id == id)
     }
 
     /// Delivers `change` (of store revision `revision`) to every subscription
@@ -180,27 +296,26 @@ impl Watches {
         } else {
             self.compacted_up_to(domain, revision);
         }
-        let kind = change.resource().pointer().kind();
-        let Some(subs) = self.by_kind.get_mut(kind) else {
+        let pointer = change.resource().pointer();
+        let Some(watches) = self.by_kind.get_mut(pointer.kind()) else {
             return;
         };
-        let mut closed = false;
-        for sub in subs.iter_mut() {
-            if sub.outbox.is_closed() {
-                closed = true;
-                continue;
-            }
-            if let Some(event) = sub.target.event_for(change) {
-                let was_pending = sub.outbox.has_pending();
-                sub.outbox.publish(event, revision);
-                if !was_pending && sub.outbox.has_pending() {
-                    self.pending.push(sub.id);
-                }
+        if offer(&mut watches.all, change, revision, &mut self.pending) {
+            prune(&mut watches.all, &mut self.places);
+        }
+        // (Most kinds have no watch of one resource: no hash then.)
+        if !watches.one.is_empty()
+            && let Some(subs) = watches.one.get_mut(pointer.id())
+            && offer(subs, change, revision, &mut self.pending)
+        {
+            watches.ones -= prune(subs, &mut self.places);
+            if subs.is_empty() {
+                watches.one.remove(pointer.id());
             }
         }
-        if closed {
-            let kind = kind.clone();
-            self.prune_kind(&kind);
+        if watches.is_empty() {
+            let kind = pointer.kind().clone();
+            self.by_kind.remove(&kind);
         }
     }
 
@@ -216,25 +331,8 @@ impl Watches {
         self.pending = pending;
     }
 
-    fn prune_kind(&mut self, kind: &Kind) {
-        let Some(subs) = self.by_kind.get_mut(kind) else {
-            return;
-        };
-        let kind_of = &mut self.kind_of;
-        subs.retain(|s| {
-            let keep = !s.outbox.is_closed();
-            if !keep {
-                kind_of.remove(&s.id);
-            }
-            keep
-        });
-        if subs.is_empty() {
-            self.by_kind.remove(kind);
-        }
-    }
-
     pub(crate) fn len(&self) -> usize {
-        self.kind_of.len()
+        self.places.len()
     }
 }
 
@@ -250,6 +348,78 @@ mod tests {
 
     fn kind_target() -> WatchTarget {
         WatchTarget::Kind { kind: Kind::of::<Num>("ns"), query: LabelQuery::all() }
+    }
+
+    type Received = futures::channel::mpsc::UnboundedReceiver<crate::state::WatchEvent>;
+
+    /// A watch of `target` into a channel, kept by `w`.
+    fn watch(w: &mut Watches, target: WatchTarget) -> (WatchId, Received) {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let id = w.next_id();
+        let outbox = Outbox::new(id, super::super::delivery::Sink::Channel(tx), 1024, None, None);
+        w.add(Subscription { id, target, outbox });
+        (id, rx)
+    }
+
+    fn one(id: &str) -> WatchTarget {
+        WatchTarget::Resource(Pointer::of::<Num>("ns", id))
+    }
+
+    /// The ids of the events waiting in `rx`.
+    fn received(rx: &mut Received) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| e.event().pointer().unwrap().id().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_change_reaches_the_kinds_watches_and_only_its_own_resources() {
+        let mut w = Watches::with_history(0);
+        let (_, mut all) = watch(&mut w, kind_target());
+        let (_, mut a) = watch(&mut w, one("a"));
+        let (_, mut a_again) = watch(&mut w, one("a"));
+        let (_, mut b) = watch(&mut w, one("b"));
+        let (_, mut elsewhere) =
+            watch(&mut w, WatchTarget::Resource(Pointer::of::<Num>("other", "a")));
+        for (rev, id) in [(1, "a"), (2, "b"), (3, "c"), (4, "a")] {
+            w.publish(&created(id), rev);
+        }
+        assert_eq!(received(&mut all), ["a", "b", "c", "a"]);
+        assert_eq!(received(&mut a), ["a", "a"]);
+        assert_eq!(received(&mut a_again), ["a", "a"]);
+        assert_eq!(received(&mut b), ["b"]);
+        assert!(received(&mut elsewhere).is_empty(), "another namespace's resource");
+        assert_eq!(w.len(), 5);
+    }
+
+    #[test]
+    fn removed_and_closed_watches_of_one_resource_are_forgotten() {
+        let mut w = Watches::with_history(0);
+        let (a, _a) = watch(&mut w, one("a"));
+        let (_, b) = watch(&mut w, one("b"));
+        let (_, mut kind) = watch(&mut w, kind_target());
+        assert!(w.remove(a));
+        assert!(!w.remove(a), "already gone");
+        assert!(w.get_mut(a).is_none());
+        drop(b);
+        assert_eq!(w.len(), 2, "closed but not yet seen");
+        w.publish(&created("b"), 1);
+        assert_eq!(w.len(), 1, "pruned by the change it would have seen");
+        assert_eq!(received(&mut kind), ["b"]);
+        assert!(w.by_kind.values().all(|k| k.one.is_empty() && k.ones == 0));
+    }
+
+    #[test]
+    fn watches_of_quiet_resources_that_closed_never_pile_up() {
+        let mut w = Watches::with_history(0);
+        let (_, _kept) = watch(&mut w, one("kept"));
+        for k in 0..1_000 {
+            // Opened and dropped without unwatching; their resources never change.
+            drop(watch(&mut w, one(&format!("r{k}"))));
+            assert!(w.len() <= 2 * 64 + 1, "{} watches held after {k}", w.len());
+        }
+        let (id, _) = watch(&mut w, one("last"));
+        assert!(w.get_mut(id).is_some());
     }
 
     #[test]

@@ -184,8 +184,11 @@ impl State {
 
     /// How many watches are registered on this state. A dropped
     /// [`WatchStream`] unregisters at once; an actor subscriber that stopped
-    /// without [`unwatch`](State::unwatch) stays registered until the next
-    /// change of its kind, or the next watch of its kind, prunes it.
+    /// without [`unwatch`](State::unwatch) stays registered until a change
+    /// it would have seen prunes it, or a later watch: a watch of a whole
+    /// kind goes at the next watch of its kind, a watch of one resource at
+    /// the next watch of that resource, or at the latest once its kind has
+    /// had as many new watches of one resource as it held.
     ///
     /// # Errors
     /// [`Error::Unavailable`].
