@@ -384,7 +384,7 @@ impl Shared {
         version: &str,
         plural: &str,
     ) -> Result<Arc<Exposed>, Status> {
-        self.registry.find(group, version, plural).map(|t| Arc::new(t.clone())).ok_or_else(|| {
+        self.registry.find(group, version, plural).cloned().ok_or_else(|| {
             Status::not_found(format!(
                 "the server could not find the requested resource ({plural}.{group}/{version} is not served)"
             ))

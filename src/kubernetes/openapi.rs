@@ -17,8 +17,13 @@ use super::status::Status;
 
 /// The document of one group-version.
 fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
-    let types: Vec<&Exposed> =
-        shared.registry.types.iter().filter(|t| t.group == group && t.version == version).collect();
+    let types: Vec<&Exposed> = shared
+        .registry
+        .types
+        .iter()
+        .map(|t| &**t)
+        .filter(|t| t.group == group && t.version == version)
+        .collect();
     if types.is_empty() {
         return None;
     }

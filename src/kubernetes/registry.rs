@@ -468,7 +468,8 @@ impl Exposed {
 /// Every exposed type.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Registry {
-    pub(crate) types: Vec<Exposed>,
+    /// Shared with each request that serves one (no copy per request).
+    pub(crate) types: Vec<std::sync::Arc<Exposed>>,
 }
 
 impl Registry {
@@ -494,12 +495,17 @@ impl Registry {
                 });
             }
         }
-        self.types.push(exposed);
+        self.types.push(std::sync::Arc::new(exposed));
         Ok(())
     }
 
     /// The type served at `/apis/{group}/{version}/.../{plural}`.
-    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Exposed> {
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&std::sync::Arc<Exposed>> {
         self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
     }
 
