@@ -56,6 +56,33 @@ fn a_delete_marked_child_and_its_condition_are_removed() {
 }
 
 #[test]
+fn delete_marked_children_among_kept_ones_all_go_and_the_rest_keep_their_order() {
+    let marked = "    fnruntime.nephio.org/delete: \"true\"\n";
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let conditions: Vec<(&str, &str)> = names.iter().map(|n| (*n, "True")).collect();
+    let kptfile = kptfile_with(&conditions);
+    // a, c, d and f are delete-marked: the first, two in a row and the last.
+    let children: Vec<String> = names
+        .iter()
+        .map(|n| owned(n, if matches!(*n, "a" | "c" | "d" | "f") { marked } else { "" }))
+        .collect();
+    let mut docs = vec![kptfile.as_str()];
+    docs.extend(children.iter().map(String::as_str));
+    let list = actuate(&docs);
+    let left: Vec<&str> = list
+        .items
+        .iter()
+        .filter(|o| o.kind() == Some("ConfigMap"))
+        .filter_map(|o| o.name())
+        .collect();
+    assert_eq!(left, ["b", "e"]);
+    for gone in ["a", "c", "d", "f"] {
+        assert!(condition(&list, &format!("v1.ConfigMap.{gone}")).is_none(), "{gone}");
+    }
+    assert_eq!(list.items.len(), 3, "the Kptfile and the two kept children");
+}
+
+#[test]
 fn a_done_child_is_not_actuated_again() {
     let docs = [kptfile_with(&[("a", "True")]), owned("a", "")];
     let input = list_of(&[&docs[0], &docs[1]]);

@@ -109,8 +109,15 @@ impl Function for Downstream {
             }
         }
         edits.apply(&mut list.items[kpt]);
-        for i in remove.into_iter().rev() {
-            list.items.remove(i);
+        // One pass (a `Vec::remove` per item moved the rest of the list each time).
+        if !remove.is_empty() {
+            let mut remove = remove.into_iter().peekable();
+            let mut i = 0;
+            list.items.retain(|_| {
+                let keep = remove.next_if_eq(&i).is_none();
+                i += 1;
+                keep
+            });
         }
         list.results.extend(results);
     }
