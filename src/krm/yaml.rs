@@ -586,10 +586,25 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
     to.comments_mut_if(from.comments());
     match (from, to) {
         (Node::Map(from), Node::Map(to)) => {
-            for (key, value) in &mut to.entries {
-                let Some((from_key, from_value)) =
-                    from.entries.iter().find(|(k, _)| k.value == key.value)
-                else {
+            // `from`'s keys are unique (the parser refuses duplicates): the
+            // entry at the same place when the order was kept, else a scan
+            // of a small map or a lookup in an index of a large one (a scan
+            // per key of a large map was quadratic).
+            let mut index: Option<HashMap<&str, usize>> = None;
+            for (i, (key, value)) in to.entries.iter_mut().enumerate() {
+                let at = match from.entries.get(i) {
+                    Some((k, _)) if k.value == key.value => Some(i),
+                    _ if from.entries.len() <= SCAN => {
+                        from.entries.iter().position(|(k, _)| k.value == key.value)
+                    }
+                    _ => index
+                        .get_or_insert_with(|| {
+                            first_positions(&from.entries, |(k, _)| Some(k.value.as_str()))
+                        })
+                        .get(key.value.as_str())
+                        .copied(),
+                };
+                let Some((from_key, from_value)) = at.map(|at| &from.entries[at]) else {
                     continue;
                 };
                 if !from_key.comments().is_empty() {
@@ -599,10 +614,20 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
             }
         }
         (Node::Seq(from), Node::Seq(to)) => {
+            fn name(n: &Node) -> Option<&str> {
+                n.get("name").and_then(Node::as_str)
+            }
+            // The first item of each name, indexed once for a long sequence.
+            let mut index: Option<HashMap<&str, usize>> = None;
             for (i, item) in to.items.iter_mut().enumerate() {
-                let name = |n: &Node| n.get("name").and_then(Node::as_str).map(str::to_string);
                 let source = match name(item) {
-                    Some(want) => from.items.iter().find(|f| name(f).as_deref() == Some(&want)),
+                    Some(want) if from.items.len() <= SCAN => {
+                        from.items.iter().find(|f| name(f) == Some(want))
+                    }
+                    Some(want) => index
+                        .get_or_insert_with(|| first_positions(&from.items, name))
+                        .get(want)
+                        .map(|&at| &from.items[at]),
                     None => from.items.get(i),
                 };
                 match (source, &*item) {
@@ -614,6 +639,24 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
         }
         _ => {}
     }
+}
+
+/// Up to how many entries [`copy_comments`] scans a mapping or sequence for
+/// a match; past it, it indexes them.
+const SCAN: usize = 16;
+
+/// The position of the first of `items` with each key (`None`: no key).
+fn first_positions<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> Option<&'a str>,
+) -> HashMap<&'a str, usize> {
+    let mut positions = HashMap::with_capacity(items.len());
+    for (at, item) in items.iter().enumerate() {
+        if let Some(k) = key(item) {
+            positions.entry(k).or_insert(at);
+        }
+    }
+    positions
 }
 
 /// Whether two nodes of the same shape (equal, `==`) carry the same comments.
@@ -1703,6 +1746,42 @@ mod comment_tests {
             emit_documents(&[to]),
             "spec:\n  items:\n  - name: a # a\n  - name: b # mine\n  - t\n  added: 1\n  # above n\n  n: 2 # one\n# head\nkind: A # kind\n"
         );
+    }
+
+    #[test]
+    fn copied_comments_find_their_field_in_large_maps_and_named_lists_too() {
+        // 40 keys and 40 named items (past the scan limit: indexed), each
+        // with its own comment; the output has them reversed, and one name
+        // twice in the input (the first one's comment wins, as in a scan).
+        let mut input = String::from("spec:\n");
+        for k in 0..40 {
+            input.push_str(&format!("  k{k}: {k} # key {k}\n"));
+        }
+        input.push_str("list:\n");
+        for k in 0..40 {
+            input.push_str(&format!("- name: n{k} # item {k}\n"));
+        }
+        input.push_str("- name: n7 # second n7\n");
+        let from = parse_document(&input).unwrap();
+        let mut output = String::from("spec:\n");
+        for k in (0..40).rev() {
+            output.push_str(&format!("  k{k}: {k}\n"));
+        }
+        output.push_str("list:\n");
+        for k in (0..40).rev() {
+            output.push_str(&format!("- name: n{k}\n"));
+        }
+        let mut to = parse_document(&output).unwrap();
+        copy_comments(&from, &mut to);
+        let mut want = String::from("spec:\n");
+        for k in (0..40).rev() {
+            want.push_str(&format!("  k{k}: {k} # key {k}\n"));
+        }
+        want.push_str("list:\n");
+        for k in (0..40).rev() {
+            want.push_str(&format!("- name: n{k} # item {k}\n"));
+        }
+        assert_eq!(emit_documents(&[to]), want);
     }
 
     #[test]
