@@ -235,6 +235,39 @@ async fn a_watch_without_a_version_sends_every_initial_object_even_past_the_watc
 }
 
 #[actix::test]
+async fn a_burst_of_changes_larger_than_the_watch_buffer_reaches_a_client_that_reads() {
+    // 1,000 creates with many in flight, through a buffer of 64: the client
+    // reads all the while, so it never falls behind and sees every one.
+    let state = State::start();
+    let (server, addr) = serve(api(&state).watch_buffer(64)).await;
+    let mut w = watch(addr, &format!("{LINKS}?watch=1")).await;
+    let n = 1000;
+    let writer = {
+        let state = state.clone();
+        actix::spawn(async move {
+            let creates =
+                (0..n).map(|k| {
+                    let state = state.clone();
+                    async move {
+                        state.create(link("config", &format!("l{k}"), 1500, "core"), None).await
+                    }
+                });
+            for created in futures::future::join_all(creates).await {
+                created.unwrap();
+            }
+        })
+    };
+    let mut seen = 0;
+    while seen < n {
+        let e = w.next().await.expect("a change, not the end of the watch");
+        assert_eq!(e["type"], "ADDED");
+        seen += 1;
+    }
+    writer.await.unwrap();
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_deleted_event_carries_the_destroys_revision_and_revisions_never_go_back() {
     let state = State::start();
     seed(&state).await;

@@ -78,10 +78,12 @@
 //!   `PartialObjectMetadata`, or watch events carrying them.
 //! - A watch client that stops reading never holds the state back: its events
 //!   queue in a buffer of [`watch_buffer`](KubernetesApi::watch_buffer) events,
-//!   and when that is full the server ends the watch (the client watches again
-//!   from its last version). A watch without a version starts with every
-//!   object (`ADDED`): those initial events wait for room in the buffer as
-//!   the client reads, however many there are.
+//!   and when that is full and the connection takes no more the server ends
+//!   the watch (the client watches again from its last version). A burst of
+//!   changes larger than the buffer reaches a client that reads: the buffer
+//!   drains into the connection as it fills. A watch without a version starts
+//!   with every object (`ADDED`): those initial events wait for room in the
+//!   buffer as the client reads, however many there are.
 //! - `timeoutSeconds` is honoured up to a year; a longer one is cut to it.
 //!
 //! ## Writes
@@ -536,8 +538,9 @@ impl KubernetesApi {
         self
     }
 
-    /// Events a watch client may leave unread before the server ends its
-    /// watch (default [`DEFAULT_WATCH_BUFFER`], at least 1). A watch's
+    /// Events a watch client may leave unread, beyond what its connection
+    /// holds, before the server ends its watch (default
+    /// [`DEFAULT_WATCH_BUFFER`], at least 1). A watch's
     /// initial events (every object, for a watch without a version) are
     /// not counted against it: they wait for room as the client reads.
     #[must_use]

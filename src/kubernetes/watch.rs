@@ -121,6 +121,7 @@ pub(super) async fn watch(
         pending: vec![Some(Vec::new()); if bootstrap { streams.len() } else { 0 }],
         bootstrapping: if bootstrap { streams.len() } else { 0 },
         bootstrapped: None,
+        out: Vec::new(),
         initial_events_end: bootstrap && params.send_initial_events && params.bookmarks,
         last: 0,
         exposed,
@@ -140,6 +141,10 @@ pub(super) async fn watch(
 
 /// Events the forwarding task takes in one go when they are ready at once.
 const BATCH: usize = 64;
+
+/// Turns of the executor a full client buffer gets to drain before the
+/// watch ends ([`Forward::deliver`]).
+const DRAIN_TURNS: usize = 64;
 
 /// The most bytes of queued lines one chunk of the body joins: half of
 /// actix-web's write buffer (32 KiB), which takes chunks until it is full,
@@ -201,6 +206,8 @@ struct Forward {
     bootstrapping: usize,
     /// The highest revision sent.
     last: u64,
+    /// Lines waiting for [`deliver`](Self::deliver).
+    out: Vec<Bytes>,
 }
 
 /// Why the forwarding ends.
@@ -265,25 +272,51 @@ impl Forward {
                     }
                 }
             };
-            if outcome.is_err() {
+            if outcome.is_err() || self.deliver().await.is_err() {
                 return;
             }
         }
     }
 
-    /// Puts `line` into the client's buffer.
+    /// Queues `line` for the client's buffer ([`deliver`](Self::deliver)
+    /// puts it there once the events at hand are handled).
     fn send(&mut self, line: Bytes) -> Result<(), Done> {
-        match self.tx.try_send(line) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(
-                    "Kubernetes API: a watch client fell {} events behind; ending its watch",
-                    self.buffer
-                );
-                Err(Done)
+        self.out.push(line);
+        Ok(())
+    }
+
+    /// Puts the queued lines into the client's buffer. A full buffer is
+    /// given a few turns of the executor to drain: the response body runs
+    /// on this task's thread, so a burst of changes larger than the buffer
+    /// (a thousand creates in one pass of the state) would otherwise end
+    /// the watch of a client that reads as fast as it comes. One that still
+    /// has no room after them has stopped reading (its socket is full too):
+    /// its watch ends.
+    async fn deliver(&mut self) -> Result<(), Done> {
+        let mut out = std::mem::take(&mut self.out);
+        for mut line in out.drain(..) {
+            let mut turns = 0;
+            loop {
+                match self.tx.try_send(line) {
+                    Ok(()) => break,
+                    Err(mpsc::error::TrySendError::Full(back)) if turns < DRAIN_TURNS => {
+                        turns += 1;
+                        line = back;
+                        tokio::task::yield_now().await;
+                    }
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        tracing::warn!(
+                            "Kubernetes API: a watch client fell {} events behind; ending its watch",
+                            self.buffer
+                        );
+                        return Err(Done);
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => return Err(Done),
+                }
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(Done),
         }
+        self.out = out;
+        Ok(())
     }
 
     /// A bookmark at the revision every stream has caught up to, unless
@@ -322,6 +355,8 @@ impl Forward {
     /// as soon as the client's buffer has room: an initial set larger than
     /// the buffer is not a client falling behind.
     async fn flush_initial(&mut self) -> Result<(), Done> {
+        // What other streams' events queued goes first: revisions never go back.
+        self.deliver().await?;
         let initial = self.bootstrapped.take().unwrap_or_default();
         for r in initial {
             let own = r.metadata().revision();
