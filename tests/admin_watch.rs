@@ -25,6 +25,36 @@ async fn serve(runtime: &Runtime, buffer: usize) -> (AdminServer, SocketAddr) {
 }
 
 #[actix::test]
+async fn a_bootstrap_and_a_burst_larger_than_the_buffer_reach_a_client_that_reads() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    // Five times the buffer exists already; as many more come in one burst.
+    let n = 5 * 8;
+    for k in 0..n {
+        state.create(Resource::new(NS, format!("r{k:02}"), IntSpec(k)), None).await.unwrap();
+    }
+    let (server, addr) = serve(&runtime, 8).await;
+    let mut watch = open(addr, "/api/v1/watch/default/ints").await;
+    for k in 0..n {
+        let e = watch.event().await.expect("an initial event, not the end");
+        assert_eq!((e.event.as_str(), e.resource_id()), ("created", format!("r{k:02}").as_str()));
+    }
+    assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
+    let creates = (n..2 * n).map(|k| {
+        let state = state.clone();
+        async move { state.create(Resource::new(NS, format!("r{k:02}"), IntSpec(k)), None).await }
+    });
+    for created in futures::future::join_all(creates).await {
+        created.unwrap();
+    }
+    for _ in n..2 * n {
+        let e = watch.event().await.expect("a change, not the end");
+        assert_eq!(e.event, "created");
+    }
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_watch_lists_marks_bootstrapped_then_streams_changes() {
     let runtime = Runtime::start();
     let state = runtime.state();

@@ -29,8 +29,11 @@
 //! `{"error": "...", "status": 400}` that says what was wrong.
 //!
 //! A watch has a bounded buffer per client ([`Admin::watch_buffer`]): a client
-//! that reads too slowly gets an `error` event once it catches up with the
-//! buffer, and is disconnected. One client address holds at most
+//! that reads too slowly (the buffer full, and its connection taking no
+//! more) gets an `error` event once it catches up with the buffer, and is
+//! disconnected. A bootstrap or a burst of changes larger than the buffer
+//! reaches a client that reads: the buffer drains into the connection as it
+//! fills. One client address holds at most
 //! [`Admin::max_watches_per_client`] watches (429 past it), and a query string
 //! is at most [`Admin::max_query_bytes`] long (414 past it). The state actor is never held back by a
 //! client: each watch takes events from the state as they come.
@@ -216,8 +219,9 @@ impl Admin {
         self
     }
 
-    /// Events a watch client may have buffered before it is disconnected
-    /// (default [`DEFAULT_WATCH_BUFFER`], at least 1).
+    /// Events a watch client may have buffered, beyond what its connection
+    /// holds, before it is disconnected (default [`DEFAULT_WATCH_BUFFER`], at
+    /// least 1).
     #[must_use]
     pub fn watch_buffer(mut self, events: usize) -> Self {
         self.watch_buffer = events.max(1);
