@@ -81,9 +81,8 @@
 //!   and when that is full and the connection takes no more the server ends
 //!   the watch (the client watches again from its last version). A burst of
 //!   changes larger than the buffer reaches a client that reads: the buffer
-//!   drains into the connection as it fills. A watch without a version starts
-//!   with every object (`ADDED`): those initial events wait for room in the
-//!   buffer as the client reads, however many there are.
+//!   drains into the connection as it fills. So do the initial events of a
+//!   watch without a version (every object, `ADDED`), however many.
 //! - `timeoutSeconds` is honoured up to a year; a longer one is cut to it.
 //!
 //! ## Writes
@@ -540,9 +539,10 @@ impl KubernetesApi {
 
     /// Events a watch client may leave unread, beyond what its connection
     /// holds, before the server ends its watch (default
-    /// [`DEFAULT_WATCH_BUFFER`], at least 1). A watch's
-    /// initial events (every object, for a watch without a version) are
-    /// not counted against it: they wait for room as the client reads.
+    /// [`DEFAULT_WATCH_BUFFER`], at least 1). A burst of changes, or the
+    /// initial events of a watch without a version, larger than the buffer
+    /// reaches a client that reads: the buffer drains into the connection
+    /// as it fills.
     #[must_use]
     pub fn watch_buffer(mut self, events: usize) -> Self {
         self.watch_buffer = events.max(1);

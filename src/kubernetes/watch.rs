@@ -351,9 +351,10 @@ impl Forward {
     }
 
     /// Sends the initial events of the stream that has just bootstrapped
-    /// (then the initial-events-end bookmark once every stream has), each
-    /// as soon as the client's buffer has room: an initial set larger than
-    /// the buffer is not a client falling behind.
+    /// (then the initial-events-end bookmark once every stream has), a
+    /// batch at a time through [`deliver`](Self::deliver): an initial set
+    /// larger than the buffer reaches a client that reads, one that stops
+    /// reading is cut off as with any other events.
     async fn flush_initial(&mut self) -> Result<(), Done> {
         // What other streams' events queued goes first: revisions never go back.
         self.deliver().await?;
@@ -361,17 +362,17 @@ impl Forward {
         for r in initial {
             let own = r.metadata().revision();
             if let Some(line) = self.render("ADDED", &r, own) {
-                self.tx.send(line).await.map_err(|_| Done)?;
+                self.out.push(line);
+                if self.out.len() >= BATCH {
+                    self.deliver().await?;
+                }
             }
         }
         self.bootstrapping -= 1;
-        if self.bootstrapping == 0
-            && self.initial_events_end
-            && let Some(line) = self.bookmark_line(true)
-        {
-            self.tx.send(line).await.map_err(|_| Done)?;
+        if self.bootstrapping == 0 && self.initial_events_end {
+            self.bookmark(true)?;
         }
-        Ok(())
+        self.deliver().await
     }
 
     fn event(&mut self, index: usize, event: Event, revision: u64) -> Result<(), Done> {
