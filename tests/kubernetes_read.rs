@@ -391,6 +391,52 @@ async fn a_field_selector_on_name_filters_lists_and_watches() {
 }
 
 #[actix::test]
+async fn a_watch_of_one_name_sees_that_object_only_from_now_or_from_a_version() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let by_name = |name: &str| format!("{LINKS}?watch=1&fieldSelector=metadata.name%3D{name}");
+
+    // An object that does not exist yet: nothing at first, then its life.
+    let mut absent = watch(addr, &by_name("eth9")).await;
+    set_mtu(&state, "eth0", 1400).await;
+    state.create(link("config", "eth9", 1500, "core"), None).await.unwrap();
+    state.destroy(&Pointer::of::<LinkConfig>("config", "eth9"), None).await.unwrap();
+    assert_eq!(absent.next_named().await, ("ADDED".into(), "eth9".into()));
+    assert_eq!(absent.next_named().await, ("DELETED".into(), "eth9".into()));
+
+    // From a version: only what came after it, of that object.
+    let at = set_mtu(&state, "eth1", 1300).await;
+    set_mtu(&state, "eth0", 1200).await;
+    set_mtu(&state, "eth1", 1100).await;
+    let mut resumed = watch(
+        addr,
+        &format!("{LINKS}?watch=1&resourceVersion={at}&fieldSelector=metadata.name=eth1"),
+    )
+    .await;
+    let e = resumed.next().await.unwrap();
+    assert_eq!((e["type"].as_str(), name(&e["object"]).as_str()), (Some("MODIFIED"), "eth1"));
+    assert_eq!(e["object"]["spec"]["mtu"], 1100);
+
+    // Across every namespace, with the initial-events-end bookmark.
+    let path = "/apis/net.cosi.dev/v1alpha1/linkconfigs?watch=1&fieldSelector=metadata.name%3Dwan0\
+                &allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+    let mut everywhere = watch(addr, path).await;
+    assert_eq!(everywhere.next_named().await, ("ADDED".into(), "wan0".into()));
+    let end = everywhere.next().await.unwrap();
+    assert_eq!(end["type"], "BOOKMARK");
+    assert_eq!(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+
+    // With a label selector too (the kind's watch, filtered): the same answers.
+    let mut labelled = watch(addr, &format!("{}&labelSelector=tier%3Dcore", by_name("eth0"))).await;
+    assert_eq!(labelled.next_named().await, ("ADDED".into(), "eth0".into()));
+    set_mtu(&state, "eth1", 1000).await;
+    set_mtu(&state, "eth0", 1000).await;
+    assert_eq!(labelled.next_named().await, ("MODIFIED".into(), "eth0".into()));
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_label_selector_filters_and_a_bad_one_is_a_400_status() {
     let state = State::start();
     seed(&state).await;

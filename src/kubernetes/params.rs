@@ -73,6 +73,12 @@ impl FieldSelector {
         })
     }
 
+    /// The one name an equality term on `metadata.name` admits, if any
+    /// (`kubectl wait`, an informer that follows one object).
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.0.iter().find(|t| t.field == Field::Name && t.equal).map(|t| t.value.as_str())
+    }
+
     /// Whether resources of `namespace` can match at all.
     pub(crate) fn admits_namespace(&self, namespace: &str) -> bool {
         self.0.iter().all(|t| t.field != Field::Namespace || (namespace == t.value) == t.equal)

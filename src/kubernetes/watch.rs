@@ -36,8 +36,8 @@ use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
-use crate::resource::{AnyResource, Kind};
-use crate::state::{Event, WatchOptions, WatchStream};
+use crate::resource::{AnyResource, Id, Kind, Pointer, validate};
+use crate::state::{Event, WatchOptions, WatchStream, WatchTarget};
 
 /// One line: `{"type": ..., "object": ...}` and a newline, written straight
 /// from `object` (no value tree).
@@ -78,6 +78,35 @@ fn tagged(index: usize, stream: WatchStream) -> LocalBoxStream<'static, Tagged> 
     .boxed_local()
 }
 
+/// [`tagged`] for a bootstrapping watch of one resource of `kind`, in the
+/// shape of a kind's bootstrap: the state starts such a watch with the
+/// resource as it is (or a tombstone when there is none), which becomes its
+/// `Created` (or nothing) and then `Bootstrapped`.
+fn tagged_one(index: usize, stream: WatchStream, kind: Kind) -> LocalBoxStream<'static, Tagged> {
+    let start = (stream, true, None::<Tagged>);
+    futures::stream::unfold(start, move |(mut stream, first, held)| {
+        let kind = kind.clone();
+        async move {
+            if let Some(held) = held {
+                return Some((held, (stream, false, None)));
+            }
+            let event = stream.next().await?;
+            let revision = stream.revision();
+            if !first {
+                return Some(((index, event, revision), (stream, false, None)));
+            }
+            let marker = (index, Event::Bootstrapped(kind), revision);
+            Some(match event {
+                Event::Created(r) => {
+                    ((index, Event::Created(r), revision), (stream, false, Some(marker)))
+                }
+                _ => (marker, (stream, false, None)),
+            })
+        }
+    })
+    .boxed_local()
+}
+
 /// Starts a watch of `exposed` in `namespaces` and answers with its stream.
 pub(super) async fn watch(
     shared: &Shared,
@@ -91,12 +120,29 @@ pub(super) async fn watch(
         Start::After(revision) => WatchOptions::resume_from(revision),
     };
     let bootstrap = options.bootstrap;
+    // A watch of one object by name (and no label selector) is a watch of
+    // that resource: the state sends it that object's changes only, not
+    // every change of the kind for this task to filter.
+    let single = params
+        .fields
+        .name()
+        .filter(|name| params.labels.is_all() && validate::name("id", name).is_ok())
+        .map(Id::from);
     let (tx, rx) = mpsc::channel::<Bytes>(shared.watch_buffer);
     let mut streams = Vec::new();
     for namespace in &namespaces {
         let kind = Kind::new(namespace, &exposed.resource_type);
-        match shared.state.watch_kind_stream(&kind, params.labels.clone(), options.clone()).await {
-            Ok(stream) => streams.push(stream),
+        let opened = match &single {
+            Some(id) => {
+                let target = WatchTarget::Resource(Pointer::from_parts(kind.clone(), id.clone()));
+                shared.state.stream(target, &options).await
+            }
+            None => {
+                shared.state.watch_kind_stream(&kind, params.labels.clone(), options.clone()).await
+            }
+        };
+        match opened {
+            Ok(stream) => streams.push((kind, stream)),
             Err(e) if e.is_compacted() => {
                 // HTTP 200 and the error in the stream: clients read a watch's
                 // status from its events, and relist on 410.
@@ -117,7 +163,7 @@ pub(super) async fn watch(
         }
     }
     let forward = Forward {
-        caught: streams.iter().map(WatchStream::revision).collect(),
+        caught: streams.iter().map(|(_, s)| s.revision()).collect(),
         pending: vec![Some(Vec::new()); if bootstrap { streams.len() } else { 0 }],
         bootstrapping: if bootstrap { streams.len() } else { 0 },
         bootstrapped: None,
@@ -134,7 +180,9 @@ pub(super) async fn watch(
         tx,
     };
     let merged: SelectAll<_> =
-        futures::stream::select_all(streams.into_iter().enumerate().map(|(i, s)| tagged(i, s)));
+        futures::stream::select_all(streams.into_iter().enumerate().map(|(i, (kind, s))| {
+            if single.is_some() && bootstrap { tagged_one(i, s, kind) } else { tagged(i, s) }
+        }));
     actix_web::rt::spawn(forward.run(merged));
     Ok(respond(rx))
 }

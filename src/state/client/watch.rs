@@ -137,7 +137,7 @@ impl State {
         .await
     }
 
-    async fn stream(
+    pub(crate) async fn stream(
         &self,
         target: WatchTarget,
         options: &WatchOptions,
