@@ -222,4 +222,69 @@ mod tests {
         assert_eq!(refused, Refused::QueryTooLong { length: 34, limit: 16 });
         assert_eq!(limits.open_watches(None), 0, "a refused watch takes no slot");
     }
+
+    #[actix_rt::test]
+    async fn offer_waits_for_a_reader_and_gives_up_on_one_that_stopped() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<u32>(1);
+        // A reader on the same thread: the turns let it drain the buffer.
+        let reader = actix_rt::spawn(async move {
+            let mut got = Vec::new();
+            while let Some(v) = rx.recv().await {
+                got.push(v);
+            }
+            got
+        });
+        for v in 0..100 {
+            assert_eq!(offer(&tx, v).await, Ok(()));
+        }
+        drop(tx);
+        assert_eq!(reader.await.unwrap(), (0..100).collect::<Vec<_>>());
+
+        // Nobody reads: the buffer's one slot, then full after the turns.
+        let (tx, rx) = tokio::sync::mpsc::channel::<u32>(1);
+        assert_eq!(offer(&tx, 1).await, Ok(()));
+        assert_eq!(offer(&tx, 2).await, Err(NotTaken::Full));
+        drop(rx);
+        assert_eq!(offer(&tx, 3).await, Err(NotTaken::Closed));
+    }
+}
+
+/// Turns of the executor a full client buffer gets to drain before its
+/// watch counts as too slow ([`offer`]).
+const DRAIN_TURNS: usize = 64;
+
+/// Why [`offer`] could not put an item into a client's buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NotTaken {
+    /// Still full after [`DRAIN_TURNS`] turns: the client stopped reading
+    /// (its connection takes no more either).
+    Full,
+    /// The client is gone.
+    Closed,
+}
+
+/// Puts `item` into a watch client's bounded buffer. A full buffer gets a
+/// few turns of the executor to drain into the connection first: the
+/// response body runs on the same thread as the task that fills it, and
+/// events that are ready at once come without a pause (a bootstrap of more
+/// resources than the buffer holds, a burst of changes), so without them a
+/// client that reads as fast as the events come would be cut off.
+pub(crate) async fn offer<T>(tx: &tokio::sync::mpsc::Sender<T>, item: T) -> Result<(), NotTaken> {
+    use tokio::sync::mpsc::error::TrySendError;
+    let mut item = item;
+    for _ in 0..DRAIN_TURNS {
+        match tx.try_send(item) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Full(back)) => {
+                item = back;
+                tokio::task::yield_now().await;
+            }
+            Err(TrySendError::Closed(_)) => return Err(NotTaken::Closed),
+        }
+    }
+    match tx.try_send(item) {
+        Ok(()) => Ok(()),
+        Err(TrySendError::Full(_)) => Err(NotTaken::Full),
+        Err(TrySendError::Closed(_)) => Err(NotTaken::Closed),
+    }
 }

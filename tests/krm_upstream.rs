@@ -184,15 +184,13 @@ fn the_annotation_prefix_is_configurable() {
     assert_eq!(cm.annotation(OWNER), None);
 }
 
-#[test]
-fn per_parent_watches_see_only_objects_owned_by_that_parent() {
-    let claim = |owner: &str, name: &str| {
-        format!(
-            "apiVersion: example.com/v1\nkind: Claim\nmetadata:\n  name: {name}\n  annotations:\n    {OWNER}: example.com/v1.Cluster.{owner}\n"
-        )
-    };
-    let f = Upstream::new("per-parent", fns::cluster(), |c, watched| {
+/// An upstream For clusters that watches each one's claims (required: a
+/// cluster without one is not ready) and populates a ConfigMap named
+/// `<cluster>-<its claim count>`, after `check(cluster, claims)`.
+fn counting_claims(check: fn(&Object, &[&Object])) -> Upstream {
+    Upstream::new("per-parent", fns::cluster(), move |c, watched| {
         let claims = watched.get(&Gvk::new("example.com/v1", "Claim"));
+        check(c, claims);
         let name = format!("{}-{}", c.name().unwrap_or_default(), claims.len());
         Ok(vec![Object::new(&fns::config_map(), &name)])
     })
@@ -200,7 +198,17 @@ fn per_parent_watches_see_only_objects_owned_by_that_parent() {
     .watch(
         Watch::per_parent(Gvk::new("example.com/v1", "Claim"))
             .required(|c| if c.is_empty() { Err("no claim".into()) } else { Ok(()) }),
-    );
+    )
+}
+
+#[test]
+fn per_parent_watches_see_only_objects_owned_by_that_parent() {
+    let claim = |owner: &str, name: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Claim\nmetadata:\n  name: {name}\n  annotations:\n    {OWNER}: example.com/v1.Cluster.{owner}\n"
+        )
+    };
+    let f = counting_claims(|_, _| {});
     let (list, out) = run_on(
         &f,
         &list_of(&[
@@ -236,18 +244,10 @@ fn per_parent_watches_give_each_of_many_parents_exactly_its_own_objects() {
             docs.push(claim(i, k));
         }
     }
-    let f = Upstream::new("per-parent", fns::cluster(), |c, watched| {
-        let claims = watched.get(&Gvk::new("example.com/v1", "Claim"));
-        let owner = format!("example.com/v1.Cluster.{}", c.name().unwrap_or_default());
+    let f = counting_claims(|cluster, claims| {
+        let owner = format!("example.com/v1.Cluster.{}", cluster.name().unwrap_or_default());
         assert!(claims.iter().all(|o| o.annotation(OWNER) == Some(owner.as_str())), "{owner}");
-        let name = format!("{}-{}", c.name().unwrap_or_default(), claims.len());
-        Ok(vec![Object::new(&fns::config_map(), &name)])
-    })
-    .owns(fns::config_map())
-    .watch(
-        Watch::per_parent(Gvk::new("example.com/v1", "Claim"))
-            .required(|c| if c.is_empty() { Err("no claim".into()) } else { Ok(()) }),
-    );
+    });
     let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
     let (list, out) = run_on(&f, &list_of(&docs));
     assert_eq!(out.exit_code, 0, "{}", out.stderr);

@@ -154,36 +154,18 @@ async fn forward(
                 event_frame(&event, stream.revision())
             }
         };
-        // A full buffer gets a few turns of the executor to drain into the
-        // connection (the body runs on this thread, and events that are
-        // ready come without a pause: a bootstrap of more resources than
-        // the buffer holds, a burst of changes); one that still has no room
-        // has a client that stopped reading.
-        let mut frame = frame;
-        let mut turns = 0;
-        loop {
-            match tx.try_send(frame) {
-                Ok(()) => break,
-                Err(mpsc::error::TrySendError::Full(back)) if turns < DRAIN_TURNS => {
-                    turns += 1;
-                    frame = back;
-                    tokio::task::yield_now().await;
-                }
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    tracing::warn!(
-                        "admin endpoint: a watch client fell {buffer} events behind; disconnecting it"
-                    );
-                    overflowed.store(true, Ordering::Release);
-                    // The watch ends before the client can see the end.
-                    drop(stream);
-                    return;
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => return,
+        match crate::http_limits::offer(&tx, frame).await {
+            Ok(()) => {}
+            Err(crate::http_limits::NotTaken::Full) => {
+                tracing::warn!(
+                    "admin endpoint: a watch client fell {buffer} events behind; disconnecting it"
+                );
+                overflowed.store(true, Ordering::Release);
+                // The watch ends before the client can see the end.
+                drop(stream);
+                return;
             }
+            Err(crate::http_limits::NotTaken::Closed) => return,
         }
     }
 }
-
-/// Turns of the executor a full client buffer gets to drain before the
-/// client counts as too slow.
-const DRAIN_TURNS: usize = 64;

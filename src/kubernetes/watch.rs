@@ -190,10 +190,6 @@ pub(super) async fn watch(
 /// Events the forwarding task takes in one go when they are ready at once.
 const BATCH: usize = 64;
 
-/// Turns of the executor a full client buffer gets to drain before the
-/// watch ends ([`Forward::deliver`]).
-const DRAIN_TURNS: usize = 64;
-
 /// The most bytes of queued lines one chunk of the body joins: half of
 /// actix-web's write buffer (32 KiB), which takes chunks until it is full,
 /// so that lines leave the client's buffer (`watch_buffer` events) about
@@ -333,34 +329,23 @@ impl Forward {
         Ok(())
     }
 
-    /// Puts the queued lines into the client's buffer. A full buffer is
-    /// given a few turns of the executor to drain: the response body runs
-    /// on this task's thread, so a burst of changes larger than the buffer
-    /// (a thousand creates in one pass of the state) would otherwise end
-    /// the watch of a client that reads as fast as it comes. One that still
-    /// has no room after them has stopped reading (its socket is full too):
-    /// its watch ends.
+    /// Puts the queued lines into the client's buffer (a full one gets a
+    /// few turns to drain into the connection, see
+    /// [`offer`](crate::http_limits::offer)); a client that has stopped
+    /// reading has its watch ended.
     async fn deliver(&mut self) -> Result<(), Done> {
         let mut out = std::mem::take(&mut self.out);
-        for mut line in out.drain(..) {
-            let mut turns = 0;
-            loop {
-                match self.tx.try_send(line) {
-                    Ok(()) => break,
-                    Err(mpsc::error::TrySendError::Full(back)) if turns < DRAIN_TURNS => {
-                        turns += 1;
-                        line = back;
-                        tokio::task::yield_now().await;
-                    }
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        tracing::warn!(
-                            "Kubernetes API: a watch client fell {} events behind; ending its watch",
-                            self.buffer
-                        );
-                        return Err(Done);
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => return Err(Done),
+        for line in out.drain(..) {
+            match crate::http_limits::offer(&self.tx, line).await {
+                Ok(()) => {}
+                Err(crate::http_limits::NotTaken::Full) => {
+                    tracing::warn!(
+                        "Kubernetes API: a watch client fell {} events behind; ending its watch",
+                        self.buffer
+                    );
+                    return Err(Done);
                 }
+                Err(crate::http_limits::NotTaken::Closed) => return Err(Done),
             }
         }
         self.out = out;
