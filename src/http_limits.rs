@@ -272,19 +272,17 @@ pub(crate) enum NotTaken {
 pub(crate) async fn offer<T>(tx: &tokio::sync::mpsc::Sender<T>, item: T) -> Result<(), NotTaken> {
     use tokio::sync::mpsc::error::TrySendError;
     let mut item = item;
-    for _ in 0..DRAIN_TURNS {
+    let mut turns = 0;
+    loop {
         match tx.try_send(item) {
             Ok(()) => return Ok(()),
-            Err(TrySendError::Full(back)) => {
+            Err(TrySendError::Full(back)) if turns < DRAIN_TURNS => {
+                turns += 1;
                 item = back;
                 tokio::task::yield_now().await;
             }
+            Err(TrySendError::Full(_)) => return Err(NotTaken::Full),
             Err(TrySendError::Closed(_)) => return Err(NotTaken::Closed),
         }
-    }
-    match tx.try_send(item) {
-        Ok(()) => Ok(()),
-        Err(TrySendError::Full(_)) => Err(NotTaken::Full),
-        Err(TrySendError::Closed(_)) => Err(NotTaken::Closed),
     }
 }

@@ -181,7 +181,7 @@ impl Upstream {
             .filter(|w| w.scope == WatchScope::PerParent)
             .map(|watch| {
                 let mut by_owner: FxHashMap<&str, Vec<&Object>> = FxHashMap::default();
-                for object in list.items.iter().filter(|o| o.is(&watch.gvk)) {
+                for object in of(&watch.gvk) {
                     if let Some(owner) = self.keys.owner_of(object) {
                         by_owner.entry(owner).or_default().push(object);
                     }

@@ -1753,34 +1753,26 @@ mod comment_tests {
         // 40 keys and 40 named items (past the scan limit: indexed), each
         // with its own comment; the output has them reversed, and one name
         // twice in the input (the first one's comment wins, as in a scan).
-        let mut input = String::from("spec:\n");
-        for k in 0..40 {
-            input.push_str(&format!("  k{k}: {k} # key {k}\n"));
-        }
-        input.push_str("list:\n");
-        for k in 0..40 {
-            input.push_str(&format!("- name: n{k} # item {k}\n"));
-        }
-        input.push_str("- name: n7 # second n7\n");
-        let from = parse_document(&input).unwrap();
-        let mut output = String::from("spec:\n");
-        for k in (0..40).rev() {
-            output.push_str(&format!("  k{k}: {k}\n"));
-        }
-        output.push_str("list:\n");
-        for k in (0..40).rev() {
-            output.push_str(&format!("- name: n{k}\n"));
-        }
-        let mut to = parse_document(&output).unwrap();
+        let doc = |order: &[usize], commented: bool| {
+            let note = |what: &str, k: usize| {
+                if commented { format!(" # {what} {k}") } else { String::new() }
+            };
+            let mut text = String::from("spec:\n");
+            for &k in order {
+                text.push_str(&format!("  k{k}: {k}{}\n", note("key", k)));
+            }
+            text.push_str("list:\n");
+            for &k in order {
+                text.push_str(&format!("- name: n{k}{}\n", note("item", k)));
+            }
+            text
+        };
+        let forward: Vec<usize> = (0..40).collect();
+        let reversed: Vec<usize> = (0..40).rev().collect();
+        let from = parse_document(&(doc(&forward, true) + "- name: n7 # second n7\n")).unwrap();
+        let mut to = parse_document(&doc(&reversed, false)).unwrap();
         copy_comments(&from, &mut to);
-        let mut want = String::from("spec:\n");
-        for k in (0..40).rev() {
-            want.push_str(&format!("  k{k}: {k} # key {k}\n"));
-        }
-        want.push_str("list:\n");
-        for k in (0..40).rev() {
-            want.push_str(&format!("- name: n{k} # item {k}\n"));
-        }
+        let want = doc(&reversed, true);
         assert_eq!(emit_documents(&[to]), want);
     }
 

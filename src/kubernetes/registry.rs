@@ -469,7 +469,7 @@ impl Exposed {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Registry {
     /// Shared with each request that serves one (no copy per request).
-    pub(crate) types: Vec<std::sync::Arc<Exposed>>,
+    pub(crate) types: Vec<Arc<Exposed>>,
 }
 
 impl Registry {
@@ -495,17 +495,12 @@ impl Registry {
                 });
             }
         }
-        self.types.push(std::sync::Arc::new(exposed));
+        self.types.push(Arc::new(exposed));
         Ok(())
     }
 
     /// The type served at `/apis/{group}/{version}/.../{plural}`.
-    pub(crate) fn find(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Option<&std::sync::Arc<Exposed>> {
+    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<Exposed>> {
         self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
     }
 

@@ -278,7 +278,9 @@ impl Forward {
                     Either::Right((Either::Right((item, _)), _)) => Some(item),
                 }
             };
-            let outcome = match next {
+            // Every stream ended (the state is gone): what is queued still goes.
+            let mut ended = false;
+            match next {
                 None => {
                     if self.deadline.is_some_and(|d| Instant::now() >= d) {
                         // The client's timeoutSeconds: end the stream cleanly.
@@ -286,47 +288,39 @@ impl Forward {
                     }
                     if self.bookmarks && Instant::now() >= next_bookmark {
                         next_bookmark = Instant::now() + self.interval;
-                        self.bookmark(false)
-                    } else {
-                        Ok(())
+                        self.bookmark(false);
                     }
                 }
-                // Every stream ended: the state is gone.
-                Some(None) => return,
+                Some(None) => ended = true,
                 Some(Some((index, event, revision))) => {
-                    let mut outcome = self.event(index, event, revision);
+                    self.event(index, event, revision);
                     // The events ready behind it, without a timer and a
                     // close check each (a batch is short: the timer's
                     // deadlines move by microseconds at most).
                     for _ in 0..BATCH {
-                        if outcome.is_err() || self.bootstrapped.is_some() {
+                        if self.bootstrapped.is_some() {
                             break;
                         }
                         match merged.next().now_or_never() {
                             Some(Some((index, event, revision))) => {
-                                outcome = self.event(index, event, revision);
+                                self.event(index, event, revision);
                             }
-                            Some(None) => return,
+                            Some(None) => {
+                                ended = true;
+                                break;
+                            }
                             None => break,
                         }
                     }
-                    match outcome {
-                        Ok(()) if self.bootstrapped.is_some() => self.flush_initial().await,
-                        outcome => outcome,
-                    }
                 }
-            };
-            if outcome.is_err() || self.deliver().await.is_err() {
+            }
+            if self.bootstrapped.is_some() && self.flush_initial().await.is_err() {
+                return;
+            }
+            if self.deliver().await.is_err() || ended {
                 return;
             }
         }
-    }
-
-    /// Queues `line` for the client's buffer ([`deliver`](Self::deliver)
-    /// puts it there once the events at hand are handled).
-    fn send(&mut self, line: Bytes) -> Result<(), Done> {
-        self.out.push(line);
-        Ok(())
     }
 
     /// Puts the queued lines into the client's buffer (a full one gets a
@@ -352,23 +346,18 @@ impl Forward {
         Ok(())
     }
 
-    /// A bookmark at the revision every stream has caught up to, unless
-    /// some stream is behind what was sent already (it never goes backwards).
-    fn bookmark(&mut self, initial_events_end: bool) -> Result<(), Done> {
-        match self.bookmark_line(initial_events_end) {
-            Some(line) => self.send(line),
-            None => Ok(()),
-        }
-    }
-
-    /// The line of [`bookmark`](Self::bookmark), if one is due.
-    fn bookmark_line(&mut self, initial_events_end: bool) -> Option<Bytes> {
+    /// Queues a bookmark at the revision every stream has caught up to,
+    /// unless some stream is behind what was sent already (it never goes
+    /// backwards).
+    fn bookmark(&mut self, initial_events_end: bool) {
         if self.bootstrapping > 0 {
-            return None;
+            return;
         }
-        let &revision = self.caught.iter().min()?;
+        let Some(&revision) = self.caught.iter().min() else {
+            return;
+        };
         if revision < self.last {
-            return None;
+            return;
         }
         self.last = revision;
         let mut metadata = json!({ "resourceVersion": revision.to_string() });
@@ -380,7 +369,7 @@ impl Forward {
             "apiVersion": self.exposed.api_version(),
             "metadata": metadata,
         });
-        Some(line("BOOKMARK", &object))
+        self.out.push(line("BOOKMARK", &object));
     }
 
     /// Sends the initial events of the stream that has just bootstrapped
@@ -393,35 +382,34 @@ impl Forward {
         self.deliver().await?;
         let initial = self.bootstrapped.take().unwrap_or_default();
         for r in initial {
-            let own = r.metadata().revision();
-            if let Some(line) = self.render("ADDED", &r, own) {
-                self.out.push(line);
-                if self.out.len() >= BATCH {
-                    self.deliver().await?;
-                }
+            self.change("ADDED", &r, r.metadata().revision());
+            if self.out.len() >= BATCH {
+                self.deliver().await?;
             }
         }
         self.bootstrapping -= 1;
         if self.bootstrapping == 0 && self.initial_events_end {
-            self.bookmark(true)?;
+            self.bookmark(true);
         }
         self.deliver().await
     }
 
-    fn event(&mut self, index: usize, event: Event, revision: u64) -> Result<(), Done> {
+    /// Queues what `event` of stream `index` shows the client (a stream's
+    /// initial events wait for its `Bootstrapped`).
+    fn event(&mut self, index: usize, event: Event, revision: u64) {
         self.caught[index] = revision;
         if let Some(Some(initial)) = self.pending.get_mut(index) {
             match event {
                 Event::Created(r) => {
                     initial.push(r);
-                    return Ok(());
+                    return;
                 }
                 Event::Bootstrapped(_) => {
                     let mut initial = self.pending[index].take().unwrap_or_default();
                     initial.sort_by_key(|r| r.metadata().revision());
                     // Sent by the task before its next event (`flush_initial`).
                     self.bootstrapped = Some(initial);
-                    return Ok(());
+                    return;
                 }
                 // Not during a bootstrap: the state sends every initial event first.
                 _ => {}
@@ -440,14 +428,14 @@ impl Forward {
                 let own = r.metadata().revision().max(revision);
                 self.change("DELETED", &r, own)
             }
-            Event::Bootstrapped(_) => Ok(()),
+            Event::Bootstrapped(_) => {}
         }
     }
 
-    fn change(&mut self, kind: &str, resource: &AnyResource, own: u64) -> Result<(), Done> {
-        match self.render(kind, resource, own) {
-            Some(line) => self.send(line),
-            None => Ok(()),
+    /// Queues the line of a change, unless the field selector leaves it out.
+    fn change(&mut self, kind: &str, resource: &AnyResource, own: u64) {
+        if let Some(line) = self.render(kind, resource, own) {
+            self.out.push(line);
         }
     }
 

@@ -35,8 +35,6 @@ struct KindWatches {
     all: Vec<Subscription>,
     /// Watches of one resource, by its id, each list in the order they came.
     one: FxHashMap<Id, Vec<Subscription>>,
-    /// Watches of one resource held in `one`, closed ones included.
-    ones: usize,
     /// Watches of one resource added since `one` was last pruned whole.
     added: usize,
     /// How many watches of one resource it held after that prune.
@@ -54,8 +52,7 @@ impl KindWatches {
 type Place = (Kind, Option<Id>);
 
 /// Drops the closed subscriptions of `subs`, forgetting their places.
-fn prune(subs: &mut Vec<Subscription>, places: &mut FxHashMap<WatchId, Place>) -> usize {
-    let before = subs.len();
+fn prune(subs: &mut Vec<Subscription>, places: &mut FxHashMap<WatchId, Place>) {
     subs.retain(|s| {
         let keep = !s.outbox.is_closed();
         if !keep {
@@ -63,7 +60,6 @@ fn prune(subs: &mut Vec<Subscription>, places: &mut FxHashMap<WatchId, Place>) -
         }
         keep
     });
-    before - subs.len()
 }
 
 /// Offers `change` to each of `subs` (closed ones skipped); returns whether
@@ -200,8 +196,8 @@ impl Watches {
     pub(crate) fn add(&mut self, sub: Subscription) {
         let kind = sub.target.kind().clone();
         let id = match &sub.target {
-            super::watch::WatchTarget::Resource(ptr) => Some(Id::from(ptr.id())),
-            super::watch::WatchTarget::Kind { .. } => None,
+            WatchTarget::Resource(ptr) => Some(Id::from(ptr.id())),
+            WatchTarget::Kind { .. } => None,
         };
         self.places.insert(sub.id, (kind.clone(), id.clone()));
         let watches = self.by_kind.entry(kind).or_default();
@@ -213,16 +209,15 @@ impl Watches {
                 if watches.added >= watches.kept.max(64) {
                     let places = &mut self.places;
                     watches.one.retain(|_, subs| {
-                        watches.ones -= prune(subs, places);
+                        prune(subs, places);
                         !subs.is_empty()
                     });
                     watches.added = 0;
-                    watches.kept = watches.ones;
+                    watches.kept = watches.one.values().map(Vec::len).sum();
                 }
                 let subs = watches.one.entry(id).or_default();
-                watches.ones -= prune(subs, &mut self.places);
+                prune(subs, &mut self.places);
                 subs.push(sub);
-                watches.ones += 1;
             }
         }
     }
@@ -238,9 +233,7 @@ impl Watches {
             None => watches.all.retain(|s| s.id != id),
             Some(resource) => {
                 if let Some(subs) = watches.one.get_mut(&resource) {
-                    let before = subs.len();
                     subs.retain(|s| s.id != id);
-                    watches.ones -= before - subs.len();
                     if subs.is_empty() {
                         watches.one.remove(&resource);
                     }
@@ -308,7 +301,7 @@ impl Watches {
             && let Some(subs) = watches.one.get_mut(pointer.id())
             && offer(subs, change, revision, &mut self.pending)
         {
-            watches.ones -= prune(subs, &mut self.places);
+            prune(subs, &mut self.places);
             if subs.is_empty() {
                 watches.one.remove(pointer.id());
             }
@@ -406,7 +399,7 @@ mod tests {
         w.publish(&created("b"), 1);
         assert_eq!(w.len(), 1, "pruned by the change it would have seen");
         assert_eq!(received(&mut kind), ["b"]);
-        assert!(w.by_kind.values().all(|k| k.one.is_empty() && k.ones == 0));
+        assert!(w.by_kind.values().all(|k| k.one.is_empty()));
     }
 
     #[test]
