@@ -106,6 +106,9 @@ impl fmt::Debug for Dependents {
 ///   whose owners expect their resources to be removed from outside; an
 ///   owner that re-creates a removed resource will fight it.
 /// - The dependent kinds are read as mapped inputs; they are not outputs.
+/// - Labelled dependents are found by a list by label, which the state
+///   indexes: each reconcile reads the dependents of its resource, not the
+///   whole dependent kind.
 ///
 /// # Errors
 /// State errors fail that resource's reconcile, retried with backoff.

@@ -187,18 +187,9 @@ fn get(c: &Collections, ptr: &Pointer) -> Option<AnyResource> {
 }
 
 /// Visits the resources of `kind` matching `query`, in id order.
-fn for_each_match(
-    c: &Collections,
-    kind: &Kind,
-    query: &LabelQuery,
-    mut f: impl FnMut(&AnyResource),
-) {
+fn for_each_match(c: &Collections, kind: &Kind, query: &LabelQuery, f: impl FnMut(&AnyResource)) {
     if let Some(collection) = c.by_kind.get(kind) {
-        collection.for_each_sorted(|r| {
-            if query.matches(r.metadata().labels()) {
-                f(r);
-            }
-        });
+        collection.for_each_match(query, f);
     }
 }
 

@@ -17,14 +17,16 @@
 //!
 //! A create, an update, a destroy and a lookup cost a hash and a probe; a
 //! list sorts what was added since the last one, merges it in and reads the
-//! slots in order.
+//! slots in order. A list by an equality or set label term reads only the
+//! slots a [`LabelIndex`] names for it, sorted by id.
 
 use std::hash::BuildHasher;
 use std::sync::{Mutex, PoisonError};
 
 use hashbrown::HashTable;
 
-use crate::resource::AnyResource;
+use super::label_index::LabelIndex;
+use crate::resource::{AnyResource, LabelQuery};
 
 /// What [`Collection::edit`] does with a resource's slot.
 #[derive(Debug)]
@@ -68,6 +70,8 @@ pub(crate) struct Collection {
     /// Locked by readers that list (they hold the cache's read lock, so the
     /// writer, with `&mut self`, never waits for it).
     order: Mutex<Order>,
+    /// Slots by label, for lists by label.
+    labels: LabelIndex,
 }
 
 impl std::fmt::Debug for Collection {
@@ -75,6 +79,11 @@ impl std::fmt::Debug for Collection {
         f.debug_struct("Collection").field("len", &self.len()).finish_non_exhaustive()
     }
 }
+
+/// A list reads the label index's candidates when they are at most this
+/// fraction of the kind (sorting `m` of them costs `m log m` comparisons of
+/// ids; reading the kind in order, one label check per resource).
+const NARROW: usize = 8;
 
 /// The 32-bit hash of an id that the index keeps.
 fn hash_id(id: &str) -> u32 {
@@ -132,14 +141,24 @@ impl Collection {
             }
         };
         self.index.insert_unique(spread(hash), (slot, hash), |&(_, h)| spread(h));
+        self.labels.insert(slot, stored(&self.slots, slot).metadata().labels());
         let generation = self.generations[slot as usize];
         self.order_mut().added.push((slot, generation));
         self.compact_if_stale();
     }
 
+    /// Stores `resource` in the full `slot` (of the same id), in place of
+    /// the one there.
+    fn replace(&mut self, slot: u32, resource: AnyResource) {
+        let old = stored(&self.slots, slot).metadata().labels();
+        self.labels.replace(slot, old, resource.metadata().labels());
+        self.slots[slot as usize] = Some(resource);
+    }
+
     /// Frees `slot` (already out of the index) and returns what it held.
     fn free_slot(&mut self, slot: u32) -> AnyResource {
         let resource = self.slots[slot as usize].take().expect("a stored slot");
+        self.labels.remove(slot, resource.metadata().labels());
         let generation = &mut self.generations[slot as usize];
         *generation = generation.wrapping_add(1);
         self.free.push(slot);
@@ -168,7 +187,7 @@ impl Collection {
     pub(crate) fn put(&mut self, resource: AnyResource) {
         let hash = hash_id(resource.id());
         match self.slot_of(hash, resource.id()) {
-            Some(slot) => self.slots[slot as usize] = Some(resource),
+            Some(slot) => self.replace(slot, resource),
             None => self.add(hash, resource),
         }
     }
@@ -200,7 +219,7 @@ impl Collection {
         let (edit, result) = f(Some(stored(&self.slots, slot)));
         match edit {
             SlotEdit::Keep => {}
-            SlotEdit::Put(resource) => self.slots[slot as usize] = Some(resource),
+            SlotEdit::Put(resource) => self.replace(slot, resource),
             SlotEdit::Remove => {
                 found.remove();
                 self.free_slot(slot);
@@ -222,6 +241,31 @@ impl Collection {
         refresh(&mut order, &self.slots, &self.generations);
         for &(slot, _) in &order.sorted {
             f(stored(&self.slots, slot));
+        }
+    }
+
+    /// Visits the resources matching `query` in id order: the candidates
+    /// the label index names, when it names few enough that sorting them
+    /// costs less than reading the kind in order; otherwise every resource.
+    pub(crate) fn for_each_match(&self, query: &LabelQuery, mut f: impl FnMut(&AnyResource)) {
+        let matches = |r: &AnyResource| query.matches(r.metadata().labels());
+        match self.labels.candidates(query) {
+            Some(mut slots) if slots.len() <= self.len() / NARROW => {
+                slots.sort_unstable_by(|&a, &b| {
+                    stored(&self.slots, a).id().cmp(stored(&self.slots, b).id())
+                });
+                for slot in slots {
+                    let r = stored(&self.slots, slot);
+                    if matches(r) {
+                        f(r);
+                    }
+                }
+            }
+            _ => self.for_each_sorted(|r| {
+                if matches(r) {
+                    f(r);
+                }
+            }),
         }
     }
 
@@ -295,8 +339,18 @@ mod tests {
         const TYPE: &'static str = "Ns.test.cosi.dev";
     }
 
+    /// The label `g` a resource of value `value` carries, if any: one of 16
+    /// values, so a list by one of them reads the label index's candidates.
+    fn group(value: i64) -> Option<String> {
+        (value % 5 != 0).then(|| (value % 16).to_string())
+    }
+
     fn res(id: &str, value: i64) -> AnyResource {
-        Resource::at(Pointer::of::<N>("ns", id), N(value)).into_any()
+        let mut r = Resource::at(Pointer::of::<N>("ns", id), N(value));
+        if let Some(g) = group(value) {
+            r.metadata_mut().labels_mut().insert("g", g);
+        }
+        r.into_any()
     }
 
     fn ids(c: &Collection) -> Vec<String> {
@@ -354,6 +408,8 @@ mod tests {
         Remove(u8),
         Edit(u8, u8),
         List,
+        /// A list by `g == a`, or (with `b`) `g in (a, b)`.
+        ListBy(u8, Option<u8>),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -363,12 +419,14 @@ mod tests {
             any::<u8>().prop_map(Op::Remove),
             (any::<u8>(), 0..3u8).prop_map(|(k, e)| Op::Edit(k, e)),
             Just(Op::List),
+            (0..17u8, proptest::option::of(0..17u8)).prop_map(|(a, b)| Op::ListBy(a, b)),
         ]
     }
 
     proptest! {
         /// Against a sorted map: the same answers to every lookup, and the
-        /// same listing, whatever the order of inserts, removals and lists.
+        /// same listing (by label too), whatever the order of inserts,
+        /// replacements, removals and lists.
         #[test]
         fn behaves_like_a_sorted_map(ops in proptest::collection::vec(op(), 0..400)) {
             let mut c = Collection::default();
@@ -412,6 +470,21 @@ mod tests {
                     Op::List => {
                         let expected: Vec<String> = model.keys().cloned().collect();
                         prop_assert_eq!(ids(&c), expected);
+                    }
+                    Op::ListBy(a, b) => {
+                        let values: Vec<String> = [Some(a), b].into_iter().flatten().map(|v| v.to_string()).collect();
+                        let query = match b {
+                            None => LabelQuery::all().equal("g", values[0].clone()),
+                            Some(_) => LabelQuery::all().in_values("g", values.clone()),
+                        };
+                        let expected: Vec<String> = model
+                            .iter()
+                            .filter(|(_, v)| group(**v).is_some_and(|g| values.contains(&g)))
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        let mut listed = Vec::new();
+                        c.for_each_match(&query, |r| listed.push(r.id().to_owned()));
+                        prop_assert_eq!(listed, expected);
                     }
                 }
                 prop_assert_eq!(c.len(), model.len());

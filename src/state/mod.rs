@@ -157,6 +157,7 @@ mod delivery;
 pub mod etcd;
 mod event;
 mod inbox;
+mod label_index;
 mod lane;
 mod open;
 mod owned;

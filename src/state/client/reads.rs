@@ -40,6 +40,13 @@ impl State {
 
     /// The resources of `kind` matching `query`, sorted by id.
     ///
+    /// A query with an equality term (`key == value`) or a set term
+    /// (`key in (a, b)`) reads only the resources carrying those labels
+    /// (the state indexes every label): finding the few resources made
+    /// from one input, by the input's id in a label, costs what it finds,
+    /// not the size of the kind. Other terms (`exists`, `!=`, `notin`)
+    /// filter what the narrowest such term names, or the whole kind.
+    ///
     /// # Errors
     /// [`Error::InvalidInput`].
     pub async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
