@@ -140,6 +140,43 @@ async fn a_watch_of_one_resource_and_with_a_selector() {
 }
 
 #[actix::test]
+async fn a_watch_of_one_absent_resource_sees_it_come_and_go_and_resumes_with_only_its_changes() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    state.create(Resource::new(NS, "other", IntSpec(0)), None).await.unwrap();
+    let (server, addr) = serve(&runtime, 64).await;
+
+    let mut one = open(addr, "/api/v1/watch/default/ints/x").await;
+    assert_eq!(one.event().await.unwrap().event, "bootstrapped", "nothing to list first");
+    state.create(Resource::new(NS, "y", IntSpec(1)), None).await.unwrap();
+    set(&state, 2).await;
+    let created = one.event().await.unwrap();
+    assert_eq!(
+        (created.event.as_str(), created.resource_id(), created.data["spec"].as_i64()),
+        ("created", "x", Some(2)),
+        "another resource's creation passed it by"
+    );
+    let last = created.id.clone().expect("a change carries its revision");
+    drop(one);
+
+    state.create(Resource::new(NS, "z", IntSpec(3)), None).await.unwrap();
+    set(&state, 4).await;
+    state.teardown(&x(), None).await.unwrap();
+    state.destroy(&x(), None).await.unwrap();
+    let mut resumed =
+        open_with(addr, "/api/v1/watch/default/ints/x", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let e = resumed.event().await.unwrap();
+        assert_eq!(e.resource_id(), "x", "{e:?}");
+        seen.push(e.event);
+    }
+    assert_eq!(seen, ["updated", "updated", "destroyed"], "4, then torn down, then gone");
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_slow_reader_is_disconnected_and_never_holds_the_state_back() {
     let runtime = Runtime::start();
     let state = runtime.state();

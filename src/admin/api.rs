@@ -178,8 +178,7 @@ async fn watch_one(
     let slot = shared.limits.admit(&req, true)?;
     let resume = super::sse::last_event_id(&req)?;
     let ptr = pointer_of(&shared, path.into_inner()).await?;
-    let id = ptr.id().to_owned();
-    super::sse::watch(&shared, ptr.kind().clone(), LabelQuery::all(), Some(id), resume, slot).await
+    super::sse::watch(&shared, ptr.kind().clone(), LabelQuery::all(), Some(ptr), resume, slot).await
 }
 
 fn controller_json(m: &ControllerMetrics, graph: &DependencyGraph) -> Value {

@@ -16,14 +16,19 @@ use actix_web::HttpResponse;
 use actix_web::web::Bytes;
 use futures::StreamExt;
 use futures::future::Either;
+use futures::stream::LocalBoxStream;
 use tokio::sync::mpsc;
 
 use super::Shared;
 use super::api::resource_json;
 use super::error::ApiError;
+use crate::Error;
 use crate::http_limits::WatchSlot;
-use crate::resource::{Kind, LabelQuery};
-use crate::state::{Event, WatchOptions, WatchStream};
+use crate::resource::{Kind, LabelQuery, Pointer};
+use crate::state::{Event, State, WatchOptions, WatchTarget};
+
+/// A watch's events, each with the revision its stream had reached.
+type Events = LocalBoxStream<'static, (Event, u64)>;
 
 /// How often a quiet watch sends a comment, so that proxies and clients see
 /// the connection alive.
@@ -65,8 +70,33 @@ pub(super) fn last_event_id(req: &actix_web::HttpRequest) -> Result<Option<u64>,
     })
 }
 
-/// Starts a watch of `kind` (only resource `id`, when given) and answers with
-/// its event stream.
+/// Opens the state's watch: of resource `one`, when given (only its changes
+/// reach this task; a bootstrap has the kind's shape: the resource, then
+/// `bootstrapped`), else of `kind`'s resources matching `query`.
+async fn open(
+    state: &State,
+    kind: &Kind,
+    query: &LabelQuery,
+    one: Option<&Pointer>,
+    options: &WatchOptions,
+) -> Result<Events, Error> {
+    Ok(match one {
+        Some(ptr) => {
+            let stream = state.stream(WatchTarget::Resource(ptr.clone()), options).await?;
+            if options.bootstrap {
+                stream.one_as_kind_bootstrap(kind.clone())
+            } else {
+                stream.with_revisions()
+            }
+        }
+        None => {
+            state.watch_kind_stream(kind, query.clone(), options.clone()).await?.with_revisions()
+        }
+    })
+}
+
+/// Starts a watch of `kind` (only resource `one`, when given) and answers
+/// with its event stream.
 ///
 /// With `resume_from` (a reconnecting client's `Last-Event-ID`), the stream
 /// carries only the changes after that revision, without the initial list.
@@ -76,25 +106,27 @@ pub(super) async fn watch(
     shared: &Shared,
     kind: Kind,
     query: LabelQuery,
-    id: Option<String>,
+    one: Option<Pointer>,
     resume_from: Option<u64>,
     slot: Option<WatchSlot>,
 ) -> Result<HttpResponse, ApiError> {
     let state = shared.runtime.state();
+    let one = one.as_ref();
     let mut reset = None;
+    let bootstrap = WatchOptions::bootstrap();
     let stream = match resume_from {
         Some(from) => {
             let options = WatchOptions { resume_from: Some(from), ..WatchOptions::default() };
-            match state.watch_kind_stream(&kind, query.clone(), &options).await {
+            match open(&state, &kind, &query, one, &options).await {
                 Err(e) if e.is_compacted() => {
                     reset =
                         Some(frame("reset", None, &serde_json::json!({ "reason": e.to_string() })));
-                    state.watch_kind_stream(&kind, query, &WatchOptions::bootstrap()).await?
+                    open(&state, &kind, &query, one, &bootstrap).await?
                 }
                 resumed => resumed?,
             }
         }
-        None => state.watch_kind_stream(&kind, query, &WatchOptions::bootstrap()).await?,
+        None => open(&state, &kind, &query, one, &bootstrap).await?,
     };
     let (tx, rx) = mpsc::channel(shared.watch_buffer);
     if let Some(reset) = reset {
@@ -102,7 +134,7 @@ pub(super) async fn watch(
         let _ = tx.try_send(reset);
     }
     let overflowed = Arc::new(AtomicBool::new(false));
-    actix_web::rt::spawn(forward(stream, tx, id, overflowed.clone(), shared.watch_buffer));
+    actix_web::rt::spawn(forward(stream, tx, overflowed.clone(), shared.watch_buffer));
     // The client's watch slot goes back when the body is dropped.
     let body = futures::stream::unfold(Some((rx, overflowed, slot)), |open| async move {
         let (mut rx, overflowed, slot) = open?;
@@ -127,9 +159,8 @@ pub(super) async fn watch(
 /// Moves events from the state's watch into the client's buffer until the
 /// client is gone, too slow, or the watch ends.
 async fn forward(
-    mut stream: WatchStream,
+    mut stream: Events,
     tx: mpsc::Sender<Bytes>,
-    id: Option<String>,
     overflowed: Arc<AtomicBool>,
     buffer: usize,
 ) {
@@ -145,14 +176,7 @@ async fn forward(
         let frame = match next {
             Err(_) => Bytes::from_static(b": keep-alive\n\n"),
             Ok(None) => return,
-            Ok(Some(event)) => {
-                if let (Some(id), Some(ptr)) = (&id, event.pointer())
-                    && ptr.id() != id
-                {
-                    continue;
-                }
-                event_frame(&event, stream.revision())
-            }
+            Ok(Some((event, revision))) => event_frame(&event, revision),
         };
         match crate::http_limits::offer(&tx, frame).await {
             Ok(()) => {}

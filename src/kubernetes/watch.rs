@@ -37,7 +37,7 @@ use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
 use crate::resource::{AnyResource, Id, Kind, Pointer, validate};
-use crate::state::{Event, WatchOptions, WatchStream, WatchTarget};
+use crate::state::{Event, WatchOptions, WatchTarget};
 
 /// One line: `{"type": ..., "object": ...}` and a newline, written straight
 /// from `object` (no value tree).
@@ -69,42 +69,12 @@ fn line<T: Serialize>(kind: &str, object: &T) -> Bytes {
 /// An event of stream `.0`, and that stream's revision once it is taken.
 type Tagged = (usize, Event, u64);
 
-fn tagged(index: usize, stream: WatchStream) -> LocalBoxStream<'static, Tagged> {
-    futures::stream::unfold(stream, move |mut stream| async move {
-        let event = stream.next().await?;
-        let revision = stream.revision();
-        Some(((index, event, revision), stream))
-    })
-    .boxed_local()
-}
-
-/// [`tagged`] for a bootstrapping watch of one resource of `kind`, in the
-/// shape of a kind's bootstrap: the state starts such a watch with the
-/// resource as it is (or a tombstone when there is none), which becomes its
-/// `Created` (or nothing) and then `Bootstrapped`.
-fn tagged_one(index: usize, stream: WatchStream, kind: Kind) -> LocalBoxStream<'static, Tagged> {
-    let start = (stream, true, None::<Tagged>);
-    futures::stream::unfold(start, move |(mut stream, first, held)| {
-        let kind = kind.clone();
-        async move {
-            if let Some(held) = held {
-                return Some((held, (stream, false, None)));
-            }
-            let event = stream.next().await?;
-            let revision = stream.revision();
-            if !first {
-                return Some(((index, event, revision), (stream, false, None)));
-            }
-            let marker = (index, Event::Bootstrapped(kind), revision);
-            Some(match event {
-                Event::Created(r) => {
-                    ((index, Event::Created(r), revision), (stream, false, Some(marker)))
-                }
-                _ => (marker, (stream, false, None)),
-            })
-        }
-    })
-    .boxed_local()
+/// A stream's events and revisions, tagged with its index.
+fn tagged(
+    index: usize,
+    events: LocalBoxStream<'static, (Event, u64)>,
+) -> LocalBoxStream<'static, Tagged> {
+    events.map(move |(event, revision)| (index, event, revision)).boxed_local()
 }
 
 /// Starts a watch of `exposed` in `namespaces` and answers with its stream.
@@ -181,7 +151,12 @@ pub(super) async fn watch(
     };
     let merged: SelectAll<_> =
         futures::stream::select_all(streams.into_iter().enumerate().map(|(i, (kind, s))| {
-            if single.is_some() && bootstrap { tagged_one(i, s, kind) } else { tagged(i, s) }
+            let events = if single.is_some() && bootstrap {
+                s.one_as_kind_bootstrap(kind)
+            } else {
+                s.with_revisions()
+            };
+            tagged(i, events)
         }));
     actix_web::rt::spawn(forward.run(merged));
     Ok(respond(rx))

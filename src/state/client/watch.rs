@@ -6,8 +6,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use actix::prelude::*;
-use futures::Stream;
 use futures::channel::mpsc::{UnboundedReceiver, unbounded};
+use futures::stream::LocalBoxStream;
+use futures::{Stream, StreamExt};
 
 use super::State;
 use super::send::unexpected;
@@ -243,6 +244,51 @@ impl WatchStream {
     /// watch from here ([`WatchOptions::resume_from`]) after this one is dropped.
     pub fn revision(&self) -> u64 {
         self.revision
+    }
+}
+
+impl WatchStream {
+    /// Its events, each with the revision the stream is caught up to once
+    /// it is taken.
+    pub(crate) fn with_revisions(self) -> LocalBoxStream<'static, (Event, u64)> {
+        futures::stream::unfold(self, |mut stream| async move {
+            let event = stream.next().await?;
+            let revision = stream.revision();
+            Some(((event, revision), stream))
+        })
+        .boxed_local()
+    }
+
+    /// [`with_revisions`](Self::with_revisions) for a bootstrapping watch
+    /// of one resource of `kind`, in the shape of a kind's bootstrap: the
+    /// state starts such a watch with the resource as it is (or a tombstone
+    /// when there is none), which becomes its `Created` (or nothing) and
+    /// then [`Event::Bootstrapped`]. A server that follows one object by
+    /// name so gets that object's changes only, not every change of the
+    /// kind to filter, and still the bootstrap its clients expect.
+    pub(crate) fn one_as_kind_bootstrap(self, kind: Kind) -> LocalBoxStream<'static, (Event, u64)> {
+        let start = (self, true, None::<(Event, u64)>);
+        futures::stream::unfold(start, move |(mut stream, first, held)| {
+            let kind = kind.clone();
+            async move {
+                if let Some(held) = held {
+                    return Some((held, (stream, false, None)));
+                }
+                let event = stream.next().await?;
+                let revision = stream.revision();
+                if !first {
+                    return Some(((event, revision), (stream, false, None)));
+                }
+                let marker = (Event::Bootstrapped(kind), revision);
+                Some(match event {
+                    Event::Created(r) => {
+                        ((Event::Created(r), revision), (stream, false, Some(marker)))
+                    }
+                    _ => (marker, (stream, false, None)),
+                })
+            }
+        })
+        .boxed_local()
     }
 }
 
