@@ -391,6 +391,44 @@ async fn a_field_selector_on_name_filters_lists_and_watches() {
 }
 
 #[actix::test]
+async fn a_list_of_one_name_is_that_object_at_the_store_revision_with_labels_and_namespaces_applied()
+ {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let list_of = |query: &str| format!("{LINKS}?fieldSelector=metadata.name%3D{query}");
+    let names = |list: &Value| -> Vec<String> {
+        list["items"].as_array().unwrap().iter().map(name).collect()
+    };
+
+    let one = get(addr, &list_of("eth1")).await.json();
+    assert_eq!((one["kind"].as_str(), names(&one)), (Some("LinkConfigList"), vec!["eth1".into()]));
+    assert_eq!(revision(&one), 3, "the store revision, not the object's (2)");
+    let absent = get(addr, &list_of("eth9")).await.json();
+    assert_eq!((names(&absent), revision(&absent)), (vec![], 3));
+    let unlabelled = get(addr, &format!("{}&labelSelector=tier%3Dcore", list_of("eth1"))).await;
+    assert_eq!(names(&unlabelled.json()), Vec::<String>::new(), "eth1 is tier=edge");
+    let both = get(addr, &format!("{},metadata.name%3Deth0", list_of("eth1"))).await.json();
+    assert_eq!(names(&both), Vec::<String>::new(), "two names: nothing has both");
+    let everywhere = "/apis/net.cosi.dev/v1alpha1/linkconfigs?fieldSelector=metadata.name%3Dwan0";
+    assert_eq!(names(&get(addr, everywhere).await.json()), ["wan0"], "found in its namespace");
+
+    // A watch of that name from the list's revision: exactly what came after.
+    set_mtu(&state, "eth0", 1).await;
+    let at = revision(&one);
+    set_mtu(&state, "eth1", 2).await;
+    let mut w = watch(
+        addr,
+        &format!("{LINKS}?watch=1&resourceVersion={at}&fieldSelector=metadata.name%3Deth1"),
+    )
+    .await;
+    let e = w.next().await.unwrap();
+    assert_eq!((e["type"].as_str(), name(&e["object"]).as_str()), (Some("MODIFIED"), "eth1"));
+    assert_eq!(e["object"]["spec"]["mtu"], 2);
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_watch_of_one_name_sees_that_object_only_from_now_or_from_a_version() {
     let state = State::start();
     seed(&state).await;

@@ -18,7 +18,7 @@ use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
 
-use crate::resource::{AnyResource, Kind};
+use crate::resource::{AnyResource, Id, Kind, Pointer, validate};
 
 type Query = web::Query<HashMap<String, String>>;
 
@@ -78,9 +78,21 @@ async fn list_or_watch(
     // With no namespace to read, an empty list still needs a revision:
     // that of a snapshot of a namespace nobody names.
     let probe = namespaces.is_empty().then(|| "default".to_owned());
+    // A list of one object by name (`fieldSelector=metadata.name=...`, what
+    // an informer that follows one object starts with) reads that object,
+    // not its kind.
+    let single = params.fields.name().filter(|name| validate::name("id", name).is_ok());
     for namespace in namespaces.iter().chain(&probe) {
         let kind = Kind::new(namespace, &exposed.resource_type);
-        let (found, at) = shared.state.list_with_revision(&kind, &params.labels).await?;
+        let (found, at) = match single {
+            Some(name) => {
+                let ptr = Pointer::from_parts(kind, Id::from(name));
+                let (found, at) = shared.state.get_with_revision(&ptr).await?;
+                let found = found.filter(|r| params.labels.matches(r.metadata().labels()));
+                (found.into_iter().collect(), at)
+            }
+            None => shared.state.list_with_revision(&kind, &params.labels).await?,
+        };
         // The oldest snapshot: a watch from it may repeat, never miss.
         revision = Some(revision.map_or(at, |r| r.min(at)));
         newest = newest.max(at);

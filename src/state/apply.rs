@@ -83,6 +83,15 @@ pub(crate) fn apply_ref(store: &mut Store, req: &StateRequest, now: Timestamp) -
             let listed = store.list(kind, query);
             (listed.map(|resources| StateReply::Listed { resources, revision }), None)
         }
+        StateRequest::GetWithRevision { pointer } => {
+            let revision = store.revision();
+            let found = match store.get(pointer) {
+                Ok(r) => Ok(vec![r]),
+                Err(e) if e.is_not_found() => Ok(Vec::new()),
+                Err(e) => Err(e),
+            };
+            (found.map(|resources| StateReply::Listed { resources, revision }), None)
+        }
         StateRequest::Create { resource, owner } => {
             written(store.create(resource.clone(), owner.as_deref(), now))
         }

@@ -68,6 +68,13 @@ pub enum StateRequest {
         /// Label filter.
         query: LabelQuery,
     },
+    /// Read one resource, with the store revision it was read at (see
+    /// [`State::get_with_revision`](super::State::get_with_revision));
+    /// answered as [`StateReply::Listed`] with the resource, or none.
+    GetWithRevision {
+        /// Which.
+        pointer: Pointer,
+    },
     /// Create a resource.
     Create {
         /// The resource.
@@ -228,6 +235,7 @@ impl StateRequest {
             StateRequest::Get { .. } => "get",
             StateRequest::List { .. } => "list",
             StateRequest::ListWithRevision { .. } => "list_with_revision",
+            StateRequest::GetWithRevision { .. } => "get_with_revision",
             StateRequest::Create { .. } => "create",
             StateRequest::Update { .. } => "update",
             StateRequest::Modify { .. } => "modify",
@@ -265,6 +273,7 @@ impl StateRequest {
     pub fn about(&self) -> Subject {
         match self {
             StateRequest::Get { pointer }
+            | StateRequest::GetWithRevision { pointer }
             | StateRequest::Modify { pointer, .. }
             | StateRequest::Destroy { pointer, .. }
             | StateRequest::Teardown { pointer, .. }
@@ -341,7 +350,8 @@ pub enum StateReply {
     Resource(AnyResource),
     /// `List`.
     Resources(Vec<AnyResource>),
-    /// `ListWithRevision`: the resources and the store revision they were read at.
+    /// `ListWithRevision` (and `GetWithRevision`: the resource, or none):
+    /// the resources and the store revision they were read at.
     Listed {
         /// The resources, sorted by id.
         resources: Vec<AnyResource>,

@@ -361,6 +361,7 @@ macro_rules! state_conformance {
                 check_recipient_watches_deliver_to_actors,
                 check_revisions_grow_per_write_and_watches_resume,
                 check_a_list_carries_the_revision_of_its_snapshot,
+                check_a_get_carries_the_revision_it_was_read_at,
                 check_each_namespace_resumes_from_its_own_revisions,
                 check_destroyed_carries_the_destroys_revision,
                 check_a_coalesced_backlog_goes_out_in_ascending_revision);
@@ -1269,6 +1270,29 @@ pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Targe
     assert!(e.metadata().revision() > at, "{} <= {at}", e.metadata().revision());
     let bad = Kind::new(NS, "");
     let err = state.list_with_revision(&bad, &LabelQuery::all()).await.unwrap_err();
+    assert!(err.is_invalid_input(), "{err}");
+}
+
+/// Checks that a get with its revision reads the resource (or none) at a
+/// store revision that holds every earlier write: a watch resumed from it
+/// delivers what came after.
+pub async fn check_a_get_carries_the_revision_it_was_read_at(t: &mut dyn Target) {
+    let state = t.open().await;
+    state.create(int("a", 1), None).await.unwrap();
+    let b = state.create(int("b", 1), None).await.unwrap();
+    let (found, revision) = state.get_with_revision(&ptr("a")).await.unwrap();
+    assert_eq!(found, Some(state.get(&ptr("a")).await.unwrap()));
+    assert!(revision >= b.metadata().revision(), "the read came after b: {revision}");
+    let (none, at) = state.get_with_revision(&ptr("nope")).await.unwrap();
+    assert_eq!((none, at), (None, revision), "nothing was written between the reads");
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
+    let mut after = state
+        .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(revision))
+        .await
+        .unwrap();
+    assert!(matches!(after.next().await, Some(Event::Updated { new, .. }) if new.id() == "a"));
+    let bad = Pointer::of::<IntSpec>(NS, "");
+    let err = state.get_with_revision(&bad).await.unwrap_err();
     assert!(err.is_invalid_input(), "{err}");
 }
 

@@ -111,6 +111,44 @@ impl State {
         }
     }
 
+    /// The resource at `ptr` (`None` when there is none) and the store
+    /// revision it was read at: what [`list_with_revision`](State::list_with_revision)
+    /// answers for a kind, for one resource (a server listing one object by
+    /// name reads that object, not its kind). A watch of the resource
+    /// resumed from the revision gets every change after the read.
+    ///
+    /// ```
+    /// # use cosi_runtime::State;
+    /// # use cosi_runtime::resource::{Pointer, Resource, Spec};
+    /// # #[actix::main]
+    /// # async fn main() -> Result<(), cosi_runtime::Error> {
+    /// # #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct Motd(String);
+    /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
+    /// let state = State::start();
+    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any(), None).await?;
+    /// let (found, revision) = state.get_with_revision(&Pointer::of::<Motd>("default", "a")).await?;
+    /// assert_eq!((found.map(|r| r.id().to_owned()), revision), (Some("a".into()), 1));
+    /// let (none, _) = state.get_with_revision(&Pointer::of::<Motd>("default", "b")).await?;
+    /// assert!(none.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`].
+    pub async fn get_with_revision(
+        &self,
+        ptr: &Pointer,
+    ) -> Result<(Option<AnyResource>, u64), Error> {
+        validate::pointer(ptr)?;
+        let req = StateRequest::GetWithRevision { pointer: ptr.clone() };
+        match self.send(req).await? {
+            StateReply::Listed { mut resources, revision } => Ok((resources.pop(), revision)),
+            other => Err(unexpected(other, "get_with_revision")),
+        }
+    }
+
     /// The resources of spec type `S` in `namespace` matching `query`, sorted by id.
     ///
     /// # Errors

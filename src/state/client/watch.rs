@@ -6,9 +6,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use actix::prelude::*;
+use futures::Stream;
 use futures::channel::mpsc::{UnboundedReceiver, unbounded};
-use futures::stream::LocalBoxStream;
-use futures::{Stream, StreamExt};
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+use futures::{StreamExt, stream::LocalBoxStream};
 
 use super::State;
 use super::send::unexpected;
@@ -247,6 +248,8 @@ impl WatchStream {
     }
 }
 
+// The servers' adapters (the admin endpoint's SSE, the Kubernetes API's watch).
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 impl WatchStream {
     /// Its events, each with the revision the stream is caught up to once
     /// it is taken.
