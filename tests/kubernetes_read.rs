@@ -390,6 +390,12 @@ async fn a_field_selector_on_name_filters_lists_and_watches() {
     server.stop().await;
 }
 
+/// The first event of a watch of `name` in config resumed from revision `at`.
+async fn first_of_name_from(addr: SocketAddr, name: &str, at: u64) -> Value {
+    let path = format!("{LINKS}?watch=1&resourceVersion={at}&fieldSelector=metadata.name={name}");
+    watch(addr, &path).await.next().await.unwrap()
+}
+
 #[actix::test]
 async fn a_list_of_one_name_is_that_object_at_the_store_revision_with_labels_and_namespaces_applied()
  {
@@ -417,12 +423,7 @@ async fn a_list_of_one_name_is_that_object_at_the_store_revision_with_labels_and
     set_mtu(&state, "eth0", 1).await;
     let at = revision(&one);
     set_mtu(&state, "eth1", 2).await;
-    let mut w = watch(
-        addr,
-        &format!("{LINKS}?watch=1&resourceVersion={at}&fieldSelector=metadata.name%3Deth1"),
-    )
-    .await;
-    let e = w.next().await.unwrap();
+    let e = first_of_name_from(addr, "eth1", at).await;
     assert_eq!((e["type"].as_str(), name(&e["object"]).as_str()), (Some("MODIFIED"), "eth1"));
     assert_eq!(e["object"]["spec"]["mtu"], 2);
     server.stop().await;
@@ -447,12 +448,7 @@ async fn a_watch_of_one_name_sees_that_object_only_from_now_or_from_a_version() 
     let at = set_mtu(&state, "eth1", 1300).await;
     set_mtu(&state, "eth0", 1200).await;
     set_mtu(&state, "eth1", 1100).await;
-    let mut resumed = watch(
-        addr,
-        &format!("{LINKS}?watch=1&resourceVersion={at}&fieldSelector=metadata.name=eth1"),
-    )
-    .await;
-    let e = resumed.next().await.unwrap();
+    let e = first_of_name_from(addr, "eth1", at).await;
     assert_eq!((e["type"].as_str(), name(&e["object"]).as_str()), (Some("MODIFIED"), "eth1"));
     assert_eq!(e["object"]["spec"]["mtu"], 1100);
 
