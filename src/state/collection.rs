@@ -251,15 +251,10 @@ impl Collection {
         let matches = |r: &AnyResource| query.matches(r.metadata().labels());
         match self.labels.candidates(query) {
             Some(mut slots) if slots.len() <= self.len() / NARROW => {
-                slots.sort_unstable_by(|&a, &b| {
-                    stored(&self.slots, a).id().cmp(stored(&self.slots, b).id())
-                });
-                for slot in slots {
-                    let r = stored(&self.slots, slot);
-                    if matches(r) {
-                        f(r);
-                    }
-                }
+                let id = |slot: u32| stored(&self.slots, slot).id();
+                slots.retain(|&slot| matches(stored(&self.slots, slot)));
+                slots.sort_unstable_by(|&a, &b| id(a).cmp(id(b)));
+                slots.into_iter().for_each(|slot| f(stored(&self.slots, slot)));
             }
             _ => self.for_each_sorted(|r| {
                 if matches(r) {
