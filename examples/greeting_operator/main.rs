@@ -23,7 +23,6 @@
 mod operator;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use cosi_runtime::Runtime;
 
@@ -78,6 +77,8 @@ async fn demo(_: &str) -> Result<(), Box<dyn std::error::Error>> {
 /// cluster), two greetings created through it, their replies printed.
 #[cfg(feature = "kubernetes-api")]
 async fn demo(namespace: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use std::time::Duration;
+
     use cosi_runtime::State;
     use cosi_runtime::kubernetes::{Expose, KubernetesApi};
     use kube::api::{Api, DynamicObject, PostParams};
