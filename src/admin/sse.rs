@@ -16,19 +16,14 @@ use actix_web::HttpResponse;
 use actix_web::web::Bytes;
 use futures::StreamExt;
 use futures::future::Either;
-use futures::stream::LocalBoxStream;
 use tokio::sync::mpsc;
 
 use super::Shared;
 use super::api::resource_json;
 use super::error::ApiError;
-use crate::Error;
 use crate::http_limits::WatchSlot;
 use crate::resource::{Kind, LabelQuery, Pointer};
-use crate::state::{Event, State, WatchOptions, WatchTarget};
-
-/// A watch's events, each with the revision its stream had reached.
-type Events = LocalBoxStream<'static, (Event, u64)>;
+use crate::state::{Event, Revisioned, WatchOptions};
 
 /// How often a quiet watch sends a comment, so that proxies and clients see
 /// the connection alive.
@@ -70,31 +65,6 @@ pub(super) fn last_event_id(req: &actix_web::HttpRequest) -> Result<Option<u64>,
     })
 }
 
-/// Opens the state's watch: of resource `one`, when given (only its changes
-/// reach this task; a bootstrap has the kind's shape: the resource, then
-/// `bootstrapped`), else of `kind`'s resources matching `query`.
-async fn open(
-    state: &State,
-    kind: &Kind,
-    query: &LabelQuery,
-    one: Option<&Pointer>,
-    options: &WatchOptions,
-) -> Result<Events, Error> {
-    Ok(match one {
-        Some(ptr) => {
-            let stream = state.stream(WatchTarget::Resource(ptr.clone()), options).await?;
-            if options.bootstrap {
-                stream.one_as_kind_bootstrap(kind.clone())
-            } else {
-                stream.with_revisions()
-            }
-        }
-        None => {
-            state.watch_kind_stream(kind, query.clone(), options.clone()).await?.with_revisions()
-        }
-    })
-}
-
 /// Starts a watch of `kind` (only resource `one`, when given) and answers
 /// with its event stream.
 ///
@@ -117,16 +87,16 @@ pub(super) async fn watch(
     let stream = match resume_from {
         Some(from) => {
             let options = WatchOptions { resume_from: Some(from), ..WatchOptions::default() };
-            match open(&state, &kind, &query, one, &options).await {
+            match state.watch_revisioned(&kind, &query, one, &options).await {
                 Err(e) if e.is_compacted() => {
                     reset =
                         Some(frame("reset", None, &serde_json::json!({ "reason": e.to_string() })));
-                    open(&state, &kind, &query, one, &bootstrap).await?
+                    state.watch_revisioned(&kind, &query, one, &bootstrap).await?
                 }
                 resumed => resumed?,
             }
         }
-        None => open(&state, &kind, &query, one, &bootstrap).await?,
+        None => state.watch_revisioned(&kind, &query, one, &bootstrap).await?,
     };
     let (tx, rx) = mpsc::channel(shared.watch_buffer);
     if let Some(reset) = reset {
@@ -159,7 +129,7 @@ pub(super) async fn watch(
 /// Moves events from the state's watch into the client's buffer until the
 /// client is gone, too slow, or the watch ends.
 async fn forward(
-    mut stream: Events,
+    mut stream: Revisioned,
     tx: mpsc::Sender<Bytes>,
     overflowed: Arc<AtomicBool>,
     buffer: usize,

@@ -18,7 +18,7 @@ use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
 
-use crate::resource::{AnyResource, Id, Kind, Pointer, validate};
+use crate::resource::{AnyResource, Id, Kind, Pointer};
 
 type Query = web::Query<HashMap<String, String>>;
 
@@ -81,7 +81,7 @@ async fn list_or_watch(
     // A list of one object by name (`fieldSelector=metadata.name=...`, what
     // an informer that follows one object starts with) reads that object,
     // not its kind.
-    let single = params.fields.name().filter(|name| validate::name("id", name).is_ok());
+    let single = params.fields.name();
     for namespace in namespaces.iter().chain(&probe) {
         let kind = Kind::new(namespace, &exposed.resource_type);
         let (found, at) = match single {

@@ -73,10 +73,16 @@ impl FieldSelector {
         })
     }
 
-    /// The one name an equality term on `metadata.name` admits, if any
-    /// (`kubectl wait`, an informer that follows one object).
+    /// The one name an equality term on `metadata.name` admits, when it is
+    /// a valid resource id (`kubectl wait`, an informer that follows one
+    /// object): what a list or a watch may read as that one resource. (Any
+    /// other name matches nothing the state holds; the selector says so.)
     pub(crate) fn name(&self) -> Option<&str> {
-        self.0.iter().find(|t| t.field == Field::Name && t.equal).map(|t| t.value.as_str())
+        self.0
+            .iter()
+            .find(|t| t.field == Field::Name && t.equal)
+            .map(|t| t.value.as_str())
+            .filter(|name| crate::resource::validate::name("id", name).is_ok())
     }
 
     /// Whether resources of `namespace` can match at all.

@@ -36,8 +36,8 @@ use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
-use crate::resource::{AnyResource, Id, Kind, Pointer, validate};
-use crate::state::{Event, WatchOptions, WatchTarget};
+use crate::resource::{AnyResource, Id, Kind, Pointer};
+use crate::state::{Event, Revisioned, WatchOptions};
 
 /// One line: `{"type": ..., "object": ...}` and a newline, written straight
 /// from `object` (no value tree).
@@ -70,10 +70,7 @@ fn line<T: Serialize>(kind: &str, object: &T) -> Bytes {
 type Tagged = (usize, Event, u64);
 
 /// A stream's events and revisions, tagged with its index.
-fn tagged(
-    index: usize,
-    events: LocalBoxStream<'static, (Event, u64)>,
-) -> LocalBoxStream<'static, Tagged> {
+fn tagged(index: usize, events: Revisioned) -> LocalBoxStream<'static, Tagged> {
     events.map(move |(event, revision)| (index, event, revision)).boxed_local()
 }
 
@@ -93,26 +90,16 @@ pub(super) async fn watch(
     // A watch of one object by name (and no label selector) is a watch of
     // that resource: the state sends it that object's changes only, not
     // every change of the kind for this task to filter.
-    let single = params
-        .fields
-        .name()
-        .filter(|name| params.labels.is_all() && validate::name("id", name).is_ok())
-        .map(Id::from);
+    let single = params.fields.name().filter(|_| params.labels.is_all()).map(Id::from);
     let (tx, rx) = mpsc::channel::<Bytes>(shared.watch_buffer);
     let mut streams = Vec::new();
     for namespace in &namespaces {
         let kind = Kind::new(namespace, &exposed.resource_type);
-        let opened = match &single {
-            Some(id) => {
-                let target = WatchTarget::Resource(Pointer::from_parts(kind.clone(), id.clone()));
-                shared.state.stream(target, &options).await
-            }
-            None => {
-                shared.state.watch_kind_stream(&kind, params.labels.clone(), options.clone()).await
-            }
-        };
+        let one = single.as_ref().map(|id| Pointer::from_parts(kind.clone(), id.clone()));
+        let opened =
+            shared.state.watch_revisioned(&kind, &params.labels, one.as_ref(), &options).await;
         match opened {
-            Ok(stream) => streams.push((kind, stream)),
+            Ok(stream) => streams.push(stream),
             Err(e) if e.is_compacted() => {
                 // HTTP 200 and the error in the stream: clients read a watch's
                 // status from its events, and relist on 410.
@@ -133,7 +120,8 @@ pub(super) async fn watch(
         }
     }
     let forward = Forward {
-        caught: streams.iter().map(|(_, s)| s.revision()).collect(),
+        // Each stream is caught up to where it starts from.
+        caught: vec![options.resume_from.unwrap_or(0); streams.len()],
         pending: vec![Some(Vec::new()); if bootstrap { streams.len() } else { 0 }],
         bootstrapping: if bootstrap { streams.len() } else { 0 },
         bootstrapped: None,
@@ -150,14 +138,7 @@ pub(super) async fn watch(
         tx,
     };
     let merged: SelectAll<_> =
-        futures::stream::select_all(streams.into_iter().enumerate().map(|(i, (kind, s))| {
-            let events = if single.is_some() && bootstrap {
-                s.one_as_kind_bootstrap(kind)
-            } else {
-                s.with_revisions()
-            };
-            tagged(i, events)
-        }));
+        futures::stream::select_all(streams.into_iter().enumerate().map(|(i, s)| tagged(i, s)));
     actix_web::rt::spawn(forward.run(merged));
     Ok(respond(rx))
 }

@@ -192,5 +192,7 @@ pub use subscriptions::DEFAULT_HISTORY;
 pub(crate) use watch::WatchTarget;
 
 pub(crate) use actor::apply;
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+pub(crate) use client::Revisioned;
 pub(crate) use client::{reply_done, reply_ready, reply_resource};
 pub(crate) use delivery::{Sink, WatchBatch};

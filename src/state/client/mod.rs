@@ -26,6 +26,8 @@ mod watch;
 mod writes;
 
 pub(crate) use send::{reply_done, reply_ready, reply_resource};
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+pub(crate) use watch::Revisioned;
 pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 pub(crate) use writes::{check_type, typed_modify};
 

@@ -9,7 +9,7 @@ use actix::prelude::*;
 use futures::Stream;
 use futures::channel::mpsc::{UnboundedReceiver, unbounded};
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
-use futures::{StreamExt, stream::LocalBoxStream};
+use futures::{FutureExt, StreamExt, stream::LocalBoxStream};
 
 use super::State;
 use super::send::unexpected;
@@ -139,7 +139,7 @@ impl State {
         .await
     }
 
-    pub(crate) async fn stream(
+    async fn stream(
         &self,
         target: WatchTarget,
         options: &WatchOptions,
@@ -248,51 +248,65 @@ impl WatchStream {
     }
 }
 
-// The servers' adapters (the admin endpoint's SSE, the Kubernetes API's watch).
+/// A watch's events, each with the revision its stream had reached once it
+/// was taken (what the servers write as an event's version).
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
-impl WatchStream {
-    /// Its events, each with the revision the stream is caught up to once
-    /// it is taken.
-    pub(crate) fn with_revisions(self) -> LocalBoxStream<'static, (Event, u64)> {
-        futures::stream::unfold(self, |mut stream| async move {
-            let event = stream.next().await?;
-            let revision = stream.revision();
-            Some(((event, revision), stream))
-        })
-        .boxed_local()
-    }
+pub(crate) type Revisioned = LocalBoxStream<'static, (Event, u64)>;
 
-    /// [`with_revisions`](Self::with_revisions) for a bootstrapping watch
-    /// of one resource of `kind`, in the shape of a kind's bootstrap: the
-    /// state starts such a watch with the resource as it is (or a tombstone
-    /// when there is none), which becomes its `Created` (or nothing) and
-    /// then [`Event::Bootstrapped`]. A server that follows one object by
-    /// name so gets that object's changes only, not every change of the
-    /// kind to filter, and still the bootstrap its clients expect.
-    pub(crate) fn one_as_kind_bootstrap(self, kind: Kind) -> LocalBoxStream<'static, (Event, u64)> {
-        let start = (self, true, None::<(Event, u64)>);
-        futures::stream::unfold(start, move |(mut stream, first, held)| {
-            let kind = kind.clone();
-            async move {
-                if let Some(held) = held {
-                    return Some((held, (stream, false, None)));
+// The servers' watches (the admin endpoint's SSE, the Kubernetes API's watch).
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+impl State {
+    /// A watch of `kind`'s resources matching `query`, or of resource `one`
+    /// alone when given (`query` is then not read): the state sends it that
+    /// resource's changes only, where a kind's watch would send every change
+    /// of the kind to filter. A bootstrapping watch of one resource has the
+    /// shape of a kind's bootstrap, which the servers' clients expect: the
+    /// state starts it with the resource as it is (or a tombstone when there
+    /// is none), which becomes its `Created` (or nothing), then
+    /// [`Event::Bootstrapped`].
+    ///
+    /// # Errors
+    /// As [`watch_kind_stream`](State::watch_kind_stream).
+    pub(crate) async fn watch_revisioned(
+        &self,
+        kind: &Kind,
+        query: &LabelQuery,
+        one: Option<&Pointer>,
+        options: &WatchOptions,
+    ) -> Result<Revisioned, Error> {
+        let Some(ptr) = one else {
+            let stream = self.watch_kind_stream(kind, query.clone(), options.clone()).await?;
+            return Ok(with_revisions(stream));
+        };
+        let events =
+            with_revisions(self.stream(WatchTarget::Resource(ptr.clone()), options).await?);
+        if !options.bootstrap {
+            return Ok(events);
+        }
+        let kind = kind.clone();
+        let bootstrap = events.into_future().map(move |(first, rest)| {
+            let start = match first {
+                Some((Event::Created(r), at)) => {
+                    vec![(Event::Created(r), at), (Event::Bootstrapped(kind), at)]
                 }
-                let event = stream.next().await?;
-                let revision = stream.revision();
-                if !first {
-                    return Some(((event, revision), (stream, false, None)));
-                }
-                let marker = (Event::Bootstrapped(kind), revision);
-                Some(match event {
-                    Event::Created(r) => {
-                        ((Event::Created(r), revision), (stream, false, Some(marker)))
-                    }
-                    _ => (marker, (stream, false, None)),
-                })
-            }
-        })
-        .boxed_local()
+                Some((_, at)) => vec![(Event::Bootstrapped(kind), at)],
+                None => Vec::new(),
+            };
+            futures::stream::iter(start).chain(rest)
+        });
+        Ok(bootstrap.flatten_stream().boxed_local())
     }
+}
+
+/// `stream`'s events, each with the revision it is caught up to once taken.
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+fn with_revisions(stream: WatchStream) -> Revisioned {
+    futures::stream::unfold(stream, |mut stream| async move {
+        let event = stream.next().await?;
+        let revision = stream.revision();
+        Some(((event, revision), stream))
+    })
+    .boxed_local()
 }
 
 impl fmt::Debug for WatchStream {
