@@ -80,21 +80,31 @@ impl Cluster {
 
     /// Creates or changes a greeting, as a user of the cluster would.
     async fn put(&self, ns: &str, name: &str, message: &str, labels: &[(&str, &str)]) {
-        let message = message.to_owned();
-        let labels: Vec<(String, String)> =
-            labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let change = move |g: &mut Resource<Stored>| {
-            g.spec_mut().message = message.clone();
-            for (k, v) in &labels {
-                g.metadata_mut().labels_mut().insert(k.as_str(), v.as_str());
-            }
-        };
-        self.state.modify(&Pointer::typed::<Stored>(ns, name), change, None).await.unwrap();
+        put(&self.state, ns, name, message, labels).await;
     }
 
     async fn delete(&self, ns: &str, name: &str) {
-        self.state.destroy(&Pointer::new(ns, Stored::TYPE, name), None).await.unwrap();
+        delete(&self.state, ns, name).await;
     }
+}
+
+/// Creates or changes a greeting in a cluster's state.
+async fn put(state: &State, ns: &str, name: &str, message: &str, labels: &[(&str, &str)]) {
+    let message = message.to_owned();
+    let labels: Vec<(String, String)> =
+        labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let change = move |g: &mut Resource<Stored>| {
+        g.spec_mut().message = message.clone();
+        for (k, v) in &labels {
+            g.metadata_mut().labels_mut().insert(k.as_str(), v.as_str());
+        }
+    };
+    state.modify(&Pointer::typed::<Stored>(ns, name), change, None).await.unwrap();
+}
+
+/// Deletes a greeting from a cluster's state.
+async fn delete(state: &State, ns: &str, name: &str) {
+    state.destroy(&Pointer::new(ns, Stored::TYPE, name), None).await.unwrap();
 }
 
 /// The mirrors in `ns`: name → message.
@@ -210,17 +220,26 @@ async fn a_server_restarted_without_its_history_is_relisted_and_the_mirror_conve
     until(&handle, |s| s.lists == 1).await;
     let state = runtime.state();
     assert_eq!(mirrored(&state, "default").await, map(&[("a", "1"), ("b", "1"), ("c", "1")]));
+    // A change seen as a watch event: the watch is open when the apiserver
+    // goes.
+    cluster.put("default", "c", "0", &[]).await;
+    until(&handle, |s| s.events == 1).await;
 
-    // The apiserver goes away and comes back on the same address over a
-    // fresh state: its revisions start again, and `a` is gone, `b` changed,
-    // `d` new. Enough writes that the watcher's last version exists again.
+    // The apiserver goes away, and the watcher finds it gone (kube-client
+    // takes a connection cut mid-watch for the watch's end, and watches
+    // again). It comes back on the same address over a fresh state: its
+    // revisions start again, and `a` is gone, `b` changed, `d` new. Enough
+    // writes that the watcher's last version exists again: resumed from it,
+    // the watch would miss all that; listed again, it does not.
+    let fresh = State::start();
+    for (name, message) in [("b", "2"), ("c", "1"), ("d", "1"), ("d", "2"), ("x", "0")] {
+        put(&fresh, "default", name, message, &[]).await;
+    }
+    delete(&fresh, "default", "x").await;
     let addr = cluster.server.local_addr().to_string();
     cluster.server.stop().await;
-    let again = Cluster::serve(State::start(), &addr).await;
-    for (name, message) in [("b", "2"), ("c", "1"), ("d", "1"), ("d", "2"), ("x", "0")] {
-        again.put("default", name, message, &[]).await;
-    }
-    again.delete("default", "x").await;
+    until(&handle, |s| s.errors >= 1).await;
+    let again = Cluster::serve(fresh, &addr).await;
     until(&handle, |s| s.lists >= 2).await;
     runtime.settled_within(BOUND).await.unwrap();
     assert_eq!(mirrored(&state, "default").await, map(&[("b", "2"), ("c", "1"), ("d", "2")]));
