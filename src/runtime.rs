@@ -108,7 +108,9 @@ impl RuntimeBuilder {
     /// (default: [`default_arbiters`], one per core). Each is started when
     /// the first controller is placed on it. With `1`, everything runs on the
     /// home arbiter, whatever the placement: the single-arbiter mode.
-    /// See [`execution`](crate::execution) for what runs where.
+    /// See [`execution`](crate::execution) for what runs where, and for
+    /// why n counts the controller arbiters (n + 1 threads for n ≥ 2),
+    /// where DESIGN §12 counts the state's arbiter among the n.
     #[must_use]
     pub fn arbiters(mut self, n: usize) -> Self {
         self.arbiters = n.max(1);

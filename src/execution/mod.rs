@@ -23,6 +23,19 @@
 //! where [`Runtime::register`](crate::Runtime::register) puts controllers;
 //! [`Runtime::register_on`](crate::Runtime::register_on) places one.
 //!
+//! **How arbiters are counted, and how that differs from DESIGN §12.** The
+//! design counts N arbiters in all, the state's among them, so that its
+//! controllers get N − 1. This runtime counts the *controller* arbiters:
+//! `arbiters(n)` with n ≥ 2 is n controller arbiters beside the home one
+//! (n + 1 threads), and `arbiters(1)` is the home arbiter alone, as the
+//! design has it. Why: the default, one per core, should let compute-heavy
+//! controllers use every core. The state's thread is mostly idle under
+//! such controllers (it serves their small requests), so n − 1 controller
+//! threads would cap the spread speed-up at n − 1 cores: 1 core on the
+//! 2-core machine of BENCHMARKS.md, where n spread them 1.89× faster than
+//! one arbiter. A user who wants N threads in all asks for
+//! `arbiters(N - 1)`.
+//!
 //! A queue controller's reconciles run on its arbiter, or, wrapped in
 //! [`Blocking`], spread over the blocking thread pool. A controller whose
 //! reconcile blocks its thread (`std::fs`, a device, a C library) must be
