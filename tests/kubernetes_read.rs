@@ -316,6 +316,39 @@ async fn a_watch_from_a_compacted_revision_gets_an_in_stream_410_then_ends() {
 }
 
 #[actix::test]
+async fn a_stopped_server_ends_every_open_watch_with_an_in_stream_410() {
+    let state = State::start();
+    seed(&state).await;
+    let at = set_mtu(&state, "eth0", 1280).await;
+    let (server, addr) = serve(api(&state)).await;
+    // One watch from no version (its initial events read), one resumed from
+    // a revision, one of one name: each is open when the server stops.
+    let mut all = watch(addr, &format!("{LINKS}?watch=true")).await;
+    assert_eq!(all.next_named().await.0, "ADDED");
+    assert_eq!(all.next_named().await.0, "ADDED");
+    let mut resumed = watch(addr, &format!("{LINKS}?watch=true&resourceVersion={at}")).await;
+    let one = format!("{LINKS}?watch=true&fieldSelector=metadata.name%3Deth1&resourceVersion={at}");
+    let mut one = watch(addr, &one).await;
+    let last = set_mtu(&state, "eth1", 8000).await;
+    for w in [&mut all, &mut resumed, &mut one] {
+        let e = w.next().await.unwrap();
+        assert_eq!((e["type"].as_str(), revision(&e["object"])), (Some("MODIFIED"), last));
+    }
+    server.stop().await;
+    for w in [&mut all, &mut resumed, &mut one] {
+        let e = w.next().await.expect("a last event");
+        assert_eq!(e["type"], "ERROR", "{e}");
+        let status = &e["object"];
+        assert_eq!(
+            (status["code"].as_u64(), status["reason"].as_str()),
+            (Some(410), Some("Expired"))
+        );
+        assert!(status["message"].as_str().unwrap().contains("stopping"), "{status}");
+        assert!(w.next().await.is_none(), "the stream ends after the error");
+    }
+}
+
+#[actix::test]
 async fn timeout_seconds_ends_the_watch_cleanly() {
     let state = State::start();
     seed(&state).await;

@@ -13,7 +13,7 @@
 //!
 //! The cluster is any apiserver a `kube::Client` reaches (from the
 //! kubeconfig: `kube::Client::try_default()`), this crate's own
-//! [`kubernetes`](crate::kubernetes) server included (feature
+//! `kubernetes` server included (feature
 //! `kubernetes-api`): that is how the tests run without a cluster.
 //!
 //! A mirror's spec is the whole object, so a kube-rs `CustomResource`

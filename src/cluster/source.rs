@@ -157,14 +157,16 @@ impl Drop for Mirrors {
 ///   watch (the mirrors stay in the state).
 /// - A mirror's resources are the source's: a controller that declares them
 ///   as an exclusive output cannot write them.
-/// - The relist after an outage needs the watcher to see a connection
-///   fail. kube-client takes a connection cut in the middle of a watch for
-///   the watch's end and watches again from its last `resourceVersion`: an
-///   apiserver that is back without its history by then (a restart within
-///   milliseconds) is taken at its word, as client-go and kube-runtime take
-///   it, and the watch misses what changed until the next relist. An
-///   apiserver down for as long as one attempt to watch again fails (the
-///   usual restart) is listed again.
+/// - The relist after an outage needs the watcher to see one. An
+///   apiserver that stops cleanly and says so (this crate's
+///   `KubernetesServer::stop`, feature `kubernetes-api`, ends every watch
+///   with a 410) is listed again, and so is one that is
+///   down for as long as one attempt to watch again. But kube-client takes
+///   a connection cut in the middle of a watch for the watch's end and
+///   watches again from its last `resourceVersion`: an apiserver that
+///   crashed and is back without its history by then is taken at its word,
+///   as client-go and kube-runtime take it, and the watch misses what
+///   changed.
 ///
 /// ```no_run
 /// use cosi_runtime::cluster::{Mirror, Source};

@@ -54,6 +54,17 @@
 //!   does a watch from a revision the state has not reached: its client knew
 //!   an earlier server whose history is gone (restarted on a fresh in-memory
 //!   state), and kube-runtime's `watcher` relists the new state's objects.
+//! - [`KubernetesServer::stop`] ends every open watch the same way, with an
+//!   in-stream `410 Expired`, before it closes the connections. No watch
+//!   can resume across a restart (a state on disk comes back with no
+//!   history before its restart; one in memory comes back with its
+//!   revisions started again, where a client resuming from its last version
+//!   would take the new revisions for the old ones and miss what changed),
+//!   and clients read a connection cut mid-watch as the watch's end and
+//!   resume (kube-client does). Told 410, every client lists again, however
+//!   fast the server comes back. A server that crashes cannot say it: its
+//!   clients' watches resume, and only those from a revision the new state
+//!   has not reached are answered 410.
 //! - A list from a `resourceVersion` beyond the state's revision (with or
 //!   without `resourceVersionMatch`) is a `410 Expired` at once: the
 //!   apiserver waits for it, then answers `504` "Too large resource
@@ -375,6 +386,8 @@ pub(crate) struct Shared {
     pub(crate) bookmark_interval: Duration,
     pub(crate) watch_buffer: usize,
     pub(crate) max_request_body: usize,
+    /// The server's stop, as its watches see it.
+    pub(crate) closing: Arc<watch::Closing>,
 }
 
 impl Shared {
@@ -409,6 +422,10 @@ pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 /// object may weigh in etcd (1.5 MiB), so every manifest a real cluster
 /// accepts is accepted here too.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 3 * 1024 * 1024;
+
+/// How long [`KubernetesServer::stop`] waits for its watches to send their
+/// last line (a `410 Expired`) before it closes their connections.
+pub const STOP_PATIENCE: Duration = Duration::from_secs(1);
 
 pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
 
@@ -626,8 +643,9 @@ impl KubernetesApi {
 
     // ---- end access and TLS ----
 
-    fn shared(&self) -> Shared {
+    fn shared(&self, closing: Arc<watch::Closing>) -> Shared {
         Shared {
+            closing,
             state: self.state.clone(),
             registry: self.registry.clone(),
             server_version: self.server_version,
@@ -642,7 +660,17 @@ impl KubernetesApi {
     /// `.configure(..)` (kubectl expects `/version`, `/api` and `/apis` at the
     /// root of `--server`). Clone it into each worker's `App`.
     pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
-        let shared = web::Data::new(self.shared());
+        // Mounted in an application's own server: nothing stops its
+        // watches but that server.
+        self.configure_with(watch::Closing::new())
+    }
+
+    /// [`configure`](Self::configure), with the watches ending on `closing`.
+    fn configure_with(
+        &self,
+        closing: Arc<watch::Closing>,
+    ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+        let shared = web::Data::new(self.shared(closing));
         // ---- access (auth.rs): the routes behind the token check when configured ----
         let access = self.access.clone().map(Arc::new);
         // ---- limits (http_limits.rs): query length, watches per client ----
@@ -672,7 +700,8 @@ impl KubernetesApi {
     /// # Errors
     /// The IO error when `addr` cannot be bound.
     pub async fn serve(self, addr: SocketAddr) -> std::io::Result<KubernetesServer> {
-        let configure = self.configure();
+        let closing = watch::Closing::new();
+        let configure = self.configure_with(closing.clone());
         let server = HttpServer::new(move || App::new().configure(configure.clone()))
             .workers(1)
             .disable_signals()
@@ -705,7 +734,7 @@ impl KubernetesApi {
         });
         let scheme = if tls { "https" } else { "http" };
         tracing::info!("Kubernetes API on {scheme}://{local}");
-        Ok(KubernetesServer { handle, local, tls })
+        Ok(KubernetesServer { handle, local, tls, closing })
     }
 }
 
@@ -852,6 +881,7 @@ pub struct KubernetesServer {
     handle: ServerHandle,
     local: SocketAddr,
     tls: bool,
+    closing: Arc<watch::Closing>,
 }
 
 impl KubernetesServer {
@@ -866,8 +896,13 @@ impl KubernetesServer {
         format!("{scheme}://{}", self.local)
     }
 
-    /// Stops it: open connections are closed, watches end.
+    /// Stops it: every open watch ends with an in-stream `410 Expired`
+    /// (its clients list again, whatever server comes back on the
+    /// address: see the [module](self) docs), then open connections are
+    /// closed. Waits at most [`STOP_PATIENCE`] for the watches' last lines
+    /// to leave (a client that does not read gets its connection cut).
     pub async fn stop(self) {
+        self.closing.stop(STOP_PATIENCE).await;
         self.handle.stop(false).await;
     }
 }

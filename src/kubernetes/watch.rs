@@ -27,7 +27,7 @@ use futures::stream::{LocalBoxStream, SelectAll};
 use futures::{FutureExt, Stream, StreamExt};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::Shared;
@@ -74,6 +74,48 @@ fn tagged(index: usize, events: Revisioned) -> LocalBoxStream<'static, Tagged> {
     events.map(move |(event, revision)| (index, event, revision)).boxed_local()
 }
 
+/// A server's stop as its watches see it ([`KubernetesServer::stop`]):
+/// a flag every open watch ends on, with an in-stream 410, and how many
+/// watch responses are still open.
+///
+/// [`KubernetesServer::stop`]: super::KubernetesServer::stop
+#[derive(Debug)]
+pub(crate) struct Closing {
+    /// Set once the server stops.
+    stopping: watch::Sender<bool>,
+    /// Watch responses whose body has not ended.
+    open: watch::Sender<usize>,
+}
+
+impl Closing {
+    pub(crate) fn new() -> Arc<Closing> {
+        Arc::new(Closing { stopping: watch::channel(false).0, open: watch::channel(0).0 })
+    }
+
+    /// Counts a watch response open until the guard (its body) is dropped.
+    fn opened(self: &Arc<Self>) -> OpenWatch {
+        self.open.send_modify(|n| *n += 1);
+        OpenWatch(self.clone())
+    }
+
+    /// Tells every open watch to end with a 410, and waits (at most
+    /// `patience`) until their bodies have ended.
+    pub(crate) async fn stop(&self, patience: Duration) {
+        self.stopping.send_replace(true);
+        let mut open = self.open.subscribe();
+        let _ = tokio::time::timeout(patience, open.wait_for(|n| *n == 0)).await;
+    }
+}
+
+/// One open watch response, counted in [`Closing`] until dropped.
+struct OpenWatch(Arc<Closing>);
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.open.send_modify(|n| *n -= 1);
+    }
+}
+
 /// Starts a watch of `exposed` in `namespaces` and answers with its stream.
 pub(super) async fn watch(
     shared: &Shared,
@@ -114,7 +156,7 @@ pub(super) async fn watch(
                 let _ = tx.try_send(line("ERROR", &status.to_json()));
                 streams.clear();
                 drop(tx);
-                return Ok(respond(rx));
+                return Ok(respond(rx, shared.closing.opened()));
             }
             Err(e) => return Err(e.into()),
         }
@@ -135,12 +177,13 @@ pub(super) async fn watch(
         interval: shared.bookmark_interval,
         deadline: params.timeout.map(|t| Instant::now() + t),
         buffer: shared.watch_buffer,
+        stop: shared.closing.stopping.subscribe(),
         tx,
     };
     let merged: SelectAll<_> =
         futures::stream::select_all(streams.into_iter().enumerate().map(|(i, s)| tagged(i, s)));
     actix_web::rt::spawn(forward.run(merged));
-    Ok(respond(rx))
+    Ok(respond(rx, shared.closing.opened()))
 }
 
 /// Events the forwarding task takes in one go when they are ready at once.
@@ -155,12 +198,12 @@ const CHUNK: usize = 16 * 1024;
 /// The body: lines as they come (those already queued behind one go out in
 /// the same chunk, nothing waits for more); it ends when the task ends
 /// (timeout, a client too slow, the state gone), which closes the chunked
-/// stream cleanly.
-fn respond(rx: mpsc::Receiver<Bytes>) -> HttpResponse {
-    let body = futures::stream::unfold(rx, |mut rx| async move {
+/// stream cleanly. `open` counts it open until the body is dropped.
+fn respond(rx: mpsc::Receiver<Bytes>, open: OpenWatch) -> HttpResponse {
+    let body = futures::stream::unfold((rx, open), |(mut rx, open)| async move {
         let line = rx.recv().await?;
         let Ok(next) = rx.try_recv() else {
-            return Some((Ok::<_, std::convert::Infallible>(line), rx));
+            return Some((Ok::<_, std::convert::Infallible>(line), (rx, open)));
         };
         let mut chunk = BytesMut::with_capacity(CHUNK.min(16 * (line.len() + next.len())));
         chunk.extend_from_slice(&line);
@@ -171,7 +214,7 @@ fn respond(rx: mpsc::Receiver<Bytes>) -> HttpResponse {
                 Err(_) => break,
             }
         }
-        Some((Ok(chunk.freeze()), rx))
+        Some((Ok(chunk.freeze()), (rx, open)))
     });
     HttpResponse::Ok()
         .content_type("application/json")
@@ -192,6 +235,8 @@ struct Forward {
     interval: Duration,
     deadline: Option<Instant>,
     buffer: usize,
+    /// The server's stop: the watch ends with a 410 (see [`Closing`]).
+    stop: watch::Receiver<bool>,
     tx: mpsc::Sender<Bytes>,
     /// Per stream, the revision it has caught up to.
     caught: Vec<u64>,
@@ -217,6 +262,10 @@ impl Forward {
     async fn run(mut self, mut merged: impl Stream<Item = Tagged> + Unpin) {
         let mut next_bookmark = Instant::now() + self.interval;
         loop {
+            if *self.stop.borrow_and_update() {
+                self.stopping().await;
+                return;
+            }
             let wake = match self.deadline {
                 Some(deadline) if !self.bookmarks => deadline,
                 Some(deadline) => deadline.min(next_bookmark),
@@ -225,11 +274,17 @@ impl Forward {
                 None => Instant::now() + Duration::from_secs(3600),
             };
             let next = {
+                // The client gone or the server stopping end the watch.
                 let closed = std::pin::pin!(self.tx.closed());
+                let stop = std::pin::pin!(self.stop.changed());
                 let timer = std::pin::pin!(tokio::time::sleep_until(wake));
                 let item = merged.next();
-                match futures::future::select(closed, futures::future::select(timer, item)).await {
-                    Either::Left(_) => return,
+                let ended = futures::future::select(closed, stop);
+                match futures::future::select(ended, futures::future::select(timer, item)).await {
+                    // Seen at the top of the loop (a sender never drops
+                    // while a watch holds the server's `Closing`).
+                    Either::Left((Either::Right(_), _)) => continue,
+                    Either::Left((Either::Left(_), _)) => return,
                     Either::Right((Either::Left(_), _)) => None,
                     Either::Right((Either::Right((item, _)), _)) => Some(item),
                 }
@@ -277,6 +332,20 @@ impl Forward {
                 return;
             }
         }
+    }
+
+    /// The server stops: a 410 `Expired` after what is queued, then the
+    /// end. A watch cannot resume across the restart: a state kept on disk
+    /// comes back with no history to resume from, a state in memory comes
+    /// back with its revisions started again (a client resuming from its
+    /// last version would take the new state's revisions for the old
+    /// one's). The 410 makes every client list again, whatever comes back.
+    async fn stopping(&mut self) {
+        let status = Status::expired(
+            "the server is stopping; a watch cannot resume across its restart: list again",
+        );
+        self.out.push(line("ERROR", &status.to_json()));
+        let _ = self.deliver().await;
     }
 
     /// Puts the queued lines into the client's buffer (a full one gets a
