@@ -87,6 +87,8 @@ pub mod execution;
 pub mod finalizer;
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 mod http_limits;
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+mod http_stop;
 #[cfg(feature = "krm")]
 pub mod krm;
 #[cfg(feature = "kubernetes-api")]

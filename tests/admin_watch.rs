@@ -292,6 +292,36 @@ async fn a_client_resuming_past_the_kept_history_is_reset_and_bootstrapped() {
 }
 
 #[actix::test]
+async fn a_stopped_server_ends_every_watch_with_a_stopping_event_that_clears_the_last_event_id() {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    set(&state, 1).await;
+    let (server, addr) = serve(&runtime, 64).await;
+    let mut kind = open(addr, "/api/v1/watch/default/ints").await;
+    assert_eq!(kind.event().await.unwrap().event, "created");
+    assert_eq!(kind.event().await.unwrap().event, "bootstrapped");
+    let mut one = open(addr, "/api/v1/watch/default/ints/x").await;
+    assert_eq!(one.event().await.unwrap().event, "created");
+    assert_eq!(one.event().await.unwrap().event, "bootstrapped");
+    set(&state, 2).await;
+    for watch in [&mut kind, &mut one] {
+        let seen = watch.event().await.unwrap();
+        assert!(seen.event == "updated" && seen.id.as_deref().is_some_and(|id| !id.is_empty()));
+    }
+    server.stop().await;
+    // A client that reconnected with its last id to a server back on a
+    // fresh state, whose revisions have passed that id, would resume from
+    // the wrong history: the empty id sends it back to the start.
+    for watch in [&mut kind, &mut one] {
+        let last = watch.event().await.expect("a last event");
+        assert_eq!((last.event.as_str(), last.id.as_deref()), ("stopping", Some("")), "{last:?}");
+        let reason = last.data["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("the server is stopping"), "{last:?}");
+        assert!(watch.event().await.is_none(), "the stream ends after it");
+    }
+}
+
+#[actix::test]
 async fn a_last_event_id_that_is_not_a_revision_is_a_bad_request() {
     let runtime = Runtime::start();
     let (server, addr) = serve(&runtime, 64).await;

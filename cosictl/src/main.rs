@@ -280,9 +280,17 @@ fn watch_resources(
         } else if line.is_empty() && !event.is_empty() {
             let payload: Value = serde_json::from_str(&data)
                 .map_err(|e| Failure(format!("bad event from the admin endpoint: {e}")))?;
-            if event == "error" {
-                let why = payload["error"].as_str().unwrap_or("unknown error");
-                return Err(Failure(format!("the watch ended: {why}")));
+            match event.as_str() {
+                "error" => {
+                    let why = payload["error"].as_str().unwrap_or("unknown error");
+                    return Err(Failure(format!("the watch ended: {why}")));
+                }
+                // The server stops: its state may not be there when it is back.
+                "stopping" => {
+                    let why = payload["reason"].as_str().unwrap_or("the server is stopping");
+                    return Err(Failure(format!("the watch ended: {why}")));
+                }
+                _ => {}
             }
             match format {
                 Format::Table => {

@@ -142,7 +142,7 @@ async fn watch_marks_created_and_destroyed_rows() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cosictl"))
         .args(["--endpoint", &server.url(), "get", "ints", "-w"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
@@ -168,14 +168,17 @@ async fn watch_marks_created_and_destroyed_rows() {
     state.destroy(&Pointer::of::<Int>("default", "bb"), None).await.unwrap();
     assert_eq!(next().await, "-   default     Ints.test.cosi.dev   bb   1");
 
-    child.kill().unwrap();
-    tokio::task::spawn_blocking(move || {
-        child.wait().unwrap();
+    // The server stops: the watch ends, and says why.
+    server.stop().await;
+    let output = tokio::task::spawn_blocking(move || {
         reader.join().unwrap();
+        child.wait_with_output().unwrap()
     })
     .await
     .unwrap();
-    server.stop().await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the watch ended: the server is stopping"), "{stderr}");
 }
 
 #[actix::test]

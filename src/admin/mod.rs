@@ -14,7 +14,7 @@
 //! | `GET /api/v1/types` | the resource types the controllers read and write, with their namespaces (those read from; for a type only written, those of the other types that hold some of it) |
 //! | `GET /api/v1/resources/{namespace}/{type}[?labels=SELECTOR]` | the matching resources, sorted by id, as a JSON array |
 //! | `GET /api/v1/resources/{namespace}/{type}/{id}` | one resource as JSON |
-//! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed`, each change with its store revision as `id`; a client reconnecting with `Last-Event-ID` gets only the changes after it (or `reset`, then a fresh bootstrap, when the state no longer keeps them) |
+//! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed`, each change with its store revision as `id`; a client reconnecting with `Last-Event-ID` gets only the changes after it (or `reset`, then a fresh bootstrap, when the state no longer keeps them); when the server stops, a last `stopping` event with an empty `id` (an `EventSource` then reconnects from the start: no watch resumes across a restart) |
 //! | `GET /api/v1/controllers` | each controller's status, counters, inputs and outputs |
 //! | `GET /api/v1/graph[?format=json\|dot\|mermaid\|svg]` | the dependency graph |
 //!
@@ -75,6 +75,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpServer, web};
@@ -136,6 +137,8 @@ pub(crate) struct Shared {
     pub(crate) kinds: Vec<Kind>,
     pub(crate) watch_buffer: usize,
     pub(crate) limits: Arc<crate::http_limits::ClientLimits>,
+    /// The server's stop, as its watches see it.
+    pub(crate) closing: Arc<crate::http_stop::Closing>,
 }
 
 /// The admin endpoint of one [`Runtime`]: configure it, then
@@ -166,6 +169,10 @@ impl fmt::Debug for Admin {
 
 /// Events a watch client may have buffered before it is disconnected.
 pub const DEFAULT_WATCH_BUFFER: usize = 1024;
+
+/// How long [`AdminServer::stop`] waits for its watches to send their last
+/// event (`stopping`) before it closes their connections.
+pub const STOP_PATIENCE: Duration = Duration::from_secs(1);
 
 pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
 
@@ -256,7 +263,7 @@ impl Admin {
         self
     }
 
-    fn shared(&self) -> Arc<Shared> {
+    fn shared(&self, closing: Arc<crate::http_stop::Closing>) -> Arc<Shared> {
         let registry = self.registry.clone().unwrap_or_else(|| {
             let mut registry = Registry::default();
             self.runtime.register_metrics(&mut registry);
@@ -273,13 +280,24 @@ impl Admin {
                 self.max_watches_per_client,
                 self.max_query_bytes,
             ),
+            closing,
         })
     }
 
     /// The routes, to mount into an actix-web `App` (or a `web::scope`) with
     /// `.configure(..)`. Clone it into each worker's `App`.
     pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
-        let shared = web::Data::from(self.shared());
+        // Mounted in an application's own server: nothing stops its
+        // watches but that server.
+        self.configure_with(crate::http_stop::Closing::new())
+    }
+
+    /// [`configure`](Self::configure), with the watches ending on `closing`.
+    fn configure_with(
+        &self,
+        closing: Arc<crate::http_stop::Closing>,
+    ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
+        let shared = web::Data::from(self.shared(closing));
         move |cfg: &mut web::ServiceConfig| {
             cfg.app_data(shared.clone());
             probes::routes(cfg);
@@ -293,7 +311,8 @@ impl Admin {
     /// # Errors
     /// The IO error when `bind` cannot be bound.
     pub async fn serve(self, bind: Bind) -> std::io::Result<AdminServer> {
-        let configure = self.configure();
+        let closing = crate::http_stop::Closing::new();
+        let configure = self.configure_with(closing.clone());
         let server = HttpServer::new(move || App::new().configure(configure.clone()))
             .workers(1)
             .disable_signals()
@@ -330,7 +349,7 @@ impl Admin {
             }
         });
         tracing::info!("admin endpoint on {local}");
-        Ok(AdminServer { handle, bind: local })
+        Ok(AdminServer { handle, bind: local, closing })
     }
 }
 
@@ -339,6 +358,7 @@ impl Admin {
 pub struct AdminServer {
     handle: ServerHandle,
     bind: Bind,
+    closing: Arc<crate::http_stop::Closing>,
 }
 
 impl AdminServer {
@@ -355,9 +375,14 @@ impl AdminServer {
         }
     }
 
-    /// Stops it: open connections are closed, watches end, a unix socket
-    /// file is removed.
+    /// Stops it: every open watch ends with a last `stopping` event that
+    /// clears the client's last event id (an `EventSource` reconnects
+    /// without `Last-Event-ID`, so from the start: no watch can resume
+    /// across a restart), then open connections are closed and a unix
+    /// socket file is removed. Waits at most [`STOP_PATIENCE`] for those
+    /// last events to leave.
     pub async fn stop(self) {
+        self.closing.stop(STOP_PATIENCE).await;
         self.handle.stop(false).await;
         if let Bind::Unix(path) = &self.bind {
             let _ = std::fs::remove_file(path);

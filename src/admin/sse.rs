@@ -16,7 +16,7 @@ use actix_web::HttpResponse;
 use actix_web::web::Bytes;
 use futures::StreamExt;
 use futures::future::Either;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::Shared;
 use super::api::resource_json;
@@ -33,6 +33,16 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 fn frame(event: &str, id: Option<u64>, data: &serde_json::Value) -> Bytes {
     let id = id.map(|id| format!("id: {id}\n")).unwrap_or_default();
     Bytes::from(format!("event: {event}\n{id}data: {data}\n\n"))
+}
+
+/// The last frame of a watch when the server stops: an empty `id` clears
+/// the client's last event id, so that an `EventSource` reconnects without
+/// `Last-Event-ID` (from the start) rather than resume from a revision of
+/// a state that will not be there.
+fn stopping_frame() -> Bytes {
+    let why = "the server is stopping; a watch cannot resume across its restart: watch again from the start";
+    let data = serde_json::json!({ "reason": why });
+    Bytes::from(format!("event: stopping\nid:\ndata: {data}\n\n"))
 }
 
 fn event_frame(event: &Event, revision: u64) -> Bytes {
@@ -104,13 +114,16 @@ pub(super) async fn watch(
         let _ = tx.try_send(reset);
     }
     let overflowed = Arc::new(AtomicBool::new(false));
-    actix_web::rt::spawn(forward(stream, tx, overflowed.clone(), shared.watch_buffer));
-    // The client's watch slot goes back when the body is dropped.
-    let body = futures::stream::unfold(Some((rx, overflowed, slot)), |open| async move {
-        let (mut rx, overflowed, slot) = open?;
+    let stop = shared.closing.stopping();
+    actix_web::rt::spawn(forward(stream, tx, overflowed.clone(), shared.watch_buffer, stop));
+    // The client's watch slot goes back, and the server's stop stops
+    // waiting for this watch, when the body is dropped.
+    let open = (slot, shared.closing.opened());
+    let body = futures::stream::unfold(Some((rx, overflowed, open)), |state| async move {
+        let (mut rx, overflowed, open) = state?;
         match rx.recv().await {
             Some(frame) => {
-                Some((Ok::<_, std::convert::Infallible>(frame), Some((rx, overflowed, slot))))
+                Some((Ok::<_, std::convert::Infallible>(frame), Some((rx, overflowed, open))))
             }
             None if overflowed.load(Ordering::Acquire) => {
                 let why = "the client read too slowly: its event buffer overflowed; watch again";
@@ -127,19 +140,28 @@ pub(super) async fn watch(
 }
 
 /// Moves events from the state's watch into the client's buffer until the
-/// client is gone, too slow, or the watch ends.
+/// client is gone, too slow, the watch ends, or the server stops (then a
+/// last `stopping` frame).
 async fn forward(
     mut stream: Revisioned,
     tx: mpsc::Sender<Bytes>,
     overflowed: Arc<AtomicBool>,
     buffer: usize,
+    mut stop: watch::Receiver<bool>,
 ) {
     loop {
+        if *stop.borrow_and_update() {
+            let _ = crate::http_limits::offer(&tx, stopping_frame()).await;
+            return;
+        }
         let next = {
             let closed = std::pin::pin!(tx.closed());
+            let stopped = std::pin::pin!(stop.changed());
             let item = std::pin::pin!(tokio::time::timeout(KEEP_ALIVE, stream.next()));
-            match futures::future::select(closed, item).await {
-                Either::Left(_) => return,
+            match futures::future::select(futures::future::select(closed, stopped), item).await {
+                Either::Left((Either::Left(_), _)) => return,
+                // Seen at the top of the loop.
+                Either::Left((Either::Right(_), _)) => continue,
                 Either::Right((next, _)) => next,
             }
         };

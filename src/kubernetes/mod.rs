@@ -375,6 +375,7 @@ pub use tls::TlsError;
 
 use crate::State;
 use crate::http_limits::{ClientLimits, Refused};
+use crate::http_stop::Closing;
 use registry::{Exposed, Registry};
 
 /// What the handlers share.
@@ -387,7 +388,7 @@ pub(crate) struct Shared {
     pub(crate) watch_buffer: usize,
     pub(crate) max_request_body: usize,
     /// The server's stop, as its watches see it.
-    pub(crate) closing: Arc<watch::Closing>,
+    pub(crate) closing: Arc<Closing>,
 }
 
 impl Shared {
@@ -643,7 +644,7 @@ impl KubernetesApi {
 
     // ---- end access and TLS ----
 
-    fn shared(&self, closing: Arc<watch::Closing>) -> Shared {
+    fn shared(&self, closing: Arc<Closing>) -> Shared {
         Shared {
             closing,
             state: self.state.clone(),
@@ -662,13 +663,13 @@ impl KubernetesApi {
     pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
         // Mounted in an application's own server: nothing stops its
         // watches but that server.
-        self.configure_with(watch::Closing::new())
+        self.configure_with(Closing::new())
     }
 
     /// [`configure`](Self::configure), with the watches ending on `closing`.
     fn configure_with(
         &self,
-        closing: Arc<watch::Closing>,
+        closing: Arc<Closing>,
     ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
         let shared = web::Data::new(self.shared(closing));
         // ---- access (auth.rs): the routes behind the token check when configured ----
@@ -700,7 +701,7 @@ impl KubernetesApi {
     /// # Errors
     /// The IO error when `addr` cannot be bound.
     pub async fn serve(self, addr: SocketAddr) -> std::io::Result<KubernetesServer> {
-        let closing = watch::Closing::new();
+        let closing = Closing::new();
         let configure = self.configure_with(closing.clone());
         let server = HttpServer::new(move || App::new().configure(configure.clone()))
             .workers(1)
@@ -881,7 +882,7 @@ pub struct KubernetesServer {
     handle: ServerHandle,
     local: SocketAddr,
     tls: bool,
-    closing: Arc<watch::Closing>,
+    closing: Arc<Closing>,
 }
 
 impl KubernetesServer {

@@ -36,6 +36,7 @@ use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
+use crate::http_stop::OpenWatch;
 use crate::resource::{AnyResource, Id, Kind, Pointer};
 use crate::state::{Event, Revisioned, WatchOptions};
 
@@ -72,48 +73,6 @@ type Tagged = (usize, Event, u64);
 /// A stream's events and revisions, tagged with its index.
 fn tagged(index: usize, events: Revisioned) -> LocalBoxStream<'static, Tagged> {
     events.map(move |(event, revision)| (index, event, revision)).boxed_local()
-}
-
-/// A server's stop as its watches see it ([`KubernetesServer::stop`]):
-/// a flag every open watch ends on, with an in-stream 410, and how many
-/// watch responses are still open.
-///
-/// [`KubernetesServer::stop`]: super::KubernetesServer::stop
-#[derive(Debug)]
-pub(crate) struct Closing {
-    /// Set once the server stops.
-    stopping: watch::Sender<bool>,
-    /// Watch responses whose body has not ended.
-    open: watch::Sender<usize>,
-}
-
-impl Closing {
-    pub(crate) fn new() -> Arc<Closing> {
-        Arc::new(Closing { stopping: watch::channel(false).0, open: watch::channel(0).0 })
-    }
-
-    /// Counts a watch response open until the guard (its body) is dropped.
-    fn opened(self: &Arc<Self>) -> OpenWatch {
-        self.open.send_modify(|n| *n += 1);
-        OpenWatch(self.clone())
-    }
-
-    /// Tells every open watch to end with a 410, and waits (at most
-    /// `patience`) until their bodies have ended.
-    pub(crate) async fn stop(&self, patience: Duration) {
-        self.stopping.send_replace(true);
-        let mut open = self.open.subscribe();
-        let _ = tokio::time::timeout(patience, open.wait_for(|n| *n == 0)).await;
-    }
-}
-
-/// One open watch response, counted in [`Closing`] until dropped.
-struct OpenWatch(Arc<Closing>);
-
-impl Drop for OpenWatch {
-    fn drop(&mut self) {
-        self.0.open.send_modify(|n| *n -= 1);
-    }
 }
 
 /// Starts a watch of `exposed` in `namespaces` and answers with its stream.
@@ -177,7 +136,7 @@ pub(super) async fn watch(
         interval: shared.bookmark_interval,
         deadline: params.timeout.map(|t| Instant::now() + t),
         buffer: shared.watch_buffer,
-        stop: shared.closing.stopping.subscribe(),
+        stop: shared.closing.stopping(),
         tx,
     };
     let merged: SelectAll<_> =
@@ -235,7 +194,7 @@ struct Forward {
     interval: Duration,
     deadline: Option<Instant>,
     buffer: usize,
-    /// The server's stop: the watch ends with a 410 (see [`Closing`]).
+    /// The server's stop: the watch ends with a 410.
     stop: watch::Receiver<bool>,
     tx: mpsc::Sender<Bytes>,
     /// Per stream, the revision it has caught up to.
@@ -282,7 +241,7 @@ impl Forward {
                 let ended = futures::future::select(closed, stop);
                 match futures::future::select(ended, futures::future::select(timer, item)).await {
                     // Seen at the top of the loop (a sender never drops
-                    // while a watch holds the server's `Closing`).
+                    // while a watch's response holds the server's `Closing`).
                     Either::Left((Either::Right(_), _)) => continue,
                     Either::Left((Either::Left(_), _)) => return,
                     Either::Right((Either::Left(_), _)) => None,

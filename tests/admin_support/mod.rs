@@ -132,8 +132,11 @@ impl Open {
                 for line in text.lines() {
                     if let Some(v) = line.strip_prefix("event: ") {
                         event.event = v.to_owned();
-                    } else if let Some(v) = line.strip_prefix("id: ") {
-                        event.id = Some(v.to_owned());
+                    } else if line == "id" || line.starts_with("id:") {
+                        // As an `EventSource` reads it: an empty id clears the last one.
+                        let v = &line["id".len()..];
+                        let v = v.strip_prefix(':').unwrap_or(v);
+                        event.id = Some(v.strip_prefix(' ').unwrap_or(v).to_owned());
                     } else if let Some(v) = line.strip_prefix("data: ") {
                         event.data = serde_json::from_str(v).unwrap();
                     }
