@@ -15,6 +15,15 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+/// How long a server's `stop` waits for its watches to send their last
+/// event before it closes their connections.
+pub const STOP_PATIENCE: Duration = Duration::from_secs(1);
+
+/// Why a watch ends when its server stops; each server adds what its
+/// clients should do.
+pub(crate) const STOPPING: &str =
+    "the server is stopping; a watch cannot resume across its restart";
+
 /// One served API's stop: a flag every watch of it ends on, and how many
 /// of its watch responses are still open.
 #[derive(Debug)]
@@ -30,11 +39,9 @@ impl Closing {
         Arc::new(Closing { stopping: watch::channel(false).0, open: watch::channel(0).0 })
     }
 
-    /// What a watch's task selects on: `changed()` then `borrow()` is
-    /// `true` once the server stops. (The sender lives as long as the
-    /// `Closing`, which the watch's response holds.)
-    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
-        self.stopping.subscribe()
+    /// What a watch's task selects on to end when the server stops.
+    pub(crate) fn stopping(&self) -> StopSignal {
+        StopSignal(self.stopping.subscribe())
     }
 
     /// Counts a watch response open until the guard (held by its body) is
@@ -50,6 +57,22 @@ impl Closing {
         self.stopping.send_replace(true);
         let mut open = self.open.subscribe();
         let _ = tokio::time::timeout(patience, open.wait_for(|n| *n == 0)).await;
+    }
+}
+
+/// A watch's view of its server's stop.
+#[derive(Debug)]
+pub(crate) struct StopSignal(watch::Receiver<bool>);
+
+impl StopSignal {
+    /// Resolves once the server stops (at once if it has); cancel-safe, so
+    /// a task may select on it in every turn of its loop.
+    pub(crate) async fn requested(&mut self) {
+        if self.0.wait_for(|stopping| *stopping).await.is_err() {
+            // The sender lives as long as the `Closing`, which the watch's
+            // response holds: it never drops first, but never resolve if so.
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -76,8 +99,7 @@ mod tests {
             let closing = closing.clone();
             actix::spawn(async move {
                 // The watch sees the stop, writes its last event, ends.
-                flag.changed().await.unwrap();
-                assert!(*flag.borrow());
+                flag.requested().await;
                 drop(open);
                 closing.open.borrow().to_owned()
             })

@@ -229,15 +229,22 @@ async fn set(state: &State, n: i64) {
     state.modify(&x(), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
 }
 
+/// A watch of `path`, read past its bootstrap: `x`, the only resource, then
+/// the marker.
+async fn past_bootstrap_of_x(addr: SocketAddr, path: &str) -> admin_support::Open {
+    let mut watch = open(addr, path).await;
+    assert_eq!(watch.event().await.unwrap().event, "created");
+    assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
+    watch
+}
+
 #[actix::test]
 async fn a_client_reconnecting_with_last_event_id_gets_only_what_it_missed() {
     let runtime = Runtime::start();
     let state = runtime.state();
     set(&state, 1).await;
     let (server, addr) = serve(&runtime, 64).await;
-    let mut watch = open(addr, "/api/v1/watch/default/ints").await;
-    assert_eq!(watch.event().await.unwrap().event, "created");
-    assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
+    let mut watch = past_bootstrap_of_x(addr, "/api/v1/watch/default/ints").await;
     set(&state, 2).await;
     let seen = watch.event().await.unwrap();
     assert_eq!((seen.event.as_str(), seen.data["spec"].as_i64()), ("updated", Some(2)));
@@ -297,12 +304,8 @@ async fn a_stopped_server_ends_every_watch_with_a_stopping_event_that_clears_the
     let state = runtime.state();
     set(&state, 1).await;
     let (server, addr) = serve(&runtime, 64).await;
-    let mut kind = open(addr, "/api/v1/watch/default/ints").await;
-    assert_eq!(kind.event().await.unwrap().event, "created");
-    assert_eq!(kind.event().await.unwrap().event, "bootstrapped");
-    let mut one = open(addr, "/api/v1/watch/default/ints/x").await;
-    assert_eq!(one.event().await.unwrap().event, "created");
-    assert_eq!(one.event().await.unwrap().event, "bootstrapped");
+    let mut kind = past_bootstrap_of_x(addr, "/api/v1/watch/default/ints").await;
+    let mut one = past_bootstrap_of_x(addr, "/api/v1/watch/default/ints/x").await;
     set(&state, 2).await;
     for watch in [&mut kind, &mut one] {
         let seen = watch.event().await.unwrap();

@@ -75,7 +75,6 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpServer, web};
@@ -170,11 +169,8 @@ impl fmt::Debug for Admin {
 /// Events a watch client may have buffered before it is disconnected.
 pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 
-/// How long [`AdminServer::stop`] waits for its watches to send their last
-/// event (`stopping`) before it closes their connections.
-pub const STOP_PATIENCE: Duration = Duration::from_secs(1);
-
 pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
+pub use crate::http_stop::STOP_PATIENCE;
 
 impl Admin {
     /// The admin endpoint of `runtime`. Call it inside the actix `System`

@@ -16,12 +16,13 @@ use actix_web::HttpResponse;
 use actix_web::web::Bytes;
 use futures::StreamExt;
 use futures::future::Either;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::Shared;
 use super::api::resource_json;
 use super::error::ApiError;
 use crate::http_limits::WatchSlot;
+use crate::http_stop::{STOPPING, StopSignal};
 use crate::resource::{Kind, LabelQuery, Pointer};
 use crate::state::{Event, Revisioned, WatchOptions};
 
@@ -40,8 +41,7 @@ fn frame(event: &str, id: Option<u64>, data: &serde_json::Value) -> Bytes {
 /// `Last-Event-ID` (from the start) rather than resume from a revision of
 /// a state that will not be there.
 fn stopping_frame() -> Bytes {
-    let why = "the server is stopping; a watch cannot resume across its restart: watch again from the start";
-    let data = serde_json::json!({ "reason": why });
+    let data = serde_json::json!({ "reason": format!("{STOPPING}: watch again from the start") });
     Bytes::from(format!("event: stopping\nid:\ndata: {data}\n\n"))
 }
 
@@ -147,21 +147,19 @@ async fn forward(
     tx: mpsc::Sender<Bytes>,
     overflowed: Arc<AtomicBool>,
     buffer: usize,
-    mut stop: watch::Receiver<bool>,
+    mut stop: StopSignal,
 ) {
     loop {
-        if *stop.borrow_and_update() {
-            let _ = crate::http_limits::offer(&tx, stopping_frame()).await;
-            return;
-        }
         let next = {
             let closed = std::pin::pin!(tx.closed());
-            let stopped = std::pin::pin!(stop.changed());
+            let stopped = std::pin::pin!(stop.requested());
             let item = std::pin::pin!(tokio::time::timeout(KEEP_ALIVE, stream.next()));
             match futures::future::select(futures::future::select(closed, stopped), item).await {
                 Either::Left((Either::Left(_), _)) => return,
-                // Seen at the top of the loop.
-                Either::Left((Either::Right(_), _)) => continue,
+                Either::Left((Either::Right(_), _)) => {
+                    let _ = crate::http_limits::offer(&tx, stopping_frame()).await;
+                    return;
+                }
                 Either::Right((next, _)) => next,
             }
         };

@@ -424,11 +424,8 @@ pub const DEFAULT_WATCH_BUFFER: usize = 1024;
 /// accepts is accepted here too.
 pub const DEFAULT_MAX_REQUEST_BODY: usize = 3 * 1024 * 1024;
 
-/// How long [`KubernetesServer::stop`] waits for its watches to send their
-/// last line (a `410 Expired`) before it closes their connections.
-pub const STOP_PATIENCE: Duration = Duration::from_secs(1);
-
 pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
+pub use crate::http_stop::STOP_PATIENCE;
 
 /// The Kubernetes API over one [`State`]: expose types, then
 /// [`serve`](KubernetesApi::serve) it or mount it with

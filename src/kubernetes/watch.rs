@@ -27,7 +27,7 @@ use futures::stream::{LocalBoxStream, SelectAll};
 use futures::{FutureExt, Stream, StreamExt};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::Shared;
@@ -36,7 +36,7 @@ use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
-use crate::http_stop::OpenWatch;
+use crate::http_stop::{OpenWatch, STOPPING, StopSignal};
 use crate::resource::{AnyResource, Id, Kind, Pointer};
 use crate::state::{Event, Revisioned, WatchOptions};
 
@@ -195,7 +195,7 @@ struct Forward {
     deadline: Option<Instant>,
     buffer: usize,
     /// The server's stop: the watch ends with a 410.
-    stop: watch::Receiver<bool>,
+    stop: StopSignal,
     tx: mpsc::Sender<Bytes>,
     /// Per stream, the revision it has caught up to.
     caught: Vec<u64>,
@@ -217,14 +217,16 @@ struct Forward {
 /// Why the forwarding ends.
 struct Done;
 
+/// Why a watch ends before its events do.
+enum Ended {
+    ClientGone,
+    ServerStopping,
+}
+
 impl Forward {
     async fn run(mut self, mut merged: impl Stream<Item = Tagged> + Unpin) {
         let mut next_bookmark = Instant::now() + self.interval;
         loop {
-            if *self.stop.borrow_and_update() {
-                self.stopping().await;
-                return;
-            }
             let wake = match self.deadline {
                 Some(deadline) if !self.bookmarks => deadline,
                 Some(deadline) => deadline.min(next_bookmark),
@@ -235,18 +237,21 @@ impl Forward {
             let next = {
                 // The client gone or the server stopping end the watch.
                 let closed = std::pin::pin!(self.tx.closed());
-                let stop = std::pin::pin!(self.stop.changed());
+                let stop = std::pin::pin!(self.stop.requested());
                 let timer = std::pin::pin!(tokio::time::sleep_until(wake));
                 let item = merged.next();
                 let ended = futures::future::select(closed, stop);
                 match futures::future::select(ended, futures::future::select(timer, item)).await {
-                    // Seen at the top of the loop (a sender never drops
-                    // while a watch's response holds the server's `Closing`).
-                    Either::Left((Either::Right(_), _)) => continue,
-                    Either::Left((Either::Left(_), _)) => return,
-                    Either::Right((Either::Left(_), _)) => None,
-                    Either::Right((Either::Right((item, _)), _)) => Some(item),
+                    Either::Left((Either::Left(_), _)) => Err(Ended::ClientGone),
+                    Either::Left((Either::Right(_), _)) => Err(Ended::ServerStopping),
+                    Either::Right((Either::Left(_), _)) => Ok(None),
+                    Either::Right((Either::Right((item, _)), _)) => Ok(Some(item)),
                 }
+            };
+            let next = match next {
+                Ok(next) => next,
+                Err(Ended::ClientGone) => return,
+                Err(Ended::ServerStopping) => return self.stopping().await,
             };
             // Every stream ended (the state is gone): what is queued still goes.
             let mut ended = false;
@@ -300,9 +305,7 @@ impl Forward {
     /// last version would take the new state's revisions for the old
     /// one's). The 410 makes every client list again, whatever comes back.
     async fn stopping(&mut self) {
-        let status = Status::expired(
-            "the server is stopping; a watch cannot resume across its restart: list again",
-        );
+        let status = Status::expired(format!("{STOPPING}: list again"));
         self.out.push(line("ERROR", &status.to_json()));
         let _ = self.deliver().await;
     }
