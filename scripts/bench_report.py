@@ -376,7 +376,9 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         f"Single-object latency: one stage (integer → string), {lat.get('samples', MISSING)} objects "
         f"(kube-runtime: {klat.get('samples', MISSING)}) "
         "created one at a time (after a warm-up of a tenth as many), each timed from its create to "
-        "the watch event of its string. Ours: one queue controller; kube-runtime: one controller "
+        "the watch event of its string. Both harnesses measure their second whole run in the "
+        "process and discard the first, whose heap growth (a page fault per page first touched) "
+        "is start-up, not steady state. Ours: one queue controller; kube-runtime: one controller "
         "as above.\n"
     )
     md.append(table(["percentile", "cosi-runtime", "kube-runtime", "ratio"], lat_rows))

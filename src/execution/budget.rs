@@ -10,7 +10,7 @@
 //!
 //! A host spends one unit of its budget per message handled and per reconcile
 //! finished; when [`ROUND_BUDGET`] units are spent it parks its context on a
-//! `yield_now`, which ends the pass: the executor runs every other ready task
+//! yield, which ends the pass: the executor runs every other ready task
 //! before this actor goes on.
 
 use actix::prelude::*;
@@ -43,7 +43,35 @@ impl RoundBudget {
         self.spent += 1;
         if self.spent >= ROUND_BUDGET {
             self.spent = 0;
-            ctx.wait(actix::fut::wrap_future(tokio::task::yield_now()));
+            ctx.wait(actix::fut::wrap_future(Requeue { yielded: false }));
         }
+    }
+}
+
+/// Pending once, with the task woken at once: it goes to the back of the
+/// executor's queue, behind every task that is ready.
+///
+/// Not `tokio::task::yield_now`, which holds its wake-up until the runtime
+/// has polled its IO driver: a system call on each yield. A light
+/// controller that yields every 32 objects paid it on every 32nd (its
+/// single-object latency's p99 was that yield: 5.3 µs against a p50 of
+/// 2.6 µs). The driver is still polled every few dozen tasks, as tokio does
+/// anyway.
+struct Requeue {
+    yielded: bool,
+}
+
+impl std::future::Future for Requeue {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if std::mem::replace(&mut self.yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }

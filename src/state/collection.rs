@@ -9,23 +9,29 @@
 //! up to date only when someone lists (or when it would otherwise hold too
 //! many stale entries):
 //!
-//! - resources live in a slab of slots; a freed slot is reused;
-//! - the index hashes ids to slots;
-//! - the order is a sorted list of `(slot, generation)` plus the slots added
-//!   since it was last sorted; a slot's generation moves on when it is
+//! - resources live in a [`Slab`] of slots, which grows without moving
+//!   them; a freed slot is reused;
+//! - the [`IdIndex`] hashes ids to slots, and grows a few entries per insert;
+//! - the order is a sorted list of `(slot, generation)`, brought up to date
+//!   by the first list after a write (the slots whose resource is not in it
+//!   yet are sorted and merged in); a slot's generation moves on when it is
 //!   freed, so an entry that outlived its resource is recognised and dropped.
+//!   A write only counts itself for the order: a kind nobody lists keeps none.
 //!
-//! A create, an update, a destroy and a lookup cost a hash and a probe; a
-//! list sorts what was added since the last one, merges it in and reads the
-//! slots in order. A list by an equality or set label term reads only the
+//! A create, an update, a destroy and a lookup cost a hash and a probe (and
+//! no write pays for copying or rehashing what the kind holds: the slab and
+//! the index grow without either, so the state's latency has no spike at the
+//! sizes where a `Vec` or a hash table would double); a
+//! list after writes finds what they added (one pass over the slots), sorts
+//! it, merges it in and reads the slots in order. A list by an equality or set label term reads only the
 //! slots a [`LabelIndex`] names for it, sorted by id.
 
 use std::hash::BuildHasher;
 use std::sync::{Mutex, PoisonError};
 
-use hashbrown::HashTable;
-
+use super::id_index::IdIndex;
 use super::label_index::LabelIndex;
+use super::slab::{Slab, Slot};
 use crate::resource::{AnyResource, LabelQuery};
 
 /// What [`Collection::edit`] does with a resource's slot.
@@ -43,30 +49,28 @@ pub(crate) enum SlotEdit {
 /// resource was added.
 type Entry = (u32, u32);
 
-/// An entry of the index: a slot, and the hash of its id (32 bits), so the
-/// index grows and probes without reading the resources.
-type Indexed = (u32, u32);
-
 /// The id order of a collection, brought up to date lazily.
 #[derive(Debug, Default)]
 struct Order {
     /// Sorted by id; may still hold entries of removed resources.
     sorted: Vec<Entry>,
-    /// Added since `sorted` was last brought up to date, in no order.
-    added: Vec<Entry>,
-    /// Removals since then: entries of `sorted` and `added` that may be stale.
+    /// Per slot: the generation of its entry in `sorted`, if it has one.
+    in_sorted: Vec<Option<u32>>,
+    /// Resources added since `sorted` was last brought up to date.
+    added: usize,
+    /// Removals since then: entries of `sorted` that may be stale.
     removed: usize,
 }
 
 /// The resources of one kind (see the [module docs](self)).
 #[derive(Default)]
 pub(crate) struct Collection {
-    slots: Vec<Option<AnyResource>>,
-    /// Per slot: moves on each time the slot is freed.
-    generations: Vec<u32>,
+    /// Each with its generation (moves on each time the slot is freed) and
+    /// the kept hash of its resource's id.
+    slots: Slab<AnyResource>,
     free: Vec<u32>,
     /// Slot numbers, hashed by the id of the resource in the slot.
-    index: HashTable<Indexed>,
+    index: IdIndex,
     /// Locked by readers that list (they hold the cache's read lock, so the
     /// writer, with `&mut self`, never waits for it).
     order: Mutex<Order>,
@@ -90,25 +94,9 @@ fn hash_id(id: &str) -> u32 {
     (rustc_hash::FxBuildHasher.hash_one(id) >> 32) as u32
 }
 
-/// The table's 64-bit hash, from the kept 32 bits alone (its top bits and
-/// its low bits both depend on all of them).
-fn spread(hash: u32) -> u64 {
-    u64::from(hash).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
 /// The resource in `slot` (every slot the index or a live entry names is full).
-fn stored(slots: &[Option<AnyResource>], slot: u32) -> &AnyResource {
-    slots[slot as usize].as_ref().expect("an indexed slot holds a resource")
-}
-
-/// Whether an index entry is the one of `id` (of hash `hash`): the kept hash
-/// first, so that most misses never read the resource.
-fn is_id<'a>(
-    slots: &'a [Option<AnyResource>],
-    hash: u32,
-    id: &'a str,
-) -> impl Fn(&Indexed) -> bool + 'a {
-    move |&(s, h)| h == hash && stored(slots, s).id() == id
+fn stored(slots: &Slab<AnyResource>, slot: u32) -> &AnyResource {
+    slots.get(slot as usize).value.as_ref().expect("an indexed slot holds a resource")
 }
 
 impl Collection {
@@ -117,8 +105,10 @@ impl Collection {
         self.index.len()
     }
 
+    /// The slot of `id` (of hash `hash`); the index compares kept hashes
+    /// first, so that most misses never read a resource.
     fn slot_of(&self, hash: u32, id: &str) -> Option<u32> {
-        self.index.find(spread(hash), is_id(&self.slots, hash, id)).map(|e| e.0)
+        self.index.find(hash, |slot| stored(&self.slots, slot).id() == id)
     }
 
     /// The resource with this id.
@@ -130,21 +120,20 @@ impl Collection {
     fn add(&mut self, hash: u32, resource: AnyResource) {
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(resource);
+                let free = self.slots.get_mut(slot as usize);
+                free.value = Some(resource);
+                free.hash = hash;
                 slot
             }
             None => {
                 let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 resources");
-                self.slots.push(Some(resource));
-                self.generations.push(0);
+                self.slots.push(Slot { value: Some(resource), generation: 0, hash });
                 slot
             }
         };
-        self.index.insert_unique(spread(hash), (slot, hash), |&(_, h)| spread(h));
+        self.index.insert(hash, slot, &self.slots);
         self.labels.insert(slot, stored(&self.slots, slot).metadata().labels());
-        let generation = self.generations[slot as usize];
-        self.order_mut().added.push((slot, generation));
-        self.compact_if_stale();
+        self.order_mut().added += 1;
     }
 
     /// Stores `resource` in the full `slot` (of the same id), in place of
@@ -152,18 +141,17 @@ impl Collection {
     fn replace(&mut self, slot: u32, resource: AnyResource) {
         let old = stored(&self.slots, slot).metadata().labels();
         self.labels.replace(slot, old, resource.metadata().labels());
-        self.slots[slot as usize] = Some(resource);
+        self.slots.get_mut(slot as usize).value = Some(resource);
     }
 
     /// Frees `slot` (already out of the index) and returns what it held.
     fn free_slot(&mut self, slot: u32) -> AnyResource {
-        let resource = self.slots[slot as usize].take().expect("a stored slot");
+        let freed = self.slots.get_mut(slot as usize);
+        let resource = freed.value.take().expect("a stored slot");
+        freed.generation = freed.generation.wrapping_add(1);
         self.labels.remove(slot, resource.metadata().labels());
-        let generation = &mut self.generations[slot as usize];
-        *generation = generation.wrapping_add(1);
         self.free.push(slot);
         self.order_mut().removed += 1;
-        self.compact_if_stale();
         resource
     }
 
@@ -195,8 +183,8 @@ impl Collection {
     /// Removes and returns the resource with this id.
     pub(crate) fn remove(&mut self, id: &str) -> Option<AnyResource> {
         let hash = hash_id(id);
-        let found = self.index.find_entry(spread(hash), is_id(&self.slots, hash, id)).ok()?;
-        let ((slot, _), _) = found.remove();
+        let slot = self.slot_of(hash, id)?;
+        self.index.remove(hash, slot);
         Some(self.free_slot(slot))
     }
 
@@ -208,20 +196,19 @@ impl Collection {
         f: impl FnOnce(Option<&AnyResource>) -> (SlotEdit, R),
     ) -> R {
         let hash = hash_id(id);
-        let Ok(found) = self.index.find_entry(spread(hash), is_id(&self.slots, hash, id)) else {
+        let Some(slot) = self.slot_of(hash, id) else {
             let (edit, result) = f(None);
             if let SlotEdit::Put(resource) = edit {
                 self.add(hash, resource);
             }
             return result;
         };
-        let slot = found.get().0;
         let (edit, result) = f(Some(stored(&self.slots, slot)));
         match edit {
             SlotEdit::Keep => {}
             SlotEdit::Put(resource) => self.replace(slot, resource),
             SlotEdit::Remove => {
-                found.remove();
+                self.index.remove(hash, slot);
                 self.free_slot(slot);
             }
         }
@@ -230,7 +217,7 @@ impl Collection {
 
     /// Every resource, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &AnyResource> {
-        self.slots.iter().flatten()
+        self.slots.iter().filter_map(|slot| slot.value.as_ref())
     }
 
     /// Visits every resource in id order.
@@ -238,7 +225,7 @@ impl Collection {
         // A reader that panicked while it held the order left it as its last
         // completed step did (every step keeps it consistent): carry on.
         let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
-        refresh(&mut order, &self.slots, &self.generations);
+        refresh(&mut order, &self.slots);
         for &(slot, _) in &order.sorted {
             f(stored(&self.slots, slot));
         }
@@ -267,48 +254,54 @@ impl Collection {
     fn order_mut(&mut self) -> &mut Order {
         self.order.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// Brings the order up to date when it holds more pending and stale
-    /// entries than twice the live ones: a kind that is written and never
-    /// listed keeps a bounded order (amortized O(1) a write).
-    fn compact_if_stale(&mut self) {
-        let live = self.index.len();
-        let order = self.order.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if order.added.len() + order.removed > 2 * live + 64 {
-            refresh(order, &self.slots, &self.generations);
-        }
-    }
 }
 
 /// Drops stale entries, sorts what was added and merges it into `sorted`.
-fn refresh(order: &mut Order, slots: &[Option<AnyResource>], generations: &[u32]) {
+fn refresh(order: &mut Order, slots: &Slab<AnyResource>) {
     if order.removed > 0 {
-        let live = |&(slot, generation): &Entry| generations[slot as usize] == generation;
-        order.sorted.retain(live);
-        order.added.retain(live);
+        let Order { sorted, in_sorted, .. } = &mut *order;
+        sorted.retain(|&(slot, generation)| {
+            let live = slots.get(slot as usize).generation == generation;
+            if !live {
+                // So that the slot's next resource is never taken for this
+                // one, even once its generation wrapped around to it.
+                in_sorted[slot as usize] = None;
+            }
+            live
+        });
         order.removed = 0;
     }
-    if order.added.is_empty() {
+    if order.added == 0 {
         return;
     }
-    let id = |&(slot, _): &Entry| stored(slots, slot).id();
+    order.added = 0;
+    order.in_sorted.resize(slots.len(), None);
     // Sorted with each id read once: a comparison through the slots reads
     // two resources (a pointer chase each) where one of the pairs compares
     // two slices. A first list of 100,000 ids: 34 -> 24 ms.
-    let mut keyed: Vec<(&str, Entry)> = order.added.iter().map(|e| (id(e), *e)).collect();
+    let mut keyed: Vec<(&str, Entry)> = Vec::new();
+    for ((slot, stored), in_sorted) in slots.iter().enumerate().zip(&mut order.in_sorted) {
+        if let Some(resource) = &stored.value
+            && *in_sorted != Some(stored.generation)
+        {
+            *in_sorted = Some(stored.generation);
+            let slot = u32::try_from(slot).expect("slot numbers fit in 32 bits");
+            keyed.push((resource.id(), (slot, stored.generation)));
+        }
+    }
     keyed.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    order.added.clear();
-    order.added.extend(keyed.into_iter().map(|(_, e)| e));
-    let starts_after = match (order.sorted.last(), order.added.first()) {
+    let added: Vec<Entry> = keyed.into_iter().map(|(_, e)| e).collect();
+    let id = |&(slot, _): &Entry| stored(slots, slot).id();
+    let starts_after = match (order.sorted.last(), added.first()) {
         (Some(last), Some(first)) => id(last) < id(first),
         _ => true,
     };
     if starts_after {
-        order.sorted.append(&mut order.added);
+        order.sorted.extend(added);
         return;
     }
-    let mut merged = Vec::with_capacity(order.sorted.len() + order.added.len());
-    let (mut old, mut new) = (order.sorted.iter().peekable(), order.added.iter().peekable());
+    let mut merged = Vec::with_capacity(order.sorted.len() + added.len());
+    let (mut old, mut new) = (order.sorted.iter().peekable(), added.iter().peekable());
     while let (Some(a), Some(b)) = (old.peek(), new.peek()) {
         if id(a) <= id(b) {
             merged.push(**a);
@@ -321,7 +314,6 @@ fn refresh(order: &mut Order, slots: &[Option<AnyResource>], generations: &[u32]
     merged.extend(old);
     merged.extend(new);
     order.sorted = merged;
-    order.added.clear();
 }
 
 #[cfg(test)]
@@ -388,7 +380,7 @@ mod tests {
     }
 
     #[test]
-    fn an_order_nobody_reads_stays_bounded() {
+    fn a_kind_nobody_lists_keeps_no_order() {
         let mut c = Collection::default();
         for round in 0..10_000 {
             let id = format!("r{}", round % 8);
@@ -398,7 +390,8 @@ mod tests {
             }
         }
         let order = c.order.get_mut().unwrap();
-        assert!(order.sorted.len() + order.added.len() <= 2 * 8 + 64 + 1, "{order:?}");
+        assert!(order.sorted.is_empty() && order.in_sorted.is_empty(), "{order:?}");
+        assert_eq!(ids(&c).len(), c.len(), "the first list brings it up to date");
     }
 
     /// One step of the model test.

@@ -156,6 +156,7 @@ mod delivery;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod event;
+mod id_index;
 mod inbox;
 mod label_index;
 mod lane;
@@ -166,6 +167,7 @@ mod redb;
 pub(crate) mod request;
 mod routes;
 mod shared;
+mod slab;
 pub(crate) mod store;
 mod subscriptions;
 pub(crate) mod watch;

@@ -515,6 +515,9 @@ fn main() {
     let chain_mt = chain_series(&sizes, true);
 
     let samples = if quick { 50 } else { 1_000 };
+    // One whole run first, discarded, as `benches/runtime.rs` does: the
+    // process's first run grows its heap (a page fault per page first touched).
+    runtime(false).block_on(latency(samples / 10, samples));
     let mut times = runtime(false).block_on(latency(samples / 10, samples));
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
