@@ -6,8 +6,7 @@
 //! kind far less often. A sorted tree pays for the order on every lookup: a
 //! few dozen id comparisons, each a pointer chase to the id's bytes. Here
 //! lookups go through a hash index, and the order is kept apart and brought
-//! up to date only when someone lists (or when it would otherwise hold too
-//! many stale entries):
+//! up to date only when someone lists:
 //!
 //! - resources live in a [`Slab`] of slots, which grows without moving
 //!   them; a freed slot is reused;
@@ -18,13 +17,13 @@
 //!   freed, so an entry that outlived its resource is recognised and dropped.
 //!   A write only counts itself for the order: a kind nobody lists keeps none.
 //!
-//! A create, an update, a destroy and a lookup cost a hash and a probe (and
+//! A create, an update, a destroy and a lookup cost a hash and a probe, and
 //! no write pays for copying or rehashing what the kind holds: the slab and
 //! the index grow without either, so the state's latency has no spike at the
-//! sizes where a `Vec` or a hash table would double); a
-//! list after writes finds what they added (one pass over the slots), sorts
-//! it, merges it in and reads the slots in order. A list by an equality or set label term reads only the
-//! slots a [`LabelIndex`] names for it, sorted by id.
+//! sizes where a `Vec` or a hash table would double. A list after writes
+//! finds what they added (one pass over the slots), sorts it, merges it in
+//! and reads the slots in order. A list by an equality or set label term
+//! reads only the slots a [`LabelIndex`] names for it, sorted by id.
 
 use std::hash::BuildHasher;
 use std::sync::{Mutex, PoisonError};

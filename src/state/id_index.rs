@@ -82,19 +82,18 @@ impl IdIndex {
             Some(g) if (g.next..g.end).contains(&(slot as usize)) => {
                 g.old.insert_unique(spread(hash), entry, rehash);
             }
-            Some(_) => {
+            growing => {
+                // Full: this insert would rehash everything; grow instead.
+                if growing.is_none()
+                    && self.table.len() == self.table.capacity()
+                    && !self.table.is_empty()
+                {
+                    self.start_growing(slots.len(), slot);
+                }
                 debug_assert!(
-                    self.table.len() < self.table.capacity(),
+                    self.growing.is_none() || self.table.len() < self.table.capacity(),
                     "the copy ends before the new table fills"
                 );
-                self.table.insert_unique(spread(hash), entry, rehash);
-            }
-            // Full: this insert would rehash everything.
-            None if self.table.len() == self.table.capacity() && !self.table.is_empty() => {
-                self.start_growing(slots.len(), slot);
-                self.table.insert_unique(spread(hash), entry, rehash);
-            }
-            None => {
                 self.table.insert_unique(spread(hash), entry, rehash);
             }
         }
@@ -109,17 +108,15 @@ impl IdIndex {
             entry.remove();
             found = true;
         }
-        // Copied slots are in the old table too.
-        if let Some(g) = &mut self.growing
-            && let Ok(entry) = g.old.find_entry(spread(hash), is_slot)
-        {
-            entry.remove();
-            found = true;
-        }
-        if let Some(g) = &mut self.growing
-            && g.skip == Some(slot)
-        {
-            g.skip = None; // filled again, it is indexed like any other
+        if let Some(g) = &mut self.growing {
+            // Copied slots are in the old table too.
+            if let Ok(entry) = g.old.find_entry(spread(hash), is_slot) {
+                entry.remove();
+                found = true;
+            }
+            if g.skip == Some(slot) {
+                g.skip = None; // filled again, it is indexed like any other
+            }
         }
         self.len -= usize::from(found);
         found
@@ -135,8 +132,8 @@ impl IdIndex {
         // just in time; eight times that keeps lookups probing two tables
         // for an eighth of the inserts only.
         let step = 8 * slots.div_ceil(held);
-        let skip = Some(inserting).filter(|&s| (s as usize) < slots);
-        self.growing = Some(Growing { old, next: 0, end: slots, step, skip });
+        debug_assert!((inserting as usize) < slots, "the slot inserted is one of the slots");
+        self.growing = Some(Growing { old, next: 0, end: slots, step, skip: Some(inserting) });
     }
 
     /// Copies the entries of the next `step` slots into the new table.
