@@ -13,6 +13,9 @@
 //!   first create to settled) on a single arbiter (`single`), with the
 //!   default placement (`default`), spread over the arbiters (`spread`), and
 //!   both controllers on one arbiter off the state's thread (`paired`).
+//! - `execution_per_object`: the per-object chain of `benches/runtime.rs`
+//!   (queue controllers, 16 in flight, N = 10,000, created live) with the
+//!   default placement (`default`) and spread (`spread`).
 //! - `execution_hot_key` : a queue controller with a hot key that requeues
 //!   itself at zero delay: the time for 1,000 ordinary keys to drain
 //!   (`with_hot_key`) vs the same without the hot key (`without_hot_key`).
@@ -20,6 +23,10 @@
 //!   a light queue controller (p50, p99 of 200, 1 ms apart) alone, next to a controller
 //!   that blocks its thread for 2 ms per reconcile on the arbiter, and next
 //!   to the same controller on the blocking pool (`execution::Blocking`).
+//!
+//! `execution_cpu` and `execution_per_object` also run their two placements
+//! in turns, outside criterion (`common::paired`): the ratio their targets are
+//! checked against, free of the machine's drift between criterion's blocks.
 //!
 //! Figures go to `<target>/bench-report/execution.json`.
 //! `cargo test --benches` runs a scaled-down smoke pass.
@@ -222,7 +229,17 @@ fn cpu(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Value 
         });
     }
     g.finish();
+    // The target's ratio, from runs taken in turns (see `common::paired`).
+    let paired = mode.wants("execution_cpu").then(|| {
+        common::paired(
+            sys,
+            mode.scale(10, 1),
+            || cpu_run(Layout::Spread, objects, rounds),
+            || cpu_run(Layout::Single, objects, rounds),
+        )
+    });
     json!({
+        "paired_spread_single": paired,
         "controllers": CPU_CONTROLLERS,
         "objects_per_controller": objects,
         "reconcile_work_ns": common::ns(per_reconcile),
@@ -313,7 +330,7 @@ async fn per_object_run(layout: Layout, n: u64) -> Duration {
     live_chain(runtime, n).await
 }
 
-fn per_object_chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) {
+fn per_object_chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     let n = mode.scale(10_000, 300);
     let mut g = c.benchmark_group("execution_per_object");
     g.sampling_mode(SamplingMode::Flat)
@@ -326,6 +343,16 @@ fn per_object_chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) {
         });
     }
     g.finish();
+    // The target's ratio, from runs taken in turns (see `common::paired`).
+    let paired = mode.wants("execution_per_object").then(|| {
+        common::paired(
+            sys,
+            mode.scale(20, 1),
+            || per_object_run(Layout::Default, n),
+            || per_object_run(Layout::Spread, n),
+        )
+    });
+    json!({ "objects": n, "paired_default_spread": paired })
 }
 
 fn chain(c: &mut Criterion, sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
@@ -586,7 +613,7 @@ fn main() {
 
     let cpu = cpu(&mut c, &sys, &mode);
     let chain = chain(&mut c, &sys, &mode);
-    per_object_chain(&mut c, &sys, &mode);
+    let per_object = per_object_chain(&mut c, &sys, &mode);
     let hot_key = hot_key(&mut c, &sys, &mode);
     let latency = blocking_latency(&sys, &mode);
     if !mode.list {
@@ -594,6 +621,7 @@ fn main() {
             "quick": !mode.full,
             "cpu": cpu,
             "chain": chain,
+            "per_object": per_object,
             "hot_key": hot_key,
             "blocking_latency": latency,
         });

@@ -291,6 +291,52 @@ pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// `rounds` runs of `base` and of `other` taken in turns (`base` first in
+/// even rounds, `other` first in odd ones), for the ratio of the two.
+///
+/// Criterion takes every sample of one routine before the next routine's: on
+/// a machine whose speed drifts (this one's CPU-bound work was measured 1.7x
+/// slower from one second to the next, with nothing else running), a drift
+/// between the two blocks lands in their ratio whole. Taken in turns, each
+/// pair ran seconds apart, under the same conditions: the median of the
+/// per-pair ratios is the figure a target on `other / base` is checked against.
+///
+/// Returns `{rounds, base_median_ns, other_median_ns, ratio_median}`, the
+/// ratio being `other / base`.
+pub fn paired<FA, FB>(
+    sys: &actix::SystemRunner,
+    rounds: usize,
+    mut base: impl FnMut() -> FA,
+    mut other: impl FnMut() -> FB,
+) -> serde_json::Value
+where
+    FA: std::future::Future<Output = Duration>,
+    FB: std::future::Future<Output = Duration>,
+{
+    let (mut bases, mut others, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    sys.block_on(async {
+        for round in 0..rounds.max(1) {
+            let (b, o) = if round % 2 == 0 {
+                let b = base().await;
+                (b, other().await)
+            } else {
+                let o = other().await;
+                (base().await, o)
+            };
+            ratios.push(o.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE));
+            bases.push(b);
+            others.push(o);
+        }
+    });
+    ratios.sort_by(f64::total_cmp);
+    serde_json::json!({
+        "rounds": ratios.len(),
+        "base_median_ns": ns(median(bases)),
+        "other_median_ns": ns(median(others)),
+        "ratio_median": ratios[ratios.len() / 2],
+    })
+}
+
 /// p50, p99, max and mean of `times` (sorted here) as JSON.
 pub fn percentiles(times: &mut [Duration]) -> serde_json::Value {
     times.sort();
