@@ -115,9 +115,17 @@ def ratio(a, b):
     return None if a is None or not b else a / b
 
 
-def paired_rounds(pairs):
-    """How a ratio from `common::paired` (benches) was taken, for the summary."""
-    return f"median of {pairs.get('rounds')} pairs"
+def paired_check(pairs, blocks):
+    """The ratio a placement target is checked on, and the words that lead its summary.
+
+    `pairs` is what `common::paired` (benches) wrote, `blocks` the same ratio
+    from criterion's consecutive blocks: the pairs' median when the report has
+    them ("Two ratios taken in turns" in the execution section), else `blocks`.
+    """
+    checked = get(pairs, "ratio_median")
+    if checked is None:
+        return blocks, ""
+    return checked, f"{fmt_ratio(checked)} in turns (median of {pairs.get('rounds')} pairs); criterion's blocks: "
 
 
 def fmt_ratio(r, suffix="×"):
@@ -434,16 +442,11 @@ def execution_section(d, summary, md):
     bare1 = d.median_ns("execution_cpu", "bare_1_thread")
     bare_n = d.median_ns("execution_cpu", "bare_threads")
     bare_speedup = ratio(bare1, bare_n)
-    # Checked on the runs taken in turns when the report has them ("Two
-    # ratios taken in turns" below); criterion's blocks beside them.
-    cpu_pairs = get(ex, "cpu", "paired_spread_single")
-    cpu_checked = get(cpu_pairs, "ratio_median") if cpu_pairs else speedup
+    cpu_checked, cpu_lead = paired_check(get(ex, "cpu", "paired_spread_single"), speedup)
     summary.append((
         "CPU-bound reconciles spread over the controller arbiters: ≥ 1.7× faster than one arbiter",
         MISSING if cpu_checked is None else (
-            (f"{fmt_ratio(cpu_checked)} in turns ({paired_rounds(cpu_pairs)}); criterion's blocks: "
-             if cpu_pairs else "")
-            + f"{fmt_ratio(speedup)} ({fmt_time(spread)} vs {fmt_time(single)}); "
+            cpu_lead + f"{fmt_ratio(speedup)} ({fmt_time(spread)} vs {fmt_time(single)}); "
             f"bare threads: {fmt_ratio(bare_speedup)}"
         ),
         None if cpu_checked is None else cpu_checked >= 1.7,
@@ -459,15 +462,12 @@ def execution_section(d, summary, md):
     # The per-object chain (the issue's "same chain"), spread vs home.
     per_object = {v: d.median_ns("execution_per_object", v) for v in ("default", "spread")}
     spread_cost = ratio(per_object["spread"], per_object["default"])
-    spread_pairs = get(ex, "per_object", "paired_default_spread")
-    spread_checked = get(spread_pairs, "ratio_median") if spread_pairs else spread_cost
+    spread_checked, spread_lead = paired_check(get(ex, "per_object", "paired_default_spread"), spread_cost)
     summary.append((
         "Per-object chain (queue controllers, 16 in flight), N = 10,000: `Placement::Spread` "
         "≤ 1.5× its time with `Placement::Home`",
         MISSING if spread_checked is None else (
-            (f"{fmt_ratio(spread_checked)} in turns ({paired_rounds(spread_pairs)}); criterion's blocks: "
-             if spread_pairs else "")
-            + f"{fmt_ratio(spread_cost)} ({fmt_time(per_object['spread'])} vs {fmt_time(per_object['default'])})"
+            spread_lead + f"{fmt_ratio(spread_cost)} ({fmt_time(per_object['spread'])} vs {fmt_time(per_object['default'])})"
         ),
         None if spread_checked is None else spread_checked <= 1.5,
     ))
@@ -494,9 +494,9 @@ def execution_section(d, summary, md):
     )
     md.append(
         "**Two ratios taken in turns.** Criterion takes every sample of one case before the "
-        "next case's; on this machine the same CPU-bound run was measured up to 1.7× slower from "
-        "one second to the next with nothing else running, and such a drift between two blocks "
-        "lands in their ratio whole. So the two placement targets (CPU-bound spread over one "
+        "next case's; on this VM the speed of the same CPU-bound run drifts from one second to "
+        "the next with nothing else running, and a drift between two blocks lands in their "
+        "ratio whole. So the two placement targets (CPU-bound spread over one "
         "arbiter; the per-object chain spread over home) are checked on their two cases run in "
         "turns, outside criterion (`common::paired`: the first case first in even rounds, second "
         "in odd ones), as the median of the per-pair ratios; criterion's blocks stay beside "
