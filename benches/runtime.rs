@@ -2,8 +2,11 @@
 //!
 //! - `chain`: N = 10,000 integers through two plain controllers (integer →
 //!   string → sentence) until settled, vs the same reads and writes as bare
-//!   actix round trips. `chain_1000` and `chain_100000`: the `live` and
-//!   `queue_live` variants (clock from the first create) at the other sizes.
+//!   actix round trips (`bare_actix`: its integers in its table before the
+//!   clock starts; `bare_actix_live`: created by round trips after it starts,
+//!   as the `*_live` variants create theirs). `chain_1000` and
+//!   `chain_100000`: the `live` and `queue_live` variants (clock from the
+//!   first create) at the other sizes.
 //!   The peer is `benches/kube-peer`, the same scenario on kube-runtime, which
 //!   `scripts/benchmarks.sh` runs in the same invocation.
 //! - `latency` (outside criterion): one queue controller, integers created one
@@ -18,7 +21,8 @@
 //!   with a 1 ms backoff (jitter 0), vs a bare actix `run_later(1 ms)`.
 //!
 //! Counts and memory go to `<target>/bench-report/runtime.json`.
-//! `COSI_BENCH_PROFILE=<variant>:<n>` (`queue_live`, `live`, …, or `bare_actix`)
+//! `COSI_BENCH_PROFILE=<variant>:<n>` (`queue_live`, `live`, …, `bare_actix`
+//! or `bare_actix_live`)
 //! runs one chain of size n and nothing else, for callgrind
 //! (`scripts/instructions.py`).
 //! `cargo test --benches` runs a scaled-down smoke pass.
@@ -272,6 +276,10 @@ impl Actor for Tables {
 struct ListInts;
 
 #[derive(Message)]
+#[rtype(result = "()")]
+struct PutInt(String, i64);
+
+#[derive(Message)]
 #[rtype(result = "Vec<(String, String)>")]
 struct ListStrs;
 
@@ -301,6 +309,13 @@ impl Handler<ListStrs> for Tables {
     }
 }
 
+impl Handler<PutInt> for Tables {
+    type Result = ();
+    fn handle(&mut self, PutInt(k, v): PutInt, _: &mut Context<Self>) {
+        self.ints.insert(k, v);
+    }
+}
+
 impl Handler<PutStr> for Tables {
     type Result = ();
     fn handle(&mut self, PutStr(k, v): PutStr, _: &mut Context<Self>) {
@@ -327,15 +342,37 @@ async fn chain_bare(n: u64) -> Duration {
         Tables { ints: (0..n).map(|k| (format!("n{k}"), k as i64)).collect(), ..Tables::default() }
             .start();
     let t = Instant::now();
+    chain_bare_from(&tables).await;
+    let elapsed = t.elapsed();
+    assert_eq!(tables.send(CountSentences).await.unwrap() as u64, n);
+    elapsed
+}
+
+/// The bare chain with its integers created live, as the `*_live` variants
+/// create theirs: the clock starts before the first create, and the creates
+/// go as round trips, 1,024 in flight (`pipelined`, as `create_ints`).
+async fn chain_bare_live(n: u64) -> Duration {
+    let tables = Tables::default().start();
+    let t = Instant::now();
+    pipelined(n, 1024, |k| {
+        let tables = &tables;
+        async move { tables.send(PutInt(format!("n{k}"), k as i64)).await.unwrap() }
+    })
+    .await;
+    chain_bare_from(&tables).await;
+    let elapsed = t.elapsed();
+    assert_eq!(tables.send(CountSentences).await.unwrap() as u64, n);
+    elapsed
+}
+
+/// The two levels of the bare chain over the integers in `tables`.
+async fn chain_bare_from(tables: &Addr<Tables>) {
     for (id, v) in tables.send(ListInts).await.unwrap() {
         tables.send(PutStr(id, v.to_string())).await.unwrap();
     }
     for (id, s) in tables.send(ListStrs).await.unwrap() {
         tables.send(PutSentence(id, format!("{s} sentence"))).await.unwrap();
     }
-    let elapsed = t.elapsed();
-    assert_eq!(tables.send(CountSentences).await.unwrap() as u64, n);
-    elapsed
 }
 
 const CHAIN_VARIANTS: [(&str, ChainVariant); 7] = [
@@ -393,16 +430,13 @@ fn chain(
         .throughput(Throughput::Elements(2 * n));
 
     g.bench_function("bare_actix", |b| {
-        b.iter_custom(|iters| {
-            sys.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += chain_bare(n).await;
-                }
-                total
-            })
-        });
+        b.iter_custom(|iters| common::iter_async(sys, iters, || chain_bare(n)));
     });
+    if variants.iter().any(|(_, v)| !v.preloaded) {
+        g.bench_function("bare_actix_live", |b| {
+            b.iter_custom(|iters| common::iter_async(sys, iters, || chain_bare_live(n)));
+        });
+    }
 
     let mut probes = serde_json::Map::new();
     for &(name, variant) in variants {
@@ -869,16 +903,18 @@ fn supervisor(c: &mut Criterion, sys: &SystemRunner) -> serde_json::Value {
 
 /// One run of a chain scenario at size `n` (see [`common::profile_request`]):
 /// `queue_live` and `live` as the criterion groups run them, `bare_actix` the
-/// baseline (its tables filled inside the run, as the others create theirs).
+/// baseline (its tables filled inside the run, as the others create theirs),
+/// `bare_actix_live` the baseline whose integers are created by round trips.
 fn profile(scenario: &str, n: u64) {
     let sys = actix::System::new();
     let elapsed = match scenario {
         "bare_actix" => sys.block_on(chain_bare(n)),
+        "bare_actix_live" => sys.block_on(chain_bare_live(n)),
         _ => {
             let Some(&(_, variant)) = CHAIN_VARIANTS.iter().find(|(name, _)| *name == scenario)
             else {
                 panic!(
-                    "COSI_BENCH_PROFILE: no chain variant {scenario:?} (bare_actix, or one of {:?})",
+                    "COSI_BENCH_PROFILE: no chain variant {scenario:?} (bare_actix, bare_actix_live, or one of {:?})",
                     CHAIN_VARIANTS.map(|(name, _)| name)
                 );
             };

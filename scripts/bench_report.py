@@ -237,15 +237,18 @@ def instructions_section(target_dir, d, md):
     )
     kube = get(sc, "chain_kube_runtime", "per_object")
     bare = get(sc, "chain_bare_actix", "per_object")
+    bare_live = get(sc, "chain_bare_actix_live", "per_object")
     rows = []
     for key, label in (
         ("chain_queue_live", "cosi-runtime `queue_live` (per object)"),
         ("chain_live", "cosi-runtime `live` (lists all)"),
         ("chain_bare_actix", "bare actix baseline"),
+        ("chain_bare_actix_live", "bare actix, integers created live"),
         ("chain_kube_runtime", "kube-runtime (current-thread)"),
     ):
-        rows.append(count_row(label, get(sc, key, "per_object"), kube, bare))
-    md.append(table(["scenario", "instructions per integer", "ratio to kube-runtime", "ratio to bare actix"], rows))
+        rows.append(count_row(label, get(sc, key, "per_object"), kube, bare, bare_live))
+    md.append(table(["scenario", "instructions per integer", "ratio to kube-runtime", "ratio to bare actix",
+                     "ratio to bare actix, created live"], rows))
     md.append("")
     render = get(sc, "krm_render", "per_object")
     pipe = get(sc, "krm_pipe_in_memory", "per_object")
@@ -306,11 +309,13 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         k_mt = get(kube, "chain_multi_thread", "sizes", str(n), "median_ms")
         q = d.median_ns(group, "queue_live")
         lv = d.median_ns(group, "live")
+        bare_live = d.median_ns(group, "bare_actix_live")
         ratios[n] = ratio(q, k_ns)
         rows.append([
             f"{n:,}", fmt_time(q), fmt_time(lv), fmt_time(k_ns),
             fmt_time(None if k_mt is None else k_mt * 1e6),
             fmt_ratio(ratios[n]), fmt_ratio(ratio(lv, k_ns)),
+            fmt_time(bare_live), fmt_ratio(ratio(q, bare_live)),
         ])
     lat = get(rt, "latency") or {}
     klat = get(kube, "latency_us") or {}
@@ -330,15 +335,28 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         q_peak = l_peak = None
 
     big = [ratios.get(10_000), ratios.get(100_000)]
-    # The per-object chain against the bare-actix chain of the same group (same run).
-    bare = [ratio(d.median_ns(groups[n], "queue_live"), d.median_ns(groups[n], "bare_actix"))
-            for n in (10_000, 100_000)]
+    # The per-object chain against the bare-actix chain of the same group (same
+    # run): the one that creates its integers live, as `queue_live` does, when
+    # the run has it (older runs: only the one whose integers exist before its
+    # clock starts, which is then the one checked).
+    sizes = (10_000, 100_000)
+    preloaded = [ratio(d.median_ns(groups[n], "queue_live"), d.median_ns(groups[n], "bare_actix"))
+                 for n in sizes]
+    live = [ratio(d.median_ns(groups[n], "queue_live"), d.median_ns(groups[n], "bare_actix_live"))
+            for n in sizes]
+    bare = preloaded if None in live else live
+    bare_text = (
+        f"{fmt_ratio(bare[0])} and {fmt_ratio(bare[1])} the bare-actix chain"
+        if None in live else
+        f"{fmt_ratio(live[0])} and {fmt_ratio(live[1])} the bare-actix chain that creates its "
+        f"integers live ({fmt_ratio(preloaded[0])} and {fmt_ratio(preloaded[1])} the one whose "
+        "integers are in its table before its clock starts)"
+    )
     summary.append((
         "Per-object chain (objects created live), N = 10,000 and 100,000: ≤ 1/5 of kube-runtime's "
         "time and ≤ 1.5× the bare-actix chain baseline (same run)",
         MISSING if None in big + bare
-        else f"{fmt_ratio(big[0])} and {fmt_ratio(big[1])} kube-runtime's time; "
-        f"{fmt_ratio(bare[0])} and {fmt_ratio(bare[1])} the bare-actix chain",
+        else f"{fmt_ratio(big[0])} and {fmt_ratio(big[1])} kube-runtime's time; {bare_text}",
         None if None in big + bare else max(big) <= 1 / 5 and max(bare) <= 1.5,
     ))
     p50 = lat.get("p50_ns")
@@ -377,11 +395,17 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         "sentence, ours from the first create to `settled()`; both check every sentence and count "
         "one reconcile per object and stage (the per-object form). Peer times are medians of 5 runs "
         "(3 at 100,000); ours are criterion medians. Ratio = our time / kube-runtime's "
-        "(current-thread); below 1 we are faster.\n"
+        "(current-thread); below 1 we are faster. The floor beside them: the bare-actix chain "
+        "whose integers are created live as well (`bare_actix_live`: the same creates, 1,024 in "
+        "flight, as `send().await`s to the actor holding the tables, then the two levels of the "
+        "bare chain, one clock over all of it; a chain that creates its objects does those "
+        "writes too, so this is the same chain's floor, where `bare_actix` of the next section "
+        "times only the two levels).\n"
     )
     md.append(table(
         ["N", "cosi-runtime `queue_live` (per object)", "cosi-runtime `live` (lists all)",
-         "kube-runtime (current-thread)", "kube-runtime (2 threads)", "ratio `queue_live`", "ratio `live`"],
+         "kube-runtime (current-thread)", "kube-runtime (2 threads)", "ratio `queue_live`", "ratio `live`",
+         "bare actix, created live", "`queue_live` / bare actix live"],
         rows,
     ))
     md.append("")
@@ -1204,6 +1228,14 @@ def main():
         "bare actix baseline: one task lists the integers and `send().await`s each string, "
         "then lists the strings and `send().await`s each sentence, to one actor holding `HashMap`s",
         fmt_time(chain_base), fmt_rate(rate(chain_base, objects)), "1.00×", "–", "–",
+    ])
+    bare_live = d.median_ns("chain", "bare_actix_live")
+    rows.append([
+        "bare actix, integers created live (`bare_actix_live`): the same, after the integers are "
+        "sent to the actor with `send().await` (1,024 in flight), clock from the first: the floor of the "
+        "`*_live` variants",
+        fmt_time(bare_live), fmt_rate(rate(bare_live, objects)),
+        fmt_ratio(ratio(bare_live, chain_base)), "–", "–",
     ])
     chain_ok = None if headline is None else headline <= 35e6
     summary.append((f"Chain, N = {n:,}: aim ≤ 35 ms", fmt_time(headline), chain_ok))

@@ -98,6 +98,7 @@ def main():
                 "chain_queue_live": measure(runtime, "queue_live", sizes, unit),
                 "chain_live": measure(runtime, "live", sizes, unit),
                 "chain_bare_actix": measure(runtime, "bare_actix", sizes, unit),
+                "chain_bare_actix_live": measure(runtime, "bare_actix_live", sizes, unit),
                 "chain_kube_runtime": measure(peer["kube-peer"], "chain", sizes, unit),
                 # The KRM package: per rendered item (each cluster renders to two).
                 "krm_render": measure(benches["krm"], "render", clusters, "rendered item",
