@@ -477,10 +477,23 @@ fn chain(
         });
     }
     g.finish();
+    // The per-object target's ratio to its floor, from runs taken in turns
+    // (see `common::paired`): `queue_live` against `bare_actix_live`.
+    let queue_live = variants.iter().find(|(name, _)| *name == "queue_live");
+    let paired = queue_live.filter(|_| mode.wants(group)).map(|&(_, variant)| {
+        let rounds = if n >= 100_000 { 10 } else { 20 };
+        common::paired(
+            sys,
+            rounds,
+            || chain_bare_live(n),
+            || async move { chain_run(n, variant).await.elapsed },
+        )
+    });
     json!({
         "n": n,
         "objects_processed": 2 * n,
         "variants": probes,
+        "paired_queue_live_bare_live": paired,
         "controller": "Level<I, O>: weak input, exclusive output, no finalizers; lists all inputs (cx.list + spec_ref), cx.modify per output",
     })
 }

@@ -7,8 +7,9 @@
 //! sent through a handle go instead into one queue that the state actor
 //! drains whole on each turn: a push is a lock and a `Vec` push (the first one
 //! after a drain wakes the actor), and the reply comes back on its own
-//! oneshot channel (carried to another thread through its [`Lane`](super::lane),
-//! one wake-up per pass). The actor handles what one drain took as one pass, so it
+//! one-shot channel, whose cell the calling thread reuses (see
+//! [`reply`](super::reply); carried to another thread through its
+//! [`Lane`](super::lane), one wake-up per pass). The actor handles what one drain took as one pass, so it
 //! knows exactly where a pass ends: there it sends the pass's batched events,
 //! then the replies (see [`state`](super) for that order).
 //!

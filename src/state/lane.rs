@@ -1,7 +1,7 @@
 //! [`Lane`]: the replies of one pass of the state actor, carried to another
 //! thread in one wake-up.
 //!
-//! A reply is a oneshot channel's send. Sent from the state actor's thread to
+//! A reply is a one-shot channel's send. Sent from the state actor's thread to
 //! a caller on another arbiter, each send wakes that caller's task there: a
 //! remote wake-up of the other thread's runtime (a system call, and a thread
 //! woken from its sleep) per reply. A queue controller with 16 reconciles in
@@ -24,11 +24,33 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::thread::ThreadId;
 
+use actix::dev::OneshotSender;
+
 use super::actor::StateReply;
+use super::reply::ReplySender;
 use crate::Error;
 
-/// A reply's channel to its caller.
-pub(crate) type Sender = tokio::sync::oneshot::Sender<Result<StateReply, Error>>;
+/// A reply's channel to its caller: the reply cell of a request sent
+/// through a [`State`](super::State) handle, or actix's channel of one sent
+/// as a message.
+pub(crate) enum Sender {
+    /// A request from the inbox.
+    Cell(ReplySender),
+    /// A request from the actor's mailbox.
+    Actix(OneshotSender<Result<StateReply, Error>>),
+}
+
+impl Sender {
+    /// Answers (an answer nobody waits for any more is dropped).
+    pub(crate) fn send(self, reply: Result<StateReply, Error>) {
+        match self {
+            Sender::Cell(tx) => tx.send(reply),
+            Sender::Actix(tx) => {
+                let _ = tx.send(reply);
+            }
+        }
+    }
+}
 
 type Held = (Sender, Result<StateReply, Error>);
 
@@ -115,7 +137,7 @@ impl Future for Drain {
             std::mem::take(&mut queue.replies)
         };
         for (tx, reply) in replies.drain(..) {
-            let _ = tx.send(reply);
+            tx.send(reply);
         }
         Poll::Pending
     }
@@ -144,9 +166,9 @@ impl ReplyTx {
         ReplyTx { tx, lane: None }
     }
 
-    /// Answered through `lane`, if any.
-    pub(crate) fn through(tx: Sender, lane: Option<Arc<Lane>>) -> ReplyTx {
-        ReplyTx { tx, lane }
+    /// Answered on `tx` through `lane`, if any.
+    pub(crate) fn through(tx: ReplySender, lane: Option<Arc<Lane>>) -> ReplyTx {
+        ReplyTx { tx: Sender::Cell(tx), lane }
     }
 
     /// The channel alone (a reply that waits for a commit is sent directly).
@@ -162,9 +184,7 @@ pub(crate) fn deliver(held: &mut Vec<(ReplyTx, Result<StateReply, Error>)>) {
     for (ReplyTx { tx, lane }, reply) in held.drain(..) {
         match lane {
             Some(lane) => wake.extend(lane.push((tx, reply))),
-            None => {
-                let _ = tx.send(reply);
-            }
+            None => tx.send(reply),
         }
     }
     for waker in wake {

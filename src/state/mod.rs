@@ -164,6 +164,7 @@ mod open;
 mod owned;
 #[cfg(feature = "redb")]
 mod redb;
+mod reply;
 pub(crate) mod request;
 mod routes;
 mod shared;

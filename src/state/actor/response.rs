@@ -10,14 +10,16 @@ use actix::prelude::*;
 
 use super::{StateActor, StateReply, StateRequest};
 use crate::Error;
+use crate::state::lane::Sender;
 
-/// Where a deferred reply goes: filled with the caller's channel by actix
-/// right after the handler returns.
-pub(crate) type ReplySlot = Rc<Cell<Option<OneshotSender<Result<StateReply, Error>>>>>;
+/// Where a deferred reply goes: filled with the caller's channel right after
+/// the request is dispatched (by actix for a message, by the pass for a
+/// request from the inbox).
+pub(crate) type ReplySlot = Rc<Cell<Option<Sender>>>;
 
 pub(crate) fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
     if let Some(tx) = slot.take() {
-        let _ = tx.send(reply);
+        tx.send(reply);
     }
 }
 
@@ -52,7 +54,7 @@ impl MessageResponse<StateActor, StateRequest> for StateResponse {
                     let _ = tx.send(reply);
                 }
             }
-            Response::Later(slot) => slot.set(tx),
+            Response::Later(slot) => slot.set(tx.map(Sender::Actix)),
         }
     }
 }
