@@ -414,7 +414,7 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         "whose integers are created live as well (`bare_actix_live`: the same creates, 1,024 in "
         "flight, as `send().await`s to the actor holding the tables, then the two levels of the "
         "bare chain, one clock over all of it; a chain that creates its objects does those "
-        "writes too, so this is the same chain's floor, where `bare_actix` of the next section "
+        "writes too, so this is the same chain's floor, where `bare_actix` (the section above) "
         "times only the two levels). The last column is criterion's blocks; the target is "
         "checked on the two run in turns (\"Ratios taken in turns\", under Execution).\n"
     )
