@@ -342,10 +342,7 @@ async fn chain_bare(n: u64) -> Duration {
         Tables { ints: (0..n).map(|k| (format!("n{k}"), k as i64)).collect(), ..Tables::default() }
             .start();
     let t = Instant::now();
-    chain_bare_from(&tables).await;
-    let elapsed = t.elapsed();
-    assert_eq!(tables.send(CountSentences).await.unwrap() as u64, n);
-    elapsed
+    chain_bare_from(&tables, t, n).await
 }
 
 /// The bare chain with its integers created live, as the `*_live` variants
@@ -359,20 +356,21 @@ async fn chain_bare_live(n: u64) -> Duration {
         async move { tables.send(PutInt(format!("n{k}"), k as i64)).await.unwrap() }
     })
     .await;
-    chain_bare_from(&tables).await;
-    let elapsed = t.elapsed();
-    assert_eq!(tables.send(CountSentences).await.unwrap() as u64, n);
-    elapsed
+    chain_bare_from(&tables, t, n).await
 }
 
-/// The two levels of the bare chain over the integers in `tables`.
-async fn chain_bare_from(tables: &Addr<Tables>) {
+/// The two levels of the bare chain over the `n` integers in `tables`; the
+/// time since `t` when they are done (then checked, off the clock).
+async fn chain_bare_from(tables: &Addr<Tables>, t: Instant, n: u64) -> Duration {
     for (id, v) in tables.send(ListInts).await.unwrap() {
         tables.send(PutStr(id, v.to_string())).await.unwrap();
     }
     for (id, s) in tables.send(ListStrs).await.unwrap() {
         tables.send(PutSentence(id, format!("{s} sentence"))).await.unwrap();
     }
+    let elapsed = t.elapsed();
+    assert_eq!(tables.send(CountSentences).await.unwrap() as u64, n);
+    elapsed
 }
 
 const CHAIN_VARIANTS: [(&str, ChainVariant); 7] = [

@@ -128,6 +128,34 @@ def paired_check(pairs, blocks):
     return checked, f"{fmt_ratio(checked)} in turns (median of {pairs.get('rounds')} pairs); criterion's blocks: "
 
 
+def floor_check(preloaded, live, pairs):
+    """The per-object chain's ratios to its bare-actix floor at the two sizes, and their words.
+
+    `preloaded` and `live` are criterion's ratios to `bare_actix` and
+    `bare_actix_live`, `pairs` what `common::paired` wrote for the latter. The
+    checked ratios are the floor that creates its integers live, as
+    `queue_live` does, when the run has it (older runs: `bare_actix`), taken
+    in turns when the run has those ("Ratios taken in turns").
+    """
+    has_live = None not in live
+    blocks = live if has_live else preloaded
+    in_turns = [get(p, "ratio_median") for p in pairs]
+    turns = has_live and None not in in_turns
+    checked = in_turns if turns else blocks
+    text = f"{fmt_ratio(checked[0])} and {fmt_ratio(checked[1])} the bare-actix chain"
+    notes = []
+    if has_live:
+        text += " that creates its integers live"
+    if turns:
+        text += ", in turns"
+        notes.append(f"medians of {pairs[0].get('rounds')} and {pairs[1].get('rounds')} pairs; "
+                     f"criterion's blocks: {fmt_ratio(live[0])} and {fmt_ratio(live[1])}")
+    if has_live:
+        notes.append(f"{fmt_ratio(preloaded[0])} and {fmt_ratio(preloaded[1])} the bare chain whose "
+                     "integers are in its table before its clock starts")
+    return checked, text + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def fmt_ratio(r, suffix="×"):
     if r is None:
         return MISSING
@@ -304,6 +332,8 @@ def kube_peer_section(d, rt, target_dir, summary, md):
     rows = []
     ratios = {}
     floor_ratios = {}
+    # `queue_live` over each bare-actix floor: integers created live, or preloaded.
+    to_live, to_preloaded = {}, {}
     for n, group in groups.items():
         k = get(kube, "chain", str(n), "median_ms")
         k_ns = None if k is None else k * 1e6
@@ -312,13 +342,15 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         lv = d.median_ns(group, "live")
         bare_live = d.median_ns(group, "bare_actix_live")
         ratios[n] = ratio(q, k_ns)
+        floor_ratios[n] = ratio(bare_live, k_ns)
+        to_live[n] = ratio(q, bare_live)
+        to_preloaded[n] = ratio(q, d.median_ns(group, "bare_actix"))
         rows.append([
             f"{n:,}", fmt_time(q), fmt_time(lv), fmt_time(k_ns),
             fmt_time(None if k_mt is None else k_mt * 1e6),
             fmt_ratio(ratios[n]), fmt_ratio(ratio(lv, k_ns)),
-            fmt_time(bare_live), fmt_ratio(ratio(q, bare_live)), fmt_ratio(ratio(bare_live, k_ns)),
+            fmt_time(bare_live), fmt_ratio(to_live[n]), fmt_ratio(floor_ratios[n]),
         ])
-        floor_ratios[n] = ratio(bare_live, k_ns)
     lat = get(rt, "latency") or {}
     klat = get(kube, "latency_us") or {}
     lat_rows = []
@@ -337,38 +369,11 @@ def kube_peer_section(d, rt, target_dir, summary, md):
         q_peak = l_peak = None
 
     big = [ratios.get(10_000), ratios.get(100_000)]
-    # The per-object chain against the bare-actix chain of the same group (same
-    # run): the one that creates its integers live, as `queue_live` does, when
-    # the run has it (older runs: only the one whose integers exist before its
-    # clock starts, which is then the one checked).
     sizes = (10_000, 100_000)
-    preloaded = [ratio(d.median_ns(groups[n], "queue_live"), d.median_ns(groups[n], "bare_actix"))
-                 for n in sizes]
-    live = [ratio(d.median_ns(groups[n], "queue_live"), d.median_ns(groups[n], "bare_actix_live"))
-            for n in sizes]
-    # Taken in turns when the run has them (see "Ratios taken in turns").
     pairs = [get(rt, "chain", "paired_queue_live_bare_live"),
              get(rt, "chain_sizes", "100000", "paired_queue_live_bare_live")]
-    in_turns = [get(p, "ratio_median") for p in pairs]
-    if None in live:
-        bare = preloaded
-        bare_text = f"{fmt_ratio(bare[0])} and {fmt_ratio(bare[1])} the bare-actix chain"
-    elif None in in_turns:
-        bare = live
-        bare_text = (
-            f"{fmt_ratio(live[0])} and {fmt_ratio(live[1])} the bare-actix chain that creates its "
-            f"integers live ({fmt_ratio(preloaded[0])} and {fmt_ratio(preloaded[1])} the one whose "
-            "integers are in its table before its clock starts)"
-        )
-    else:
-        bare = in_turns
-        bare_text = (
-            f"{fmt_ratio(in_turns[0])} and {fmt_ratio(in_turns[1])} the bare-actix chain that "
-            f"creates its integers live, in turns (medians of {pairs[0].get('rounds')} and "
-            f"{pairs[1].get('rounds')} pairs; criterion's blocks: {fmt_ratio(live[0])} and "
-            f"{fmt_ratio(live[1])}; {fmt_ratio(preloaded[0])} and {fmt_ratio(preloaded[1])} the "
-            "bare chain whose integers are in its table before its clock starts)"
-        )
+    bare, bare_text = floor_check([to_preloaded.get(n) for n in sizes],
+                                  [to_live.get(n) for n in sizes], pairs)
     floors = [floor_ratios.get(n) for n in sizes]
     floor_text = (
         "" if None in floors else

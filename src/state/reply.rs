@@ -8,7 +8,7 @@
 //! cache overflows, so each cost a trip into its arenas (callgrind: about
 //! 250 instructions per allocation and free, all told). Here a cell whose
 //! answer was taken, and that nobody else holds any more, goes back to a
-//! small per-thread pool when its receiver is dropped, and the next request
+//! per-thread pool (up to `POOLED` cells) when its receiver is dropped, and the next request
 //! from that thread takes it from there.
 //!
 //! The cell is a mutex over the answer, the receiver's waker, and whether the
@@ -92,9 +92,8 @@ impl Drop for ReplySender {
 fn close(cell: &Cell, answer: Option<Answer>) {
     let waker = {
         let mut slot = cell.lock();
-        if answer.is_some() {
-            slot.answer = answer;
-        }
+        // `None` from a sender dropped unsent: the slot holds none yet.
+        slot.answer = answer;
         slot.closed = true;
         slot.waker.take()
     };
