@@ -5,7 +5,9 @@
 //!   state whose namespace is durable in redb (group commit: one write
 //!   transaction per mailbox drain), and through raw redb with one
 //!   transaction per write (the cost group commit removes) and with 64
-//!   writes per transaction (the ceiling it approaches).
+//!   writes per transaction (the ceiling it approaches); and the disk alone:
+//!   a batch's bytes appended in one write and synced, per 64 writes (the
+//!   ceiling of any store that writes each batch once).
 //! - reopen: how long opening a state file of 100,000 resources takes (load
 //!   into the cache included), and the bytes on disk per resource; written to
 //!   `<target>/bench-report/durable.json`.
@@ -15,6 +17,7 @@
 
 mod common;
 
+use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 use actix::SystemRunner;
@@ -131,6 +134,44 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
                     }
                 }
                 txn.commit().expect("commit");
+                k += 64;
+            }
+            started.elapsed()
+        });
+    });
+    // The disk alone: what any store that writes a batch once, as one
+    // contiguous append (a log, no tree), pays per 64 writes: the batch's
+    // record bytes in one write to a file allocated and synced beforehand (so
+    // the sync has no size to record), then an fdatasync (redb's sync too).
+    // Its share of the in-memory rate is this disk's ceiling for durable
+    // writes at 64 in flight, before any work of the state.
+    let log = std::fs::File::options()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(dir.path().join("append.log"))
+        .expect("log file");
+    let batch = vec![7u8; 64 * record.max(1)];
+    const LOG_BYTES: u64 = 8 << 20;
+    log.set_len(LOG_BYTES).expect("allocate");
+    for at in (0..LOG_BYTES).step_by(batch.len()) {
+        let len = batch.len().min((LOG_BYTES - at) as usize);
+        log.write_all_at(&batch[..len], at).expect("fill");
+    }
+    log.sync_all().expect("sync");
+    let mut at = 0u64;
+    g.bench_function("disk_append_64_per_sync", |b| {
+        b.iter_custom(|iters| {
+            let started = Instant::now();
+            let mut k = 0;
+            while k < iters {
+                if at + batch.len() as u64 > LOG_BYTES {
+                    at = 0;
+                }
+                log.write_all_at(&batch, at).expect("append");
+                log.sync_data().expect("fdatasync");
+                at += batch.len() as u64;
                 k += 64;
             }
             started.elapsed()
