@@ -3,7 +3,8 @@
 //! on loopback, including `.owns()` of a second type: it creates a child per
 //! parent with an `ownerReference`, applies the parent's status, and when
 //! the child is deleted or changed in our state, the owner reference leads
-//! the controller back to the parent, which makes the child again.
+//! the controller back to the parent, which makes the child again; and its
+//! `finalizer()` helper holds a deletion until its cleanup ran.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,5 +177,44 @@ async fn a_stock_kube_runtime_controller_reconciles_our_resources_and_owns_their
     until(&state, CHILD, |c| spec(&c[0])["from"] == "b").await;
     until(&state, PARENT, |p| spec(&p[0])["status"]["value"] == "b").await;
     controller.abort();
+    server.stop().await;
+}
+
+/// kube-runtime's `finalizer()` helper as operators use it, against our API:
+/// it adds its finalizer with a JSON patch that tests `/metadata/finalizers`
+/// against `null` on an object that has none (the apiserver counts a
+/// missing field as `null`), and on deletion runs the cleanup, then
+/// removes its finalizer, after which the resource is gone.
+#[actix::test]
+async fn kube_runtimes_finalizer_helper_holds_and_releases_a_deletion() {
+    use kube::runtime::finalizer::{Event as Finalize, finalizer};
+    const CLEANUP: &str = "example.cosi.dev/cleanup";
+    let state = State::start();
+    let server = serve(&state).await;
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(client, NS, &parents());
+    state.create(parent("p2", "a"), None).await.unwrap();
+    let cleaned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let step = |api: Api<DynamicObject>, cleaned: Arc<std::sync::atomic::AtomicBool>| async move {
+        let obj = Arc::new(api.get("p2").await.unwrap());
+        finalizer(&api, CLEANUP, obj, |event| async move {
+            if let Finalize::Cleanup(_) = event {
+                cleaned.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            Ok::<_, Failed>(Action::await_change())
+        })
+        .await
+    };
+    // First run: the finalizer goes on.
+    step(api.clone(), cleaned.clone()).await.expect("the finalizer is added");
+    let held = state.get(&Pointer::new(NS, PARENT, "p2")).await.unwrap();
+    assert_eq!(held.metadata().finalizers().to_vec(), [CLEANUP]);
+    // Then the apply runs; a delete waits for the cleanup.
+    step(api.clone(), cleaned.clone()).await.expect("apply");
+    api.delete("p2", &Default::default()).await.unwrap();
+    assert!(api.get("p2").await.unwrap().metadata.deletion_timestamp.is_some());
+    step(api.clone(), cleaned.clone()).await.expect("the cleanup, then the finalizer off");
+    assert!(cleaned.load(std::sync::atomic::Ordering::SeqCst));
+    until(&state, PARENT, <[AnyResource]>::is_empty).await;
     server.stop().await;
 }

@@ -135,6 +135,27 @@ fn resolve<'a>(doc: &'a Value, pointer: &str) -> Result<&'a Value, PatchError> {
     Ok(at)
 }
 
+/// The value a `test` operation compares: the one at `pointer`, or `null`
+/// when the object that would hold it exists and lacks the field (as the
+/// apiserver's JSON patch does: kube-runtime's finalizer helper tests
+/// `/metadata/finalizers` against `null` on an object that has none). A
+/// missing parent is still an error.
+fn test_value<'a>(doc: &'a Value, pointer: &str) -> Result<&'a Value, PatchError> {
+    static NULL: Value = Value::Null;
+    match resolve(doc, pointer) {
+        Ok(found) => Ok(found),
+        Err(e) => {
+            let Some((holder, _)) = pointer.rsplit_once('/') else {
+                return Err(e);
+            };
+            match resolve(doc, holder)? {
+                Value::Object(_) => Ok(&NULL),
+                _ => Err(e),
+            }
+        }
+    }
+}
+
 /// The container holding `pointer`'s last token, and that token.
 fn parent<'a>(doc: &'a mut Value, pointer: &str) -> Result<(&'a mut Value, String), PatchError> {
     let mut tokens = tokens(pointer)?;
@@ -262,7 +283,7 @@ pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchErro
             }
             "test" => {
                 let expected = value()?;
-                let actual = resolve(&work, path)?;
+                let actual = test_value(&work, path)?;
                 if *actual != expected {
                     return Err(PatchError::Failed(format!(
                         "test failed: {path} is {actual}, not {expected}"
@@ -333,6 +354,31 @@ mod tests {
             json!({"spec": {"mtu": 9000, "list": [5, 2, 9], "copy": 9000, "new": {"x": 1}},
                    "moved": 1, "m~n": 2})
         );
+    }
+
+    /// kube-runtime's `finalizer()` helper adds the first finalizer with
+    /// `test /metadata/finalizers == null` then `add`, on an object that has
+    /// no such field: the apiserver counts a missing field as `null`.
+    #[test]
+    fn a_test_of_a_missing_field_against_null_passes() {
+        let mut doc = json!({"metadata": {"name": "a"}});
+        let patch = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["x"]}
+        ]);
+        json_patch(&mut doc, &patch).unwrap();
+        assert_eq!(doc, json!({"metadata": {"name": "a", "finalizers": ["x"]}}));
+        // Missing is null, not anything else; and the holder must exist.
+        for patch in [
+            json!([{"op": "test", "path": "/metadata/labels", "value": {}}]),
+            json!([{"op": "test", "path": "/status/phase", "value": null}]),
+            json!([{"op": "test", "path": "/metadata/name/x", "value": null}]),
+        ] {
+            let before = doc.clone();
+            let e = json_patch(&mut doc, &patch).unwrap_err();
+            assert!(matches!(e, PatchError::Failed(_)), "{patch}: {e:?}");
+            assert_eq!(doc, before);
+        }
     }
 
     #[test]
