@@ -838,8 +838,9 @@ async fn too_many_watches(fx: &Fixture) {
     let baseline = fx.state.watch_count().await.unwrap();
     let (status, first) = open_watch(fx.addr, &format!("{LINKS}?watch=true")).await;
     assert_eq!(status, 200);
+    // The python client's spelling counts too.
     let (status, _second) =
-        open_watch(fx.addr, &format!("{LINKS}?watch=1&timeoutSeconds=600")).await;
+        open_watch(fx.addr, &format!("{LINKS}?watch=True&timeoutSeconds=600")).await;
     assert_eq!(status, 200);
     watches_come_to(&fx.state, baseline + 2).await;
     let third = get(fx.addr, &format!("{LINKS}?watch=true")).await;

@@ -736,9 +736,14 @@ impl KubernetesApi {
     }
 }
 
-/// Whether a request starts a watch (`?watch=true`, `?watch=1`).
+/// Whether a request starts a watch: `?watch=` with any value the handler
+/// reads as true (Go's booleans: `true`, `True`, `1`, `t`, …; the python
+/// client sends `watch=True`), so every watch counts against the limit.
 fn is_watch(req: &ServiceRequest) -> bool {
-    req.query_string().split('&').any(|pair| matches!(pair, "watch=true" | "watch=1"))
+    req.query_string().split('&').any(|pair| {
+        pair.strip_prefix("watch=")
+            .is_some_and(|v| matches!(params::parse_bool("watch", v), Ok(true)))
+    })
 }
 
 /// A request the limits refuse, as a `Status`.

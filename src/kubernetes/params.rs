@@ -161,7 +161,10 @@ impl ListParams {
             None => None,
         };
         let watch = flag("watch")?;
-        let timeout = match timeout {
+        // `timeoutSeconds=0` means none given, as on the apiserver (which
+        // treats a zero timeout as unset): a watch of 0 seconds would end
+        // before its first event.
+        let timeout = match timeout.filter(|t| !t.is_zero()) {
             None if watch => Some(default_watch_timeout()),
             given => given,
         };
@@ -214,6 +217,11 @@ mod tests {
         assert_eq!(ListParams::parse(&query(&[])).unwrap().timeout, None, "a list has none");
         let given = ListParams::parse(&query(&[("watch", "1"), ("timeoutSeconds", "5")])).unwrap();
         assert_eq!(given.timeout, Some(Duration::from_secs(5)));
+        // Zero is none given: the watch gets the default, not an instant end.
+        let zero = ListParams::parse(&query(&[("watch", "1"), ("timeoutSeconds", "0")])).unwrap();
+        let timeout = zero.timeout.unwrap();
+        assert!((MIN_WATCH_TIMEOUT..MIN_WATCH_TIMEOUT * 2).contains(&timeout), "{timeout:?}");
+        assert_eq!(ListParams::parse(&query(&[("timeoutSeconds", "0")])).unwrap().timeout, None);
     }
 
     #[test]
