@@ -210,6 +210,30 @@ async fn a_watch_without_a_version_starts_with_everything_in_ascending_revision(
     server.stop().await;
 }
 
+/// Over several namespaces (a stream each), the initial objects still come
+/// in one ascending order, each with its own revision: a client caches
+/// that revision and sends it back with its next update.
+#[actix::test]
+async fn an_all_namespaces_watch_starts_with_every_object_at_its_own_revision_in_one_order() {
+    let state = State::start();
+    seed(&state).await; // config/eth0 at 1, config/eth1 at 2, edge/wan0 at 3
+    let eth0 = set_mtu(&state, "eth0", 1400).await;
+    let (server, addr) = serve(api(&state)).await;
+    let mut w = watch(addr, "/apis/net.cosi.dev/v1alpha1/linkconfigs?watch=1").await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let e = w.next().await.unwrap();
+        assert_eq!(e["type"], "ADDED");
+        seen.push((name(&e["object"]), revision(&e["object"])));
+    }
+    assert_eq!(seen, [("eth1".into(), 2), ("wan0".into(), 3), ("eth0".into(), eth0)]);
+    // A change after them comes after them.
+    let later = set_mtu(&state, "eth1", 1300).await;
+    let e = w.next().await.unwrap();
+    assert_eq!((name(&e["object"]), revision(&e["object"])), ("eth1".into(), later));
+    server.stop().await;
+}
+
 #[actix::test]
 async fn a_watch_without_a_version_sends_every_initial_object_even_past_the_watch_buffer() {
     // Five times the client's buffer: the initial events wait for room as
@@ -357,6 +381,23 @@ async fn timeout_seconds_ends_the_watch_cleanly() {
     assert_eq!(w.next_named().await.0, "ADDED");
     assert_eq!(w.next_named().await.0, "ADDED");
     assert!(w.next().await.is_none(), "the stream ends, with its last chunk");
+    server.stop().await;
+}
+
+/// A watch over no namespace at all (here a field selector admits none of
+/// the type's) is a quiet watch, not one that ends at once: clients would
+/// otherwise watch again in a tight loop.
+#[actix::test]
+async fn an_all_namespaces_watch_that_admits_no_namespace_stays_open_until_its_timeout() {
+    let state = State::start();
+    seed(&state).await;
+    let (server, addr) = serve(api(&state)).await;
+    let path = "/apis/net.cosi.dev/v1alpha1/linkconfigs?watch=true&timeoutSeconds=1\
+                &fieldSelector=metadata.namespace%3Dnowhere";
+    let opened = std::time::Instant::now();
+    let mut w = watch(addr, path).await;
+    assert!(w.next().await.is_none(), "no event, then the end at the timeout");
+    assert!(opened.elapsed() >= Duration::from_secs(1), "ended after {:?}", opened.elapsed());
     server.stop().await;
 }
 

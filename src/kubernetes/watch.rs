@@ -126,6 +126,8 @@ pub(super) async fn watch(
         pending: vec![Some(Vec::new()); if bootstrap { streams.len() } else { 0 }],
         bootstrapping: if bootstrap { streams.len() } else { 0 },
         bootstrapped: None,
+        initial: Vec::new(),
+        held: Vec::new(),
         out: Vec::new(),
         initial_events_end: bootstrap && params.send_initial_events && params.bookmarks,
         last: 0,
@@ -139,9 +141,18 @@ pub(super) async fn watch(
         stop: shared.closing.stopping(),
         tx,
     };
-    let merged: SelectAll<_> =
-        futures::stream::select_all(streams.into_iter().enumerate().map(|(i, s)| tagged(i, s)));
-    actix_web::rt::spawn(forward.run(merged));
+    if streams.is_empty() {
+        // No namespace to read (an all-namespaces watch when the type is in
+        // none, or a field selector that admits none of them): the watch
+        // stays open until its timeout like any quiet one. Ended at once,
+        // clients (informers, kube-rs' watcher) would watch again and again
+        // without a pause.
+        actix_web::rt::spawn(forward.run(futures::stream::pending()));
+    } else {
+        let merged: SelectAll<_> =
+            futures::stream::select_all(streams.into_iter().enumerate().map(|(i, s)| tagged(i, s)));
+        actix_web::rt::spawn(forward.run(merged));
+    }
     Ok(respond(rx, shared.closing.opened()))
 }
 
@@ -201,11 +212,18 @@ struct Forward {
     caught: Vec<u64>,
     /// Per stream, its initial events until its `Bootstrapped` (then `None`).
     pending: Vec<Option<Vec<AnyResource>>>,
-    /// The initial events of a stream that has just bootstrapped, in
-    /// revision order: sent by [`flush_initial`](Self::flush_initial) before
-    /// anything else, waiting for room in the client's buffer (they are
-    /// all ready at once, and may be many more than it holds).
+    /// The initial events of every stream once the last one has
+    /// bootstrapped, in revision order: sent by
+    /// [`flush_initial`](Self::flush_initial) before anything else, waiting
+    /// for room in the client's buffer (they are all ready at once, and may
+    /// be many more than it holds).
     bootstrapped: Option<Vec<AnyResource>>,
+    /// The initial events of the streams that have bootstrapped, while
+    /// others still do (a watch over several namespaces has a stream each).
+    initial: Vec<AnyResource>,
+    /// The later events of the streams that have bootstrapped, while others
+    /// still do: sent after every initial event, in revision order.
+    held: Vec<(usize, Event, u64)>,
     /// Streams that have not bootstrapped yet.
     bootstrapping: usize,
     /// The highest revision sent.
@@ -359,13 +377,13 @@ impl Forward {
         self.out.push(line("BOOKMARK", &object));
     }
 
-    /// Sends the initial events of the stream that has just bootstrapped
-    /// (then the initial-events-end bookmark once every stream has), a
-    /// batch at a time through [`deliver`](Self::deliver): an initial set
-    /// larger than the buffer reaches a client that reads, one that stops
-    /// reading is cut off as with any other events.
+    /// Sends the initial events of every stream, once the last has
+    /// bootstrapped (then the initial-events-end bookmark, then the events
+    /// held meanwhile), a batch at a time through
+    /// [`deliver`](Self::deliver): an initial set larger than the buffer
+    /// reaches a client that reads, one that stops reading is cut off as
+    /// with any other events.
     async fn flush_initial(&mut self) -> Result<(), Done> {
-        // What other streams' events queued goes first: revisions never go back.
         self.deliver().await?;
         let initial = self.bootstrapped.take().unwrap_or_default();
         for r in initial {
@@ -374,15 +392,26 @@ impl Forward {
                 self.deliver().await?;
             }
         }
-        self.bootstrapping -= 1;
-        if self.bootstrapping == 0 && self.initial_events_end {
+        if self.initial_events_end {
             self.bookmark(true);
+        }
+        // The streams' own orders, merged (a stable sort of ordered runs).
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_by_key(|(_, _, revision)| *revision);
+        for (index, event, revision) in held {
+            self.event(index, event, revision);
+            if self.out.len() >= BATCH {
+                self.deliver().await?;
+            }
         }
         self.deliver().await
     }
 
-    /// Queues what `event` of stream `index` shows the client (a stream's
-    /// initial events wait for its `Bootstrapped`).
+    /// Queues what `event` of stream `index` shows the client. The initial
+    /// events of all streams wait for the last `Bootstrapped` and go out
+    /// together in revision order (each object with its own revision, as a
+    /// client caches it for its next update), and so do, after them, the
+    /// later events of the streams done first.
     fn event(&mut self, index: usize, event: Event, revision: u64) {
         self.caught[index] = revision;
         if let Some(Some(initial)) = self.pending.get_mut(index) {
@@ -392,15 +421,24 @@ impl Forward {
                     return;
                 }
                 Event::Bootstrapped(_) => {
-                    let mut initial = self.pending[index].take().unwrap_or_default();
-                    initial.sort_by_key(|r| r.metadata().revision());
-                    // Sent by the task before its next event (`flush_initial`).
-                    self.bootstrapped = Some(initial);
+                    let done = self.pending[index].take().unwrap_or_default();
+                    self.initial.extend(done);
+                    self.bootstrapping -= 1;
+                    if self.bootstrapping == 0 {
+                        let mut all = std::mem::take(&mut self.initial);
+                        all.sort_by_key(|r| r.metadata().revision());
+                        // Sent by the task before its next event (`flush_initial`).
+                        self.bootstrapped = Some(all);
+                    }
                     return;
                 }
                 // Not during a bootstrap: the state sends every initial event first.
                 _ => {}
             }
+        }
+        if self.bootstrapping > 0 || self.bootstrapped.is_some() {
+            self.held.push((index, event, revision));
+            return;
         }
         match event {
             Event::Created(r) => {
