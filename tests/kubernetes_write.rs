@@ -248,6 +248,17 @@ async fn an_unknown_field_is_422_under_strict_validation_and_dropped_otherwise()
     let lax = post(addr, LINKS, &object("eth1", json!({"mtu": 1500, "speed": 10}))).await;
     assert_eq!(lax.status, 201);
     assert_eq!(lax.body["spec"], json!({"mtu": 1500}), "pruned");
+    // A typo around the spec is an unknown field too: the spec would
+    // otherwise be stored empty without a word.
+    let mut typo = object("eth2", json!({"mtu": 1500}));
+    typo["spce"] = typo["spec"].take();
+    typo["metadata"]["label"] = json!({"tier": "core"});
+    let bad = post(addr, &strict, &typo).await;
+    assert_eq!((bad.status, bad.reason()), (422, "Invalid"));
+    let message = bad.body["message"].as_str().unwrap();
+    assert!(message.contains("unknown field \"spce\""), "{message}");
+    assert!(message.contains("metadata.label"), "{message}");
+    assert!(state.get(&ptr("eth2")).await.unwrap_err().is_not_found());
     server.stop().await;
 }
 

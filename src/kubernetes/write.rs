@@ -230,8 +230,9 @@ fn unknown_fields(input: &Value, canonical: &Value, path: &str, out: &mut Vec<St
 }
 
 /// Reads a written object. `path_name` is the name in the URL (PUT, PATCH);
-/// the body's must agree. Unknown top-level fields are ignored, and so is
-/// `status` unless `part` is [`Part::Status`]; the spec of a type without a
+/// the body's must agree. Unknown top-level and metadata fields are a 422
+/// under `strict` and ignored otherwise, and so is `status` unless `part`
+/// is [`Part::Status`]; the spec of a type without a
 /// status subresource is decoded (see [`Expose::of`](super::Expose::of)).
 fn desired(target: &Target, body: &Value, strict: bool, part: Part) -> Result<Desired, Status> {
     let Value::Object(body) = body else {
@@ -253,6 +254,12 @@ fn desired(target: &Target, body: &Value, strict: bool, part: Part) -> Result<De
             "the kind in the data ({k}) does not match the expected kind ({})",
             exposed.kind
         )));
+    }
+    if strict {
+        let unknown = unknown_envelope_fields(body);
+        if !unknown.is_empty() {
+            return Err(unknown_fields_error(target, &unknown));
+        }
     }
     let empty = Map::new();
     let md = match body.get("metadata") {
@@ -326,6 +333,44 @@ fn desired(target: &Target, body: &Value, strict: bool, part: Part) -> Result<De
         }
     };
     Ok(Desired { metadata, spec, status, strict, resource_version, uid })
+}
+
+/// The fields of an object around its spec, as the apiserver knows them.
+const ENVELOPE: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];
+
+/// The fields of `ObjectMeta`.
+const OBJECT_META: [&str; 15] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// The fields of a written object's top level and metadata that no object
+/// has (a typo such as `spce:` or `metadata.label:`), as `fieldValidation=
+/// Strict` refuses them. Without it they are dropped, as the apiserver does.
+fn unknown_envelope_fields(body: &Map<String, Value>) -> Vec<String> {
+    let mut unknown: Vec<String> =
+        body.keys().filter(|k| !ENVELOPE.contains(&k.as_str())).cloned().collect();
+    if let Some(Value::Object(md)) = body.get("metadata") {
+        unknown.extend(
+            md.keys()
+                .filter(|k| !OBJECT_META.contains(&k.as_str()))
+                .map(|k| format!("metadata.{k}")),
+        );
+    }
+    unknown
 }
 
 /// `unknown` fields as a 422's reason.
