@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::controllers::int_to_str;
 use common::{IntSpec, NS, SentenceSpec, StrSpec};
-use cosi_runtime::controller::ControllerStatus;
+use cosi_runtime::controller::{ControllerStatus, TerminalError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::{Backoff, Intensity, OnExceeded, RegistrationError, StopReason};
 
@@ -83,6 +83,40 @@ async fn past_the_limit_the_runtime_stops_under_the_stop_policy() {
     assert_eq!(metrics[1].status, ControllerStatus::Failed);
     let e = runtime.register(|| AlwaysFails).await.unwrap_err();
     assert!(matches!(e, RegistrationError::Stopped { .. }));
+}
+
+/// A terminal error ends one controller, whatever the policy: the stop
+/// policy is for a controller past its restart intensity, not for one that
+/// said no retry can help.
+#[actix::test]
+async fn a_terminal_error_marks_its_controller_failed_even_under_the_stop_policy() {
+    struct Terminal;
+    impl Controller for Terminal {
+        fn name(&self) -> &str {
+            "Terminal"
+        }
+        fn inputs(&self) -> Vec<Input> {
+            vec![]
+        }
+        fn outputs(&self) -> Vec<Output> {
+            vec![Output::exclusive::<SentenceSpec>()]
+        }
+        async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult {
+            Err(TerminalError::new("the config asks for the impossible").into())
+        }
+    }
+    tokio::time::pause();
+    let runtime = runtime(OnExceeded::StopRuntime);
+    runtime.register(int_to_str).await.unwrap();
+    runtime.register(|| Terminal).await.unwrap();
+    runtime.settled().await;
+    let metrics = runtime.metrics().await;
+    assert_eq!(metrics[1].status, ControllerStatus::Failed);
+    assert_eq!(runtime.stop_reason(), None, "the runtime goes on");
+    runtime.state().create(Resource::new(NS, "a", IntSpec(7)), None).await.unwrap();
+    runtime.settled().await;
+    let s = runtime.state().get_typed::<StrSpec>(&Pointer::of::<StrSpec>(NS, "a")).await.unwrap();
+    assert_eq!(s.spec().0, "7", "the other controller still works");
 }
 
 #[actix::test]

@@ -199,14 +199,15 @@ where
                 (Completion::Failure, Some(delay))
             }
             Decision::GiveUp => {
-                self.give_up(error, &format!("{what}; restart intensity exceeded"), ctx);
+                self.give_up(error, &format!("{what}; restart intensity exceeded"), true, ctx);
                 (Completion::Terminal, None)
             }
         }
     }
 
-    /// Marks the controller failed for good and tells the supervisor.
-    fn give_up(&mut self, error: String, why: &str, ctx: &mut Context<Self>) {
+    /// Marks the controller failed for good and tells the supervisor
+    /// (`exceeded`: past its restart intensity, rather than terminal).
+    fn give_up(&mut self, error: String, why: &str, exceeded: bool, ctx: &mut Context<Self>) {
         tracing::error!(
             controller = %self.name,
             "controller {}: reconcile {why}: {error}; giving up",
@@ -217,9 +218,11 @@ where
         if let Some((timer, _armed)) = self.controller.requeue.take() {
             ctx.cancel_future(timer);
         }
-        self.env
-            .supervisor
-            .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
+        self.env.supervisor.do_send(HostReport::GaveUp {
+            controller: self.name.to_string(),
+            error,
+            exceeded,
+        });
     }
 }
 
@@ -344,7 +347,7 @@ where
                 } else {
                     "returned a terminal error"
                 };
-                host.give_up(failure, why, ctx);
+                host.give_up(failure, why, false, ctx);
                 (Completion::Terminal, None)
             }
             Ended::Failed(error) => host.failure(error.to_string(), false, ctx),

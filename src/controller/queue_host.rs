@@ -231,9 +231,11 @@ impl<Q: QController> QueueHost<Q> {
              the controller stops",
             self.name
         );
-        self.env
-            .supervisor
-            .do_send(HostReport::GaveUp { controller: self.name.to_string(), error });
+        self.env.supervisor.do_send(HostReport::GaveUp {
+            controller: self.name.to_string(),
+            error,
+            exceeded: false,
+        });
     }
 }
 

@@ -48,12 +48,17 @@ pub enum StopReason {
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
 pub(crate) enum HostReport {
-    /// The controller exceeded its restart intensity.
+    /// The controller is failed for good: it exceeded its restart
+    /// intensity, returned a terminal error or was denied an access.
     GaveUp {
         /// The controller.
         controller: String,
         /// Its last error.
         error: String,
+        /// Whether it exceeded its restart intensity (the only failure
+        /// [`OnExceeded::StopRuntime`] stops the runtime for; a terminal
+        /// error marks the one controller failed, whatever the policy).
+        exceeded: bool,
     },
     /// The controller replaced its inputs.
     InputsChanged {
@@ -389,18 +394,18 @@ impl Handler<HostReport> for Supervisor {
 
     fn handle(&mut self, report: HostReport, ctx: &mut Context<Self>) {
         match report {
-            HostReport::GaveUp { controller, error } => match self.policy.on_exceeded {
-                OnExceeded::MarkFailed => {
+            HostReport::GaveUp { controller, error, exceeded } => match self.policy.on_exceeded {
+                OnExceeded::StopRuntime if exceeded => {
+                    let stopping =
+                        self.stop_all(StopReason::ControllerFailed { controller, error }, ctx);
+                    actix::spawn(stopping);
+                }
+                _ => {
                     // The host logged why, at ERROR: one failure, one line.
                     tracing::debug!(
                         controller = %controller,
                         "controller {controller} is marked failed: {error}"
                     );
-                }
-                OnExceeded::StopRuntime => {
-                    let stopping =
-                        self.stop_all(StopReason::ControllerFailed { controller, error }, ctx);
-                    actix::spawn(stopping);
                 }
             },
             HostReport::InputsChanged { controller, inputs } => {
