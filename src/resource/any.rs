@@ -25,12 +25,22 @@ impl<S: Spec> ErasedSpec for S {
     }
 
     fn eq_erased(&self, other: &dyn ErasedSpec) -> bool {
-        match other.as_any().downcast_ref::<S>() {
-            Some(o) => self == o,
-            None => match (self.to_value(), other.to_value()) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            },
+        if let Some(o) = other.as_any().downcast_ref::<S>() {
+            return self == o;
+        }
+        // A spec read back from a store (redb after a reopen, etcd) is kept
+        // as its JSON until someone reads it typed: compared as `S`, so the
+        // no-op rule holds. Compared as JSON values, an `f32` field never
+        // matches (serde_json writes `1.1` but makes the value of `1.1f32`
+        // `1.100000023841858`), and every no-op modify would write.
+        if let Some(DynamicSpec(value)) = other.as_any().downcast_ref::<DynamicSpec>()
+            && let Ok(decoded) = <S as serde::Deserialize>::deserialize(value)
+        {
+            return *self == decoded;
+        }
+        match (self.to_value(), other.to_value()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
         }
     }
 
@@ -63,7 +73,8 @@ impl ErasedSpec for DynamicSpec {
     fn eq_erased(&self, other: &dyn ErasedSpec) -> bool {
         match other.as_any().downcast_ref::<DynamicSpec>() {
             Some(o) => self.0 == o.0,
-            None => other.to_value().is_ok_and(|v| v == self.0),
+            // A typed spec compares itself with this JSON (as its type).
+            None => other.eq_erased(self),
         }
     }
 
@@ -418,6 +429,27 @@ mod tests {
         assert_eq!(dynamic, typed);
         let bad = AnyResource::from_dynamic(md, serde_json::json!("five"));
         assert!(bad.typed::<Num>().unwrap_err().is_type_mismatch());
+    }
+
+    /// What a store gives back is the JSON it wrote: a typed spec equals it
+    /// when it decodes to an equal spec, even where the JSON value of the
+    /// typed spec differs (an `f32`, widened), so a no-op stays a no-op.
+    #[test]
+    fn a_typed_spec_equals_its_json_read_back_even_with_an_f32() {
+        #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+        struct Ratio(f32);
+        impl Spec for Ratio {
+            const TYPE: &'static str = "Ratios.test.cosi.dev";
+        }
+        let typed = Resource::new("ns", "a", Ratio(1.1)).into_any();
+        let mut json = Vec::new();
+        typed.write_json(&mut json).unwrap();
+        let read: DynamicResource = serde_json::from_slice(&json).unwrap();
+        let stored = read.into_any();
+        assert!(stored.is_dynamic());
+        assert!(typed.spec_eq(&stored) && stored.spec_eq(&typed), "both ways");
+        let other = Resource::new("ns", "a", Ratio(1.2)).into_any();
+        assert!(!other.spec_eq(&stored) && !stored.spec_eq(&other));
     }
 
     #[test]
