@@ -186,3 +186,39 @@ async fn reads_of_a_namespace_in_memory_never_wait_for_a_commit() {
     // A failing disk does not hold back the in-memory namespaces.
     state.create(Resource::new(NS, "other", IntSpec(2)), None).await.unwrap();
 }
+
+/// Two stores in one state, and a batch with writes to both: the one whose
+/// commit failed is rolled back and its callers told; the other's writes
+/// stand, in the cache and in its store, and are published. (Rolled back
+/// too, they would be in one place and not the other: the store would hold
+/// a write its callers were told failed, and refuse the next one.)
+#[actix::test]
+async fn a_batch_over_two_stores_stands_in_the_one_that_committed() {
+    let (ok, failing) = (Arc::new(Shared::default()), Arc::new(Shared::default()));
+    let state = State::builder()
+        .backend(["a"], Flaky(ok.clone()))
+        .backend(["b"], Flaky(failing.clone()))
+        .open()
+        .await
+        .unwrap();
+    let mut watch = state
+        .watch_kind_stream(&Kind::of::<IntSpec>("a"), LabelQuery::all(), &Default::default())
+        .await
+        .unwrap();
+    failing.fail.store(true, Ordering::SeqCst);
+    let (in_a, in_b) = futures::join!(
+        state.create(Resource::new("a", "x", IntSpec(1)), None),
+        state.create(Resource::new("b", "y", IntSpec(2)), None),
+    );
+    assert_eq!(in_a.unwrap().version().get(), 1);
+    let err = in_b.unwrap_err();
+    assert!(err.is_storage() && err.to_string().contains("b/"), "{err}");
+    assert_eq!(ok.stored.lock().unwrap().len(), 1, "a's store holds its write");
+    assert!(state.get(&Pointer::of::<IntSpec>("a", "x")).await.is_ok(), "and so does the cache");
+    assert!(state.get(&Pointer::of::<IntSpec>("b", "y")).await.unwrap_err().is_not_found());
+    assert!(matches!(watch.next().await, Some(Event::Created(r)) if r.id() == "x"));
+    // The next write to a's resource finds its store as the cache says.
+    let x = Pointer::of::<IntSpec>("a", "x");
+    let next = state.modify(&x, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3, None).await;
+    assert_eq!(next.unwrap().version().get(), 2);
+}

@@ -75,18 +75,33 @@ impl StateActor {
         for (change, revision, backend) in &batch.changes {
             per_backend[*backend].push(write_of(change, *revision));
         }
-        let commits: Vec<_> = per_backend
+        let (committed, commits): (Vec<usize>, Vec<_>) = per_backend
             .into_iter()
             .enumerate()
             .filter(|(_, writes)| !writes.is_empty())
-            .map(|(i, writes)| self.backends[i].commit(writes))
-            .collect();
+            .map(|(i, writes)| (i, self.backends[i].commit(writes)))
+            .unzip();
         self.committing = true;
         let done = futures::future::join_all(commits);
         ctx.spawn(done.into_actor(self).map(move |results, act, ctx| {
-            let result = results.into_iter().find_map(Result::err).map_or(Ok(()), Err);
-            act.finish(batch, result, ctx);
+            // Each backend's own outcome: a batch over two files, one of
+            // which failed, stands in the other.
+            let failed: Vec<(usize, Error)> = committed
+                .into_iter()
+                .zip(results)
+                .filter_map(|(i, result)| result.err().map(|e| (i, e)))
+                .collect();
+            act.finish(batch, &failed, ctx);
         }));
+    }
+
+    /// The backend a waiting caller's request went to.
+    fn backend_of(&self, about: &Subject) -> Option<usize> {
+        match about {
+            Subject::Resource(p) => self.routes.route(p.kind().namespace()),
+            Subject::Kind(k) => self.routes.route(k.namespace()),
+            Subject::Watch(_) | Subject::State => None,
+        }
     }
 
     /// Lets readers outside the actor read the cache when it holds nothing
@@ -95,30 +110,38 @@ impl StateActor {
         self.store.set_readable(self.dirty.is_empty() && self.closing.is_none());
     }
 
-    /// Publishes and answers a committed batch, or rolls a failed one back;
-    /// then serves what waited for it.
-    fn finish(&mut self, batch: Batch, result: Result<(), Error>, ctx: &mut Context<Self>) {
+    /// Publishes and answers the committed part of a batch and rolls back
+    /// the writes of each backend in `failed` (with its error); then serves
+    /// what waited for it.
+    fn finish(&mut self, batch: Batch, failed: &[(usize, Error)], ctx: &mut Context<Self>) {
         self.committing = false;
         self.dirty.clear();
-        match result {
-            Ok(()) => {
-                for (change, revision, _) in &batch.changes {
-                    self.watches.publish(change, *revision);
-                }
-                self.send_pending();
-                for (slot, _, reply) in batch.waiting {
-                    answer(&slot, reply);
-                }
+        let error_of = |backend: Option<usize>| {
+            failed.iter().find(|(b, _)| Some(*b) == backend).map(|(_, e)| e)
+        };
+        if !failed.is_empty() {
+            let lost: Vec<&Change> = batch
+                .changes
+                .iter()
+                .filter(|(_, _, b)| error_of(Some(*b)).is_some())
+                .map(|(c, _, _)| c)
+                .collect();
+            for (backend, e) in failed {
+                let writes = batch.changes.iter().filter(|(_, _, b)| b == backend).count();
+                tracing::error!("state: a commit of {writes} writes failed, rolled back: {e}");
             }
-            Err(e) => {
-                tracing::error!(
-                    "state: a commit of {} writes failed, rolled back: {e}",
-                    batch.changes.len()
-                );
-                self.store.rollback(batch.changes.iter().map(|(c, _, _)| c));
-                for (slot, resource, _) in batch.waiting {
-                    answer(&slot, Err(batch_failed(&e, resource.to_string())));
-                }
+            self.store.rollback(lost.into_iter());
+        }
+        for (change, revision, backend) in &batch.changes {
+            if error_of(Some(*backend)).is_none() {
+                self.watches.publish(change, *revision);
+            }
+        }
+        self.send_pending();
+        for (slot, about, reply) in batch.waiting {
+            match error_of(self.backend_of(&about)) {
+                None => answer(&slot, reply),
+                Some(e) => answer(&slot, Err(batch_failed(e, about.to_string()))),
             }
         }
         self.refresh_view();
