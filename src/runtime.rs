@@ -43,6 +43,9 @@ pub struct RuntimeBuilder {
     placement: Placement,
     /// Wraps the state handle controllers get (the test kit records through it).
     intercept: Option<Arc<dyn Fn(State) -> State + Send + Sync>>,
+    /// Runs first on each controller arbiter's thread (the test kit sends
+    /// that thread's panics to the test's log through it).
+    arbiter_init: Option<Arc<dyn Fn() + Send + Sync>>,
     patience: std::time::Duration,
 }
 
@@ -65,6 +68,7 @@ impl Default for RuntimeBuilder {
             arbiters: default_arbiters(),
             placement: Placement::default(),
             intercept: None,
+            arbiter_init: None,
             patience: SETTLED_PATIENCE,
         }
     }
@@ -144,6 +148,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Runs `init` first on the thread of each controller arbiter, before
+    /// any controller starts there (for the test kit).
+    pub(crate) fn on_arbiter_start(mut self, init: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.arbiter_init = Some(init);
+        self
+    }
+
     /// Starts the runtime over an in-memory state, on the current arbiter.
     ///
     /// # Panics
@@ -209,7 +220,7 @@ impl RuntimeBuilder {
             None => state.clone(),
         };
         let live = ControllerSet::default();
-        let arbiters = Arbiters::new(self.arbiters);
+        let arbiters = Arbiters::new(self.arbiters, self.arbiter_init.clone());
         let supervisor = Supervisor::new(
             controller_state,
             self.policy,

@@ -144,6 +144,39 @@ async fn a_panic_in_the_controller_fails_the_test() {
     h.settle().await;
 }
 
+/// The controller on an arbiter of its own: its panic happens on another
+/// thread, and still fails the test.
+#[actix::test]
+#[should_panic(expected = "the system panicked")]
+async fn a_panic_on_the_controllers_own_arbiter_fails_the_test() {
+    let h = Harness::builder().own_arbiter().start(|| Panicky).await.unwrap();
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    h.settle().await;
+}
+
+/// A blocking reconcile panics on a pool thread; the panic comes back to
+/// the host (and to the test).
+#[actix::test]
+#[should_panic(expected = "on a blocking pool thread")]
+async fn a_panic_of_a_blocking_reconcile_fails_the_test() {
+    let h = Harness::new(|| cosi_runtime::execution::Blocking::new(Panicky)).await;
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    h.settle().await;
+}
+
+/// Each test's log is its own: a panic on a thread that works for no test
+/// (here a plain thread) fails none.
+#[actix::test]
+async fn a_panic_on_an_unrelated_thread_fails_no_harness() {
+    let h = Harness::new(int_to_str).await;
+    std::thread::spawn(|| std::panic::catch_unwind(|| panic!("not this test's")).is_err())
+        .join()
+        .unwrap();
+    h.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    h.wait_for(&s("a"), |r| r.is_some()).await;
+    assert!(h.panics().is_empty(), "{:?}", h.panics());
+}
+
 #[actix::test]
 async fn allow_panics_lets_a_test_check_recovery() {
     tokio::time::pause();

@@ -1,5 +1,8 @@
 //! The arbiters a runtime runs its controllers on, and where each goes.
 
+use std::fmt;
+use std::sync::Arc;
+
 use actix_rt::{Arbiter, ArbiterHandle};
 
 /// Where a registered controller runs. See the [module docs](super) for
@@ -24,18 +27,37 @@ pub enum Placement {
 /// The arbiters a runtime runs controllers on besides its home arbiter,
 /// each started (a thread) when the first controller is placed on it, and
 /// stopped when this is dropped (with the supervisor).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Arbiters {
     slots: Vec<Option<Arbiter>>,
     next: usize,
+    /// Run first on each arbiter's thread.
+    init: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl fmt::Debug for Arbiters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Arbiters").field("slots", &self.slots).field("next", &self.next).finish()
+    }
 }
 
 impl Arbiters {
     /// Room for `n` controller arbiters; with `n <= 1`, none: everything
-    /// stays on the home arbiter.
-    pub(crate) fn new(n: usize) -> Self {
+    /// stays on the home arbiter. `init` runs first on each one's thread.
+    pub(crate) fn new(n: usize, init: Option<Arc<dyn Fn() + Send + Sync>>) -> Self {
         let slots = if n <= 1 { Vec::new() } else { (0..n).map(|_| None).collect() };
-        Arbiters { slots, next: 0 }
+        Arbiters { slots, next: 0, init }
+    }
+
+    /// A new arbiter, `init` queued first on it (an arbiter runs what it is
+    /// given in order: before any controller started there).
+    fn start(init: Option<&Arc<dyn Fn() + Send + Sync>>) -> Arbiter {
+        let arbiter = Arbiter::new();
+        if let Some(init) = init {
+            let init = Arc::clone(init);
+            arbiter.spawn_fn(move || init());
+        }
+        arbiter
     }
 
     /// Where a controller placed as `placement` runs: `None` for the home
@@ -53,7 +75,8 @@ impl Arbiters {
                 (self.next + n - 1) % n
             }
         };
-        Some(self.slots[i].get_or_insert_with(Arbiter::new).handle())
+        let init = self.init.as_ref();
+        Some(self.slots[i].get_or_insert_with(|| Self::start(init)).handle())
     }
 }
 

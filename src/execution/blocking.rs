@@ -86,8 +86,15 @@ fn settle<R>(joined: Result<R, tokio::task::JoinError>) -> Result<R, ReconcileEr
     match joined {
         Ok(returned) => Ok(returned),
         Err(e) => match e.try_into_panic() {
-            // Resumed on the host, which catches it as a panic of the reconcile.
-            Ok(panic) => std::panic::resume_unwind(panic),
+            // Resumed on the host, which catches it as a panic of the
+            // reconcile. `resume_unwind` runs no panic hook: the test kit's
+            // log of this thread hears of it here (the hook recorded it on
+            // the pool thread, which works for no test in particular).
+            Ok(panic) => {
+                let message = crate::controller::host::panic_message(panic.as_ref());
+                crate::testing::panics::record(format!("on a blocking pool thread: {message}"));
+                std::panic::resume_unwind(panic)
+            }
             Err(e) => Err(Box::new(e)),
         },
     }

@@ -136,6 +136,11 @@ impl HarnessBuilder {
                 let proxy = Interceptor { inner, writes: w.clone(), faults: f.clone() }.start();
                 state.redirect(proxy.recipient())
             }))
+            // A panic on the controller's own arbiter fails this test too.
+            .on_arbiter_start({
+                let log = panics::this_thread();
+                Arc::new(move || panics::forward_to(log.clone()))
+            })
             .start();
         (runtime, writes, faults)
     }

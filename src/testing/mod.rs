@@ -62,7 +62,7 @@ mod disk;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod harness;
-mod panics;
+pub(crate) mod panics;
 mod probe;
 mod record;
 
