@@ -86,21 +86,17 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
     for per_txn in [1u64, 64] {
         g.bench_function(format!("raw_redb_{per_txn}_per_txn"), |b| {
             b.iter_custom(|iters| {
-                let started = Instant::now();
-                let mut k = 0;
-                while k < iters {
+                in_batches(iters, per_txn, |writes| {
                     let txn = db.begin_write().expect("txn");
                     {
                         let mut t = txn.open_table(RAW).expect("table");
-                        for j in k..(k + per_txn).min(iters) {
+                        for j in writes {
                             let key = format!("default\0Ints\0r{}", j % KEYS);
                             t.insert(key.as_str(), value.as_slice()).expect("insert");
                         }
                     }
                     txn.commit().expect("commit");
-                    k += per_txn;
-                }
-                started.elapsed()
+                })
             });
         });
     }
@@ -122,21 +118,17 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
     let mut next = 0u64;
     g.bench_function("raw_redb_64_distinct_per_txn", |b| {
         b.iter_custom(|iters| {
-            let started = Instant::now();
-            let mut k = 0;
-            while k < iters {
+            in_batches(iters, 64, |writes| {
                 let txn = fair.begin_write().expect("txn");
                 {
                     let mut t = txn.open_table(RAW).expect("table");
-                    for _ in k..(k + 64).min(iters) {
+                    for _ in writes {
                         t.insert(key(next).as_str(), value.as_slice()).expect("insert");
                         next += 1;
                     }
                 }
                 txn.commit().expect("commit");
-                k += 64;
-            }
-            started.elapsed()
+            })
         });
     });
     // The disk alone: what any store that writes a batch once, as one
@@ -145,40 +137,40 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
     // the sync has no size to record), then an fdatasync (redb's sync too).
     // Its share of the in-memory rate is this disk's ceiling for durable
     // writes at 64 in flight, before any work of the state.
-    let log = std::fs::File::options()
-        .create(true)
-        .truncate(true)
-        .read(true)
-        .write(true)
-        .open(dir.path().join("append.log"))
-        .expect("log file");
-    let batch = vec![7u8; 64 * record.max(1)];
+    let log = std::fs::File::create(dir.path().join("append.log")).expect("log file");
     const LOG_BYTES: u64 = 8 << 20;
-    log.set_len(LOG_BYTES).expect("allocate");
-    for at in (0..LOG_BYTES).step_by(batch.len()) {
-        let len = batch.len().min((LOG_BYTES - at) as usize);
-        log.write_all_at(&batch[..len], at).expect("fill");
-    }
+    log.write_all_at(&vec![7u8; LOG_BYTES as usize], 0).expect("allocate");
     log.sync_all().expect("sync");
+    let batch = vec![7u8; 64 * record.max(1)];
     let mut at = 0u64;
     g.bench_function("disk_append_64_per_sync", |b| {
         b.iter_custom(|iters| {
-            let started = Instant::now();
-            let mut k = 0;
-            while k < iters {
+            // The whole batch each time, the last one too.
+            in_batches(iters, 64, |_| {
                 if at + batch.len() as u64 > LOG_BYTES {
                     at = 0;
                 }
                 log.write_all_at(&batch, at).expect("append");
                 log.sync_data().expect("fdatasync");
                 at += batch.len() as u64;
-                k += 64;
-            }
-            started.elapsed()
+            })
         });
     });
     g.finish();
     record
+}
+
+/// `iters` writes in batches of `per` (the last one shorter), each done by
+/// `batch` with the indices of its writes; the time they took.
+fn in_batches(iters: u64, per: u64, mut batch: impl FnMut(std::ops::Range<u64>)) -> Duration {
+    let started = Instant::now();
+    let mut k = 0;
+    while k < iters {
+        let end = (k + per).min(iters);
+        batch(k..end);
+        k = end;
+    }
+    started.elapsed()
 }
 
 /// The mean size of the records in a state file (closed).

@@ -156,6 +156,11 @@ def floor_check(preloaded, live, pairs):
     return checked, text + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def fmt_share(r):
+    """A ratio as a percentage."""
+    return fmt_ratio(None if r is None else 100 * r, " %")
+
+
 def fmt_ratio(r, suffix="×"):
     if r is None:
         return MISSING
@@ -984,6 +989,8 @@ def main():
     # ------------------------------------------------------------------ durable state
     dur = d.reports["durable"]
     drows = []
+    # Each case's median and its share of the in-memory rate at 64 in flight.
+    durable, shares = {}, {}
     mem64 = d.median_ns("durable_writes", "memory_64")
     for label, bench in (
         ("in-memory state, 1 in flight", "memory_1"),
@@ -997,15 +1004,12 @@ def main():
         ("the disk alone: the bytes of 64 such records appended in one write and synced (fdatasync), "
          "per 64 writes", "disk_append_64_per_sync"),
     ):
-        t = d.median_ns("durable_writes", bench)
-        r = ratio(mem64, t)
-        drows.append([label, fmt_time(t), fmt_rate(rate(t)), fmt_ratio(None if r is None else 100 * r, " %")])
-    red64 = d.median_ns("durable_writes", "redb_state_64")
-    raw1 = d.median_ns("durable_writes", "raw_redb_1_per_txn")
-    fair = d.median_ns("durable_writes", "raw_redb_64_distinct_per_txn")
-    disk = d.median_ns("durable_writes", "disk_append_64_per_sync")
-    r64 = ratio(mem64, red64)
-    r_disk = ratio(mem64, disk)
+        t = durable[bench] = d.median_ns("durable_writes", bench)
+        r = shares[bench] = ratio(mem64, t)
+        drows.append([label, fmt_time(t), fmt_rate(rate(t)), fmt_share(r)])
+    red64, raw1, fair, disk = (durable[b] for b in (
+        "redb_state_64", "raw_redb_1_per_txn", "raw_redb_64_distinct_per_txn", "disk_append_64_per_sync"))
+    r64, r_disk = shares["redb_state_64"], shares["disk_append_64_per_sync"]
     dur_ok = None if r64 is None else r64 >= 0.25
     dur_text = MISSING
     if r64 is not None:
@@ -1047,17 +1051,17 @@ def main():
         md.append(
             f"Group commit: {fmt_ratio(ratio(raw1, red64))} the rate of one transaction per write; "
             f"the fair ceiling here, the state's batch of 64 as one raw transaction, is "
-            f"{fmt_ratio(None if ratio(mem64, fair) is None else 100 * ratio(mem64, fair), ' %')} "
+            f"{fmt_share(shares['raw_redb_64_distinct_per_txn'])} "
             f"of the in-memory rate, and the state reaches "
-            f"{fmt_ratio(None if ratio(fair, red64) is None else 100 * ratio(fair, red64), ' %')} "
+            f"{fmt_share(ratio(fair, red64))} "
             f"of that ceiling's rate: an fsync costs {fmt_time(raw1)} on this disk (one raw "
             "transaction of one write). "
         )
         if r_disk is not None:
             md.append(
                 f"The disk alone, a batch's bytes appended and synced with no tree and no state "
-                f"({fmt_time(None if disk is None else 64 * disk)} per batch of 64), reaches "
-                f"{fmt_ratio(100 * r_disk, ' %')} of the in-memory rate: the most that any store "
+                f"({fmt_time(64 * disk)} per batch of 64), reaches "
+                f"{fmt_share(r_disk)} of the in-memory rate: the most that any store "
                 "which makes each batch of 64 durable in one write before it answers could reach "
                 "on this disk. "
             )
@@ -1071,7 +1075,7 @@ def main():
     # ------------------------------------------------------------------ shared state (etcd)
     ed = d.reports["etcd"]
     e = lambda bench: d.median_ns("etcd_writes", bench)  # noqa: E731
-    pct = lambda r: fmt_ratio(None if r is None else 100 * r, " %")  # noqa: E731
+    pct = fmt_share
     per_s = lambda ns: MISSING if not ns else f"{1e9 / ns:,.0f} /s"  # noqa: E731
     erows = []
     for label, bench, base in (

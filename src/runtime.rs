@@ -12,7 +12,7 @@ use crate::controller::metrics::ControllerSet;
 use crate::controller::{
     Controller, ControllerMetrics, QController, QueueHandle, default_pool_size,
 };
-use crate::execution::{Arbiters, Placement, default_arbiters};
+use crate::execution::{ArbiterInit, Arbiters, Placement, default_arbiters};
 use crate::state::{State, StateActor, StateBuilder};
 use crate::supervisor::{
     Backoff, ControllerRegistration, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded,
@@ -43,9 +43,8 @@ pub struct RuntimeBuilder {
     placement: Placement,
     /// Wraps the state handle controllers get (the test kit records through it).
     intercept: Option<Arc<dyn Fn(State) -> State + Send + Sync>>,
-    /// Runs first on each controller arbiter's thread (the test kit sends
-    /// that thread's panics to the test's log through it).
-    arbiter_init: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Runs first on each controller arbiter's thread.
+    arbiter_init: Option<ArbiterInit>,
     patience: std::time::Duration,
 }
 
@@ -150,7 +149,7 @@ impl RuntimeBuilder {
 
     /// Runs `init` first on the thread of each controller arbiter, before
     /// any controller starts there (for the test kit).
-    pub(crate) fn on_arbiter_start(mut self, init: Arc<dyn Fn() + Send + Sync>) -> Self {
+    pub(crate) fn on_arbiter_start(mut self, init: ArbiterInit) -> Self {
         self.arbiter_init = Some(init);
         self
     }

@@ -24,6 +24,10 @@ pub enum Placement {
     Arbiter(usize),
 }
 
+/// What runs first on each controller arbiter's thread (the test kit sends
+/// that thread's panics to the test's log through it).
+pub(crate) type ArbiterInit = Arc<dyn Fn() + Send + Sync>;
+
 /// The arbiters a runtime runs controllers on besides its home arbiter,
 /// each started (a thread) when the first controller is placed on it, and
 /// stopped when this is dropped (with the supervisor).
@@ -32,7 +36,7 @@ pub(crate) struct Arbiters {
     slots: Vec<Option<Arbiter>>,
     next: usize,
     /// Run first on each arbiter's thread.
-    init: Option<Arc<dyn Fn() + Send + Sync>>,
+    init: Option<ArbiterInit>,
 }
 
 impl fmt::Debug for Arbiters {
@@ -44,14 +48,14 @@ impl fmt::Debug for Arbiters {
 impl Arbiters {
     /// Room for `n` controller arbiters; with `n <= 1`, none: everything
     /// stays on the home arbiter. `init` runs first on each one's thread.
-    pub(crate) fn new(n: usize, init: Option<Arc<dyn Fn() + Send + Sync>>) -> Self {
+    pub(crate) fn new(n: usize, init: Option<ArbiterInit>) -> Self {
         let slots = if n <= 1 { Vec::new() } else { (0..n).map(|_| None).collect() };
         Arbiters { slots, next: 0, init }
     }
 
     /// A new arbiter, `init` queued first on it (an arbiter runs what it is
     /// given in order: before any controller started there).
-    fn start(init: Option<&Arc<dyn Fn() + Send + Sync>>) -> Arbiter {
+    fn start(init: Option<&ArbiterInit>) -> Arbiter {
         let arbiter = Arbiter::new();
         if let Some(init) = init {
             let init = Arc::clone(init);

@@ -91,8 +91,7 @@ fn settle<R>(joined: Result<R, tokio::task::JoinError>) -> Result<R, ReconcileEr
             // log of this thread hears of it here (the hook recorded it on
             // the pool thread, which works for no test in particular).
             Ok(panic) => {
-                let message = crate::controller::host::panic_message(panic.as_ref());
-                crate::testing::panics::record(format!("on a blocking pool thread: {message}"));
+                crate::testing::panics::record_resumed(panic.as_ref());
                 std::panic::resume_unwind(panic)
             }
             Err(e) => Err(Box::new(e)),

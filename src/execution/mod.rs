@@ -108,7 +108,7 @@ mod arbiters;
 mod blocking;
 mod budget;
 
-pub(crate) use arbiters::Arbiters;
+pub(crate) use arbiters::{ArbiterInit, Arbiters};
 
 /// What to write instead, when the runtime is started outside an actix
 /// `System` (the usual cause: `#[tokio::main]` or `#[tokio::test]`, which

@@ -231,9 +231,9 @@ fn unknown_fields(input: &Value, canonical: &Value, path: &str, out: &mut Vec<St
 
 /// Reads a written object. `path_name` is the name in the URL (PUT, PATCH);
 /// the body's must agree. Unknown top-level and metadata fields are a 422
-/// under `strict` and ignored otherwise, and so is `status` unless `part`
-/// is [`Part::Status`]; the spec of a type without a
-/// status subresource is decoded (see [`Expose::of`](super::Expose::of)).
+/// under `strict` and ignored otherwise; `status` is ignored unless `part`
+/// is [`Part::Status`]; the spec of a type without a status subresource is
+/// decoded (see [`Expose::of`](super::Expose::of)).
 fn desired(target: &Target, body: &Value, strict: bool, part: Part) -> Result<Desired, Status> {
     let Value::Object(body) = body else {
         return Err(Status::bad_request("the request body is not a JSON object"));

@@ -8,8 +8,8 @@
 //! cache overflows, so each cost a trip into its arenas (callgrind: about
 //! 250 instructions per allocation and free, all told). Here a cell whose
 //! answer was taken, and that nobody else holds any more, goes back to a
-//! per-thread pool (up to `POOLED` cells) when its receiver is dropped, and the next request
-//! from that thread takes it from there.
+//! per-thread pool (up to `POOLED` cells) when its receiver is dropped, and
+//! the next request from that thread takes it from there.
 //!
 //! The cell is a mutex over the answer, the receiver's waker, and whether the
 //! sender is gone: each side holds it for a few moves, never while anything

@@ -6,7 +6,7 @@
 //! thread: one test's panics must not fail another). A thread that works for
 //! a test elsewhere (a controller arbiter the harness started) forwards its
 //! panics to that test's log ([`forward_to`]); a panic carried back from a
-//! blocking pool thread is recorded where it lands ([`record`]).
+//! blocking pool thread is recorded where it lands ([`record_resumed`]).
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, Once};
@@ -71,15 +71,16 @@ pub(crate) fn forward_to(log: Arc<PanicLog>) {
 }
 
 /// Records a panic the hook did not see here: one raised on a blocking pool
-/// thread and resumed on this one (`resume_unwind` runs no hook).
-/// Nothing is kept unless the kit captures panics (outside tests, nobody
-/// reads the logs).
-pub(crate) fn record(panic: String) {
+/// thread and resumed on this one (`resume_unwind` runs no hook), by its
+/// payload. Nothing is kept, or formatted, unless the kit captures panics
+/// (outside tests, nobody reads the logs).
+pub(crate) fn record_resumed(payload: &(dyn std::any::Any + Send)) {
     if !HOOK.is_completed() {
         return;
     }
     if let Some(log) = target() {
-        log.push(panic);
+        let message = crate::controller::host::panic_message(payload);
+        log.push(format!("on a blocking pool thread: {message}"));
     }
 }
 
@@ -134,7 +135,7 @@ mod tests {
         let seen = since(mark);
         assert_eq!(seen.len(), 1, "{seen:?}");
         assert!(seen[0].contains("on the arbiter"), "{seen:?}");
-        record("resumed here".into());
+        record_resumed(&"resumed here");
         assert_eq!(since(mark).len(), 2);
     }
 }

@@ -95,13 +95,18 @@ impl StateActor {
         }));
     }
 
-    /// The backend a waiting caller's request went to.
-    fn backend_of(&self, about: &Subject) -> Option<usize> {
-        match about {
+    /// The error of the failed backend a waiting caller's request went to,
+    /// if it went to one (looked up only when a backend failed).
+    fn failure_of<'e>(&self, failed: &'e [(usize, Error)], about: &Subject) -> Option<&'e Error> {
+        if failed.is_empty() {
+            return None;
+        }
+        let backend = match about {
             Subject::Resource(p) => self.routes.route(p.kind().namespace()),
             Subject::Kind(k) => self.routes.route(k.namespace()),
             Subject::Watch(_) | Subject::State => None,
-        }
+        }?;
+        failed.iter().find(|(b, _)| *b == backend).map(|(_, e)| e)
     }
 
     /// Lets readers outside the actor read the cache when it holds nothing
@@ -116,30 +121,21 @@ impl StateActor {
     fn finish(&mut self, batch: Batch, failed: &[(usize, Error)], ctx: &mut Context<Self>) {
         self.committing = false;
         self.dirty.clear();
-        let error_of = |backend: Option<usize>| {
-            failed.iter().find(|(b, _)| Some(*b) == backend).map(|(_, e)| e)
-        };
-        if !failed.is_empty() {
-            let lost: Vec<&Change> = batch
-                .changes
-                .iter()
-                .filter(|(_, _, b)| error_of(Some(*b)).is_some())
-                .map(|(c, _, _)| c)
-                .collect();
-            for (backend, e) in failed {
-                let writes = batch.changes.iter().filter(|(_, _, b)| b == backend).count();
-                tracing::error!("state: a commit of {writes} writes failed, rolled back: {e}");
-            }
+        let failed_backend = |backend: &usize| failed.iter().any(|(b, _)| b == backend);
+        for (backend, e) in failed {
+            let lost: Vec<&Change> =
+                batch.changes.iter().filter(|(_, _, b)| b == backend).map(|(c, _, _)| c).collect();
+            tracing::error!("state: a commit of {} writes failed, rolled back: {e}", lost.len());
             self.store.rollback(lost.into_iter());
         }
         for (change, revision, backend) in &batch.changes {
-            if error_of(Some(*backend)).is_none() {
+            if !failed_backend(backend) {
                 self.watches.publish(change, *revision);
             }
         }
         self.send_pending();
         for (slot, about, reply) in batch.waiting {
-            match error_of(self.backend_of(&about)) {
+            match self.failure_of(failed, &about) {
                 None => answer(&slot, reply),
                 Some(e) => answer(&slot, Err(batch_failed(e, about.to_string()))),
             }
