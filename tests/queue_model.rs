@@ -182,10 +182,13 @@ proptest! {
             sim.apply(op)?;
             let stats = sim.q.stats();
             prop_assert_eq!(stats.processing, sim.held_keys().len());
+            let failing = (0..KEYS).filter(|k| sim.q.failures(k) > 0).count();
+            prop_assert_eq!(sim.q.failing_keys(), failing, "failing keys counted as they are");
         }
         sim.drain()?;
         prop_assert!(sim.owed.is_empty(), "never processed after being added: {:?}", sim.owed);
         prop_assert_eq!(sim.q.stats().processing, 0);
         prop_assert_eq!(sim.q.len(), 0, "no per-key state left");
+        prop_assert_eq!(sim.q.failing_keys(), 0);
     }
 }

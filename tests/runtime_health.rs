@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{IntSpec, NS};
-use cosi_runtime::controller::{ControllerStatus, TerminalError};
+use cosi_runtime::controller::{ControllerStatus, Outcome, QController, QSettings, TerminalError};
 use cosi_runtime::prelude::*;
+use cosi_runtime::supervisor::Backoff;
 
 /// Fails every reconcile: terminally, or with a retryable error.
 struct Failing {
@@ -85,4 +86,54 @@ async fn a_settled_runtime_passes_settled_within_and_is_healthy() {
     let runtime = Runtime::start();
     runtime.settled_within(Duration::from_secs(1)).await.unwrap();
     assert!(runtime.health().await.is_healthy());
+}
+
+/// Per key: `bad*` keys always fail, the others succeed.
+struct FailsBadKeys;
+
+impl QController for FailsBadKeys {
+    fn name(&self) -> &str {
+        "FailsBadKeys"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
+    }
+    async fn reconcile(
+        &self,
+        _: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        if ptr.id().starts_with("bad") {
+            return Err(format!("{} has no route to its gateway", ptr.id()).into());
+        }
+        Ok(Outcome::Done)
+    }
+}
+
+#[actix::test]
+async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed() {
+    tokio::time::pause();
+    // A long first backoff: the failing key waits it out through the test.
+    let (initial, max) = (Duration::from_secs(600), Duration::from_secs(600));
+    let backoff = Backoff { initial, max, jitter: 0.0, ..Backoff::default() };
+    let runtime = Runtime::builder().backoff(backoff).start();
+    runtime.register_queue(|| FailsBadKeys).await.unwrap();
+    let state = runtime.state();
+    state.create(Resource::new(NS, "bad-eth0", IntSpec(1)), None).await.unwrap();
+    for i in 0..3 {
+        state.create(Resource::new(NS, format!("good-{i}"), IntSpec(i)), None).await.unwrap();
+    }
+    // A key backing off is work still to do: the runtime does not settle
+    // within a virtual minute, and says which controller holds it.
+    let busy = runtime.settled_within(Duration::from_secs(60)).await.unwrap_err();
+    assert!(busy.to_string().contains("FailsBadKeys"), "{busy}");
+    let metrics = runtime.metrics().await;
+    assert_eq!(metrics[0].reconciles, 3, "the good keys succeeded after the failure");
+    let health = runtime.health().await;
+    let c = &health.controllers[0];
+    assert_eq!(c.status, ControllerStatus::BackingOff, "{c}");
+    assert_eq!(c.failures_in_a_row, 1, "the success of other keys does not clear it: {c}");
+    let error = c.last_error.as_deref().unwrap_or_default();
+    assert!(error.contains("bad-eth0") && error.contains("no route to its gateway"), "{c}");
+    assert!(!health.is_healthy());
 }

@@ -12,7 +12,9 @@ pub struct ControllerHealth {
     /// Where it is in its life.
     pub status: ControllerStatus,
     /// Failed reconciles since the last success (the attempt count of a
-    /// controller backing off).
+    /// controller backing off). For a queue controller, since the last
+    /// success that left no key failing, so a key that keeps failing stays
+    /// in view (with its `last_error`) while other keys succeed.
     pub failures_in_a_row: u64,
     /// The last failure while failing; why it gave up once failed.
     pub last_error: Option<String>,

@@ -255,10 +255,13 @@ pub struct ControllerMetrics {
     pub reconcile_time: HistogramSnapshot,
     /// The work queue, in controller-runtime's terms.
     pub work_queue: WorkQueueMetrics,
-    /// Failed reconciles (errors and panics) since the last success.
+    /// Failed reconciles (errors and panics) since the last success. For a
+    /// queue controller, since the last success that left no key failing:
+    /// one key's success does not hide another key that keeps failing.
     pub failures_in_a_row: u64,
-    /// The last failure's message while the controller is failing (cleared by
-    /// a successful reconcile); for a failed controller, why it gave up.
+    /// The last failure's message while the controller is failing (cleared
+    /// by a successful reconcile as `failures_in_a_row` is); for a failed
+    /// controller, why it gave up.
     pub last_error: Option<String>,
     /// Queue figures, for queue controllers.
     pub queue: Option<QueueMetrics>,

@@ -60,11 +60,14 @@ impl<T> Ended<T> {
 
     /// Counts how it ended; for a failure, remembers `subject` and the reason
     /// (the last error of [`ControllerMetrics`](super::ControllerMetrics))
-    /// and returns that text.
+    /// and returns that text. A success ends the failure streak only when
+    /// `ends_streak` (a queue controller's success of one key does not
+    /// while other keys are still failing).
     pub(crate) fn account(
         &self,
         counters: &Counters,
         subject: Option<&dyn std::fmt::Display>,
+        ends_streak: bool,
     ) -> Option<String> {
         let reason = |what: &dyn std::fmt::Display| match subject {
             Some(s) => format!("{s}: {what}"),
@@ -73,7 +76,9 @@ impl<T> Ended<T> {
         let reason = match self {
             Ended::Succeeded(_) => {
                 Counters::bump_own(&counters.reconciles);
-                counters.succeeded();
+                if ends_streak {
+                    counters.succeeded();
+                }
                 return None;
             }
             Ended::Terminal(e) | Ended::Denied(e) => {

@@ -324,7 +324,7 @@ where
             host.controller.dirty = true;
             host.follow_inputs(inputs, ctx);
         }
-        let failure = ended.account(&host.counters, None).unwrap_or_default();
+        let failure = ended.account(&host.counters, None, true).unwrap_or_default();
         match ended {
             Ended::Succeeded(()) => {
                 host.controller.tracker.on_success();

@@ -328,7 +328,12 @@ impl<Q: QController> Hosted for Queued<Q> {
         ended: Ended<Outcome>,
         _: &mut Context<QueueHost<Q>>,
     ) -> (Completion, Option<Duration>) {
-        ended.account(&host.counters, Some(ptr));
+        // The failure streak (health's `failures_in_a_row`, `last_error`)
+        // ends with a success only when no other key is still failing: one
+        // key that succeeds says nothing of another that keeps failing.
+        let failing = host.queue.failing_keys();
+        let others_failing = failing > 0 && failing > usize::from(host.queue.failures(ptr) > 0);
+        ended.account(&host.counters, Some(ptr), !others_failing);
         let completion = match ended {
             Ended::Succeeded(Outcome::Done) => Completion::Success,
             Ended::Succeeded(Outcome::RequeueAfter(d)) => {

@@ -156,6 +156,9 @@ pub struct WorkQueue<K> {
     backoff: Backoff,
     rng: fastrand::Rng,
     processing: usize,
+    /// Keys whose last run failed (a failure count above 0): backing off,
+    /// ready for their retry, or retrying.
+    failing: usize,
     retries: u64,
     shutdown: bool,
 }
@@ -186,6 +189,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             backoff,
             rng: fastrand::Rng::with_seed(seed),
             processing: 0,
+            failing: 0,
             retries: 0,
             shutdown: false,
         }
@@ -343,6 +347,8 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 Again::At(now + delay)
             }
         };
+        // Only a failure keeps the key failing; every other end clears it.
+        self.failing -= usize::from(failures > 0);
         if self.shutdown {
             entry.remove();
             return retry;
@@ -360,6 +366,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 let backoff = retry.is_some();
                 if backoff {
                     self.retries += 1;
+                    self.failing += 1;
                 }
                 *entry.get_mut() = KeyState {
                     stage: self.delays.schedule(key, due, backoff),
@@ -395,6 +402,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             Stage::Ready { .. } => self.ready.keys.retain(|k| k != key),
             Stage::Delayed { due, seq, backoff } => self.delays.cancel(due, seq, backoff),
         }
+        self.failing -= usize::from(entry.failures > 0);
         self.entries.remove(key);
     }
 
@@ -406,6 +414,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.delays.by_due.clear();
         self.delays.backing_off = 0;
         self.entries.retain(|_, e| matches!(e.stage, Stage::Processing { .. }));
+        self.failing = self.entries.values().filter(|e| e.failures > 0).count();
     }
 
     /// Whether the queue is shut down and nothing is in flight.
@@ -453,6 +462,36 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// The number of consecutive failures of `key` (0 if unknown).
     pub fn failures(&self, key: &K) -> u32 {
         self.entries.get(key).map_or(0, |e| e.failures)
+    }
+
+    /// How many keys are failing: their last run failed and they have not
+    /// succeeded since (waiting out their backoff, ready for their retry,
+    /// or retrying now). A key that ends otherwise (success, requeue,
+    /// terminal error) or is dropped stops counting.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cosi_runtime::queue::{Completion, WorkQueue};
+    /// use tokio::time::Instant;
+    /// use cosi_runtime::supervisor::Backoff;
+    ///
+    /// let mut q = WorkQueue::new(Backoff::default());
+    /// let now = Instant::now();
+    /// q.add("bad", now);
+    /// q.add("good", now);
+    /// let (bad, _) = q.get(now).unwrap();
+    /// let (good, _) = q.get(now).unwrap();
+    /// q.done(&bad, Completion::Failure, now);
+    /// q.done(&good, Completion::Success, now);
+    /// assert_eq!(q.failing_keys(), 1, "a success of another key does not clear it");
+    /// let later = now + Duration::from_secs(60);
+    /// let (bad, _) = q.get(later).unwrap();
+    /// assert_eq!(q.failing_keys(), 1, "still failing while it retries");
+    /// q.done(&bad, Completion::Success, later);
+    /// assert_eq!(q.failing_keys(), 0);
+    /// ```
+    pub fn failing_keys(&self) -> usize {
+        self.failing
     }
 }
 
