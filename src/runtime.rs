@@ -567,8 +567,10 @@ impl Runtime {
     }
 
     /// [`settled`](Self::settled), giving up after `deadline` with what is
-    /// still busy: the controllers backing off or with queued keys, and their
-    /// last errors. For tests and tools that must not hang in silence.
+    /// still busy: the controllers backing off, failing, or with work ready
+    /// or running (not those whose keys only wait for a requested time:
+    /// those do not hold `settled()`), and their last errors. For tests and
+    /// tools that must not hang in silence.
     ///
     /// ```
     /// # actix::System::new().block_on(async {
@@ -588,14 +590,17 @@ impl Runtime {
 
     /// What is busy, after waiting `waited` for the runtime to settle.
     async fn not_settled(&self, waited: std::time::Duration) -> NotSettled {
-        let health = self.health().await;
-        let busy = health
-            .controllers
-            .into_iter()
-            .filter(|c| {
+        let metrics = self.metrics().await;
+        let busy = metrics
+            .iter()
+            .filter(|m| {
+                // What holds `settled()`: work ready or running (keys waiting
+                // for a requested time do not), or a failing controller.
+                let c = crate::controller::ControllerHealth::from(*m);
                 !c.is_healthy() && c.status != crate::controller::ControllerStatus::Failed
-                    || c.queued.is_some_and(|(waiting, running)| waiting + running > 0)
+                    || m.work_queue.depth + m.active_workers > 0
             })
+            .map(Into::into)
             .collect();
         NotSettled { deadline: waited, units: self.activity.busy(), busy }
     }

@@ -137,3 +137,37 @@ async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed
     assert!(error.contains("bad-eth0") && error.contains("no route to its gateway"), "{c}");
     assert!(!health.is_healthy());
 }
+
+/// Succeeds on every key and asks to run it again in an hour.
+struct Hourly;
+
+impl QController for Hourly {
+    fn name(&self) -> &str {
+        "Hourly"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
+    }
+    async fn reconcile(
+        &self,
+        _: &ReconcileContext,
+        _: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        Ok(Outcome::RequeueAfter(Duration::from_secs(3600)))
+    }
+}
+
+#[actix::test]
+async fn settled_within_names_what_holds_it_not_keys_waiting_for_their_time() {
+    tokio::time::pause();
+    let runtime = Runtime::start();
+    runtime.register_queue(|| FailsBadKeys).await.unwrap();
+    runtime.register_queue(|| Hourly).await.unwrap();
+    runtime.state().create(Resource::new(NS, "bad-eth1", IntSpec(1)), None).await.unwrap();
+    let busy = runtime.settled_within(Duration::from_secs(60)).await.unwrap_err();
+    let names: Vec<&str> = busy.busy.iter().map(|c| c.controller.as_str()).collect();
+    assert_eq!(names, ["FailsBadKeys"], "{busy}");
+    let hourly = &runtime.health().await.controllers[1];
+    assert_eq!(hourly.queued, Some((1, 0)), "its key waits for its hour: {hourly}");
+    assert!(hourly.is_healthy(), "{hourly}");
+}
