@@ -340,6 +340,30 @@ async fn a_watch_from_a_compacted_revision_gets_an_in_stream_410_then_ends() {
 }
 
 #[actix::test]
+async fn a_watch_of_a_quiet_namespace_resumes_after_another_namespace_overflowed_the_history() {
+    let state = State::builder().history(4).open().await.unwrap();
+    seed(&state).await;
+    let seen = set_mtu(&state, "eth0", 1280).await;
+    // Many more changes than the history keeps, all in the other namespace.
+    for mtu in 1..=20 {
+        let ptr = Pointer::of::<LinkConfig>("edge", "wan0");
+        state
+            .modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None)
+            .await
+            .unwrap();
+    }
+    let next = set_mtu(&state, "eth1", 1400).await;
+    let (server, addr) = serve(api(&state)).await;
+    // The client resumes config's watch from the last version it saw there.
+    let mut w = watch(addr, &format!("{LINKS}?watch=true&resourceVersion={seen}")).await;
+    let e = w.next().await.unwrap();
+    assert_eq!(e["type"], "MODIFIED", "{e}");
+    assert_eq!(e["object"]["metadata"]["name"], "eth1");
+    assert_eq!(e["object"]["metadata"]["resourceVersion"], next.to_string());
+    server.stop().await;
+}
+
+#[actix::test]
 async fn a_stopped_server_ends_every_open_watch_with_an_in_stream_410() {
     let state = State::start();
     seed(&state).await;

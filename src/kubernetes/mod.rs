@@ -259,7 +259,9 @@
 //!   client fell behind and the state coalesced its backlog: then events carry
 //!   their own revision, raised to the highest sent so far so that the stream
 //!   never goes backwards. Bookmarks carry the revision the watch has caught up
-//!   to; on a type nobody writes that revision stays where it was.
+//!   to; on a type nobody writes that revision stays where it was, and a
+//!   client resumes from it all the same: the state's history must keep only
+//!   the changes of the namespaces and type watched, whatever else it dropped.
 //! - A watch ends when its client resets the connection, but a client that
 //!   closes it quietly (a FIN, nothing unread) is only noticed when the next
 //!   event or bookmark is written to it: actix-web does not read the socket

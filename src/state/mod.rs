@@ -131,7 +131,9 @@
 //! watcher that went away resumes with [`WatchOptions::resume_from`] and gets
 //! exactly the changes it missed, as long as the state still keeps them (the
 //! last [`DEFAULT_HISTORY`] changes by default; after a reopen, only what
-//! came after it). Otherwise the watch fails with
+//! came after it). Only the watched kind's own changes count: a watch of a
+//! quiet kind resumes from its last event however many changes of other
+//! kinds pushed older ones out. Otherwise the watch fails with
 //! [`Error::Compacted`](crate::Error::Compacted), and the caller bootstraps again.
 //!
 //! Two guarantees make list-then-watch exact, as a Kubernetes informer needs

@@ -113,7 +113,10 @@ impl StateBuilder {
     }
 
     /// How many recent changes the state keeps for watches that resume
-    /// (default [`DEFAULT_HISTORY`]; 0 turns resuming off).
+    /// (default [`DEFAULT_HISTORY`]; 0 turns resuming off). A watch of a
+    /// kind resumes as long as none of *that kind's* changes after its
+    /// revision were dropped: a quiet kind's watch resumes from its last
+    /// event however many changes of other kinds came since.
     pub fn history(mut self, changes: usize) -> Self {
         self.history = changes;
         self

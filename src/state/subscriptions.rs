@@ -97,8 +97,15 @@ pub(crate) struct Watches {
     /// own counter; one more per shared store, whose revisions are its own).
     history: VecDeque<(u64, Domain, Change)>,
     history_limit: usize,
-    /// Per domain: every change up to this revision may be gone from the history.
+    /// Per domain: every change up to this revision may be gone from the
+    /// history (a state just opened from a backend, a shared store's feed
+    /// that lost its place, or no history kept at all).
     compacted: Vec<u64>,
+    /// Per kind (and domain): the newest of its changes that the history
+    /// dropped to make room. A watch of a quiet kind resumes from its last
+    /// event however many other kinds' changes came since: only its own
+    /// kind's dropped changes could be missing.
+    dropped: FxHashMap<(Domain, Kind), u64>,
     /// Watches whose batched events wait for [`Watches::send_pending`].
     pending: Vec<WatchId>,
 }
@@ -121,6 +128,7 @@ impl Watches {
             history: VecDeque::with_capacity(history_limit.min(1024)),
             history_limit,
             compacted: vec![0],
+            dropped: FxHashMap::default(),
             pending: Vec::new(),
         }
     }
@@ -164,8 +172,14 @@ impl Watches {
         if revision > current {
             return Err(compacted(format!("the state is only at revision {current}")));
         }
-        // Every change after `revision` must still be in the history.
-        let kept_after = self.compacted.get(domain).copied().unwrap_or(0);
+        // Every change of the target's kind after `revision` must still be in
+        // the history.
+        let kept_after = self
+            .compacted
+            .get(domain)
+            .copied()
+            .unwrap_or(0)
+            .max(self.dropped.get(&(domain, target.kind().clone())).copied().unwrap_or(0));
         if revision < kept_after {
             return Err(compacted(format!(
                 "changes up to revision {kept_after} are no longer kept; bootstrap again"
@@ -280,9 +294,11 @@ impl Watches {
             _ => change,
         };
         if self.history.len() >= self.history_limit
-            && let Some((dropped, in_domain, _)) = self.history.pop_front()
+            && let Some((dropped, in_domain, old)) = self.history.pop_front()
         {
-            self.compacted_up_to(in_domain, dropped);
+            // In revision order: the newest dropped so far.
+            let kind = old.resource().pointer().kind().clone();
+            *self.dropped.entry((in_domain, kind)).or_default() = dropped;
         }
         if self.history_limit > 0 {
             self.history.push_back((revision, domain, change.clone()));
@@ -447,6 +463,29 @@ mod tests {
         off.publish(&created("a"), 1);
         assert!(off.missed(&kind_target(), 0, 1, 0).unwrap_err().is_compacted());
         assert!(off.missed(&kind_target(), 1, 1, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_quiet_kind_resumes_after_other_kinds_overflowed_the_history() {
+        let mut w = Watches::with_history(4);
+        w.publish(&created("a"), 1);
+        for rev in 2..=100 {
+            let other = Resource::new("elsewhere", format!("x{rev}"), Num(1)).into_any();
+            w.publish(&Change::Created(other), rev);
+        }
+        w.publish(&created("b"), 101);
+        // Revision 1 was dropped long ago, but it was this kind's only
+        // change before `b`: a watch that saw `a` misses nothing but `b`.
+        let missed = w.missed(&kind_target(), 1, 101, 0).unwrap();
+        assert_eq!(missed.len(), 1);
+        assert_eq!(missed[0].1, 101);
+        // Before `a`, it would miss `a` itself: gone.
+        let err = w.missed(&kind_target(), 0, 101, 0).unwrap_err();
+        assert!(err.is_compacted() && err.to_string().contains("up to revision 1"), "{err}");
+        let elsewhere =
+            WatchTarget::Kind { kind: Kind::of::<Num>("elsewhere"), query: LabelQuery::all() };
+        assert!(w.missed(&elsewhere, 50, 101, 0).unwrap_err().is_compacted());
+        assert_eq!(w.missed(&elsewhere, 97, 101, 0).unwrap().len(), 3);
     }
 
     #[test]
