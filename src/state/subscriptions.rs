@@ -101,11 +101,12 @@ pub(crate) struct Watches {
     /// history (a state just opened from a backend, a shared store's feed
     /// that lost its place, or no history kept at all).
     compacted: Vec<u64>,
-    /// Per kind (and domain): the newest of its changes that the history
+    /// Per domain, per kind: the newest of its changes that the history
     /// dropped to make room. A watch of a quiet kind resumes from its last
     /// event however many other kinds' changes came since: only its own
-    /// kind's dropped changes could be missing.
-    dropped: FxHashMap<(Domain, Kind), u64>,
+    /// kind's dropped changes could be missing. (Looked up by `&Kind` on
+    /// every dropped change: no key is built, a new kind's aside.)
+    dropped: Vec<KindMap<u64>>,
     /// Watches whose batched events wait for [`Watches::send_pending`].
     pending: Vec<WatchId>,
 }
@@ -128,7 +129,7 @@ impl Watches {
             history: VecDeque::with_capacity(history_limit.min(1024)),
             history_limit,
             compacted: vec![0],
-            dropped: FxHashMap::default(),
+            dropped: Vec::new(),
             pending: Vec::new(),
         }
     }
@@ -138,6 +139,21 @@ impl Watches {
     pub(crate) fn compacted_up_to(&mut self, domain: Domain, revision: u64) {
         let compacted = self.compacted_mut(domain);
         *compacted = (*compacted).max(revision);
+    }
+
+    /// Notes that the history dropped a change of `kind` at `revision`
+    /// (dropped in revision order: the newest so far).
+    fn dropped_one(&mut self, domain: Domain, kind: &Kind, revision: u64) {
+        if self.dropped.len() <= domain {
+            self.dropped.resize_with(domain + 1, KindMap::default);
+        }
+        let marks = &mut self.dropped[domain];
+        match marks.get_mut(kind) {
+            Some(mark) => *mark = revision,
+            None => {
+                marks.insert(kind.clone(), revision);
+            }
+        }
     }
 
     fn compacted_mut(&mut self, domain: Domain) -> &mut u64 {
@@ -174,12 +190,9 @@ impl Watches {
         }
         // Every change of the target's kind after `revision` must still be in
         // the history.
-        let kept_after = self
-            .compacted
-            .get(domain)
-            .copied()
-            .unwrap_or(0)
-            .max(self.dropped.get(&(domain, target.kind().clone())).copied().unwrap_or(0));
+        let dropped = self.dropped.get(domain).and_then(|d| d.get(target.kind()));
+        let kept_after =
+            self.compacted.get(domain).copied().unwrap_or(0).max(dropped.copied().unwrap_or(0));
         if revision < kept_after {
             return Err(compacted(format!(
                 "changes up to revision {kept_after} are no longer kept; bootstrap again"
@@ -296,9 +309,7 @@ impl Watches {
         if self.history.len() >= self.history_limit
             && let Some((dropped, in_domain, old)) = self.history.pop_front()
         {
-            // In revision order: the newest dropped so far.
-            let kind = old.resource().pointer().kind().clone();
-            *self.dropped.entry((in_domain, kind)).or_default() = dropped;
+            self.dropped_one(in_domain, old.resource().pointer().kind(), dropped);
         }
         if self.history_limit > 0 {
             self.history.push_back((revision, domain, change.clone()));
