@@ -593,14 +593,14 @@ impl Runtime {
         let metrics = self.metrics().await;
         let busy = metrics
             .iter()
-            .filter(|m| {
+            .filter_map(|m| {
                 // What holds `settled()`: work ready or running (keys waiting
                 // for a requested time do not), or a failing controller.
-                let c = crate::controller::ControllerHealth::from(*m);
-                !c.is_healthy() && c.status != crate::controller::ControllerStatus::Failed
-                    || m.work_queue.depth + m.active_workers > 0
+                let c = crate::controller::ControllerHealth::from(m);
+                let failing =
+                    !c.is_healthy() && c.status != crate::controller::ControllerStatus::Failed;
+                (failing || m.work_queue.depth + m.active_workers > 0).then_some(c)
             })
-            .map(Into::into)
             .collect();
         NotSettled { deadline: waited, units: self.activity.busy(), busy }
     }

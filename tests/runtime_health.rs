@@ -88,12 +88,15 @@ async fn a_settled_runtime_passes_settled_within_and_is_healthy() {
     assert!(runtime.health().await.is_healthy());
 }
 
-/// Per key: `bad*` keys always fail, the others succeed.
-struct FailsBadKeys;
+/// A queue controller whose reconcile of each key is `outcome(key)`.
+struct Keyed {
+    name: &'static str,
+    outcome: fn(&Pointer) -> Result<Outcome, ReconcileError>,
+}
 
-impl QController for FailsBadKeys {
+impl QController for Keyed {
     fn name(&self) -> &str {
-        "FailsBadKeys"
+        self.name
     }
     fn settings(&self) -> QSettings {
         QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
@@ -103,11 +106,26 @@ impl QController for FailsBadKeys {
         _: &ReconcileContext,
         ptr: &Pointer,
     ) -> Result<Outcome, ReconcileError> {
-        if ptr.id().starts_with("bad") {
-            return Err(format!("{} has no route to its gateway", ptr.id()).into());
-        }
-        Ok(Outcome::Done)
+        (self.outcome)(ptr)
     }
+}
+
+/// `FailsBadKeys`: `bad*` keys always fail, the others succeed.
+fn fails_bad_keys() -> Keyed {
+    Keyed {
+        name: "FailsBadKeys",
+        outcome: |ptr| {
+            if ptr.id().starts_with("bad") {
+                return Err(format!("{} has no route to its gateway", ptr.id()).into());
+            }
+            Ok(Outcome::Done)
+        },
+    }
+}
+
+/// `Hourly`: succeeds on every key and asks to run it again in an hour.
+fn hourly() -> Keyed {
+    Keyed { name: "Hourly", outcome: |_| Ok(Outcome::RequeueAfter(Duration::from_secs(3600))) }
 }
 
 #[actix::test]
@@ -117,7 +135,7 @@ async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed
     let (initial, max) = (Duration::from_secs(600), Duration::from_secs(600));
     let backoff = Backoff { initial, max, jitter: 0.0, ..Backoff::default() };
     let runtime = Runtime::builder().backoff(backoff).start();
-    runtime.register_queue(|| FailsBadKeys).await.unwrap();
+    runtime.register_queue(fails_bad_keys).await.unwrap();
     let state = runtime.state();
     state.create(Resource::new(NS, "bad-eth0", IntSpec(1)), None).await.unwrap();
     for i in 0..3 {
@@ -138,31 +156,12 @@ async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed
     assert!(!health.is_healthy());
 }
 
-/// Succeeds on every key and asks to run it again in an hour.
-struct Hourly;
-
-impl QController for Hourly {
-    fn name(&self) -> &str {
-        "Hourly"
-    }
-    fn settings(&self) -> QSettings {
-        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
-    }
-    async fn reconcile(
-        &self,
-        _: &ReconcileContext,
-        _: &Pointer,
-    ) -> Result<Outcome, ReconcileError> {
-        Ok(Outcome::RequeueAfter(Duration::from_secs(3600)))
-    }
-}
-
 #[actix::test]
 async fn settled_within_names_what_holds_it_not_keys_waiting_for_their_time() {
     tokio::time::pause();
     let runtime = Runtime::start();
-    runtime.register_queue(|| FailsBadKeys).await.unwrap();
-    runtime.register_queue(|| Hourly).await.unwrap();
+    runtime.register_queue(fails_bad_keys).await.unwrap();
+    runtime.register_queue(hourly).await.unwrap();
     runtime.state().create(Resource::new(NS, "bad-eth1", IntSpec(1)), None).await.unwrap();
     let busy = runtime.settled_within(Duration::from_secs(60)).await.unwrap_err();
     let names: Vec<&str> = busy.busy.iter().map(|c| c.controller.as_str()).collect();

@@ -6,6 +6,7 @@ mod common;
 use common::{IntSpec, NS, StrSpec};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::WatchOptions;
+use cosi_runtime::state::WatchStream;
 use futures::StreamExt;
 
 /// A state keeping 16 changes, with `a` of kind `IntSpec` created, and the
@@ -24,6 +25,12 @@ async fn quiet_kind_seen() -> (State, u64) {
     (state, watch.revision())
 }
 
+/// A watch of every `S` in the namespace, resumed after `revision`.
+async fn resume<S: Spec>(state: &State, revision: u64) -> Result<WatchStream, Error> {
+    let kind = Kind::of::<S>(NS);
+    state.watch_kind_stream(&kind, LabelQuery::all(), WatchOptions::resume_from(revision)).await
+}
+
 /// 100 changes of another kind: far more than the history keeps.
 async fn churn_strings(state: &State) {
     for i in 0..100 {
@@ -39,11 +46,8 @@ async fn a_quiet_kind_resumes_from_its_last_event_after_other_kinds_overflowed_t
     let (state, seen) = quiet_kind_seen().await;
     churn_strings(&state).await;
     state.create(Resource::new(NS, "b", IntSpec(2)), None).await.unwrap();
-    let kind = Kind::of::<IntSpec>(NS);
-    let mut resumed = state
-        .watch_kind_stream(&kind, LabelQuery::all(), WatchOptions::resume_from(seen))
-        .await
-        .expect("nothing of this kind was dropped since");
+    let mut resumed =
+        resume::<IntSpec>(&state, seen).await.expect("nothing of this kind was dropped since");
     match resumed.next().await.unwrap() {
         Event::Created(r) => assert_eq!(r.pointer().id(), "b"),
         other => panic!("{other:?}"),
@@ -56,17 +60,9 @@ async fn a_resume_that_would_miss_a_dropped_change_of_its_own_kind_is_compacted(
     let (state, _) = quiet_kind_seen().await;
     churn_strings(&state).await;
     // From revision 0 it would need `a`'s create, long dropped.
-    let kind = Kind::of::<IntSpec>(NS);
-    let err = state
-        .watch_kind_stream(&kind, LabelQuery::all(), WatchOptions::resume_from(0))
-        .await
-        .unwrap_err();
+    let err = resume::<IntSpec>(&state, 0).await.unwrap_err();
     assert!(err.is_compacted(), "{err}");
     // The churned kind itself cannot resume from before its dropped changes.
-    let strings = Kind::of::<StrSpec>(NS);
-    let err = state
-        .watch_kind_stream(&strings, LabelQuery::all(), WatchOptions::resume_from(10))
-        .await
-        .unwrap_err();
+    let err = resume::<StrSpec>(&state, 10).await.unwrap_err();
     assert!(err.is_compacted(), "{err}");
 }

@@ -87,6 +87,15 @@ fn offer(
     closed
 }
 
+/// `domain`'s entry of a per-domain table, made (empty) if it is the
+/// first of that domain: domains are few and numbered from 0.
+fn of_domain<T: Default>(table: &mut Vec<T>, domain: Domain) -> &mut T {
+    if table.len() <= domain {
+        table.resize_with(domain + 1, T::default);
+    }
+    &mut table[domain]
+}
+
 /// Subscriptions grouped by kind.
 pub(crate) struct Watches {
     by_kind: KindMap<KindWatches>,
@@ -137,30 +146,20 @@ impl Watches {
     /// Marks every revision up to `revision` as no longer in the history
     /// (what a state that was just opened from a backend knows).
     pub(crate) fn compacted_up_to(&mut self, domain: Domain, revision: u64) {
-        let compacted = self.compacted_mut(domain);
+        let compacted = of_domain(&mut self.compacted, domain);
         *compacted = (*compacted).max(revision);
     }
 
     /// Notes that the history dropped a change of `kind` at `revision`
     /// (dropped in revision order: the newest so far).
     fn dropped_one(&mut self, domain: Domain, kind: &Kind, revision: u64) {
-        if self.dropped.len() <= domain {
-            self.dropped.resize_with(domain + 1, KindMap::default);
-        }
-        let marks = &mut self.dropped[domain];
+        let marks = of_domain(&mut self.dropped, domain);
         match marks.get_mut(kind) {
             Some(mark) => *mark = revision,
             None => {
                 marks.insert(kind.clone(), revision);
             }
         }
-    }
-
-    fn compacted_mut(&mut self, domain: Domain) -> &mut u64 {
-        if self.compacted.len() <= domain {
-            self.compacted.resize(domain + 1, 0);
-        }
-        &mut self.compacted[domain]
     }
 
     /// The events `target` missed after `revision`, each with its revision,
