@@ -166,6 +166,8 @@ mod open;
 mod owned;
 #[cfg(feature = "redb")]
 mod redb;
+#[cfg(feature = "redb")]
+mod redb_log;
 mod reply;
 pub(crate) mod request;
 mod routes;
