@@ -1001,7 +1001,7 @@ def main():
         ("raw redb, 64 writes per transaction", "raw_redb_64_per_txn"),
         ("raw redb, the state's batch: 64 of its 1,000 keys, records of its size, per transaction",
          "raw_redb_64_distinct_per_txn"),
-        ("the disk alone: the bytes of 64 such records appended in one write and synced (fdatasync), "
+        ("the disk alone: the bytes of 64 such records appended in one write, synced (O_DSYNC), "
          "per 64 writes", "disk_append_64_per_sync"),
     ):
         t = durable[bench] = d.median_ns("durable_writes", bench)
@@ -1033,7 +1033,8 @@ def main():
         "Acknowledged writes: a `modify` that changes the spec of one of 1,000 resources, awaited; "
         "with 64 in flight, `join_all` over windows of 64. The durable state keeps the namespace in a "
         "redb file and commits the writes of one mailbox drain as one batch on its own thread: one "
-        "record appended to its write-ahead log and synced (fdatasync) before the reply, and one "
+        "record appended to its write-ahead log in one write synced as it completes (O_DSYNC) before "
+        "the reply, and one "
         "redb transaction without a sync of its own (a synced redb commit, a checkpoint, once per "
         "8 MiB of log). Raw redb: keys of the form "
         "`default NUL Ints NUL r<k>` (k cycling over 1,000) and a 64-byte value, written with one "
@@ -1043,8 +1044,8 @@ def main():
         f"stores ({fmt_bytes(get(dur, 'write_record_bytes'))}: the revision and the resource's JSON), "
         "one synced redb transaction per batch (what the state's batch cost before its log). The "
         "disk alone: the bytes of a batch of 64 such "
-        "records written at once to a file allocated and synced beforehand, then one fdatasync "
-        "(what the log's append ends with): what any store that writes each batch once, as one "
+        "records written at once, synced as the write completes (O_DSYNC, as the log writes), to a "
+        "file allocated and synced beforehand: what any store that writes each batch once, as one "
         "contiguous append, would pay before any work of its own. Share = the rate as a "
         "percentage of the in-memory state's rate at 64 in flight, measured in the same run.\n"
     )

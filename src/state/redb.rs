@@ -35,7 +35,8 @@ const LOGGED: &str = "logged";
 ///
 /// # Expected flow
 /// Each batch is one record appended to the log (`NAME.wal` beside the
-/// file) and synced (`fdatasync`) before it is acknowledged, and one redb
+/// file) in one write synced as it completes (`O_DSYNC`) before it is
+/// acknowledged, and one redb
 /// transaction committed without a sync of its own (the file's tree stays
 /// current; reads come from the state's cache anyway). A batch whose record
 /// does not fit in the log (8 MiB) is committed to the file with immediate
@@ -421,15 +422,27 @@ fn writer(
                 if db.is_err() {
                     db = open(&mut log);
                 }
-                let result = match &db {
-                    Ok(open) => commit_batch(open, path, &batch, &mut log),
-                    Err(e) => Err(e.clone()),
+                let (answer, pending) = match &db {
+                    Ok(open) => match commit_batch(open, path, &batch, &mut log) {
+                        Ok(Durable { outcomes, pending }) => (Ok(outcomes), pending),
+                        Err(e) => (Err(e), None),
+                    },
+                    Err(e) => (Err(e.clone()), None),
                 };
-                if let Err(Error::Storage {
-                    failure: StorageFailure::Io | StorageFailure::Full,
-                    ..
-                }) = &result
+                let mut broken = matches!(
+                    &answer,
+                    Err(Error::Storage { failure: StorageFailure::Io | StorageFailure::Full, .. })
+                );
+                // Durable already: the caller need not wait for the file's tree.
+                let _ = reply.send(answer);
+                if let Some(txn) = pending
+                    && let Err(e) = txn.commit()
                 {
+                    // The batch stays in the log; the reopen below replays it.
+                    log::warn!("{}: a logged batch's transaction failed: {e}", path.display());
+                    broken = true;
+                }
+                if broken {
                     // Closed before it is opened again (redb holds a lock).
                     let closed = storage(path.display().to_string(), StorageFailure::Closed, "");
                     drop(std::mem::replace(&mut db, Err(closed)));
@@ -438,7 +451,6 @@ fn writer(
                         log::warn!("{}: cannot reopen after a failed write: {e}", path.display());
                     }
                 }
-                let _ = reply.send(result);
                 log.shrink();
             }
             Command::Close(reply) => {
@@ -522,18 +534,19 @@ fn recover(db: &Database, log: &mut Log, path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Commits `batch` as one transaction: without durability and logged (one
-/// append, one sync), or, when its record does not fit in the log, with
-/// immediate durability (a checkpoint).
+/// Makes `batch` durable as one transaction: logged (one append, one sync)
+/// and returned uncommitted, to be committed without durability, or, when
+/// its record does not fit in the log, committed with immediate durability
+/// (a checkpoint).
 fn commit_batch(
     db: &Database,
     path: &Path,
     batch: &[Write],
     log: &mut Log,
-) -> Result<Vec<Outcome>, Error> {
+) -> Result<Durable, Error> {
     let failed = |w: &Write, e: redb::Error| storage(w.pointer.to_string(), classify(&e), e);
     let Some(first) = batch.first() else {
-        return Ok(Vec::new());
+        return Ok(Durable { outcomes: Vec::new(), pending: None });
     };
     let mut txn = db.begin_write().map_err(|e| failed(first, e.into()))?;
     txn.set_durability(redb::Durability::None).map_err(|e| failed(first, e.into()))?;
@@ -612,21 +625,27 @@ fn commit_batch(
         txn.commit().map_err(|e| failed(first, e.into()))?;
         log.skip();
         log.restart();
-        return Ok(committed);
+        return Ok(Durable { outcomes: committed, pending: None });
     }
-    // Durable once logged; the transaction (unsynced) keeps the file's tree current.
-    let at = log.append().map_err(|e| {
-        let reason = format!("{}: {e}", log.path().display());
-        storage(first.pointer.to_string(), classify_io(&e), reason)
-    })?;
-    if let Err(e) = txn.commit() {
-        // Not acknowledged, so not replayed either.
-        if let Err(retract) = log.retract(at) {
+    // Durable once logged; the transaction (unsynced, committed after the
+    // answer) keeps the file's tree current.
+    if let Err(e) = log.append() {
+        // Not acknowledged, so not to be replayed: what reached the disk of
+        // the record (the write may have, where the sync failed) is taken back.
+        if let Err(retract) = log.retract() {
             log::warn!("{}: cannot take back a failed batch: {retract}", log.path().display());
         }
-        return Err(failed(first, e.into()));
+        let reason = format!("{}: {e}", log.path().display());
+        return Err(storage(first.pointer.to_string(), classify_io(&e), reason));
     }
-    Ok(committed)
+    Ok(Durable { outcomes: committed, pending: Some(txn) })
+}
+
+/// A batch made durable: what to answer, and the transaction that brings
+/// the file's tree up to date (a logged batch's), committed after the answer.
+struct Durable {
+    outcomes: Vec<Outcome>,
+    pending: Option<redb::WriteTransaction>,
 }
 
 impl Backend for RedbBackend {
@@ -821,6 +840,16 @@ mod tests {
         (db, log)
     }
 
+    /// `batch` through the writer's steps: made durable, then its
+    /// transaction committed.
+    fn commit(db: &Database, path: &Path, batch: &[Write], log: &mut Log) -> Result<(), Error> {
+        let durable = commit_batch(db, path, batch, log)?;
+        if let Some(txn) = durable.pending {
+            txn.commit().unwrap();
+        }
+        Ok(())
+    }
+
     /// The ids and the store revision a fresh open of `path` loads.
     fn loaded(path: &Path) -> (Vec<String>, u64) {
         let snapshot = RedbBackend::open(path).unwrap().load().unwrap();
@@ -840,10 +869,10 @@ mod tests {
         {
             let (db, mut log) = open_parts(&path);
             let batch = [put("a", Absent, 1), put("b", Absent, 2)];
-            commit_batch(&db, &path, &batch, &mut log).unwrap();
-            commit_batch(&db, &path, &[delete("a", Revision(1), 3)], &mut log).unwrap();
+            commit(&db, &path, &batch, &mut log).unwrap();
+            commit(&db, &path, &[delete("a", Revision(1), 3)], &mut log).unwrap();
             // A batch whose precondition fails is neither committed nor logged.
-            assert!(commit_batch(&db, &path, &[put("b", Absent, 4)], &mut log).is_err());
+            assert!(commit(&db, &path, &[put("b", Absent, 4)], &mut log).is_err());
             assert!(log.pending());
         }
         std::fs::write(&path, durable).unwrap();
@@ -862,12 +891,12 @@ mod tests {
         {
             let (db, mut log) = open_parts(&path);
             log.set_capacity(600);
-            commit_batch(&db, &path, &[put("a", Absent, 1)], &mut log).unwrap();
+            commit(&db, &path, &[put("a", Absent, 1)], &mut log).unwrap();
             assert!(log.pending());
             let big: Vec<_> = (0..8).map(|i| put(&format!("k{i}"), Absent, 2 + i)).collect();
-            commit_batch(&db, &path, &big, &mut log).unwrap();
+            commit(&db, &path, &big, &mut log).unwrap();
             assert!(!log.pending(), "the log starts again");
-            commit_batch(&db, &path, &[delete("a", Revision(1), 10)], &mut log).unwrap();
+            commit(&db, &path, &[delete("a", Revision(1), 10)], &mut log).unwrap();
             assert!(log.pending());
         }
         let (ids, revision) = loaded(&path);

