@@ -83,8 +83,10 @@ const LOGGED: &str = "logged";
 /// - Open fails with [`Error::Storage`] and leaves the file as it was when the
 ///   file is locked by another process ([`StorageFailure::Locked`]), is not a
 ///   state file or is damaged ([`StorageFailure::Corrupt`]: also a file that
-///   starts with redb's magic and then holds something else, or a state file
-///   cut short), was written by a
+///   starts with redb's magic and then holds something else, a state file
+///   cut short, or a log record that passes its checksum but does not parse:
+///   the error names `NAME.wal`, and nothing of the log is applied), was
+///   written by a
 ///   newer format ([`StorageFailure::UnsupportedFormat`]), or cannot be
 ///   created or written ([`StorageFailure::ReadOnly`]).
 ///
@@ -98,9 +100,10 @@ const LOGGED: &str = "logged";
 ///   log of one that crashed.
 /// - The log is an ordinary file on the same disk; [`testing::LimitedDisk`](crate::testing::LimitedDisk)
 ///   limits the state file only.
-/// - An IO error on the log after the redb transaction of its batch failed
-///   (taking the record back failed too) may let that failed batch reappear at
-///   the next open: the one case where a write answered with an error is kept.
+/// - A batch whose append to the log fails (its bytes written, their sync
+///   failed) is answered with the error and taken back (its record's header
+///   zeroed); if taking it back fails too, the batch may reappear at the next
+///   open: the one case where a write answered with an error is kept.
 pub struct RedbBackend {
     path: PathBuf,
     /// Opens the database again: after a failed write (redb refuses every
@@ -172,8 +175,10 @@ fn classify_io(e: &std::io::Error) -> StorageFailure {
 }
 
 /// An IO error on the write-ahead log at `log`.
+/// A record that does not parse ([`InvalidData`](std::io::ErrorKind::InvalidData))
+/// is [`Corrupt`](StorageFailure::Corrupt).
 fn log_failure(log: &Path, e: &std::io::Error) -> Error {
-    storage(log.display().to_string(), classify_io(e), format!("write-ahead log: {e}"))
+    storage(log.display().to_string(), classify_redb_io(e), format!("write-ahead log: {e}"))
 }
 
 fn redb_error(path: &Path, e: impl Into<redb::Error>) -> Error {
@@ -558,7 +563,8 @@ fn commit_batch(
     let mut committed = Vec::with_capacity(batch.len());
     // One buffer for the batch's keys (redb copies each on insert).
     let mut key = String::new();
-    {
+    // Whether the batch's record fits in the log (it is whole after the loop).
+    let fits = {
         let mut table = txn.open_table(RESOURCES).map_err(|e| failed(first, e.into()))?;
         for w in batch {
             write_key(&w.pointer, &mut key);
@@ -622,8 +628,9 @@ fn commit_batch(
                 meta.insert(LOGGED, log.seq()).map_err(|e| failed(first, e.into()))?;
             }
         }
-    }
-    if !log.fits() {
+        fits
+    };
+    if !fits {
         // Durable by itself, and every logged batch with it: the log starts again.
         txn.set_durability(redb::Durability::Immediate).map_err(|e| failed(first, e.into()))?;
         txn.commit().map_err(|e| failed(first, e.into()))?;
@@ -883,6 +890,37 @@ mod tests {
         assert_eq!(loaded(&path), (vec!["b".to_string()], 3));
         // Replayed and checkpointed: the next open finds the same.
         assert_eq!(loaded(&path), (vec!["b".to_string()], 3));
+    }
+
+    #[test]
+    fn a_log_record_that_does_not_parse_is_corrupt_at_open_and_nothing_applies() {
+        use Precondition::Absent;
+        let dir = crate::testing::conformance::ScratchDir::new();
+        let path = dir.path().join("state.redb");
+        {
+            let (db, mut log) = open_parts(&path);
+            commit_batch(&db, &path, &[put("a", Absent, 1)], &mut log).unwrap();
+        }
+        // The record's write of "a" made unknown, its checksum recomputed.
+        let wal = redb_log::log_path(&path);
+        let mut bytes = std::fs::read(&wal).unwrap();
+        bytes[16 + 9] = 9;
+        let crc = {
+            let mut h = crc32fast::Hasher::new();
+            h.update(&bytes[8..16]);
+            let len = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize;
+            h.update(&bytes[16..16 + len]);
+            h.finalize()
+        };
+        bytes[4..8].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&wal, &bytes).unwrap();
+        let err = RedbBackend::open(&path).unwrap_err();
+        assert!(
+            matches!(&err, Error::Storage { failure: StorageFailure::Corrupt, resource, .. }
+            if resource.ends_with("state.redb.wal")),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&wal).unwrap(), bytes, "the log is left as it was");
     }
 
     /// A batch whose record does not fit in the log is committed durably by

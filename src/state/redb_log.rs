@@ -68,38 +68,54 @@ impl Replayed {
     pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
         Entries { rest: &self.bytes }
     }
+
+    /// Whether every write of the record parses, to its last byte: replay
+    /// checks this before it applies anything, so a record is applied whole
+    /// or refused.
+    fn well_formed(&self) -> bool {
+        let mut entries = Entries { rest: &self.bytes };
+        while entries.next().is_some() {}
+        entries.rest.is_empty()
+    }
 }
 
+/// The writes of a record; stops at its end or at a write that does not
+/// parse (left in `rest`).
 struct Entries<'a> {
     rest: &'a [u8],
 }
 
-impl<'a> Entries<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.rest.split_at_checked(n)?;
-        self.rest = rest;
-        Some(head)
-    }
+/// The first `n` bytes of `bytes`, moving past them.
+fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    let (head, rest) = bytes.split_at_checked(n)?;
+    *bytes = rest;
+    Some(head)
+}
 
-    fn take_len(&mut self) -> Option<usize> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize)
-    }
+/// A length (u32, little-endian) at the start of `bytes`, moving past it.
+fn take_len(bytes: &mut &[u8]) -> Option<usize> {
+    Some(u32::from_le_bytes(take(bytes, 4)?.try_into().ok()?) as usize)
 }
 
 impl<'a> Iterator for Entries<'a> {
     type Item = Entry<'a>;
 
     fn next(&mut self) -> Option<Entry<'a>> {
-        let op = *self.take(1)?.first()?;
-        let key_len = self.take_len()?;
-        let key = std::str::from_utf8(self.take(key_len)?).ok()?;
-        match op {
+        // Parsed on a copy: a write that does not parse stays in `rest`.
+        let mut bytes = self.rest;
+        let op = *take(&mut bytes, 1)?.first()?;
+        let key_len = take_len(&mut bytes)?;
+        let key = std::str::from_utf8(take(&mut bytes, key_len)?).ok()?;
+        let entry = match op {
             PUT => {
-                let len = self.take_len()?;
-                Some(Entry::Put(key, self.take(len)?))
+                let len = take_len(&mut bytes)?;
+                Entry::Put(key, take(&mut bytes, len)?)
             }
-            _ => Some(Entry::Delete(key)),
-        }
+            DELETE => Entry::Delete(key),
+            _ => return None,
+        };
+        self.rest = bytes;
+        Some(entry)
     }
 }
 
@@ -174,9 +190,19 @@ impl Log {
             previous = Some(seq);
             at += HEADER + payload.len();
             if seq > logged {
-                let revision = (payload[0] == 1)
-                    .then(|| u64::from_le_bytes(payload[1..9].try_into().unwrap()));
-                found.push(Replayed { seq, revision, bytes: payload[9..].to_vec() });
+                let (flag, revision) = (payload[0], &payload[1..9]);
+                let revision =
+                    (flag == 1).then(|| u64::from_le_bytes(revision.try_into().unwrap()));
+                let record = Replayed { seq, revision, bytes: payload[9..].to_vec() };
+                if !record.well_formed() {
+                    // It passed its checksum: written so by a build that
+                    // encodes differently, not torn. Nothing is applied.
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("record {seq} passes its checksum but does not parse"),
+                    ));
+                }
+                found.push(record);
             }
         }
         self.next = found.last().map_or(logged, |r| r.seq) + 1;
@@ -417,6 +443,21 @@ mod tests {
         let replayed = Log::open(&state).unwrap().replay(4).unwrap();
         assert_eq!(seqs(&replayed), [5]);
         assert_eq!(replayed[0].entries().next(), Some(Entry::Put("k5", b"wwwwwwww")));
+    }
+
+    #[test]
+    fn a_record_that_passes_its_checksum_but_does_not_parse_is_refused_whole() {
+        let dir = crate::testing::conformance::ScratchDir::new();
+        let state = dir.path().join("s.redb");
+        let mut log = Log::open(&state).unwrap();
+        log.replay(0).unwrap();
+        log.begin();
+        log.delete("a");
+        log.record.push(9); // an operation this build does not know
+        log.append().unwrap();
+        let err = Log::open(&state).unwrap().replay(0).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(err.to_string().contains("record 1"), "{err}");
     }
 
     #[test]
