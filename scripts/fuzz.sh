@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-targets=(yaml resource_list label_selector field_selector manifest pointer patch admin_http kube_http)
+targets=(yaml resource_list label_selector field_selector manifest pointer patch admin_http kube_http state_log)
 usage() {
   echo "usage: scripts/fuzz.sh TARGET|all SECS   (targets: ${targets[*]})" >&2
   exit 2

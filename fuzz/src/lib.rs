@@ -28,6 +28,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("patch", targets::patch),
     ("admin_http", http::admin_http),
     ("kube_http", http::kube_http),
+    ("state_log", targets::state_log),
 ];
 
 /// The target called `name`.

@@ -278,3 +278,21 @@ pub fn patch(data: &[u8]) {
         assert_eq!(once, twice, "a merge patch is not idempotent");
     }
 }
+
+/// The durable state's write-ahead log, read as an open reads it (from the
+/// beginning, and after the first 8 bytes' worth of a checkpoint mark): no
+/// panic, and a log that reads gives the same records from the same bytes
+/// again.
+pub fn state_log(data: &[u8]) {
+    use cosi_runtime::state::fuzzing::write_ahead_log;
+    let first = write_ahead_log(data, 0);
+    if first.is_ok() {
+        assert_eq!(write_ahead_log(data, 0).ok(), first.ok(), "the same bytes read twice");
+    }
+    let logged = data.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+    if let Ok((after, _)) = write_ahead_log(data, logged)
+        && let Ok((all, _)) = write_ahead_log(data, 0)
+    {
+        assert!(after <= all, "a checkpoint mark ({logged}) cannot add records");
+    }
+}

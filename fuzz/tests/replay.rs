@@ -48,3 +48,20 @@ fn every_corpus_directory_names_a_target() {
         }
     }
 }
+
+/// The write-ahead log's seeds are logs of the state's format (the fuzzer
+/// starts past the checksums): records and writes as built.
+#[test]
+fn the_state_log_seeds_read_as_logs() {
+    use cosi_runtime::state::fuzzing::write_ahead_log;
+    let seed = |name: &str| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/state_log").join(name);
+        std::fs::read(path).unwrap()
+    };
+    assert_eq!(write_ahead_log(&seed("two_batches"), 0).unwrap(), (2, 3));
+    assert_eq!(write_ahead_log(&seed("two_batches"), 1).unwrap(), (1, 2), "after a checkpoint");
+    assert_eq!(write_ahead_log(&seed("torn_tail"), 0).unwrap(), (1, 1));
+    assert_eq!(write_ahead_log(&seed("stale_after_restart"), 0).unwrap(), (1, 1));
+    let bad = write_ahead_log(&seed("unknown_operation"), 0).unwrap_err();
+    assert_eq!(bad.kind(), std::io::ErrorKind::InvalidData);
+}

@@ -193,6 +193,26 @@ pub use open::{Namespaces, StateBuilder};
 pub use owned::{Access, Client, Decoded};
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
+
+/// The durable state's write-ahead log reader, callable on its own by the
+/// fuzz targets (`fuzz/` in the repository): a log file is input from disk.
+/// Not part of the API: hidden from the docs, and free to change.
+#[cfg(feature = "redb")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Reads `bytes` as a write-ahead log the way an open does (every
+    /// record after batch `logged`) and walks each record's writes. Returns
+    /// the number of records and of writes.
+    ///
+    /// # Errors
+    /// What an open reports: a record that passes its checksum but does not
+    /// parse.
+    pub fn write_ahead_log(bytes: &[u8], logged: u64) -> Result<(usize, usize), std::io::Error> {
+        let records = super::redb_log::scan(bytes, logged)?;
+        let writes = records.iter().map(|r| r.entries().count()).sum();
+        Ok((records.len(), writes))
+    }
+}
 pub use store::ExpectedPhase;
 pub(crate) use store::Store;
 pub use subscriptions::DEFAULT_HISTORY;

@@ -512,6 +512,10 @@ fn recover(db: &Database, log: &mut Log, path: &Path) -> Result<(), Error> {
         Err(e) => return Err(redb_error(path, e)),
     };
     drop(read);
+    if logged > redb_log::MAX_SEQ {
+        let why = format!("the last logged batch is {logged}, beyond any log's numbers");
+        return Err(storage(path.display().to_string(), StorageFailure::Corrupt, why));
+    }
     let replayed = log.replay(logged).map_err(io)?;
     if let Some(last) = replayed.last() {
         log::info!(

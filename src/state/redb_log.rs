@@ -41,6 +41,9 @@ const CAPACITY: u64 = 8 << 20;
 /// payload (u32), sequence number (u64), payload.
 const HEADER: usize = 16;
 
+/// The largest sequence number a record may carry.
+pub(super) const MAX_SEQ: u64 = 1 << 62;
+
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
 
@@ -180,32 +183,8 @@ impl Log {
         let mut bytes = Vec::with_capacity(self.len as usize);
         (&self.file).seek(SeekFrom::Start(0))?;
         (&self.file).read_to_end(&mut bytes)?;
-        let mut found = Vec::new();
-        let mut at = 0;
-        let mut previous: Option<u64> = None;
-        while let Some((seq, payload)) = parse(&bytes[at..]) {
-            if previous.is_some_and(|p| seq != p + 1) {
-                break;
-            }
-            previous = Some(seq);
-            at += HEADER + payload.len();
-            if seq > logged {
-                let (flag, revision) = (payload[0], &payload[1..9]);
-                let revision =
-                    (flag == 1).then(|| u64::from_le_bytes(revision.try_into().unwrap()));
-                let record = Replayed { seq, revision, bytes: payload[9..].to_vec() };
-                if !record.well_formed() {
-                    // It passed its checksum: written so by a build that
-                    // encodes differently, not torn. Nothing is applied.
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("record {seq} passes its checksum but does not parse"),
-                    ));
-                }
-                found.push(record);
-            }
-        }
-        self.next = found.last().map_or(logged, |r| r.seq) + 1;
+        let found = scan(&bytes, logged)?;
+        self.next = found.last().map_or(logged, |r| r.seq).saturating_add(1);
         Ok(found)
     }
 
@@ -344,6 +323,41 @@ pub(super) fn sync_parent(path: &Path) {
     }
 }
 
+/// The records of a log's bytes after batch `logged`, in order: up to the
+/// first record cut short, failing its checksum or not following its
+/// predecessor's number.
+///
+/// # Errors
+/// [`InvalidData`](io::ErrorKind::InvalidData) for a record after `logged`
+/// that passes its checksum but whose writes do not parse.
+pub(super) fn scan(bytes: &[u8], logged: u64) -> io::Result<Vec<Replayed>> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    let mut previous: Option<u64> = None;
+    while let Some((seq, payload)) = parse(&bytes[at..]) {
+        if previous.is_some_and(|p| seq != p + 1) {
+            break;
+        }
+        previous = Some(seq);
+        at += HEADER + payload.len();
+        if seq > logged {
+            let (flag, revision) = (payload[0], &payload[1..9]);
+            let revision = (flag == 1).then(|| u64::from_le_bytes(revision.try_into().unwrap()));
+            let record = Replayed { seq, revision, bytes: payload[9..].to_vec() };
+            if !record.well_formed() {
+                // It passed its checksum: written so by a build that
+                // encodes differently, not torn. Nothing is applied.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("record {seq} passes its checksum but does not parse"),
+                ));
+            }
+            found.push(record);
+        }
+    }
+    Ok(found)
+}
+
 /// The record at the start of `bytes`: its sequence number and payload, if
 /// it is whole and its checksum holds.
 fn parse(bytes: &[u8]) -> Option<(u64, &[u8])> {
@@ -352,7 +366,9 @@ fn parse(bytes: &[u8]) -> Option<(u64, &[u8])> {
     let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
     let seq = u64::from_le_bytes(header[8..16].try_into().ok()?);
     let payload = bytes.get(HEADER..HEADER + len)?;
-    if len < 9 {
+    // No log reaches 2^62 batches: a number beyond is not a record (and
+    // every number after one stays far from overflowing).
+    if len < 9 || seq > MAX_SEQ {
         return None;
     }
     let mut hasher = crc32fast::Hasher::new();
