@@ -425,6 +425,8 @@ fn writer(
         recover(&db, log, path)?;
         Ok(db)
     };
+    // Closed by `Close` (answered at the end) or by the backend's drop.
+    let mut closed = None;
     while let Ok(command) = commands.recv() {
         match command {
             Command::Commit(batch, reply) => {
@@ -463,17 +465,18 @@ fn writer(
                 log.shrink();
             }
             Command::Close(reply) => {
-                if let Ok(db) = &db {
-                    checkpoint(db, &mut log, path);
-                }
-                drop(db);
-                let _ = reply.send(());
-                return;
+                closed = Some(reply);
+                break;
             }
         }
     }
     if let Ok(db) = &db {
         checkpoint(db, &mut log, path);
+    }
+    // Answered once the file is released.
+    drop(db);
+    if let Some(reply) = closed {
+        let _ = reply.send(());
     }
 }
 
@@ -909,13 +912,9 @@ mod tests {
         let wal = redb_log::log_path(&path);
         let mut bytes = std::fs::read(&wal).unwrap();
         bytes[16 + 9] = 9;
-        let crc = {
-            let mut h = crc32fast::Hasher::new();
-            h.update(&bytes[8..16]);
-            let len = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize;
-            h.update(&bytes[16..16 + len]);
-            h.finalize()
-        };
+        let seq = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
+        let len = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize;
+        let crc = redb_log::checksum(seq, &bytes[16..16 + len]);
         bytes[4..8].copy_from_slice(&crc.to_le_bytes());
         std::fs::write(&wal, &bytes).unwrap();
         let err = RedbBackend::open(&path).unwrap_err();

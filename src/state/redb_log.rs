@@ -180,9 +180,11 @@ impl Log {
     /// after `logged`). Does not move the log's end: call
     /// [`restart`](Self::restart) once they are in the file.
     pub fn replay(&mut self, logged: u64) -> io::Result<Vec<Replayed>> {
-        let mut bytes = Vec::with_capacity(self.len as usize);
+        // No record ends past the capacity: what a file holds beyond it
+        // (put there by something else) is not read into memory.
+        let mut bytes = Vec::with_capacity(self.len.min(CAPACITY) as usize);
         (&self.file).seek(SeekFrom::Start(0))?;
-        (&self.file).read_to_end(&mut bytes)?;
+        (&self.file).take(CAPACITY).read_to_end(&mut bytes)?;
         let found = scan(&bytes, logged)?;
         self.next = found.last().map_or(logged, |r| r.seq).saturating_add(1);
         Ok(found)
@@ -267,11 +269,9 @@ impl Log {
     pub fn append(&mut self) -> io::Result<()> {
         let payload = (self.record.len() - HEADER) as u32;
         let seq = self.next;
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&seq.to_le_bytes());
-        crc.update(&self.record[HEADER..]);
+        let crc = checksum(seq, &self.record[HEADER..]);
         self.record[0..4].copy_from_slice(&payload.to_le_bytes());
-        self.record[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
+        self.record[4..8].copy_from_slice(&crc.to_le_bytes());
         self.record[8..16].copy_from_slice(&seq.to_le_bytes());
         let at = self.end;
         let end = at + self.record.len() as u64;
@@ -358,6 +358,14 @@ pub(super) fn scan(bytes: &[u8], logged: u64) -> io::Result<Vec<Replayed>> {
     Ok(found)
 }
 
+/// A record's checksum: CRC-32 of its sequence number and its payload.
+pub(super) fn checksum(seq: u64, payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(payload);
+    hasher.finalize()
+}
+
 /// The record at the start of `bytes`: its sequence number and payload, if
 /// it is whole and its checksum holds.
 fn parse(bytes: &[u8]) -> Option<(u64, &[u8])> {
@@ -371,10 +379,7 @@ fn parse(bytes: &[u8]) -> Option<(u64, &[u8])> {
     if len < 9 || seq > MAX_SEQ {
         return None;
     }
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&seq.to_le_bytes());
-    hasher.update(payload);
-    (hasher.finalize() == crc).then_some((seq, payload))
+    (checksum(seq, payload) == crc).then_some((seq, payload))
 }
 
 #[cfg(test)]
@@ -394,17 +399,24 @@ mod tests {
         at
     }
 
+    /// A new log beside `s.redb` in a scratch directory, read once (as an
+    /// open does): the directory (kept alive), the state file's path, the log.
+    fn new_log() -> (crate::testing::conformance::ScratchDir, PathBuf, Log) {
+        let dir = crate::testing::conformance::ScratchDir::new();
+        let state = dir.path().join("s.redb");
+        let mut log = Log::open(&state).unwrap();
+        log.replay(0).unwrap();
+        (dir, state, log)
+    }
+
     fn seqs(replayed: &[Replayed]) -> Vec<u64> {
         replayed.iter().map(|r| r.seq).collect()
     }
 
     #[test]
     fn records_come_back_in_order_with_their_writes() {
-        let dir = crate::testing::conformance::ScratchDir::new();
-        let state = dir.path().join("s.redb");
-        let mut log = Log::open(&state).unwrap();
+        let (dir, state, mut log) = new_log();
         assert_eq!(log.path(), dir.path().join("s.redb.wal"));
-        log.replay(0).unwrap();
         record(&mut log, "a", b"one");
         log.begin();
         log.delete("a");
@@ -435,10 +447,7 @@ mod tests {
 
     #[test]
     fn replay_stops_at_a_torn_record_a_retracted_one_and_a_stale_one() {
-        let dir = crate::testing::conformance::ScratchDir::new();
-        let state = dir.path().join("s.redb");
-        let mut log = Log::open(&state).unwrap();
-        log.replay(0).unwrap();
+        let (_dir, state, mut log) = new_log();
         for i in 0..4 {
             record(&mut log, &format!("k{i}"), b"vvvvvvvv");
         }
@@ -463,10 +472,7 @@ mod tests {
 
     #[test]
     fn a_record_that_passes_its_checksum_but_does_not_parse_is_refused_whole() {
-        let dir = crate::testing::conformance::ScratchDir::new();
-        let state = dir.path().join("s.redb");
-        let mut log = Log::open(&state).unwrap();
-        log.replay(0).unwrap();
+        let (_dir, state, mut log) = new_log();
         log.begin();
         log.delete("a");
         log.record.push(9); // an operation this build does not know
@@ -478,9 +484,7 @@ mod tests {
 
     #[test]
     fn a_record_that_does_not_fit_is_refused_and_the_file_grows_in_steps() {
-        let dir = crate::testing::conformance::ScratchDir::new();
-        let mut log = Log::open(&dir.path().join("s.redb")).unwrap();
-        log.replay(0).unwrap();
+        let (_dir, _, mut log) = new_log();
         record(&mut log, "a", b"x");
         assert_eq!(std::fs::metadata(log.path()).unwrap().len(), GROW);
         log.begin();
