@@ -125,6 +125,27 @@ impl Cache {
         self.write().collection_mut(resource.pointer().kind()).put(resource);
     }
 
+    /// The resource at `ptr` and where it is, for [`put_at`](Self::put_at):
+    /// a read-modify-write that runs user code between its read and its
+    /// write (so not under the lock, as [`with_slot`](Self::with_slot)
+    /// would) still looks the id up once.
+    pub(crate) fn get_at(&self, ptr: &Pointer) -> Option<(u32, AnyResource)> {
+        let c = self.read();
+        let (slot, resource) = c.by_kind.get(ptr.kind())?.get_at(ptr.id())?;
+        Some((slot, resource.clone()))
+    }
+
+    /// Stores `resource` (of the same address) in place of `read`, found in
+    /// `slot` by [`get_at`](Self::get_at); if the slot no longer holds it,
+    /// as [`put`](Self::put) does.
+    pub(crate) fn put_at(&self, slot: u32, read: &AnyResource, resource: AnyResource) {
+        let mut guard = self.write();
+        match guard.by_kind.get_mut(resource.pointer().kind()) {
+            Some(collection) => collection.put_at(slot, read, resource),
+            None => guard.collection_mut(resource.pointer().kind()).put(resource),
+        }
+    }
+
     pub(crate) fn with_slot<R>(
         &self,
         ptr: &Pointer,

@@ -115,6 +115,24 @@ impl Collection {
         self.slot_of(hash_id(id), id).map(|s| stored(&self.slots, s))
     }
 
+    /// The resource with this id and its slot, for [`put_at`](Self::put_at).
+    pub(crate) fn get_at(&self, id: &str) -> Option<(u32, &AnyResource)> {
+        self.slot_of(hash_id(id), id).map(|s| (s, stored(&self.slots, s)))
+    }
+
+    /// Stores `resource` in `slot` when that slot still holds `read` (the
+    /// copy [`get_at`](Self::get_at) returned); otherwise as [`put`](Self::put)
+    /// does. The check is a pointer comparison: no hash, no probe.
+    pub(crate) fn put_at(&mut self, slot: u32, read: &AnyResource, resource: AnyResource) {
+        let holds_read = (slot as usize) < self.slots.len()
+            && self.slots.get(slot as usize).value.as_ref().is_some_and(|s| s.ptr_eq(read));
+        if holds_read {
+            self.replace(slot, resource);
+        } else {
+            self.put(resource);
+        }
+    }
+
     /// Stores `resource` in a free slot, indexes it and queues it for the order.
     fn add(&mut self, hash: u32, resource: AnyResource) {
         let slot = match self.free.pop() {
@@ -366,6 +384,28 @@ mod tests {
         assert!(c.insert_new(res("aa", 1), |r| r).is_ok(), "the freed slot is reused");
         assert_eq!(ids(&c), ["a", "aa", "c"]);
         assert_eq!(c.len(), 3);
+    }
+
+    #[test]
+    fn a_write_to_the_slot_it_read_from_lands_there_and_a_stale_slot_is_looked_up_again() {
+        let mut c = Collection::default();
+        c.put(res("a", 1));
+        c.put(res("b", 2));
+        let (slot, read) = c.get_at("a").map(|(s, r)| (s, r.clone())).unwrap();
+        c.put_at(slot, &read, res("a", 3));
+        assert_eq!(c.get("a").unwrap().typed::<N>().unwrap().spec(), &N(3));
+        // The slot now holds another resource (a was removed and b took its
+        // slot): the write goes to a's id, wherever it is, not to the slot.
+        c.remove("b");
+        c.remove("a");
+        c.put(res("b", 4));
+        assert_eq!(c.get_at("b").unwrap().0, slot, "the freed slot is reused");
+        c.put_at(slot, &read, res("a", 5));
+        assert_eq!(c.get("a").unwrap().typed::<N>().unwrap().spec(), &N(5));
+        assert_eq!(c.get("b").unwrap().typed::<N>().unwrap().spec(), &N(4));
+        // A slot number past the end is no slot.
+        c.put_at(u32::MAX, &read, res("c", 6));
+        assert_eq!(ids(&c), ["a", "b", "c"]);
     }
 
     #[test]

@@ -413,14 +413,15 @@ impl Store {
         now: Timestamp,
     ) -> Result<(AnyResource, Option<Change>), Error> {
         validate::pointer(ptr)?;
-        // No slot here: the common outcomes (nothing changed, or a create)
-        // take one lookup this way too, without interning on every call.
-        let current = self.backend.get(ptr);
-        if let Some(cur) = &current {
+        // Not under `with_slot`: `f` is user code, which never runs under the
+        // cache's lock. The slot found here spares the write a second lookup.
+        let found = self.backend.get_at(ptr);
+        let current = found.as_ref().map(|(_, cur)| cur);
+        if let Some(cur) = current {
             check_owner(cur, owner)?;
             expected.check(ptr, cur.phase())?;
         }
-        let mut desired = f(current.as_ref())?;
+        let mut desired = f(current)?;
         if desired.pointer() != ptr {
             return Err(Error::InvalidInput {
                 resource: ptr.to_string(),
@@ -431,7 +432,7 @@ impl Store {
             });
         }
         validate::metadata_beyond_address(desired.metadata())?;
-        let Some(cur) = current else {
+        let Some((slot, cur)) = found else {
             // Its address is `ptr`, validated above, and the rest just now.
             let (stored, change) = self.create_valid(desired, owner, now)?;
             return Ok((stored, Some(change)));
@@ -451,7 +452,7 @@ impl Store {
             return Ok((cur, None));
         }
         let (stored, change) = stamp_update(&cur, desired, now, self.next_revision())?;
-        self.backend.put(stored.clone());
+        self.backend.put_at(slot, &cur, stored.clone());
         self.revision += 1;
         Ok((stored, Some(change)))
     }
