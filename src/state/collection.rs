@@ -112,7 +112,7 @@ impl Collection {
 
     /// The resource with this id.
     pub(crate) fn get(&self, id: &str) -> Option<&AnyResource> {
-        self.slot_of(hash_id(id), id).map(|s| stored(&self.slots, s))
+        self.get_at(id).map(|(_, resource)| resource)
     }
 
     /// The resource with this id and its slot, for [`put_at`](Self::put_at).
