@@ -238,3 +238,121 @@ async fn an_output_created_by_someone_else_cannot_be_changed() {
     let e = results.lock().unwrap().remove(0).unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
 }
+
+fn sentence(id: &str) -> Pointer {
+    Pointer::of::<SentenceSpec>(NS, id)
+}
+
+/// The Probe's output "held" exists, owned by the Probe, with a finalizer
+/// of someone else's ("Holder") on it; runs `script` once; the first result.
+async fn run_on_held_output(script: Script) -> (Runtime, Result<(), Error>) {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    state
+        .create(Resource::new(NS, "held", SentenceSpec("made".into())), Some("Probe"))
+        .await
+        .unwrap();
+    state.add_finalizer(&sentence("held"), "Holder").await.unwrap();
+    let results = Arc::new(Mutex::new(vec![]));
+    let r = results.clone();
+    runtime
+        .register(move || Probe {
+            inputs: vec![],
+            outputs: vec![Output::exclusive::<SentenceSpec>()],
+            script,
+            results: r.clone(),
+        })
+        .await
+        .unwrap();
+    runtime.settled().await;
+    let first = results.lock().unwrap().remove(0);
+    (runtime, first)
+}
+
+async fn held_finalizers(runtime: &Runtime) -> Vec<String> {
+    runtime.state().get(&sentence("held")).await.unwrap().metadata().finalizers().to_vec()
+}
+
+#[actix::test]
+async fn creating_an_output_with_finalizers_is_denied() {
+    let (runtime, r) = run(|cx| {
+        Box::pin(async move {
+            let mut s = Resource::new(NS, "new", SentenceSpec("hi".into()));
+            s.metadata_mut().finalizers_mut().add("Probe");
+            cx.create(s).await.map(drop)
+        })
+    })
+    .await;
+    assert_denied(r, "create");
+    let e = runtime.state().get(&sentence("new")).await.unwrap_err();
+    assert!(e.is_not_found(), "nothing was written: {e}");
+}
+
+#[actix::test]
+async fn a_modify_that_adds_a_finalizer_to_an_output_is_denied() {
+    let (runtime, r) = run_on_held_output(|cx| {
+        Box::pin(async move {
+            cx.modify(&sentence("held"), |s: &mut Resource<SentenceSpec>| {
+                s.metadata_mut().finalizers_mut().add("Probe");
+            })
+            .await
+            .map(drop)
+        })
+    })
+    .await;
+    assert_denied(r, "modify");
+    assert_eq!(held_finalizers(&runtime).await, ["Holder"]);
+}
+
+#[actix::test]
+async fn a_modify_that_rebuilds_an_output_cannot_drop_anothers_finalizer() {
+    let (runtime, r) = run_on_held_output(|cx| {
+        Box::pin(async move {
+            cx.modify(&sentence("held"), |s: &mut Resource<SentenceSpec>| {
+                *s = Resource::new(NS, "held", SentenceSpec("rebuilt".into()));
+            })
+            .await
+            .map(drop)
+        })
+    })
+    .await;
+    assert_denied(r, "modify");
+    let held = runtime.state().get_typed::<SentenceSpec>(&sentence("held")).await.unwrap();
+    assert_eq!(held.spec().0, "made", "nothing was written");
+    assert_eq!(held.metadata().finalizers().to_vec(), ["Holder"]);
+}
+
+#[actix::test]
+async fn an_update_that_removes_an_outputs_finalizer_is_denied() {
+    let (runtime, r) = run_on_held_output(|cx| {
+        Box::pin(async move {
+            let mut s = cx.get_typed::<SentenceSpec>(&sentence("held")).await?;
+            s.metadata_mut().finalizers_mut().remove("Holder");
+            s.spec_mut().0 = "changed".into();
+            cx.update(s).await.map(drop)
+        })
+    })
+    .await;
+    assert_denied(r, "update");
+    assert_eq!(held_finalizers(&runtime).await, ["Holder"]);
+}
+
+#[actix::test]
+async fn writes_that_leave_finalizers_as_read_keep_anothers_hold() {
+    let (runtime, r) = run_on_held_output(|cx| {
+        Box::pin(async move {
+            cx.modify(&sentence("held"), |s: &mut Resource<SentenceSpec>| {
+                s.spec_mut().0 = "modified".into();
+            })
+            .await?;
+            let mut s = cx.get_typed::<SentenceSpec>(&sentence("held")).await?;
+            s.spec_mut().0 = "updated".into();
+            cx.update(s).await.map(drop)
+        })
+    })
+    .await;
+    r.unwrap();
+    let held = runtime.state().get_typed::<SentenceSpec>(&sentence("held")).await.unwrap();
+    assert_eq!(held.spec().0, "updated");
+    assert_eq!(held.metadata().finalizers().to_vec(), ["Holder"]);
+}

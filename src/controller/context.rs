@@ -9,7 +9,10 @@ use super::Input;
 use super::access::AccessRules;
 use super::metrics::Counters;
 use crate::Error;
-use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
+use crate::resource::{
+    Address, AnyResource, Finalizers, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec,
+};
+use crate::state::store::keep_finalizers;
 use crate::state::{
     ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready, reply_resource,
 };
@@ -148,10 +151,14 @@ impl ReconcileContext {
     /// Creates an output resource, owned by this controller.
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::AlreadyExists`], [`Error::InvalidInput`].
+    /// [`Error::AccessDenied`] (not an output type, or the resource carries
+    /// finalizers: a controller sets none through a write, see the
+    /// [access rules](crate::controller#access-rules)), [`Error::AlreadyExists`],
+    /// [`Error::InvalidInput`].
     pub async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("create", resource.pointer())?;
+        keep_finalizers(self.name(), "create", &Finalizers::new(), &resource)?;
         let req = StateRequest::create(resource, self.owner_arc());
         reply_resource(self.write(req).await?, "create")
     }
@@ -161,7 +168,9 @@ impl ReconcileContext {
     /// expects it running.
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], then as [`State::update`].
+    /// [`Error::AccessDenied`] (not an output type), then as
+    /// [`State::update`], then [`Error::AccessDenied`] if the resource's
+    /// finalizers differ from the stored ones (nothing is written).
     pub async fn update_with_phase(
         &self,
         resource: impl Into<AnyResource>,
@@ -169,7 +178,7 @@ impl ReconcileContext {
     ) -> Result<AnyResource, Error> {
         let resource = resource.into();
         self.rules.check_write("update", resource.pointer())?;
-        let req = StateRequest::update(resource, self.owner_arc(), expected_phase);
+        let req = StateRequest::update(resource, self.owner_arc(), expected_phase, true);
         reply_resource(self.write(req).await?, "update")
     }
 
@@ -178,7 +187,9 @@ impl ReconcileContext {
     /// expected phase.
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], then as [`State::modify`].
+    /// [`Error::AccessDenied`] (not an output type), then as
+    /// [`State::modify`]; [`Error::AccessDenied`] if `f` (or `empty`, for a
+    /// new resource) changes the finalizers (nothing is written).
     pub async fn modify_with<S, P, E, F>(
         &self,
         ptr: &P,
@@ -194,7 +205,7 @@ impl ReconcileContext {
     {
         let ptr = ptr.pointer();
         self.rules.check_write("modify", ptr)?;
-        let req = StateRequest::modify(ptr, self.owner_arc(), expected_phase, empty, f)?;
+        let req = StateRequest::modify(ptr, self.owner_arc(), expected_phase, true, empty, f)?;
         reply_resource(self.write(req).await?, "modify")?.typed()
     }
 

@@ -88,6 +88,13 @@
 //! | `list` | the type is an output type, or an input without an id covers the kind |
 //! | `create`, `update`, `modify`, `teardown`, `destroy` | the type is an output type; the controller is stamped as owner |
 //! | `add_finalizer`, `remove_finalizer` | a strong input covers the resource; only the controller's own finalizer |
+//!
+//! Finalizers change only through `add_finalizer` and `remove_finalizer`: a
+//! `create` that carries finalizers, and an `update` or `modify` whose result
+//! has other finalizers than the stored resource, are refused too
+//! (`AccessDenied`, nothing written). An output's finalizers are other
+//! parties' holds on it; a `modify` that rebuilds the resource from scratch
+//! would otherwise drop them silently. Leave `finalizers` as read.
 
 //! # Tracing
 //! The runtime logs through [`tracing`](https://docs.rs/tracing). Each

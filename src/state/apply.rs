@@ -59,8 +59,9 @@ pub(crate) fn apply(
         StateRequest::Create { resource, owner } => {
             written(store.create(resource, owner.as_deref(), now))
         }
-        StateRequest::Update { resource, owner, expected_phase } => {
-            written(store.update(resource, owner.as_deref(), expected_phase, now))
+        StateRequest::Update { resource, owner, expected_phase, keep_finalizers } => {
+            let owner = owner.as_deref();
+            written(store.update_keeping(resource, owner, expected_phase, keep_finalizers, now))
         }
         other => match apply_ref(store, &other, now) {
             Some(applied) => applied,
@@ -95,8 +96,9 @@ pub(crate) fn apply_ref(store: &mut Store, req: &StateRequest, now: Timestamp) -
         StateRequest::Create { resource, owner } => {
             written(store.create(resource.clone(), owner.as_deref(), now))
         }
-        StateRequest::Update { resource, owner, expected_phase } => {
-            written(store.update(resource.clone(), owner.as_deref(), *expected_phase, now))
+        StateRequest::Update { resource, owner, expected_phase, keep_finalizers } => {
+            let (res, owner) = (resource.clone(), owner.as_deref());
+            written(store.update_keeping(res, owner, *expected_phase, *keep_finalizers, now))
         }
         StateRequest::Modify { pointer, owner, expected_phase, modify } => {
             match std::panic::catch_unwind(AssertUnwindSafe(|| {

@@ -90,6 +90,13 @@ pub enum StateRequest {
         owner: Option<Arc<str>>,
         /// Phase the stored resource must be in.
         expected_phase: ExpectedPhase,
+        /// The stored finalizers must stay as they are
+        /// ([`Error::AccessDenied`] otherwise, checked after the phase):
+        /// `true` for a controller's update, since a controller changes
+        /// finalizers only with [`AddFinalizer`](Self::AddFinalizer) and
+        /// [`RemoveFinalizer`](Self::RemoveFinalizer), on its strong inputs
+        /// (DESIGN §4). `false` for users.
+        keep_finalizers: bool,
     },
     /// Create or update through a function; writes nothing if nothing changes.
     Modify {
@@ -169,16 +176,21 @@ impl StateRequest {
         StateRequest::Create { resource, owner }
     }
 
+    /// An update; `keep_finalizers` as [`StateRequest::Update`]'s.
     pub(crate) fn update(
         resource: AnyResource,
         owner: Option<Arc<str>>,
         expected_phase: ExpectedPhase,
+        keep_finalizers: bool,
     ) -> Self {
-        StateRequest::Update { resource, owner, expected_phase }
+        StateRequest::Update { resource, owner, expected_phase, keep_finalizers }
     }
 
     /// A typed modify: `f` applied to the stored resource as `S`, or to
-    /// `empty()` when there is none.
+    /// `empty()` when there is none. With `keep_finalizers` (a controller's
+    /// modify) the result must carry the finalizers it was computed from
+    /// (none for a new resource), or the write fails with
+    /// [`Error::AccessDenied`] naming `owner` as the controller.
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when `ptr` is not of type `S`.
@@ -186,6 +198,7 @@ impl StateRequest {
         ptr: &Pointer,
         owner: Option<Arc<str>>,
         expected_phase: ExpectedPhase,
+        keep_finalizers: bool,
         empty: E,
         f: F,
     ) -> Result<Self, Error>
@@ -195,11 +208,12 @@ impl StateRequest {
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
         super::client::check_type::<S>(ptr)?;
+        let guard = if keep_finalizers { owner.clone() } else { None };
         Ok(StateRequest::Modify {
             pointer: ptr.clone(),
             owner,
             expected_phase,
-            modify: super::client::typed_modify(empty, f),
+            modify: super::client::typed_modify(empty, f, guard),
         })
     }
 

@@ -7,16 +7,18 @@ use super::State;
 use super::send::reply_ready;
 use crate::Error;
 use crate::finalizer::TeardownAndDestroy;
-use crate::resource::{AnyResource, Pointer, PointerTo, Resource, Spec};
+use crate::resource::{AnyResource, Finalizers, Pointer, PointerTo, Resource, Spec};
 use crate::state::actor::StateRequest;
-use crate::state::store::{ExpectedPhase, ModifyFn};
+use crate::state::store::{ExpectedPhase, ModifyFn, keep_finalizers};
 
 fn owner_arc(owner: Option<&str>) -> Option<Arc<str>> {
     owner.map(Arc::from)
 }
 
-/// The modify function for spec type `S`: read current (or `empty()`), apply `f`.
-pub(crate) fn typed_modify<S, E, F>(empty: E, f: F) -> ModifyFn
+/// The modify function for spec type `S`: read current (or `empty()`), apply
+/// `f`. With `guard` (the controller whose modify this is) the result must
+/// keep the finalizers it was computed from (none for a new resource).
+pub(crate) fn typed_modify<S, E, F>(empty: E, f: F, guard: Option<Arc<str>>) -> ModifyFn
 where
     S: Spec,
     E: Fn() -> Resource<S> + Send + 'static,
@@ -28,7 +30,13 @@ where
             None => empty(),
         };
         f(&mut r);
-        Ok(r.into_any())
+        let r = r.into_any();
+        if let Some(controller) = &guard {
+            let none = Finalizers::new();
+            let before = current.map_or(&none, |c| c.metadata().finalizers());
+            keep_finalizers(controller, "modify", before, &r)?;
+        }
+        Ok(r)
     })
 }
 
@@ -107,7 +115,8 @@ impl State {
         owner: Option<&str>,
         expected_phase: ExpectedPhase,
     ) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::update(resource.into(), owner_arc(owner), expected_phase)).await
+        let req = StateRequest::update(resource.into(), owner_arc(owner), expected_phase, false);
+        self.resource(req).await
     }
 
     /// Creates or updates the resource at `ptr` by applying `f` to its current
@@ -165,7 +174,8 @@ impl State {
         E: Fn() -> Resource<S> + Send + 'static,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
-        let req = StateRequest::modify(ptr.pointer(), owner_arc(owner), expected_phase, empty, f)?;
+        let owner = owner_arc(owner);
+        let req = StateRequest::modify(ptr.pointer(), owner, expected_phase, false, empty, f)?;
         self.resource(req).await?.typed()
     }
 

@@ -14,6 +14,7 @@ use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, 
 use stamp::{check_owner, give_legacy_uid, replacing, same_incarnation, stamp_new, stamp_update};
 
 mod finalizers;
+pub(crate) use finalizers::keep_finalizers;
 mod stamp;
 #[cfg(test)]
 mod tests;
@@ -352,6 +353,21 @@ impl Store {
         expected: ExpectedPhase,
         now: Timestamp,
     ) -> Result<(AnyResource, Change), Error> {
+        self.update_keeping(res, owner, expected, false, now)
+    }
+
+    /// [`update`](Self::update), and with `keep_finalizers` (a controller's
+    /// update, see [`StateRequest::Update`](crate::state::StateRequest::Update))
+    /// the stored finalizers must stay as they are: checked last, after the
+    /// phase ([`Error::AccessDenied`]).
+    pub(crate) fn update_keeping(
+        &mut self,
+        res: AnyResource,
+        owner: Option<&str>,
+        expected: ExpectedPhase,
+        keep_finalizers: bool,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Change), Error> {
         validate::metadata(res.metadata())?;
         let ptr = res.pointer().clone();
         let rev = self.next_revision();
@@ -367,6 +383,10 @@ impl Store {
                     });
                 }
                 expected.check(&ptr, current.phase())?;
+                if keep_finalizers {
+                    let before = current.metadata().finalizers();
+                    finalizers::keep_finalizers(owner.unwrap_or(""), "update", before, &res)?;
+                }
                 stamp_update(current, res, now, rev)
             })();
             replacing(result)

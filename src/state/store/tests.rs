@@ -394,3 +394,34 @@ fn stored_resources_share_one_kind_allocation() {
     let (b, _) = s.create(num("b", 1), None, t(1)).unwrap();
     assert!(a.pointer().kind().same_allocation(b.pointer().kind()));
 }
+
+#[test]
+fn an_update_keeping_finalizers_refuses_a_change_after_the_other_checks() {
+    let mut s = Store::new();
+    let mut r = num("a", 1);
+    r.metadata_mut().finalizers_mut().add("holder");
+    let (stored, _) = s.create(r, Some("c"), t(1)).unwrap();
+    let mut dropped = stored.clone();
+    dropped.metadata_mut().finalizers_mut().remove("holder");
+    // A stale version is a conflict first, as for any update.
+    let mut stale = dropped.clone();
+    stale.metadata_mut().set_version(Version::new(7));
+    let e = s.update_keeping(stale, Some("c"), ExpectedPhase::Running, true, t(2)).unwrap_err();
+    assert!(e.is_version_conflict(), "{e}");
+    // The phase comes before the finalizers too.
+    let e = s.update_keeping(dropped.clone(), Some("c"), ExpectedPhase::TearingDown, true, t(2));
+    assert!(e.unwrap_err().is_phase_conflict());
+    // Then the finalizers: refused, naming the controller; nothing written.
+    let e = s.update_keeping(dropped.clone(), Some("c"), ExpectedPhase::Running, true, t(2));
+    match e.unwrap_err() {
+        Error::AccessDenied { controller, operation, resource, .. } => {
+            assert_eq!((controller.as_str(), operation), ("c", "update"));
+            assert_eq!(resource, ptr("a").to_string());
+        }
+        other => panic!("expected AccessDenied, got {other:?}"),
+    }
+    assert_eq!(s.get(&ptr("a")).unwrap().version(), Version::INITIAL);
+    // Without the rule (a user's update) the same write goes through.
+    let (updated, _) = s.update(dropped, Some("c"), ExpectedPhase::Running, t(3)).unwrap();
+    assert!(updated.metadata().finalizers().is_empty());
+}
