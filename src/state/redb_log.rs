@@ -252,6 +252,16 @@ impl Log {
         self.record.extend_from_slice(key.as_bytes());
     }
 
+    /// The batch being built (or just appended: [`append`](Self::append)
+    /// leaves the record in place) as its writes will be read back: what
+    /// the file's tree is brought up to date with. Copies the record.
+    pub fn batch(&self, seq: u64) -> Replayed {
+        let payload = &self.record[HEADER..];
+        let revision = (payload[0] == 1)
+            .then(|| u64::from_le_bytes(payload[1..9].try_into().expect("8 bytes")));
+        Replayed { seq, revision, bytes: payload[9..].to_vec() }
+    }
+
     /// Whether the record being built fits after the log's end.
     pub fn fits(&self) -> bool {
         self.end + self.record.len() as u64 <= self.capacity
