@@ -338,7 +338,10 @@ async fn a_queue_controller_counts_every_key_outcome() {
     let mut registry = Registry::default();
     runtime.register_metrics(&mut registry);
     create(&runtime, NS, &["ok1", "fail1", "panic1", "later1", "again1", "terminal1"]).await;
-    runtime.register_queue(|| Keys::new("Keys", NS)).await.unwrap();
+    // The instances share their count of attempts: the panic replaces the
+    // instance, and the retry must see the panic's attempt.
+    let keys = Keys::new("Keys", NS);
+    runtime.register_queue(move || keys.clone()).await.unwrap();
     runtime.idle(Duration::from_secs(60)).await.unwrap();
 
     let scrape = Scrape::of(&registry);
@@ -357,8 +360,8 @@ async fn a_queue_controller_counts_every_key_outcome() {
     assert_eq!(scrape.by_queue("workqueue_retries_total", c), 3.0);
     assert_eq!(scrape.by_queue("workqueue_queue_duration_seconds_count", c), 10.0);
     assert_eq!(scrape.by_queue("workqueue_work_duration_seconds_count", c), 10.0);
-    // Ours: no instance is rebuilt; two failures were retried.
-    assert_eq!(scrape.by_controller("cosi_controller_restarts_total", c), 0.0);
+    // Ours: the panic built one fresh instance; two failures were retried.
+    assert_eq!(scrape.by_controller("cosi_controller_restarts_total", c), 1.0);
     assert_eq!(scrape.by_controller("cosi_controller_retries_total", c), 2.0);
     assert_eq!(scrape.by_controller("cosi_queue_retries_total", c), 2.0);
     assert_eq!(scrape.by_controller("cosi_queue_depth", c), 0.0);

@@ -196,7 +196,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
     assert_eq!(m.panics, 1);
     assert_eq!(m.errors, 5, "2 + 2 failures, 1 terminal");
     assert_eq!(m.retries, 5, "every retriable failure is retried");
-    assert_eq!(m.restarts, 0, "a queue controller keeps its instance");
+    assert_eq!(m.restarts, 1, "the panic replaced the instance with a fresh one");
     assert_eq!(m.terminal_errors, 1);
     let q = m.queue.as_ref().expect("queue metrics");
     assert_eq!(q.retries, 5);
@@ -434,4 +434,59 @@ async fn queue_registration_rules() {
     assert!(matches!(e, RegistrationError::InvalidInputKind { .. }), "{e}");
     let ok = settings(vec![Input::primary::<IntSpec>(NS)], 1);
     runtime.register_queue(move || Bad(ok.clone())).await.unwrap();
+}
+
+/// Counts its instances; the first reconcile of the first instance panics
+/// while it holds the instance's lock (poisoning it: that instance could
+/// never reconcile again).
+struct Poisoned {
+    built: usize,
+    lock: Mutex<()>,
+    runs: Arc<Mutex<Vec<(String, usize)>>>,
+}
+
+impl QController for Poisoned {
+    fn name(&self) -> &str {
+        "Poisoned"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings::new(vec![Input::primary::<IntSpec>(NS)], vec![Output::exclusive::<StrSpec>()])
+    }
+    async fn reconcile(
+        &self,
+        _: &ReconcileContext,
+        ptr: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        let _held = self.lock.lock().expect("a fresh instance's lock is not poisoned");
+        self.runs.lock().unwrap().push((ptr.id().to_string(), self.built));
+        if self.built == 1 {
+            panic!("the first instance panics holding its lock");
+        }
+        Ok(Outcome::Done)
+    }
+}
+
+#[actix::test]
+async fn a_panic_replaces_a_queue_controllers_instance_and_the_retry_runs_on_the_fresh_one() {
+    tokio::time::pause();
+    let runtime = runtime();
+    let state = runtime.state();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
+    let built = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let (b, r) = (built.clone(), runs.clone());
+    runtime
+        .register_queue(move || Poisoned {
+            built: b.fetch_add(1, Ordering::SeqCst) + 1,
+            lock: Mutex::new(()),
+            runs: r.clone(),
+        })
+        .await
+        .unwrap();
+    runtime.settled().await;
+    assert_eq!(*runs.lock().unwrap(), [("a".to_string(), 1), ("a".to_string(), 2)]);
+    assert_eq!(built.load(Ordering::SeqCst), 2, "one fresh instance, built after the panic");
+    let m = &runtime.metrics().await[0];
+    assert_eq!((m.panics, m.restarts, m.retries), (1, 1, 1));
+    assert_eq!(m.status, ControllerStatus::Running);
 }

@@ -197,8 +197,8 @@ pub fn route_controller() -> Transform<RouteConfig, FileSpec> {
 
 /// HostnameConfig → `hostname`. Has a deliberate stale-cache bug: it panics
 /// the first time it sees the hostname change (after updating its cache).
-/// The queue catches the panic and retries that config after a backoff; the
-/// retry finds the cache current and converges.
+/// The queue catches the panic and retries that config after a backoff, on
+/// a fresh instance from this factory (whose cache is empty): it converges.
 pub fn hostname_controller() -> Transform<HostnameConfig, FileSpec> {
     let cached = std::cell::RefCell::new(None::<String>);
     renderer("HostnameController", move |c: &Resource<HostnameConfig>| {

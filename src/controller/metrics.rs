@@ -232,8 +232,7 @@ pub struct ControllerMetrics {
     pub terminal_errors: u64,
     /// Reconciles that panicked.
     pub panics: u64,
-    /// Fresh instances built from the factory to replace one that panicked
-    /// (a queue controller keeps its instance: always 0 there).
+    /// Fresh instances built from the factory to replace one that panicked.
     pub restarts: u64,
     /// Failed reconciles (errors and panics) scheduled to run again after a
     /// backoff.

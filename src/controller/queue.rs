@@ -132,7 +132,13 @@ impl QSettings {
 /// resource is queued when the controller starts. The queue guarantees
 /// (see [`queue`](crate::queue)): a key is never reconciled concurrently with
 /// itself, re-adds while it runs cause exactly one more run, failures back off
-/// per key, panics are caught and retried like errors.
+/// per key, panics are caught and retried like errors. A panic also replaces
+/// the instance with a fresh one from the factory given to
+/// [`register_queue`](crate::Runtime::register_queue) (state the panic left
+/// behind, a poisoned lock or a half-done update, goes with it); reconciles
+/// of other keys still running finish on the old instance. What must outlive
+/// a panic (a count of attempts, a client) belongs outside the instance: an
+/// `Arc` the factory clones into each one.
 ///
 /// ```
 /// use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileContext, ReconcileError};

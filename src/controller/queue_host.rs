@@ -51,6 +51,8 @@ pub(crate) type QueueHost<Q> = Host<Queued<Q>>;
 /// A queue controller in its host, with what its queueing keeps.
 pub(crate) struct Queued<Q> {
     controller: Rc<Q>,
+    /// Builds the fresh instance that replaces one whose reconcile panicked.
+    factory: Box<dyn Fn() -> Q>,
     /// A listing of every primary (for `requeues_all`) is in flight: further
     /// asks join it (its keys run after the changes that asked).
     requeueing_all: bool,
@@ -66,6 +68,7 @@ pub(crate) struct Queued<Q> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn queue_host<Q: QController>(
     controller: Q,
+    factory: Box<dyn Fn() -> Q>,
     rules: AccessRules,
     concurrency: usize,
     env: HostEnv,
@@ -76,11 +79,34 @@ pub(crate) fn queue_host<Q: QController>(
 ) -> QueueHost<Q> {
     let queued = Queued {
         controller: Rc::new(controller),
+        factory,
         requeueing_all: false,
         own_triggered: rustc_hash::FxHashSet::default(),
         bootstrapping: Vec::new(),
     };
     Host::new(queued, rules, concurrency, env, pool, counters, queue_counters, busy)
+}
+
+impl<Q: QController> Queued<Q> {
+    /// After a panic: the instance is replaced by a fresh one from the
+    /// factory (the one that panicked may hold broken state, such as a
+    /// poisoned lock or a half-done update), as a plain controller's is.
+    /// Reconciles of other keys still running finish on the old one. If the
+    /// factory panics too, the old instance is kept: the retry runs on it.
+    fn renew(&mut self, counters: &Counters, name: &str) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
+            Ok(fresh) => {
+                self.controller = Rc::new(fresh);
+                Counters::bump(&counters.restarts);
+            }
+            Err(panic) => tracing::error!(
+                controller = %name,
+                "queue controller {name}: the factory panicked building a fresh instance: {}; \
+                 the retries run on the instance that panicked",
+                panic_message(&*panic)
+            ),
+        }
+    }
 }
 
 impl<Q: QController> QueueHost<Q> {
@@ -372,6 +398,7 @@ impl<Q: QController> Hosted for Queued<Q> {
                     "queue controller {}: {ptr}: reconcile panicked: {panic}",
                     host.name
                 );
+                host.controller.renew(&host.counters, &host.name);
                 Completion::Failure
             }
         };

@@ -587,21 +587,28 @@ where
             concurrency: Some(settings.concurrency),
         };
         let concurrency = settings.concurrency;
-        Ok((declared, Box::new(PreparedQueue { instance, concurrency })))
+        let factory = self.factory;
+        Ok((declared, Box::new(PreparedQueue { instance, factory, concurrency })))
     }
 }
 
-struct PreparedQueue<Q> {
+struct PreparedQueue<Q, F> {
     instance: Q,
+    factory: F,
     concurrency: usize,
 }
 
-impl<Q: QController> Prepared for PreparedQueue<Q> {
+impl<Q, F> Prepared for PreparedQueue<Q, F>
+where
+    Q: QController,
+    F: Fn() -> Q + 'static,
+{
     fn start(self: Box<Self>, launch: Launch) -> Started {
         let Launch { env, rules, counters, queue_counters, pool, busy, standby } = launch;
         let queue_counters = queue_counters.unwrap_or_default();
         let mut host = queue_host(
             self.instance,
+            Box::new(self.factory),
             rules,
             self.concurrency,
             env,

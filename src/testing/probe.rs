@@ -263,6 +263,7 @@ impl StateProbe {
         let rules = AccessRules::new(Arc::from(name.as_str()), settings.inputs, &settings.outputs);
         let addr = queue_host(
             instance,
+            Box::new(factory),
             rules,
             settings.concurrency,
             env,
