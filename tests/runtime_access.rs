@@ -37,17 +37,14 @@ impl Controller for Probe {
     }
 }
 
-/// Inputs: weak Int, strong Str (one id only: "only"); output: Sentence.
-async fn run(script: Script) -> (Runtime, Result<(), Error>) {
-    let runtime = Runtime::start();
-    let state = runtime.state();
-    state.create(Resource::new(NS, "i", IntSpec(1)), None).await.unwrap();
-    state.create(Resource::new(NS, "only", StrSpec("s".into())), None).await.unwrap();
+/// Registers a Probe with `inputs` and output Sentence that runs `script`;
+/// the result of its first reconcile.
+async fn first_result(runtime: &Runtime, inputs: Vec<Input>, script: Script) -> Result<(), Error> {
     let results = Arc::new(Mutex::new(vec![]));
     let r = results.clone();
     runtime
         .register(move || Probe {
-            inputs: vec![Input::weak::<IntSpec>(NS), Input::strong::<StrSpec>(NS).with_id("only")],
+            inputs: inputs.clone(),
             outputs: vec![Output::exclusive::<SentenceSpec>()],
             script,
             results: r.clone(),
@@ -55,7 +52,17 @@ async fn run(script: Script) -> (Runtime, Result<(), Error>) {
         .await
         .unwrap();
     runtime.settled().await;
-    let first = results.lock().unwrap().remove(0);
+    results.lock().unwrap().remove(0)
+}
+
+/// Inputs: weak Int, strong Str (one id only: "only"); output: Sentence.
+async fn run(script: Script) -> (Runtime, Result<(), Error>) {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    state.create(Resource::new(NS, "i", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new(NS, "only", StrSpec("s".into())), None).await.unwrap();
+    let inputs = vec![Input::weak::<IntSpec>(NS), Input::strong::<StrSpec>(NS).with_id("only")];
+    let first = first_result(&runtime, inputs, script).await;
     (runtime, first)
 }
 
@@ -214,28 +221,17 @@ async fn an_output_created_by_someone_else_cannot_be_changed() {
         .create(Resource::new(NS, "user", SentenceSpec("by hand".into())), None)
         .await
         .unwrap();
-    let results = Arc::new(Mutex::new(vec![]));
-    let r = results.clone();
-    runtime
-        .register(move || Probe {
-            inputs: vec![],
-            outputs: vec![Output::exclusive::<SentenceSpec>()],
-            script: |cx| {
-                Box::pin(async move {
-                    cx.modify(
-                        &Pointer::of::<SentenceSpec>(NS, "user"),
-                        |s: &mut Resource<SentenceSpec>| s.spec_mut().0 = "taken".into(),
-                    )
-                    .await
-                    .map(drop)
-                })
-            },
-            results: r.clone(),
+    let r = first_result(&runtime, vec![], |cx| {
+        Box::pin(async move {
+            cx.modify(&sentence("user"), |s: &mut Resource<SentenceSpec>| {
+                s.spec_mut().0 = "taken".into()
+            })
+            .await
+            .map(drop)
         })
-        .await
-        .unwrap();
-    runtime.settled().await;
-    let e = results.lock().unwrap().remove(0).unwrap_err();
+    })
+    .await;
+    let e = r.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
 }
 
@@ -253,19 +249,7 @@ async fn run_on_held_output(script: Script) -> (Runtime, Result<(), Error>) {
         .await
         .unwrap();
     state.add_finalizer(&sentence("held"), "Holder").await.unwrap();
-    let results = Arc::new(Mutex::new(vec![]));
-    let r = results.clone();
-    runtime
-        .register(move || Probe {
-            inputs: vec![],
-            outputs: vec![Output::exclusive::<SentenceSpec>()],
-            script,
-            results: r.clone(),
-        })
-        .await
-        .unwrap();
-    runtime.settled().await;
-    let first = results.lock().unwrap().remove(0);
+    let first = first_result(&runtime, vec![], script).await;
     (runtime, first)
 }
 
