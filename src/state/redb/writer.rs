@@ -28,13 +28,18 @@
 //!   taken back, as before) nor the revisions the writer keeps.
 //!
 //! # Assumptions
-//! The revisions are those of the file once the log is replayed, which is
-//! what the state loaded ([`RedbBackend::load`](super::RedbBackend) collects
-//! them); only this process writes the file (redb's lock).
+//! The revisions are those of the file once the log is replayed (the thread
+//! starts after the open replayed it); only this process writes the file
+//! (redb's lock).
 //!
 //! # Caveats
-//! The revisions cost one key and one `u64` per record in memory (beside the
-//! state's cache, which holds every resource anyway).
+//! - The revisions cost one key and one `u64` per record in memory (beside
+//!   the state's cache, which holds every resource anyway).
+//! - They are read from the file (keys and the first 8 bytes of each value,
+//!   no JSON) when the thread starts, with the first write: that write waits
+//!   for it (measured: the first write after opening 100,000 resources
+//!   took ~30 ms, the second 0.3 ms). Collecting them in the state's load
+//!   instead added ~100 ms to reopening 100,000 resources.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -181,21 +186,16 @@ pub(super) struct Writer {
     reopen: Reopen,
     db: Result<Arc<Database>, Error>,
     log: Log,
-    /// `None` until known (the state's load collects them; otherwise read
-    /// from the file before the first batch).
+    /// `None` until read from the file, before the first batch (and after a
+    /// failed read, before each next one).
     revisions: Option<Revisions>,
     tree: Option<Tree>,
 }
 
 impl Writer {
-    pub(super) fn new(
-        path: PathBuf,
-        reopen: Reopen,
-        db: Database,
-        log: Log,
-        revisions: Option<Revisions>,
-    ) -> Writer {
-        let mut writer = Writer { path, reopen, db: Ok(Arc::new(db)), log, revisions, tree: None };
+    pub(super) fn new(path: PathBuf, reopen: Reopen, db: Database, log: Log) -> Writer {
+        let db = Ok(Arc::new(db));
+        let mut writer = Writer { path, reopen, db, log, revisions: None, tree: None };
         writer.start_tree();
         writer
     }
