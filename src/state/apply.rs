@@ -100,9 +100,10 @@ pub(crate) fn apply_ref(store: &mut Store, req: &StateRequest, now: Timestamp) -
             let (res, owner) = (resource.clone(), owner.as_deref());
             written(store.update_keeping(res, owner, *expected_phase, *keep_finalizers, now))
         }
-        StateRequest::Modify { pointer, owner, expected_phase, modify } => {
+        StateRequest::Modify { pointer, owner, expected_phase, modify, keep_finalizers } => {
+            let (owner, keep) = (owner.as_deref(), *keep_finalizers);
             match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                store.modify(pointer, modify, owner.as_deref(), *expected_phase, now)
+                store.modify_keeping(pointer, modify, owner, *expected_phase, keep, now)
             })) {
                 Ok(Ok((r, None))) => (Ok(StateReply::Unchanged(Some(r))), None),
                 Ok(Ok((r, change))) => (Ok(StateReply::Resource(r)), change),

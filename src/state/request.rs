@@ -108,6 +108,10 @@ pub enum StateRequest {
         expected_phase: ExpectedPhase,
         /// Current (or `None`) → desired.
         modify: ModifyFn,
+        /// The result must carry the finalizers it was computed from (none
+        /// for a new resource): as [`Update`](Self::Update)'s, checked once
+        /// the function ran.
+        keep_finalizers: bool,
     },
     /// Destroy a resource.
     Destroy {
@@ -187,10 +191,8 @@ impl StateRequest {
     }
 
     /// A typed modify: `f` applied to the stored resource as `S`, or to
-    /// `empty()` when there is none. With `keep_finalizers` (a controller's
-    /// modify) the result must carry the finalizers it was computed from
-    /// (none for a new resource), or the write fails with
-    /// [`Error::AccessDenied`] naming `owner` as the controller.
+    /// `empty()` when there is none; `keep_finalizers` as
+    /// [`StateRequest::Modify`]'s.
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when `ptr` is not of type `S`.
@@ -208,12 +210,12 @@ impl StateRequest {
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
         super::client::check_type::<S>(ptr)?;
-        let guard = if keep_finalizers { owner.clone() } else { None };
         Ok(StateRequest::Modify {
             pointer: ptr.clone(),
             owner,
             expected_phase,
-            modify: super::client::typed_modify(empty, f, guard),
+            modify: super::client::typed_modify(empty, f),
+            keep_finalizers,
         })
     }
 

@@ -7,18 +7,16 @@ use super::State;
 use super::send::reply_ready;
 use crate::Error;
 use crate::finalizer::TeardownAndDestroy;
-use crate::resource::{AnyResource, Finalizers, Pointer, PointerTo, Resource, Spec};
+use crate::resource::{AnyResource, Pointer, PointerTo, Resource, Spec};
 use crate::state::actor::StateRequest;
-use crate::state::store::{ExpectedPhase, ModifyFn, keep_finalizers};
+use crate::state::store::{ExpectedPhase, ModifyFn};
 
 fn owner_arc(owner: Option<&str>) -> Option<Arc<str>> {
     owner.map(Arc::from)
 }
 
-/// The modify function for spec type `S`: read current (or `empty()`), apply
-/// `f`. With `guard` (the controller whose modify this is) the result must
-/// keep the finalizers it was computed from (none for a new resource).
-pub(crate) fn typed_modify<S, E, F>(empty: E, f: F, guard: Option<Arc<str>>) -> ModifyFn
+/// The modify function for spec type `S`: read current (or `empty()`), apply `f`.
+pub(crate) fn typed_modify<S, E, F>(empty: E, f: F) -> ModifyFn
 where
     S: Spec,
     E: Fn() -> Resource<S> + Send + 'static,
@@ -30,13 +28,7 @@ where
             None => empty(),
         };
         f(&mut r);
-        let r = r.into_any();
-        if let Some(controller) = &guard {
-            let none = Finalizers::new();
-            let before = current.map_or(&none, |c| c.metadata().finalizers());
-            keep_finalizers(controller, "modify", before, &r)?;
-        }
-        Ok(r)
+        Ok(r.into_any())
     })
 }
 
@@ -69,6 +61,7 @@ impl State {
             owner,
             expected_phase,
             modify,
+            keep_finalizers: false,
         })
     }
 

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use super::cache::{Cache, CacheView, SlotEdit};
 use crate::Error;
-use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Timestamp, validate};
+use crate::resource::{
+    AnyResource, Finalizers, Kind, LabelQuery, Phase, Pointer, Timestamp, validate,
+};
 use stamp::{check_owner, give_legacy_uid, replacing, same_incarnation, stamp_new, stamp_update};
 
 mod finalizers;
@@ -432,6 +434,22 @@ impl Store {
         expected: ExpectedPhase,
         now: Timestamp,
     ) -> Result<(AnyResource, Option<Change>), Error> {
+        self.modify_keeping(ptr, f, owner, expected, false, now)
+    }
+
+    /// [`modify`](Self::modify), and with `keep_finalizers` (a controller's
+    /// modify, see [`StateRequest::Modify`](crate::state::StateRequest::Modify))
+    /// the result must carry the finalizers it was computed from (none for
+    /// a new resource): checked once `f` ran ([`Error::AccessDenied`]).
+    pub(crate) fn modify_keeping(
+        &mut self,
+        ptr: &Pointer,
+        f: &ModifyFn,
+        owner: Option<&str>,
+        expected: ExpectedPhase,
+        keep_finalizers: bool,
+        now: Timestamp,
+    ) -> Result<(AnyResource, Option<Change>), Error> {
         validate::pointer(ptr)?;
         // Not under `with_slot`: `f` is user code, which never runs under the
         // cache's lock. The slot found here spares the write a second lookup.
@@ -452,6 +470,11 @@ impl Store {
             });
         }
         validate::metadata_beyond_address(desired.metadata())?;
+        if keep_finalizers {
+            let none = Finalizers::new();
+            let before = current.map_or(&none, |c| c.metadata().finalizers());
+            finalizers::keep_finalizers(owner.unwrap_or(""), "modify", before, &desired)?;
+        }
         let Some((slot, cur)) = found else {
             // Its address is `ptr`, validated above, and the rest just now.
             let (stored, change) = self.create_valid(desired, owner, now)?;
