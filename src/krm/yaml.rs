@@ -805,17 +805,13 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
     let mut root: Option<Node> = None;
     // Whether a collection's start event is `open` (a flow collection starts
     // there); markers count characters, so non-ASCII text needs byte offsets.
-    let offsets: Option<Vec<usize>> =
-        (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect());
-    let byte = |m: saphyr_parser::Marker| match &offsets {
-        Some(offsets) => offsets.get(m.index()).copied().unwrap_or(text.len()),
-        None => m.index().min(text.len()),
-    };
+    let positions = comments::Positions::new(text);
+    let byte = |m: saphyr_parser::Marker| positions.byte(m, text);
     let opens = |span: saphyr_parser::Span, open: char| {
         text.get(byte(span.start)..byte(span.end)).is_some_and(|s| flow_start(s, open))
     };
     let err = |line: usize, column: usize, message: String| YamlError { line, column, message };
-    let mut recorder = comments::Recorder::new(text);
+    let mut recorder = comments::Recorder::new(text, &positions);
     for event in Parser::new_from_str(text) {
         let (event, span) = event
             .map_err(|e| err(e.marker().line(), e.marker().col() + 1, e.info().to_string()))?;
@@ -848,7 +844,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
                     recorder.open(doc, path_of(&stack), span, flow, seq, in_block_seq);
                 }
                 Event::SequenceEnd | Event::MappingEnd => recorder.close(span),
-                Event::DocumentEnd => recorder.doc_end(span.start.index()),
+                Event::DocumentEnd => recorder.doc_end(span.start),
                 _ => {}
             }
         }
@@ -1836,6 +1832,22 @@ mod comment_tests {
             ("- &a[] # c\n", "- [] # c\n"),
             ("&a[!{}] # c\n", "[{}] # c\n"),
             ("a: !<!x> [ 1 ]\n", "a: [1]\n"),
+        ] {
+            assert_eq!(stable(text), written, "{text:?}");
+        }
+    }
+
+    /// Found by fuzzing: saphyr-parser counts a reserved directive's
+    /// characters in bytes, so after `%é` its markers ran one character
+    /// ahead; the line comment after `[]` was then taken for a foot comment
+    /// (and a flow collection after such a directive could be read as block).
+    #[test]
+    fn a_non_ascii_directive_moves_no_comment_and_no_flow_collection() {
+        for (text, written) in [
+            ("%\u{e9}\n---\n- [] # c\n", "- [] # c\n"),
+            ("%\u{1f600} x\u{e9}\n---\n- [] #\n", "- [] #\n"),
+            ("%\u{e9}\n---\na: [1] # c\nb: {k: v}\n", "a: [1] # c\nb: {k: v}\n"),
+            ("%\u{e9}\n---\n\u{e9}: [x]\n", "\u{e9}: [x]\n"),
         ] {
             assert_eq!(stable(text), written, "{text:?}");
         }

@@ -111,13 +111,64 @@ pub(super) struct Recorder<'a> {
     doc_ends: Vec<usize>,
     /// Byte offset of each line's start.
     line_starts: Vec<usize>,
+    positions: &'a Positions,
+}
+
+/// Where a parser's marker is in the text. saphyr-parser 0.3.4 counts a
+/// reserved directive's (`%NAME param`) characters in bytes, so after a
+/// non-ASCII one its markers' character index runs ahead of the text for
+/// the rest of it (found by fuzzing: a comment then moved, a flow collection
+/// read as block). Its line and column are right again from the next line,
+/// so in a text that is not ASCII a marker is placed by them.
+#[derive(Debug, Default)]
+pub(super) struct Positions {
     /// Byte offset of each character, when the text is not ASCII.
     offsets: Option<Vec<usize>>,
+    /// Character index of each line's start, when the text is not ASCII.
+    line_chars: Option<Vec<usize>>,
+}
+
+impl Positions {
+    pub(super) fn new(text: &str) -> Positions {
+        if text.is_ascii() {
+            return Positions::default();
+        }
+        let offsets: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        let line_chars = std::iter::once(0)
+            .chain(break_ends(text).map(|b| offsets.partition_point(|&o| o < b)))
+            .collect();
+        Positions { offsets: Some(offsets), line_chars: Some(line_chars) }
+    }
+
+    /// The character index of `m`.
+    pub(super) fn index(&self, m: saphyr_parser::Marker) -> usize {
+        match &self.line_chars {
+            Some(lines) => m
+                .line()
+                .checked_sub(1)
+                .and_then(|l| lines.get(l))
+                .map_or(m.index(), |start| start + m.col()),
+            None => m.index(),
+        }
+    }
+
+    /// The byte offset of character `char_index` (the text's length past its end).
+    pub(super) fn byte_at(&self, char_index: usize, text: &str) -> usize {
+        match &self.offsets {
+            Some(offsets) => offsets.get(char_index).copied().unwrap_or(text.len()),
+            None => char_index.min(text.len()),
+        }
+    }
+
+    /// The byte offset of `m`.
+    pub(super) fn byte(&self, m: saphyr_parser::Marker, text: &str) -> usize {
+        self.byte_at(self.index(m), text)
+    }
 }
 
 impl<'a> Recorder<'a> {
     /// A recorder, if `text` can hold a comment at all.
-    pub(super) fn new(text: &'a str) -> Option<Self> {
+    pub(super) fn new(text: &'a str, positions: &'a Positions) -> Option<Self> {
         if !text.contains('#') {
             return None;
         }
@@ -128,15 +179,12 @@ impl<'a> Recorder<'a> {
             open: Vec::new(),
             doc_ends: Vec::new(),
             line_starts,
-            offsets: (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect()),
+            positions,
         })
     }
 
     fn byte_at(&self, char_index: usize) -> usize {
-        match &self.offsets {
-            Some(offsets) => offsets.get(char_index).copied().unwrap_or(self.text.len()),
-            None => char_index.min(self.text.len()),
-        }
+        self.positions.byte_at(char_index, self.text)
     }
 
     /// Where a quoted scalar starting at `start` (a character index, maybe at
@@ -233,8 +281,8 @@ impl<'a> Recorder<'a> {
         in_block_seq: bool,
     ) {
         let col = self.col_of(&path, in_block_seq, span.start);
-        let start = span.start.index();
-        let mut end = span.end.index().max(start);
+        let start = self.positions.index(span.start);
+        let mut end = self.positions.index(span.end).max(start);
         let mut end_line = span.end.line();
         let mut text_start = start;
         match written {
@@ -313,7 +361,7 @@ impl<'a> Recorder<'a> {
 
     /// The character index of a byte offset.
     fn char_of(&self, byte: usize) -> usize {
-        match &self.offsets {
+        match &self.positions.offsets {
             Some(offsets) => offsets.partition_point(|&o| o < byte),
             None => byte,
         }
@@ -331,7 +379,7 @@ impl<'a> Recorder<'a> {
     ) {
         let col = self.col_of(&path, in_block_seq, span.start);
         let (line, mut inner_col, mut start) =
-            (span.start.line(), span.start.col(), span.start.index());
+            (span.start.line(), span.start.col(), self.positions.index(span.start));
         // A block sequence starts at its first `-`: the parser's start is
         // its first item's, or the end of the line when a comment follows
         // the `-` (`- # head`). Only an item of a block sequence always
@@ -372,14 +420,14 @@ impl<'a> Recorder<'a> {
         let record = &mut self.records[i];
         // A flow collection ends after its `]`/`}` (the event's span may run on
         // over a comment); a block collection where its end event is.
-        record.end = span.start.index() + usize::from(record.shape == Shape::Flow);
+        record.end = self.positions.index(span.start) + usize::from(record.shape == Shape::Flow);
         record.end_line = span.start.line();
     }
 
     /// A document ends at `index`.
-    pub(super) fn doc_end(&mut self, index: usize) {
+    pub(super) fn doc_end(&mut self, at: saphyr_parser::Marker) {
         self.open.clear();
-        self.doc_ends.push(index);
+        self.doc_ends.push(self.positions.index(at));
     }
 
     /// Finds the comments and attaches them to `docs`.
