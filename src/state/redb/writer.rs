@@ -41,7 +41,6 @@
 //!   took ~30 ms, the second 0.3 ms). Collecting them in the state's load
 //!   instead added ~100 ms to reopening 100,000 resources.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,15 +57,18 @@ use crate::state::backend::{Outcome, Precondition, Write, WriteOp};
 use crate::state::redb_log::{Entry, Log, Replayed};
 use crate::{Error, StorageFailure};
 
-/// The mod revision of each record, by its key in the file.
-pub(super) type Revisions = HashMap<Box<str>, u64>;
+/// The mod revision of each record, by its key in the file. Hashed as the
+/// state's cache hashes ids (FxHash): SipHash took ~150 instructions a
+/// lookup, ~8 µs of each batch of 64 on the writer's critical path.
+pub(super) type Revisions = rustc_hash::FxHashMap<Box<str>, u64>;
 
 /// The mod revisions of the records in `db` (a record too short to hold
 /// one counts as revision 0: no precondition matches it).
 pub(super) fn revisions_in(db: &Database, path: &Path) -> Result<Revisions, Error> {
     let read = db.begin_read().map_err(|e| redb_error(path, e))?;
     let table = read.open_table(RESOURCES).map_err(|e| redb_error(path, e))?;
-    let mut revisions = Revisions::with_capacity(table.len().unwrap_or(0) as usize);
+    let capacity = table.len().unwrap_or(0) as usize;
+    let mut revisions = Revisions::with_capacity_and_hasher(capacity, Default::default());
     for item in table.iter().map_err(|e| redb_error(path, e))? {
         let (key, value) = item.map_err(|e| redb_error(path, e))?;
         revisions.insert(key.value().into(), revision_of(value.value()).unwrap_or(0));
