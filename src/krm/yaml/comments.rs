@@ -129,15 +129,24 @@ pub(super) struct Positions {
 }
 
 impl Positions {
+    /// The positions of `text` (nothing to keep when it is ASCII).
     pub(super) fn new(text: &str) -> Positions {
         if text.is_ascii() {
             return Positions::default();
         }
         let offsets: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-        let line_chars = std::iter::once(0)
-            .chain(break_ends(text).map(|b| offsets.partition_point(|&o| o < b)))
-            .collect();
-        Positions { offsets: Some(offsets), line_chars: Some(line_chars) }
+        let mut positions = Positions { offsets: Some(offsets), line_chars: None };
+        let line_chars = std::iter::once(0).chain(break_ends(text).map(|b| positions.char_of(b)));
+        positions.line_chars = Some(line_chars.collect());
+        positions
+    }
+
+    /// The character index of a byte offset.
+    pub(super) fn char_of(&self, byte: usize) -> usize {
+        match &self.offsets {
+            Some(offsets) => offsets.partition_point(|&o| o < byte),
+            None => byte,
+        }
     }
 
     /// The character index of `m`.
@@ -359,12 +368,8 @@ impl<'a> Recorder<'a> {
         self.line_starts.partition_point(|&s| s <= byte).max(1)
     }
 
-    /// The character index of a byte offset.
     fn char_of(&self, byte: usize) -> usize {
-        match &self.positions.offsets {
-            Some(offsets) => offsets.partition_point(|&o| o < byte),
-            None => byte,
-        }
+        self.positions.char_of(byte)
     }
 
     /// A collection at `path` starts.
@@ -424,7 +429,7 @@ impl<'a> Recorder<'a> {
         record.end_line = span.start.line();
     }
 
-    /// A document ends at `index`.
+    /// A document ends at `at`.
     pub(super) fn doc_end(&mut self, at: saphyr_parser::Marker) {
         self.open.clear();
         self.doc_ends.push(self.positions.index(at));
