@@ -85,6 +85,7 @@ pub mod controller;
 mod error;
 pub mod execution;
 pub mod finalizer;
+mod hashing;
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 mod http_limits;
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]

@@ -58,7 +58,7 @@ pub(crate) struct Queued<Q> {
     requeueing_all: bool,
     /// The keys queued only by changes the controller made itself (empty in
     /// a controller that does not read what it writes: no cost then).
-    own_triggered: rustc_hash::FxHashSet<Pointer>,
+    own_triggered: crate::hashing::SeededSet<Pointer>,
     /// Destroy-ready input kinds whose bootstrap is not over: every resource
     /// of theirs is mapped until then (leftovers of an earlier run are found).
     bootstrapping: Vec<Kind>,
@@ -81,7 +81,7 @@ pub(crate) fn queue_host<Q: QController>(
         controller: Rc::new(controller),
         factory,
         requeueing_all: false,
-        own_triggered: rustc_hash::FxHashSet::default(),
+        own_triggered: Default::default(),
         bootstrapping: Vec::new(),
     };
     Host::new(queued, rules, concurrency, env, pool, counters, queue_counters, busy)

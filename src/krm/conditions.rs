@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rustc_hash::FxHashMap;
+use crate::hashing::SeededMap;
 
 use super::object::Object;
 use super::yaml::{Map, Node, Seq};
@@ -211,9 +211,9 @@ pub fn remove(kptfile: &mut Object, type_: &str) -> bool {
 /// function touching thousands of conditions stays linear.
 #[derive(Clone, Debug, Default)]
 pub struct ConditionEdits {
-    /// Hashed with Fx: one entry per condition (a child's), looked up per
-    /// child in every run.
-    current: FxHashMap<String, Condition>,
+    /// One entry per condition (a child's), looked up per child in every
+    /// run; condition types come from the package: seeded ([`crate::hashing`]).
+    current: SeededMap<String, Condition>,
     changes: BTreeMap<String, Option<Condition>>,
 }
 
@@ -232,11 +232,14 @@ impl ConditionEdits {
         }
     }
 
-    /// Every condition type, edits included.
+    /// Every condition type, edits included, in order.
     pub fn types(&self) -> Vec<String> {
         let mut types: Vec<String> =
             self.current.keys().filter(|t| !self.changes.contains_key(*t)).cloned().collect();
         types.extend(self.changes.iter().filter(|(_, c)| c.is_some()).map(|(t, _)| t.clone()));
+        // The snapshot is hashed with a per-process seed: sorted, the list is
+        // the same on every run.
+        types.sort_unstable();
         types
     }
 
@@ -317,6 +320,20 @@ mod tests {
             set(&mut k, &Condition::new(*t, Status::True, "", ""));
         }
         k
+    }
+
+    #[test]
+    fn types_lists_every_condition_once_in_order_edits_included() {
+        let many: Vec<String> = (0..64).map(|i| format!("t{:02}", 63 - i)).collect();
+        let names: Vec<&str> = many.iter().map(String::as_str).collect();
+        let mut edits = ConditionEdits::of(&kptfile(&names));
+        edits.remove("t10");
+        edits.set(Condition::new("t99", Status::True, "r", "m"));
+        edits.set(Condition::new("t05", Status::False, "r", "m"));
+        let mut expected: Vec<String> = many.iter().filter(|t| *t != "t10").cloned().collect();
+        expected.push("t99".into());
+        expected.sort();
+        assert_eq!(edits.types(), expected);
     }
 
     #[test]

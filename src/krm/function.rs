@@ -142,7 +142,7 @@ pub(crate) fn restore_comments<'a>(
     inputs: impl IntoIterator<Item = &'a Object>,
     outputs: &mut [Object],
 ) {
-    let by_origin: rustc_hash::FxHashMap<(&str, &str), &Object> =
+    let by_origin: crate::hashing::SeededMap<(&str, &str), &Object> =
         inputs.into_iter().filter_map(|o| Some((origin(o)?, o))).collect();
     if by_origin.is_empty() {
         return;

@@ -51,7 +51,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use rustc_hash::FxHashMap;
+use crate::hashing::SeededMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -161,7 +161,7 @@ struct Shared {
     results: HashMap<String, Vec<FnResult>>,
     types: BTreeSet<String>,
     /// Parsed objects by pointer and version: a reconcile parses only what changed.
-    parsed: FxHashMap<Pointer, (u64, Object)>,
+    parsed: SeededMap<Pointer, (u64, Object)>,
 }
 
 struct FnController {
@@ -175,7 +175,7 @@ struct FnController {
     /// reads, so it would give the same output, which is already written.
     /// Without it, the watch events of the function's own writes, delivered
     /// in batches while it runs, each re-ran it over the whole package.
-    seen: Option<FxHashMap<Pointer, u64>>,
+    seen: Option<SeededMap<Pointer, u64>>,
     /// The last listing of the inputs found to match `seen`, in listing
     /// order (emptied when `seen` changes). A reconcile that lists the very
     /// same again (the common case: the watch events of one run's writes
@@ -234,10 +234,13 @@ impl FnController {
     async fn run_once(
         &self,
         inputs: Vec<AnyResource>,
-    ) -> Result<(bool, FxHashMap<Pointer, u64>), crate::Error> {
+    ) -> Result<(bool, SeededMap<Pointer, u64>), crate::Error> {
         let name = self.function.name().to_string();
-        let mut seen = FxHashMap::with_capacity_and_hasher(inputs.len(), Default::default());
-        let mut before = FxHashMap::with_capacity_and_hasher(inputs.len(), Default::default());
+        let mut seen = SeededMap::with_capacity_and_hasher(inputs.len(), Default::default());
+        // In listing order, not hash order: the comments restored from the
+        // inputs and the destroys below follow it, the same on every run.
+        let mut before: indexmap::IndexMap<Pointer, AnyResource, crate::hashing::Seeded> =
+            indexmap::IndexMap::with_capacity_and_hasher(inputs.len(), Default::default());
         let mut items = Vec::new();
         {
             for resource in inputs {
@@ -279,7 +282,7 @@ impl FnController {
         let mut writes: Vec<(Pointer, Object, AnyResource, bool)> = Vec::new();
         for object in out.items {
             let Some(ptr) = pointer_of(&object) else { continue };
-            match before.remove(&ptr) {
+            match before.swap_remove(&ptr) {
                 Some(resource) => {
                     // The package lock is held: the cache still holds what was read.
                     // Equal objects may differ in comments (a function added one).

@@ -6,8 +6,8 @@
 use std::fmt;
 use std::hash::BuildHasher;
 
+use crate::hashing::{Seeded, SeededMap, SeededSet};
 use hashbrown::HashTable;
-use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use super::conditions::{Condition, ConditionEdits, DEFAULT_PREFIX, Keys, Status};
 use super::function::{Declaration, Function};
@@ -175,12 +175,12 @@ impl Upstream {
         // Each per-parent watch's objects grouped by owner, in one pass over
         // the items: looked up per parent, not filtered from every item for
         // each (quadratic: 4,000 parents took 12.5 s, most of it here).
-        let per_parent: Vec<(&Watch, FxHashMap<&str, Vec<&Object>>)> = self
+        let per_parent: Vec<(&Watch, SeededMap<&str, Vec<&Object>>)> = self
             .watches
             .iter()
             .filter(|w| w.scope == WatchScope::PerParent)
             .map(|watch| {
-                let mut by_owner: FxHashMap<&str, Vec<&Object>> = FxHashMap::default();
+                let mut by_owner: SeededMap<&str, Vec<&Object>> = SeededMap::default();
                 for object in of(&watch.gvk) {
                     if let Some(owner) = self.keys.owner_of(object) {
                         by_owner.entry(owner).or_default().push(object);
@@ -195,7 +195,8 @@ impl Upstream {
         // The identities populated so far, as indices into `desired`: no
         // copy of each child's identity (four strings) to key a set by.
         let mut seen: HashTable<usize> = HashTable::new();
-        let hash = |id: IdentityRef<'_>| FxBuildHasher.hash_one(id);
+        let seed = Seeded::default();
+        let hash = |id: IdentityRef<'_>| seed.hash_one(id);
         for parent in parents {
             let Some(owner) = parent.reference() else { continue };
             let mut watched = Watched {
@@ -283,7 +284,7 @@ impl Function for Upstream {
         let desired = desired.unwrap_or_default();
         // Maps keyed by borrowed identities: run over every item, twice per
         // render, copies of the identities were a third of this function.
-        let by_id: FxHashMap<_, usize> = desired
+        let by_id: SeededMap<_, usize> = desired
             .iter()
             .enumerate()
             .filter_map(|(i, (_, o))| Some((o.identity_ref()?, i)))
@@ -291,7 +292,7 @@ impl Function for Upstream {
         let mut used = vec![false; desired.len()];
         let mut edits = ConditionEdits::of(&list.items[kpt]);
         let family = format!("{}.", self.for_.reference());
-        let mut live_conditions = FxHashSet::default();
+        let mut live_conditions = SeededSet::default();
 
         for (i, item) in list.items.iter_mut().enumerate() {
             if i == kpt || !self.owned(item) {
@@ -341,7 +342,7 @@ impl Function for Upstream {
         // added (the items are not indexed when every child exists).
         let mut clashes = vec![None; desired.len()];
         if used.iter().any(|u| !u) {
-            let taken: FxHashMap<_, usize> = list
+            let taken: SeededMap<_, usize> = list
                 .items
                 .iter()
                 .enumerate()

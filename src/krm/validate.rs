@@ -2,7 +2,7 @@
 //! (`apiVersion`, `kind`, `metadata.name`), and no two items share
 //! (apiVersion, kind, namespace, name).
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::hashing::SeededMap as HashMap;
 
 use super::object::Object;
 use super::results::{FileRef, FnResult, ResourceRef};

@@ -149,8 +149,9 @@ pub struct QueueStats {
 /// ```
 pub struct WorkQueue<K> {
     /// hashbrown's map rather than std's: `entry_ref` finishes a key (reads
-    /// it, then removes or reschedules it) with one lookup.
-    entries: hashbrown::HashMap<K, KeyState, rustc_hash::FxBuildHasher>,
+    /// it, then removes or reschedules it) with one lookup. Keys are the
+    /// clients' ids: seeded ([`crate::hashing`]).
+    entries: hashbrown::HashMap<K, KeyState, crate::hashing::Seeded>,
     ready: Ready<K>,
     delays: Delays<K>,
     backoff: Backoff,

@@ -39,7 +39,8 @@ pub struct Kind(Arc<KindInner>);
 
 struct KindInner {
     /// Hash of (namespace, type), computed once: kinds are hashed on every
-    /// state operation.
+    /// state operation. Seeded per process ([`crate::hashing`]): a client
+    /// can name kinds (the Kubernetes API's paths).
     hash: u64,
     namespace: Box<str>,
     resource_type: Box<str>,
@@ -66,9 +67,7 @@ impl Kind {
     /// usually share one allocation.
     pub fn new(namespace: impl AsRef<str>, resource_type: impl AsRef<str>) -> Self {
         let (ns, ty) = (namespace.as_ref(), resource_type.as_ref());
-        let mut h = rustc_hash::FxHasher::default();
-        (ns, ty).hash(&mut h);
-        let hash = h.finish();
+        let hash = crate::hashing::kept(&(ns, ty));
         let make = || {
             Kind(Arc::new(KindInner {
                 hash,

@@ -25,7 +25,6 @@
 //! and reads the slots in order. A list by an equality or set label term
 //! reads only the slots a [`LabelIndex`] names for it, sorted by id.
 
-use std::hash::BuildHasher;
 use std::sync::{Mutex, PoisonError};
 
 use super::id_index::IdIndex;
@@ -88,9 +87,10 @@ impl std::fmt::Debug for Collection {
 /// ids; reading the kind in order, one label check per resource).
 const NARROW: usize = 8;
 
-/// The 32-bit hash of an id that the index keeps.
+/// The 32-bit hash of an id that the index keeps: seeded per process
+/// ([`crate::hashing`]), since clients choose ids.
 fn hash_id(id: &str) -> u32 {
-    (rustc_hash::FxBuildHasher.hash_one(id) >> 32) as u32
+    (crate::hashing::kept(id) >> 32) as u32
 }
 
 /// The resource in `slot` (every slot the index or a live entry names is full).

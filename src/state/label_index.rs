@@ -17,14 +17,18 @@
 //! the two maps (an empty map is a null pointer); a resource's labels cost a
 //! set entry each, and a distinct label value its own copy of the strings.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
+
+use crate::hashing::SeededMap;
 
 use crate::resource::{LabelQuery, LabelTerm, Labels};
 
 /// Slots by label key, then value (see the [module docs](self)).
 #[derive(Debug, Default)]
 pub(crate) struct LabelIndex {
-    by_key: FxHashMap<String, FxHashMap<String, FxHashSet<u32>>>,
+    /// Keys and values are the clients' (seeded, [`crate::hashing`]); slots
+    /// are the collection's own numbers.
+    by_key: SeededMap<String, SeededMap<String, FxHashSet<u32>>>,
 }
 
 impl LabelIndex {
@@ -108,7 +112,7 @@ impl LabelIndex {
     /// How many (key, value) pairs are indexed.
     #[cfg(test)]
     fn pairs(&self) -> usize {
-        self.by_key.values().map(FxHashMap::len).sum()
+        self.by_key.values().map(SeededMap::len).sum()
     }
 }
 

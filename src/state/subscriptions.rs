@@ -34,7 +34,8 @@ struct KindWatches {
     /// Watches of the whole kind, in the order they came.
     all: Vec<Subscription>,
     /// Watches of one resource, by its id, each list in the order they came.
-    one: FxHashMap<Id, Vec<Subscription>>,
+    /// (Ids are the clients': seeded, [`crate::hashing`].)
+    one: crate::hashing::SeededMap<Id, Vec<Subscription>>,
     /// Watches of one resource added since `one` was last pruned whole.
     added: usize,
     /// How many watches of one resource it held after that prune.

@@ -57,10 +57,11 @@ use crate::state::backend::{Outcome, Precondition, Write, WriteOp};
 use crate::state::redb_log::{Entry, Log, Replayed};
 use crate::{Error, StorageFailure};
 
-/// The mod revision of each record, by its key in the file. Hashed as the
-/// state's cache hashes ids (FxHash): SipHash took ~150 instructions a
-/// lookup, ~8 µs of each batch of 64 on the writer's critical path.
-pub(super) type Revisions = rustc_hash::FxHashMap<Box<str>, u64>;
+/// The mod revision of each record, by its key in the file. Keys embed
+/// client-chosen ids, so the map is seeded ([`crate::hashing`]); foldhash,
+/// not SipHash: SipHash took ~150 instructions a lookup, ~8 µs of each batch
+/// of 64 on the writer's critical path.
+pub(super) type Revisions = crate::hashing::SeededMap<Box<str>, u64>;
 
 /// The mod revisions of the records in `db` (a record too short to hold
 /// one counts as revision 0: no precondition matches it).
