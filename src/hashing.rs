@@ -14,7 +14,8 @@
 //! seeded at random once per process, from the clock and the address-space
 //! layout: a set of colliding keys cannot be computed ahead of time.
 //! foldhash's `fast` variant costs about what FxHash did on the state's hot
-//! path (see the commit that introduced this module for callgrind's counts).
+//! path: callgrind counted 28,356 instructions per object through the
+//! per-object chain bench against 28,135 with FxHash (+0.8 %).
 //! Tables keyed by numbers the runtime itself hands out (slots, watch ids)
 //! keep FxHash.
 //!
