@@ -18,6 +18,7 @@ use stamp::{check_owner, give_legacy_uid, replacing, same_incarnation, stamp_new
 mod finalizers;
 pub(crate) use finalizers::keep_finalizers;
 mod stamp;
+
 #[cfg(test)]
 mod tests;
 
@@ -386,8 +387,7 @@ impl Store {
                 }
                 expected.check(&ptr, current.phase())?;
                 if keep_finalizers {
-                    let before = current.metadata().finalizers();
-                    finalizers::keep_finalizers(owner.unwrap_or(""), "update", before, &res)?;
+                    kept_by(owner, "update", current.metadata().finalizers(), &res)?;
                 }
                 stamp_update(current, res, now, rev)
             })();
@@ -473,7 +473,7 @@ impl Store {
         if keep_finalizers {
             let none = Finalizers::new();
             let before = current.map_or(&none, |c| c.metadata().finalizers());
-            finalizers::keep_finalizers(owner.unwrap_or(""), "modify", before, &desired)?;
+            kept_by(owner, "modify", before, &desired)?;
         }
         let Some((slot, cur)) = found else {
             // Its address is `ptr`, validated above, and the rest just now.
@@ -528,3 +528,19 @@ impl Store {
         self.counted(result)
     }
 }
+
+/// [`finalizers::keep_finalizers`] for a request's `keep_finalizers`, naming
+/// its owner. A request that asks for it without an owner (built by hand:
+/// the runtime always sends its controller's name) is named as such, not
+/// as an empty controller name.
+fn kept_by(
+    owner: Option<&str>,
+    operation: &'static str,
+    before: &Finalizers,
+    after: &AnyResource,
+) -> Result<(), Error> {
+    finalizers::keep_finalizers(owner.unwrap_or(NO_OWNER), operation, before, after)
+}
+
+/// The writer an [`Error::AccessDenied`] names for a request without an owner.
+const NO_OWNER: &str = "(a writer without an owner)";

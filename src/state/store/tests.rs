@@ -425,3 +425,25 @@ fn an_update_keeping_finalizers_refuses_a_change_after_the_other_checks() {
     let (updated, _) = s.update(dropped, Some("c"), ExpectedPhase::Running, t(3)).unwrap();
     assert!(updated.metadata().finalizers().is_empty());
 }
+
+#[test]
+fn a_modify_keeping_finalizers_without_an_owner_names_the_writer_as_such() {
+    let mut s = Store::new();
+    let mut r = num("a", 1);
+    r.metadata_mut().finalizers_mut().add("holder");
+    s.create(r, None, t(1)).unwrap();
+    let drop_holder: ModifyFn = Box::new(|cur| {
+        let mut r = cur.expect("stored").clone();
+        r.metadata_mut().finalizers_mut().remove("holder");
+        Ok(r)
+    });
+    let e = s.modify_keeping(&ptr("a"), &drop_holder, None, ExpectedPhase::Running, true, t(2));
+    match e.unwrap_err() {
+        Error::AccessDenied { controller, operation, .. } => {
+            assert_eq!((controller.as_str(), operation), (NO_OWNER, "modify"));
+            assert!(!controller.is_empty());
+        }
+        other => panic!("expected AccessDenied, got {other:?}"),
+    }
+    assert_eq!(s.get(&ptr("a")).unwrap().metadata().finalizers().len(), 1, "nothing written");
+}
