@@ -51,8 +51,6 @@ pub(crate) fn kept<T: Hash + ?Sized>(key: &T) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::hash::BuildHasher;
-
     use super::*;
 
     /// Two ids that share FxHash's 32 top bits, found by a birthday search

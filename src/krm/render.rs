@@ -50,8 +50,6 @@
 //! ```
 
 use std::collections::{BTreeSet, HashMap};
-
-use crate::hashing::SeededMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -66,6 +64,7 @@ use super::yaml;
 use crate::controller::{
     Controller, Input, InputKind, Output, OutputKind, ReconcileContext, ReconcileResult,
 };
+use crate::hashing::{Seeded, SeededMap};
 use crate::resource::{AnyResource, DynamicResource, Kind, LabelQuery, Metadata, Pointer};
 use crate::{Runtime, State};
 
@@ -239,7 +238,7 @@ impl FnController {
         let mut seen = SeededMap::with_capacity_and_hasher(inputs.len(), Default::default());
         // In listing order, not hash order: the comments restored from the
         // inputs and the destroys below follow it, the same on every run.
-        let mut before: indexmap::IndexMap<Pointer, AnyResource, crate::hashing::Seeded> =
+        let mut before: indexmap::IndexMap<Pointer, AnyResource, Seeded> =
             indexmap::IndexMap::with_capacity_and_hasher(inputs.len(), Default::default());
         let mut items = Vec::new();
         {

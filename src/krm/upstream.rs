@@ -6,8 +6,9 @@
 use std::fmt;
 use std::hash::BuildHasher;
 
-use crate::hashing::{Seeded, SeededMap, SeededSet};
 use hashbrown::HashTable;
+
+use crate::hashing::{Seeded, SeededMap, SeededSet};
 
 use super::conditions::{Condition, ConditionEdits, DEFAULT_PREFIX, Keys, Status};
 use super::function::{Declaration, Function};

@@ -20,7 +20,6 @@
 use rustc_hash::FxHashSet;
 
 use crate::hashing::SeededMap;
-
 use crate::resource::{LabelQuery, LabelTerm, Labels};
 
 /// Slots by label key, then value (see the [module docs](self)).

@@ -57,9 +57,9 @@ pub struct StateActor {
     /// Whether a batch is on its way to a backend.
     committing: bool,
     /// Kinds with staged or committing writes: reads of them wait. Hashed
-    /// by the hash each `Kind` carries (seeded per process and computed once,
-    /// see `crate::hashing`), fed to Fx rather than SipHash: two lookups per durable write, SipHash
-    /// measured ~200 instructions each.
+    /// by the hash each `Kind` carries (seeded per process and computed
+    /// once, see `crate::hashing`), fed to Fx rather than SipHash: two
+    /// lookups per durable write, SipHash measured ~200 instructions each.
     dirty: rustc_hash::FxHashSet<Kind>,
     /// Requests that wait for the batch in flight.
     parked: VecDeque<(StateRequest, ReplySlot)>,

@@ -18,7 +18,6 @@ use stamp::{check_owner, give_legacy_uid, replacing, same_incarnation, stamp_new
 mod finalizers;
 pub(crate) use finalizers::keep_finalizers;
 mod stamp;
-
 #[cfg(test)]
 mod tests;
 
