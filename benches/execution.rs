@@ -20,9 +20,11 @@
 //!   itself at zero delay: the time for 1,000 ordinary keys to drain
 //!   (`with_hot_key`) vs the same without the hot key (`without_hot_key`).
 //! - `blocking_latency` (outside criterion): the create-to-output latency of
-//!   a light queue controller (p50, p99 of 200, 1 ms apart) alone, next to a controller
-//!   that blocks its thread for 2 ms per reconcile on the arbiter, and next
-//!   to the same controller on the blocking pool (`execution::Blocking`).
+//!   a light queue controller (p50, p99 of 200, 1 ms apart plus a phase
+//!   spread over the blocker's cycle) alone, next to a controller that blocks
+//!   its thread for 2 ms per reconcile on the arbiter, and next to the same
+//!   controller on the blocking pool (`execution::Blocking`); the three cases
+//!   in turns, 5 rounds of 40 samples.
 //!
 //! `execution_cpu` and `execution_per_object` also run their two placements
 //! in turns, outside criterion (`common::paired`): the ratio their targets are
@@ -535,14 +537,20 @@ impl QController for Light {
     }
 }
 
-/// `Light`'s create-to-output latency, `samples` times, next to `blocker`
-/// (none, on the arbiter, on the blocking pool).
-async fn latency_run(blocker: Option<bool>, samples: u64) -> Vec<Duration> {
+/// How long the blocker blocks its thread per reconcile.
+const BLOCK_NS: u64 = 2_000_000;
+/// 2 ms × (φ − 1): consecutive multiples fall evenly over the blocker's cycle.
+const GOLDEN_NS: u64 = 1_236_068;
+
+/// `Light`'s create-to-output latency, `samples` times (sample numbers
+/// `first..first + samples`), next to `blocker` (none, on the arbiter, on the
+/// blocking pool).
+async fn latency_run(blocker: Option<bool>, first: u64, samples: u64) -> Vec<Duration> {
     let runtime = Runtime::builder().arbiters(1).start();
     let state = runtime.state();
     runtime.register_queue(|| Light).await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let block = Duration::from_millis(2);
+    let block = Duration::from_nanos(BLOCK_NS);
     match blocker {
         None => {}
         Some(false) => {
@@ -562,7 +570,7 @@ async fn latency_run(blocker: Option<bool>, samples: u64) -> Vec<Duration> {
         .await
         .unwrap();
     let mut times = Vec::with_capacity(samples as usize);
-    for k in 0..samples {
+    for k in first..first + samples {
         let id = format!("n{k}");
         let t = Instant::now();
         state.create(Resource::new("lat", id.clone(), IntSpec(k as i64)), None).await.unwrap();
@@ -575,7 +583,14 @@ async fn latency_run(blocker: Option<bool>, samples: u64) -> Vec<Duration> {
         times.push(t.elapsed());
         // Spaced out, so that the samples fall anywhere in the blocker's cycle
         // (otherwise a run of fast samples fits between two of its blocks).
+        // The gap is 1 ms plus a phase spread evenly over the blocker's 2 ms
+        // (sample k's phase is the fractional part of k·φ), slept on a pool
+        // thread for its sub-millisecond precision: a timer alone ticks in
+        // whole milliseconds, as the blocker's sleep does, and the two would
+        // lock their phases, every sample then meeting the blocker's hand-off.
         tokio::time::sleep(Duration::from_millis(1)).await;
+        let phase = Duration::from_nanos(k.wrapping_mul(GOLDEN_NS) % BLOCK_NS);
+        tokio::task::spawn_blocking(move || std::thread::sleep(phase)).await.expect("a sleep");
     }
     drop(events);
     stop.store(true, Ordering::Relaxed);
@@ -588,14 +603,24 @@ fn blocking_latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     if !mode.wants("blocking_latency") {
         return json!({});
     }
-    let samples = mode.scale(200, 10);
-    let mut cases = serde_json::Map::new();
-    for (name, blocker) in
-        [("alone", None), ("blocking_on_arbiter", Some(false)), ("blocking_pool", Some(true))]
-    {
-        let mut times = sys.block_on(latency_run(blocker, samples));
+    let (rounds, per_round) = mode.scale((5, 40), (1, 10));
+    let cases =
+        [("alone", None), ("blocking_on_arbiter", Some(false)), ("blocking_pool", Some(true))];
+    // In turns: each round runs every case once, in an order that rotates
+    // from round to round, so that the machine's drift over the run (and
+    // whatever ran just before) falls on every case alike.
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); cases.len()];
+    for round in 0..rounds {
+        for turn in 0..cases.len() {
+            let case = (round + turn) % cases.len();
+            let first = (round * per_round) as u64;
+            times[case].extend(sys.block_on(latency_run(cases[case].1, first, per_round as u64)));
+        }
+    }
+    let mut report = serde_json::Map::new();
+    for ((name, _), mut times) in cases.into_iter().zip(times) {
         times.sort();
-        cases.insert(
+        report.insert(
             name.to_owned(),
             json!({
                 "p50_ns": common::ns(common::percentile(&times, 50.0)),
@@ -603,7 +628,12 @@ fn blocking_latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
             }),
         );
     }
-    json!({ "samples": samples, "block_ns": common::ns(Duration::from_millis(2)), "cases": cases })
+    json!({
+        "samples": rounds * per_round,
+        "rounds": rounds,
+        "block_ns": BLOCK_NS,
+        "cases": report,
+    })
 }
 
 fn main() {

@@ -617,10 +617,17 @@ def execution_section(d, summary, md):
     ))
     md.append("")
     samples = get(ex, "blocking_latency", "samples")
+    lat_rounds = get(ex, "blocking_latency", "rounds")
     block = get(ex, "blocking_latency", "block_ns")
+    spacing = (
+        f"one at a time, 1 ms apart plus a phase spread evenly over the blocker's {fmt_time(block)} "
+        f"cycle; the cases in turns, {lat_rounds} rounds of {samples // lat_rounds} samples each in a "
+        "rotating order"
+        if lat_rounds else "one at a time, 1 ms apart"
+    )
     md.append(
         f"**Latency next to a blocking reconcile.** A light queue controller's latency from the create "
-        f"of its input to the watch event of its output ({samples} samples, one at a time, 1 ms apart), with nothing "
+        f"of its input to the watch event of its output ({samples} samples, {spacing}), with nothing "
         f"else running, next to a controller that blocks its thread for {fmt_time(block)} per "
         "reconcile and requeues itself at once, on the arbiter, and the same controller wrapped in "
         "`execution::Blocking` (its reconciles on the blocking pool). One arbiter.\n"
