@@ -636,7 +636,26 @@ fn blocking_latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     })
 }
 
+/// `COSI_BENCH_PROFILE=<scenario>:<n>` (see `common::profile_request`): one
+/// run of the per-object chain at home (`per_object_home`) or spread
+/// (`per_object_spread`), for a profiler.
+fn profile(sys: &SystemRunner, scenario: &str, n: u64) {
+    let layout = match scenario {
+        "per_object_home" => Layout::Default,
+        "per_object_spread" => Layout::Spread,
+        other => panic!(
+            "COSI_BENCH_PROFILE: no execution scenario {other:?} (per_object_home, per_object_spread)"
+        ),
+    };
+    let elapsed = sys.block_on(per_object_run(layout, n));
+    println!("{scenario} at N = {n}: {elapsed:?}");
+}
+
 fn main() {
+    if let Some((scenario, n)) = common::profile_request() {
+        profile(&actix::System::new(), &scenario, n);
+        return;
+    }
     let mode = Mode::from_args();
     let mut c = mode.criterion();
     let sys = actix::System::new();

@@ -301,6 +301,21 @@ def instructions_section(target_dir, d, md):
         ],
     ))
     md.append("")
+    home = get(sc, "per_object_home", "per_object")
+    spread = get(sc, "per_object_spread", "per_object")
+    md.append(
+        "The per-object chain of the execution section below (`execution_per_object`), counted "
+        "the same way: every controller on the home arbiter beside the state, and spread over "
+        "the controller arbiters (`Placement::Spread`), where every request and reply crosses "
+        "threads. The instructions count the crossing's work (its queues, wake-ups and batches), "
+        "not the time a thread waits for a core or for the other side.\n"
+    )
+    md.append(table(
+        ["placement", "instructions per integer", "ratio to home"],
+        [count_row("home (`Placement::Home`)", home, home),
+         count_row("spread (`Placement::Spread`)", spread, home)],
+    ))
+    md.append("")
     durable = get(sc, "writes_durable", "per_object")
     memory = get(sc, "writes_memory", "per_object")
     writes = get(sc, "writes_durable", "sizes") or [MISSING, MISSING]

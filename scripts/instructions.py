@@ -82,7 +82,7 @@ def main():
         writes = [200, 1_200] if args.quick else [2_000, 12_000]
         benches = executables(
             ["cargo", "bench", "--bench", "runtime", "--bench", "krm", "--bench", "durable",
-             "--no-run"], env)
+             "--bench", "execution", "--no-run"], env)
         # The peer builds where scripts/benchmarks.sh's `cargo run` built it: the
         # caller's CARGO_TARGET_DIR, else its own project's target directory.
         peer = executables(
@@ -105,6 +105,11 @@ def main():
                                       objects_per_n=2),
                 "krm_pipe_in_memory": measure(benches["krm"], "pipe_in_memory", clusters,
                                               "rendered item", objects_per_n=2),
+                # The per-object chain at home and spread over the controller arbiters:
+                # what crossing threads costs in instructions (its wake-ups and waits not).
+                "per_object_home": measure(benches["execution"], "per_object_home", sizes, unit),
+                "per_object_spread": measure(benches["execution"], "per_object_spread", sizes,
+                                             unit),
                 # Acknowledged modifies, 64 in flight: on redb (fsync per batch) and in memory.
                 "writes_durable": measure(benches["durable"], "durable", writes, "write"),
                 "writes_memory": measure(benches["durable"], "memory", writes, "write"),

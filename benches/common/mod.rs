@@ -263,9 +263,8 @@ where
     }
 }
 
-/// A duration in nanoseconds as a JSON number.
 /// `COSI_BENCH_PROFILE=<scenario>:<n>`: the scenario a bench binary should
-/// run once, without criterion, for a profiler (`scripts/instructions.sh`
+/// run once, without criterion, for a profiler (`scripts/instructions.py`
 /// runs it under callgrind at two sizes: the difference of the instruction
 /// counts over the difference of the sizes is the cost per object, without
 /// the start-up).
@@ -275,6 +274,7 @@ pub fn profile_request() -> Option<(String, u64)> {
     Some((scenario.to_owned(), n.parse().ok()?))
 }
 
+/// A duration in nanoseconds as a JSON number.
 pub fn ns(d: Duration) -> serde_json::Value {
     serde_json::json!(d.as_nanos() as u64)
 }
