@@ -444,7 +444,8 @@ impl Runtime {
     /// Delayed work that was asked for — a `requeue_after`, an
     /// `enqueue_after`, a queue item due later — is not waited for: the
     /// runtime is settled until it comes due. [`idle`](Runtime::idle) waits
-    /// for that too.
+    /// for that too. A requeue or enqueue at zero delay is not delayed: it is
+    /// a reconcile pending now, which this waits for.
     ///
     /// It has no bound: a controller that fails for ever, or keeps
     /// re-triggering itself, keeps the runtime busy. So that such a wait is

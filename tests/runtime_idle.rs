@@ -1,5 +1,6 @@
 //! `settled()` does not wait for delayed work that was asked for; `idle()`
-//! does, with a bound (virtual time under the paused clock).
+//! does, with a bound (virtual time under the paused clock). A requeue at
+//! zero delay is not delayed work: `settled()` waits for it.
 
 mod common;
 
@@ -11,10 +12,11 @@ use common::{IntSpec, NS};
 use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 
-/// Requeues itself after 30 s until it has run `runs` times.
+/// Requeues itself after `delay` (30 s unless said) until it has run `runs` times.
 struct Ticker {
     count: Arc<AtomicUsize>,
     runs: usize,
+    delay: Duration,
 }
 
 impl Controller for Ticker {
@@ -29,19 +31,33 @@ impl Controller for Ticker {
     }
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         if self.count.fetch_add(1, Ordering::SeqCst) + 1 < self.runs {
-            cx.requeue_after(Duration::from_secs(30));
+            cx.requeue_after(self.delay);
         }
         Ok(())
     }
 }
 
 async fn ticker(runs: usize) -> (Runtime, Arc<AtomicUsize>) {
+    ticker_every(runs, Duration::from_secs(30)).await
+}
+
+async fn ticker_every(runs: usize, delay: Duration) -> (Runtime, Arc<AtomicUsize>) {
     tokio::time::pause();
     let runtime = Runtime::start();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    runtime.register(move || Ticker { count: c.clone(), runs }).await.unwrap();
+    runtime.register(move || Ticker { count: c.clone(), runs, delay }).await.unwrap();
     (runtime, count)
+}
+
+#[actix::test]
+async fn a_zero_requeue_of_a_plain_controller_is_pending_work_that_settled_waits_for() {
+    let (runtime, count) = ticker_every(5, Duration::ZERO).await;
+    let start = tokio::time::Instant::now();
+    runtime.settled().await;
+    assert_eq!(count.load(Ordering::SeqCst), 5, "settled: every requeue at zero has run");
+    // No timer in between: the paused clock never had to move.
+    assert_eq!(start.elapsed(), Duration::ZERO, "a zero requeue waits for no clock tick");
 }
 
 #[actix::test]
@@ -62,8 +78,9 @@ async fn idle_gives_up_after_its_bound_and_says_what_is_pending() {
     assert!((3..=5).contains(&count.load(Ordering::SeqCst)), "ran about every 30 s");
 }
 
-/// Records each key it reconciles.
-struct Counter(Arc<AtomicUsize>);
+/// Records each key it reconciles; asks for the key again at once until it
+/// has run `again` times in all.
+struct Counter(Arc<AtomicUsize>, usize);
 
 impl QController for Counter {
     fn name(&self) -> &str {
@@ -77,9 +94,25 @@ impl QController for Counter {
         _: &ReconcileContext,
         _: &Pointer,
     ) -> Result<Outcome, ReconcileError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        if self.0.fetch_add(1, Ordering::SeqCst) + 1 < self.1 {
+            return Ok(Outcome::RequeueAfter(Duration::ZERO));
+        }
         Ok(Outcome::Done)
     }
+}
+
+#[actix::test]
+async fn a_zero_requeue_of_a_queue_controller_is_pending_work_that_settled_waits_for() {
+    tokio::time::pause();
+    let runtime = Runtime::start();
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let queue = runtime.register_queue(move || Counter(c.clone(), 5)).await.unwrap();
+    let start = tokio::time::Instant::now();
+    queue.enqueue(&Pointer::of::<IntSpec>(NS, "again")).await.unwrap();
+    runtime.settled().await;
+    assert_eq!(count.load(Ordering::SeqCst), 5, "settled: every requeue at zero has run");
+    assert_eq!(start.elapsed(), Duration::ZERO, "a zero requeue waits for no clock tick");
 }
 
 #[actix::test]
@@ -88,7 +121,7 @@ async fn idle_waits_for_keys_enqueued_for_later() {
     let runtime = Runtime::start();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    let queue = runtime.register_queue(move || Counter(c.clone())).await.unwrap();
+    let queue = runtime.register_queue(move || Counter(c.clone(), 1)).await.unwrap();
     runtime.settled().await;
     queue
         .enqueue_after(&Pointer::of::<IntSpec>(NS, "later"), Duration::from_secs(60))

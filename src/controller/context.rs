@@ -273,6 +273,12 @@ impl ReconcileContext {
     /// The shortest request of a reconcile wins; a reconcile triggered earlier
     /// by a change cancels it.
     ///
+    /// A zero `delay` asks for the next reconcile at once, without a timer:
+    /// it is pending work, which [`Runtime::settled`](crate::Runtime::settled)
+    /// waits for (a controller that always requeues at zero never settles).
+    /// Any other delay arms a timer, which `settled` does not wait for and
+    /// [`Runtime::idle`](crate::Runtime::idle) does.
+    ///
     /// This is the one requeue mechanism of both controller kinds: a queue
     /// controller may call it for the key it reconciles, which is the same as
     /// returning [`Outcome::RequeueAfter`](super::Outcome::RequeueAfter)

@@ -335,8 +335,17 @@ where
                 });
                 let requeue = cx.take_requeue();
                 host.counters.requeued(requeue);
-                if let Some(delay) = requeue {
-                    host.schedule_requeue(delay, ctx);
+                match requeue {
+                    // Again, at once: a ready item, as a queue controller's
+                    // zero requeue is, so `settled()` waits for it. A timer
+                    // would fire only at the clock's next tick (up to 1 ms
+                    // idle), and `settled()` does not wait for timers.
+                    Some(delay) if delay.is_zero() => {
+                        host.controller.reason = "requeue requested";
+                        return (Completion::RequeueAfter(Duration::ZERO), None);
+                    }
+                    Some(delay) => host.schedule_requeue(delay, ctx),
+                    None => {}
                 }
                 (Completion::Success, None)
             }
