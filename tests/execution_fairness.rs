@@ -322,3 +322,51 @@ async fn an_input_that_changes_without_pause_leaves_other_controllers_running() 
     assert_eq!(mirrored.spec().0, last.to_string(), "the follower caught up with the last write");
     runtime.stop().await;
 }
+
+/// A plain controller that requeues itself at zero delay (returning at once,
+/// without awaiting anything) until told to stop.
+struct PlainSpinner(Arc<Hot>);
+
+impl Controller for PlainSpinner {
+    fn name(&self) -> &str {
+        "PlainSpinner"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        vec![]
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![]
+    }
+    async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+        self.0.done.fetch_add(1, Ordering::SeqCst);
+        if self.0.keep_going() {
+            cx.requeue_after(Duration::ZERO);
+        }
+        Ok(())
+    }
+}
+
+#[actix::test]
+async fn a_plain_controller_requeued_at_zero_delay_yields_between_two_of_its_reconciles() {
+    let runtime = Runtime::builder().arbiters(1).start();
+    let hot = Arc::new(Hot::default());
+    let mut seen = quiet(&runtime, &hot).await;
+    let h = hot.clone();
+    runtime.register(move || PlainSpinner(h.clone())).await.unwrap();
+    until_hot(&hot, 10).await;
+
+    let (before, at) = trigger_quiet(&runtime, &hot, &mut seen).await;
+    assert!(at < SAFETY, "the spinner had hit its safety limit before the quiet controller ran");
+    // One reconcile of the spinner per turn of the executor, not a round
+    // budget's worth: a reconcile that blocked its thread would otherwise
+    // hold the arbiter that many times as long.
+    assert!(
+        at - before <= TURNS,
+        "the spinner ran {} times while the quiet controller waited (bound {TURNS})",
+        at - before
+    );
+
+    hot.stop.store(true, Ordering::SeqCst);
+    runtime.settled().await;
+    runtime.stop().await;
+}

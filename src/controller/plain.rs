@@ -339,9 +339,17 @@ where
                     // Again, at once: a ready item, as a queue controller's
                     // zero requeue is, so `settled()` waits for it. A timer
                     // would fire only at the clock's next tick (up to 1 ms
-                    // idle), and `settled()` does not wait for timers.
+                    // idle), and `settled()` does not wait for timers. The
+                    // host yields first, as that timer did: a controller that
+                    // requeues itself at zero gives every other task of its
+                    // arbiter a turn between two of its reconciles (the
+                    // round budget alone would let 64 of them run, which for
+                    // a reconcile that blocks is the arbiter frozen 64 times
+                    // as long), and the changes already in its mailbox join
+                    // the next reconcile.
                     Some(delay) if delay.is_zero() => {
                         host.controller.reason = "requeue requested";
+                        host.budget.yield_now(ctx);
                         return (Completion::RequeueAfter(Duration::ZERO), None);
                     }
                     Some(delay) => host.schedule_requeue(delay, ctx),

@@ -12,6 +12,11 @@
 //! finished; when [`ROUND_BUDGET`] units are spent it parks its context on a
 //! yield, which ends the pass: the executor runs every other ready task
 //! before this actor goes on.
+//!
+//! A plain controller that asks for a reconcile at zero delay yields at once
+//! ([`RoundBudget::yield_now`]): it reconciles everything each time, so the
+//! other tasks of its arbiter get a turn between two of its reconciles, and a
+//! reconcile that blocks its thread does not hold the arbiter 64 times over.
 
 use actix::prelude::*;
 
@@ -42,9 +47,18 @@ impl RoundBudget {
     {
         self.spent += 1;
         if self.spent >= ROUND_BUDGET {
-            self.spent = 0;
-            ctx.wait(actix::fut::wrap_future(Requeue { yielded: false }));
+            self.yield_now(ctx);
         }
+    }
+
+    /// Yields now, whatever is left of the budget: parks `ctx` until the
+    /// executor has run the other ready tasks, and starts a new round.
+    pub(crate) fn yield_now<A>(&mut self, ctx: &mut Context<A>)
+    where
+        A: Actor<Context = Context<A>>,
+    {
+        self.spent = 0;
+        ctx.wait(actix::fut::wrap_future(Requeue { yielded: false }));
     }
 }
 
