@@ -148,10 +148,10 @@ where
         }
     }
 
+    /// A requeue after `delay` (above zero: a zero one goes back to the queue
+    /// at once, see `complete`).
     fn schedule_requeue(&mut self, delay: Duration, ctx: &mut Context<Self>) {
-        if !delay.is_zero() {
-            Counters::bump(&self.counters.work_queue.retries);
-        }
+        Counters::bump(&self.counters.work_queue.retries);
         let handle = ctx.run_later(delay, |act, ctx| {
             let timer = act.controller.requeue.take();
             act.trigger("requeue requested", false, ctx);
