@@ -21,6 +21,7 @@ use common::{IntSpec, SentenceSpec, StrSpec};
 use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::execution::ROUND_BUDGET;
 use cosi_runtime::prelude::*;
+use futures::StreamExt;
 use tokio::sync::watch;
 
 /// Rounds of the hot spot a quiet controller's trigger may take to start its
@@ -29,6 +30,10 @@ const TURNS: u64 = 4;
 
 /// The most units of work a hot spot may do while a quiet controller waits.
 const BOUND: u64 = TURNS * ROUND_BUDGET as u64;
+
+/// The most units of work a hot spot may do while the `block_on` body (a
+/// test's, a user's `#[actix::main]`) waits for a state change of its own.
+const MAIN_BOUND: u64 = 16 * ROUND_BUDGET as u64;
 
 /// A hot spot gives up after this much work, so that a broken scheduler fails
 /// the test instead of hanging it.
@@ -369,4 +374,79 @@ async fn a_plain_controller_requeued_at_zero_delay_yields_between_two_of_its_rec
     hot.stop.store(true, Ordering::SeqCst);
     runtime.settled().await;
     runtime.stop().await;
+}
+
+/// A queue controller over `IntSpec`s in "hot" whose every key requeues
+/// itself at zero delay until told to stop, counting its reconciles.
+struct Forever(Arc<Hot>);
+
+impl QController for Forever {
+    fn name(&self) -> &str {
+        "Forever"
+    }
+    fn settings(&self) -> QSettings {
+        QSettings {
+            inputs: vec![Input::primary::<IntSpec>("hot")],
+            outputs: vec![],
+            concurrency: 4,
+        }
+    }
+    async fn reconcile(
+        &self,
+        _: &ReconcileContext,
+        _: &Pointer,
+    ) -> Result<Outcome, ReconcileError> {
+        self.0.done.fetch_add(1, Ordering::SeqCst);
+        if self.0.keep_going() {
+            return Ok(Outcome::RequeueAfter(Duration::ZERO));
+        }
+        Ok(Outcome::Done)
+    }
+}
+
+/// The `block_on` body (a test's body, a user's `#[actix::main]`) waits on a
+/// state change through a watch while a queue key spins at zero delay: it
+/// must get its turn, whatever the arbiters.
+async fn main_task_waits_for_a_change_beside_a_spinning_key(arbiters: usize) {
+    let runtime = Runtime::builder().arbiters(arbiters).start();
+    let hot = Arc::new(Hot::default());
+    let h = hot.clone();
+    runtime.register_queue(move || Forever(h.clone())).await.unwrap();
+    let state = runtime.state();
+    state.create(Resource::new("hot", "hot", IntSpec(1)), None).await.unwrap();
+    until_hot(&hot, 10 * ROUND_BUDGET as u64).await;
+
+    let watched = Pointer::of::<StrSpec>("main", "m");
+    let mut changes = state.watch_stream(&watched).await.unwrap();
+    let before = hot.count();
+    state.create(Resource::new("main", "m", StrSpec("m".into())), None).await.unwrap();
+    loop {
+        let event = changes.next().await.expect("the watch delivers the create");
+        if matches!(event, Event::Created(_)) {
+            break;
+        }
+    }
+    let at = hot.count();
+    assert!(at < SAFETY, "the hot key hit its safety limit before the main task saw its change");
+    // The body takes several steps (a request, its reply, the event), each a
+    // turn of the `block_on` future: measured 4 rounds of the hot key in all,
+    // and 60 when the executor polled that future once per 61 ready tasks.
+    assert!(
+        at - before <= MAIN_BOUND,
+        "the hot key ran {} times while the main task waited for its change (bound {MAIN_BOUND})",
+        at - before
+    );
+    hot.stop.store(true, Ordering::SeqCst);
+    runtime.settled().await;
+    runtime.stop().await;
+}
+
+#[actix::test]
+async fn the_main_task_sees_its_change_while_a_key_requeues_at_zero_on_one_arbiter() {
+    main_task_waits_for_a_change_beside_a_spinning_key(1).await;
+}
+
+#[actix::test]
+async fn the_main_task_sees_its_change_while_a_key_requeues_at_zero_on_two_arbiters() {
+    main_task_waits_for_a_change_beside_a_spinning_key(2).await;
 }

@@ -17,6 +17,17 @@
 //! ([`RoundBudget::yield_now`]): it reconciles everything each time, so the
 //! other tasks of its arbiter get a turn between two of its reconciles, and a
 //! reconcile that blocks its thread does not hold the arbiter 64 times over.
+//!
+//! A yield lets the other actors of the arbiter run, and at least one yield in
+//! every few of a thread also waits for the executor's driver
+//! ([`yield_future`]): the `System::block_on` future (a user's
+//! `#[actix::main]` body, a test's body), timers and sockets make progress
+//! whatever a controller does.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 use actix::prelude::*;
 
@@ -25,11 +36,11 @@ use actix::prelude::*;
 ///
 /// So between two turns of any actor on an arbiter, each other controller on
 /// that arbiter does at most this much work: a quiet controller next to a
-/// hot one waits one round (`tests/execution_fairness.rs` measures exactly
-/// 64 hot reconciles between its trigger and its reconcile). A yield costs
-/// one more pass of the executor, paid once per 64 units: with a hot key
-/// requeueing itself at zero delay in the same queue, 1,000 ordinary keys
-/// drained in 6.6 ms, against 7.6 ms without it (`benches/execution.rs`).
+/// hot one waits one round (`tests/execution_fairness.rs` checks that bound
+/// by counting the hot reconciles between its trigger and its reconcile). A
+/// yield costs one more pass of the executor, paid once per 64 units: small
+/// beside the work of a round, and it keeps a hot key from starving the
+/// ordinary keys of its own queue (`benches/execution.rs`).
 pub const ROUND_BUDGET: u32 = 64;
 
 /// Counts units of work and yields when the budget is spent.
@@ -58,34 +69,90 @@ impl RoundBudget {
         A: Actor<Context = Context<A>>,
     {
         self.spent = 0;
-        ctx.wait(actix::fut::wrap_future(Requeue { yielded: false }));
+        ctx.wait(actix::fut::wrap_future(yield_future()));
+    }
+}
+
+/// Immediate yields a thread may make in a row before one that waits for
+/// the executor's driver (see [`Requeue`]).
+const IMMEDIATE_YIELDS: u32 = 3;
+
+thread_local! {
+    /// Immediate yields on this thread since a yield last waited for the
+    /// driver.
+    static IMMEDIATE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A yield that ends an actor's pass: immediate ([`Requeue`]) while this
+/// thread has made fewer than [`IMMEDIATE_YIELDS`] in a row, otherwise
+/// `tokio::task::yield_now`, which resumes the actor only after the runtime
+/// has polled its IO driver, its timers and the `block_on` future.
+///
+/// Why both. An immediate yield puts the task at the back of the local run
+/// queue, behind every task that is ready, and costs nothing; but tokio's
+/// `LocalSet` runs up to 61 ready tasks before it returns to the `block_on`
+/// future (a user's `#[actix::main]` body, a test's body) and to the driver
+/// (timers, sockets, wake-ups from other threads). A key that requeues
+/// itself at zero delay is always ready, so with immediate yields alone that
+/// code waited 61 rounds of it for each step, and timers fired that rarely.
+/// `yield_now` alone is fair but costs a system call (the driver's poll) on
+/// every yield. One in [`IMMEDIATE_YIELDS`] + 1 pays it: the `block_on`
+/// future and the driver get a turn at least every few rounds, and a light
+/// controller that yields now and then rarely waits for the driver.
+fn yield_future() -> Yield {
+    let immediate = IMMEDIATE.with(|count| {
+        let n = count.get();
+        if n < IMMEDIATE_YIELDS {
+            count.set(n + 1);
+            true
+        } else {
+            false
+        }
+    });
+    if immediate {
+        Yield::Immediate(Requeue { yielded: false })
+    } else {
+        Yield::Driver(Box::pin(tokio::task::yield_now()))
+    }
+}
+
+/// The two yields of [`yield_future`].
+enum Yield {
+    Immediate(Requeue),
+    Driver(Pin<Box<dyn Future<Output = ()>>>),
+}
+
+impl Future for Yield {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        match self.get_mut() {
+            Yield::Immediate(requeue) => Pin::new(requeue).poll(cx),
+            Yield::Driver(wait) => {
+                let done = wait.as_mut().poll(cx);
+                if done.is_ready() {
+                    IMMEDIATE.with(|count| count.set(0));
+                }
+                done
+            }
+        }
     }
 }
 
 /// Pending once, with the task woken at once: it goes to the back of the
-/// executor's queue, behind every task that is ready.
-///
-/// Not `tokio::task::yield_now`, which holds its wake-up until the runtime
-/// has polled its IO driver: a system call on each yield. A light
-/// controller that yields every 32 objects paid it on every 32nd (its
-/// single-object latency's p99 was that yield: 5.3 µs against a p50 of
-/// 2.6 µs). The driver is still polled every few dozen tasks, as tokio does
-/// anyway.
+/// executor's queue, behind every task that is ready, without a system call.
 struct Requeue {
     yielded: bool,
 }
 
-impl std::future::Future for Requeue {
+impl Future for Requeue {
     type Output = ();
 
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
         if std::mem::replace(&mut self.yielded, true) {
-            return std::task::Poll::Ready(());
+            return Poll::Ready(());
         }
         cx.waker().wake_by_ref();
-        std::task::Poll::Pending
+        Poll::Pending
     }
 }
