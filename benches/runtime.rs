@@ -568,9 +568,8 @@ fn latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     }
     // One whole run first, discarded (the peer does the same): a process's
     // first run grows its heap, and each page it touches first is a fault in
-    // the kernel. In 15 runs of this scenario in one process, the first run's
-    // p99 was 2.6-3.7x its p50, the later ones' 1.4-2.4x: a long-running
-    // controller sees the latter.
+    // the kernel, which inflates the first run's tail. A long-running
+    // controller sees the later runs, so those are what is reported.
     sys.block_on(async { latency_run(Runtime::start(), warmup, samples).await });
     let mut memory = sys.block_on(async { latency_run(Runtime::start(), warmup, samples).await });
     let dir = cosi_runtime::testing::conformance::ScratchDir::new();

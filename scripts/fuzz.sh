@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of one target (or all) with AFL++ through cargo-afl,
-# on the stable toolchain (see fuzz/Cargo.toml and the README's "Fuzzing").
+# on the stable toolchain (see fuzz/Cargo.toml and fuzz/README.md).
 #
 #   scripts/fuzz.sh TARGET SECS     # e.g. scripts/fuzz.sh kube_http 600
 #   scripts/fuzz.sh all SECS        # every target, SECS each, one after another

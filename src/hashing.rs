@@ -8,14 +8,14 @@
 //! offline a set of ids that all share one hash and send them: every insert
 //! and lookup in that table then compares against all of them, and one
 //! client's writes cost the state actor (which serves everybody) quadratic
-//! time. DESIGN §16 asks that a server bound what one client can cost.
+//! time. A server must bound what one client can cost
+//! (docs/ARCHITECTURE.md, 'Hostile input').
 //!
 //! These tables hash with foldhash (the hasher hashbrown uses by default)
 //! seeded at random once per process, from the clock and the address-space
 //! layout: a set of colliding keys cannot be computed ahead of time.
-//! foldhash's `fast` variant costs about what FxHash did on the state's hot
-//! path: callgrind counted 28,356 instructions per object through the
-//! per-object chain bench against 28,135 with FxHash (+0.8 %).
+//! foldhash's `fast` variant costs about what FxHash does on the state's hot
+//! path, so the protection is close to free.
 //! Tables keyed by numbers the runtime itself hands out (slots, watch ids)
 //! keep FxHash.
 //!

@@ -24,6 +24,9 @@
 //!   one state between processes on etcd (`state::etcd`, feature `etcd`:
 //!   exclusive outputs claimed cluster-wide, standbys that take over).
 //! - [`finalizer`]: how a teardown waits for the controllers that hold a resource.
+//! - [`execution`]: what runs where: the home arbiter, controller arbiters
+//!   ([`Placement`](execution::Placement)), blocking reconciles
+//!   ([`Blocking`](execution::Blocking)), fairness.
 //! - [`supervisor`]: registration rules, restart policy, the dependency graph;
 //!   [`Runtime::health`] and [`Runtime::settled_within`] when something fails.
 //! - [`testing`]: test one controller in isolation, deterministically.
@@ -34,7 +37,7 @@
 //!   `Cleanup`, `Destroy`) are in the `cosi-actors` crate.
 //! - [`prelude`] for programs and controller authors; [`dev`] for backend
 //!   and actor authors (the state actor and its messages, the supervisor).
-//! - `krm` (feature `krm`, default): KRM functions for kpt and nephio's
+//! - `krm` (feature `krm`): KRM functions for kpt and nephio's
 //!   fn-runtime model (For/Owns/Watch, the condition choreography).
 //! - `prometheus` (feature `prometheus`, default): controller-runtime's metrics
 //!   in your registry ([`Runtime::register_metrics`]).
@@ -50,6 +53,23 @@
 //! Each layer is usable on its own: the [`Store`](state::Store) is plain data
 //! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
 //! [`State`] works without controllers.
+//!
+//! ## The repository
+//! Beside this crate (`src/`, one directory per module above):
+//! - `actors/`: the `cosi-actors` crate (generic controllers and feeders);
+//!   `cosictl/`: the admin endpoint's CLI; `derive/`: `#[derive(Spec)]`.
+//! - `examples/`: indexed in `examples/README.md`; the flagship is
+//!   `examples/netplane/`.
+//! - `tests/`, by prefix: `runtime_*` (controllers, supervision), `queue_*`,
+//!   `state_*` (the conformance suite on every backend, crashes, full disks,
+//!   the model test), `etcd_*` (several processes), `admin_*`,
+//!   `kubernetes_*` (with the machine's kubectl), `cluster_*`, `example_*`.
+//! - `benches/` (criterion, each case beside a baseline; `benches/kube-peer/`
+//!   is the kube-runtime peer) and `scripts/benchmarks.sh`, which writes
+//!   `BENCHMARKS.md`; `scripts/instructions.py` counts instructions per
+//!   object with callgrind.
+//! - `fuzz/`: the AFL++ fuzz targets, a Cargo project of its own
+//!   (`fuzz/README.md`).
 //!
 //! ```
 //! use cosi_runtime::prelude::*;

@@ -112,8 +112,8 @@ impl RuntimeBuilder {
     /// the first controller is placed on it. With `1`, everything runs on the
     /// home arbiter, whatever the placement: the single-arbiter mode.
     /// See [`execution`](crate::execution) for what runs where, and for
-    /// why n counts the controller arbiters (n + 1 threads for n ≥ 2),
-    /// where DESIGN §12 counts the state's arbiter among the n.
+    /// why n counts the controller arbiters only (n + 1 threads for n ≥ 2;
+    /// docs/ARCHITECTURE.md, 'Execution').
     #[must_use]
     pub fn arbiters(mut self, n: usize) -> Self {
         self.arbiters = n.max(1);
@@ -121,8 +121,9 @@ impl RuntimeBuilder {
     }
 
     /// Where [`Runtime::register`] and [`Runtime::register_queue`] place a
-    /// controller (default: [`Placement::Home`], with the state; measured
-    /// fastest for light controllers, see [`execution`](crate::execution)).
+    /// controller (default: [`Placement::Home`], with the state: light
+    /// controllers pay no thread hop per state call there, see
+    /// [`execution`](crate::execution)).
     /// [`Runtime::register_on`] places one explicitly.
     #[must_use]
     pub fn placement(mut self, placement: Placement) -> Self {

@@ -295,10 +295,10 @@ pub fn median(mut samples: Vec<Duration>) -> Duration {
 /// even rounds, `other` first in odd ones), for the ratio of the two.
 ///
 /// Criterion takes every sample of one routine before the next routine's: on
-/// a machine whose speed drifts (this one's CPU-bound work was measured 1.7x
-/// slower from one second to the next, with nothing else running), a drift
-/// between the two blocks lands in their ratio whole. Taken in turns, each
-/// pair ran seconds apart, under the same conditions: the median of the
+/// a machine whose speed drifts (a shared VM's CPU-bound work can slow down
+/// by half from one second to the next, with nothing else running on it), a
+/// drift between the two blocks lands in their ratio whole. Taken in turns,
+/// each pair runs seconds apart, under the same conditions: the median of the
 /// per-pair ratios is the figure a target on `other / base` is checked against.
 ///
 /// Returns `{rounds, base_median_ns, other_median_ns, ratio_median}`, the

@@ -1,11 +1,11 @@
 //! The flagship example: a small network-configuration control plane.
 //!
 //! ```text
-//! cargo run --release --example netplane               # files under a fresh temporary directory
-//! cargo run --release --example netplane -- --dir out  # or under ./out
-//! cargo run --release --example netplane -- --state st # configuration kept in st/ (run it twice)
-//! RUST_LOG=debug cargo run --release --example netplane
-//! cargo run --release --features admin --example netplane -- --serve 127.0.0.1:8081
+//! cargo run --release -p netplane               # files under a fresh temporary directory
+//! cargo run --release -p netplane -- --dir out  # or under ./out
+//! cargo run --release -p netplane -- --state st # configuration kept in st/ (run it twice)
+//! RUST_LOG=debug cargo run --release -p netplane
+//! cargo run --release -p netplane --features admin -- --serve 127.0.0.1:8081
 //! ```
 //!
 //! User configuration (links, addresses, routes, hostname) → four render
@@ -27,6 +27,9 @@
 //! before each change, and keeps the control plane running once settled,
 //! until Ctrl-C. See `serve.rs`. A temporary directory it creates is removed
 //! at the end.
+//!
+//! `README.md` in this directory walks through a run, a kubectl session and
+//! a `cosictl` session.
 
 #[cfg(feature = "kubernetes-api")]
 mod kube;

@@ -1,7 +1,8 @@
 //! Fuzz targets for every boundary of cosi-runtime that takes outside input
-//! (DESIGN.md §16): each target is a function of arbitrary bytes that must
-//! not panic, whose errors are typed, and whose invariants (round trips, "a
-//! request that fails changes nothing") hold for every input.
+//! (docs/ARCHITECTURE.md, 'Hostile input'): each target is a function of
+//! arbitrary bytes that must not panic, whose errors are typed, and whose
+//! invariants (round trips, "a request that fails changes nothing") hold for
+//! every input.
 //!
 //! The `cosi-fuzz` binary runs one of them under AFL++ (`scripts/fuzz.sh`),
 //! or replays files through it; `tests/replay.rs` replays the committed

@@ -323,8 +323,9 @@ impl Histogram {
     ///
     /// Single writer: every histogram is observed only by its controller's
     /// host actor (one thread at a time), so each figure is a plain load and
-    /// store, not an atomic read-modify-write (five histograms per queue
-    /// reconcile made those 3 % of a profile of many short reconciles).
+    /// store, not an atomic read-modify-write (five histograms are observed
+    /// per queue reconcile, so with many short reconciles the atomics would
+    /// show in a profile).
     /// Readers on other threads still see whole values.
     pub(crate) fn observe(&self, d: std::time::Duration) {
         fn add(figure: &AtomicU64, n: u64) {

@@ -6,6 +6,60 @@
 //! outputs through a [`ReconcileContext`]. The runtime runs each controller in
 //! its own actor.
 //!
+//! # A complete program
+//! A controller that writes the message of the day from the hostname:
+//!
+//! ```
+//! use cosi_runtime::prelude::*;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+//! #[spec(type = "Hostnames.net.cosi.dev")]
+//! struct Hostname(String);
+//!
+//! #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+//! #[spec(type = "Motds.os.cosi.dev")]
+//! struct Motd(String);
+//!
+//! /// Writes the message of the day from the hostname.
+//! struct MotdController;
+//!
+//! impl Controller for MotdController {
+//!     fn name(&self) -> &str { "MotdController" }
+//!     fn inputs(&self) -> Vec<Input> { vec![Input::weak::<Hostname>("network")] }
+//!     fn outputs(&self) -> Vec<Output> { vec![Output::exclusive::<Motd>()] }
+//!
+//!     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+//!         for host in cx.list_typed::<Hostname>("network", &LabelQuery::all()).await? {
+//!             let text = format!("Welcome to {}!", host.spec().0);
+//!             let motd = Pointer::typed::<Motd>("os", "motd");
+//!             cx.modify(&motd, move |m| m.spec_mut().0 = text.clone()).await?;
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! #[actix::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let runtime = Runtime::start();
+//!     runtime.register(|| MotdController).await?;
+//!     let user = runtime.state().client();
+//!     user.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await?;
+//!     // No sleeps: resolves when nothing is in flight, or says what is still busy.
+//!     runtime.settled_within(std::time::Duration::from_secs(5)).await?;
+//!     let motd = user.get(&Pointer::typed::<Motd>("os", "motd")).await?;
+//!     assert_eq!(motd.spec().0, "Welcome to node-1!");
+//!     Ok(())
+//! }
+//! ```
+//!
+//! A controller this small can also be a closure: [`from_fn`]`("MotdController",
+//! inputs, outputs, async |cx| { ... })` builds one, supervised and
+//! access-checked like any other (`examples/first_controller.rs`,
+//! `examples/quickstart.rs`). The [`testing`](crate::testing) module tests
+//! this controller on its own, and [queue controllers](#queue-controllers-one-object-at-a-time)
+//! reconcile one object per call.
+//!
 //! # The controller lifecycle
 //!
 //! ## Expected flow
@@ -95,6 +149,91 @@
 //! (`AccessDenied`, nothing written). An output's finalizers are other
 //! parties' holds on it; a `modify` that rebuilds the resource from scratch
 //! would otherwise drop them silently. Leave `finalizers` as read.
+//!
+//! # Queue controllers: one object at a time
+//! A [`Controller`] reconciles "everything" on any change. A [`QController`]
+//! reconciles **one resource per call**, from a work queue, with
+//! per-controller concurrency and a worker pool shared by all queue
+//! controllers ([`default_pool_size`]: sixteen per core) — the model of
+//! controller-runtime, kube-runtime and easykube. Register one with
+//! [`Runtime::register_queue`](crate::Runtime::register_queue); the
+//! [`QueueHandle`] it returns enqueues keys from any source.
+//!
+//! ```
+//! use cosi_runtime::prelude::*;
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+//! # #[spec(type = "Ints.test.cosi.dev")]
+//! # struct Int(i64);
+//! # #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+//! # #[spec(type = "Strs.test.cosi.dev")]
+//! # struct Str(String);
+//!
+//! /// Writes each `Int` as a `Str`; an `Int`'s teardown waits until its `Str` is gone.
+//! struct IntToStr;
+//!
+//! impl QController for IntToStr {
+//!     fn name(&self) -> &str { "IntToStr" }
+//!     fn settings(&self) -> QSettings {
+//!         QSettings {
+//!             inputs: vec![Input::primary::<Int>("default")],
+//!             outputs: vec![Output::exclusive::<Str>()],
+//!             concurrency: 4, // or ..Default::default(): one at a time
+//!         }
+//!     }
+//!     async fn reconcile(&self, cx: &ReconcileContext, ptr: &Pointer) -> Result<Outcome, ReconcileError> {
+//!         let out = Pointer::typed::<Str>("default", ptr.id());
+//!         // Holds IntToStr's finalizer on the Int: apply while it runs, clean up once it goes.
+//!         finalizer(
+//!             cx,
+//!             ptr,
+//!             async |int: Resource<Int>| {
+//!                 let text = int.spec().0.to_string();
+//!                 cx.modify(&out, move |s| s.spec_mut().0 = text.clone()).await?;
+//!                 Ok(Outcome::Done) // or Outcome::RequeueAfter(d); Err(TerminalError::new(e).into()) never retries
+//!             },
+//!             async |_int| Ok(cx.release(&out).await?), // true once the Str is gone: let the Int go
+//!         )
+//!         .await
+//!     }
+//! }
+//!
+//! # actix::System::new().block_on(async {
+//! let runtime = Runtime::start();
+//! let handle = runtime.register_queue(|| IntToStr).await?; // handle.enqueue(&ptr) from any source
+//! let user = runtime.state().client();
+//! let seven = Pointer::typed::<Int>("default", "seven");
+//! user.modify(&seven, |i| i.spec_mut().0 = 7).await?;
+//! runtime.settled_within(std::time::Duration::from_secs(5)).await?;
+//! assert_eq!(user.get(&Pointer::typed::<Str>("default", "seven")).await?.spec().0, "7");
+//! user.teardown_and_destroy(&seven).await?; // returns once IntToStr released its Str
+//! # let _ = handle;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! [`finalizer`]`(cx, &ptr, apply, cleanup)` is the finalizer dance of
+//! kube-runtime in one call: a missing resource is `Done`; a running one gets
+//! the controller's finalizer (once), then `apply`; a tearing-down one it
+//! holds gets `cleanup`, and the finalizer comes off only when `cleanup`
+//! returns `Ok(true)` (an error is retried with backoff, the resource held
+//! meanwhile). [`QSettings`] has a `Default` (concurrency 1) and
+//! `QSettings::new(inputs, outputs).with_concurrency(4)`.
+//!
+//! The work queue's contract is in [`queue`](crate::queue): a key is never
+//! processed concurrently, a key re-added while processing runs exactly once
+//! more, delayed adds collapse to the earliest, errors and panics back off per
+//! key (triggers during a backoff neither cut it short nor inflate it), a
+//! [`TerminalError`] is never retried (`tests/queue_model.rs` checks it with
+//! many producers and consumers). A panic replaces the instance with a fresh
+//! one from the factory, as for a plain controller; reconciles of other keys
+//! still running finish on the old one. Per-controller metrics add queue
+//! depth, time in queue, reconcile latency and retries.
+//!
+//! The `cosi-actors` crate (`actors/` in the repository, built only on the
+//! public API) has ready-made queue controllers — `Transform` (one or many
+//! outputs per input), `Cleanup`, `Destroy` — and two feeders, `Poller` and
+//! `Enqueuer`: see its README.
 
 //! # Tracing
 //! The runtime logs through [`tracing`](https://docs.rs/tracing). Each
@@ -113,6 +252,22 @@
 //! then becomes two INFO lines per reconcile (`reconcile; controller=… ` and
 //! `reconcile; result=…`). Quiet them with
 //! `RUST_LOG=info,cosi_runtime::reconcile=warn`.
+//!
+//! # Metrics and the dependency graph
+//! [`Runtime::metrics`](crate::Runtime::metrics) gives per-controller
+//! counters ([`ControllerMetrics`]: reconciles, errors, panics, restarts,
+//! retries, queue figures). With the `prometheus` feature (a default),
+//! `Runtime::register_metrics` puts them into your `prometheus-client`
+//! registry under controller-runtime's own names, labels and buckets
+//! (`controller_runtime_reconcile_total{controller,result}`,
+//! `workqueue_depth`, … every series at 0 from the first scrape), so the
+//! Grafana dashboards written for Kubernetes controllers work unchanged, plus
+//! `cosi_*` extras (restarts and retries counted apart);
+//! `Runtime::metrics_text` renders the same without a registry (the series:
+//! the `prometheus` module). [`Runtime::graph`](crate::Runtime::graph) is the
+//! dependency graph of controllers and resource types, exported to DOT and
+//! Mermaid; [`Runtime::health`](crate::Runtime::health) says which controller
+//! fails, how often and why.
 
 mod access;
 mod context;

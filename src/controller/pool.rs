@@ -12,11 +12,11 @@ use futures::channel::oneshot;
 /// The default pool size: sixteen reconciles in flight per core, at least
 /// sixteen. Reconciles are async and mostly wait on the state or on IO; with
 /// more of them in flight, the state actor serves several requests per turn
-/// and each host handles several replies per wake-up. Measured on the
-/// per-object chain (`benches/runtime.rs`, two queue controllers of
-/// concurrency 16, 2 cores): 51 ms with 8 (four per core, the default
-/// before), 46 ms with 32, 47 ms with 128. The pool only caps the total: each
-/// queue controller's own concurrency still bounds it.
+/// and each host handles several replies per wake-up. Beyond sixteen per
+/// core more slots gain nothing measurable on the per-object chain
+/// (`benches/runtime.rs`), and fewer leave the state idle between passes.
+/// The pool only caps the total: each queue controller's own concurrency
+/// still bounds it.
 pub fn default_pool_size() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)

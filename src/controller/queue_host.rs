@@ -302,9 +302,9 @@ impl<Q: QController> Hosted for Queued<Q> {
     }
 
     // This and the two hooks that finish a reconcile are the queue
-    // controller's hot path: inlined into the host they cost what they did
-    // as its own methods; as calls they cost 0.7% more instructions on the
-    // queue chain (callgrind), some of it the future built, then copied.
+    // controller's hot path: inlined into the host, they cost what methods
+    // of the host would; as calls, the future they build is built and then
+    // copied.
     #[inline(always)]
     fn start(
         host: &mut QueueHost<Q>,

@@ -16,66 +16,50 @@
 //! controller arbiters (default [`default_arbiters`]: one per core), each a
 //! thread started when the first controller is placed on it. With
 //! `arbiters(1)` every placement means the home arbiter: the single-arbiter
-//! mode, exactly the runtime as it was before arbiters existed (and what the
-//! test kit uses unless a test asks for
+//! mode, everything on one thread (and what the test kit uses unless a test asks for
 //! [`own_arbiter`](crate::testing::HarnessBuilder::own_arbiter)).
 //! [`RuntimeBuilder::placement`](crate::RuntimeBuilder::placement) changes
 //! where [`Runtime::register`](crate::Runtime::register) puts controllers;
 //! [`Runtime::register_on`](crate::Runtime::register_on) places one.
 //!
-//! **How arbiters are counted, and how that differs from DESIGN §12.** The
-//! design counts N arbiters in all, the state's among them, so that its
-//! controllers get N − 1. This runtime counts the *controller* arbiters:
-//! `arbiters(n)` with n ≥ 2 is n controller arbiters beside the home one
-//! (n + 1 threads), and `arbiters(1)` is the home arbiter alone, as the
-//! design has it. Why: the default, one per core, should let compute-heavy
-//! controllers use every core. The state's thread is mostly idle under
-//! such controllers (it serves their small requests), so n − 1 controller
-//! threads would cap the spread speed-up at n − 1 cores: 1 core on the
-//! 2-core machine of BENCHMARKS.md, where n spread them 1.89× faster than
-//! one arbiter. A user who wants N threads in all asks for
-//! `arbiters(N - 1)`.
+//! **How arbiters are counted.** `arbiters(n)` counts the *controller*
+//! arbiters, not every thread: with n ≥ 2 it is n controller arbiters beside
+//! the home one (n + 1 threads), and `arbiters(1)` is the home arbiter alone.
+//! Why: the default, one per core, should let compute-heavy controllers use
+//! every core. The state's thread is mostly idle under such controllers (it
+//! serves their small requests), so counting it among the n would leave
+//! n − 1 threads for them and cap the spread speed-up at n − 1 cores (one
+//! core on a two-core machine). A user who wants N threads in all asks for
+//! `arbiters(N - 1)` (docs/ARCHITECTURE.md, 'Execution').
 //!
 //! A queue controller's reconciles run on its arbiter, or, wrapped in
 //! [`Blocking`], spread over the blocking thread pool. A controller whose
 //! reconcile blocks its thread (`std::fs`, a device, a C library) must be
-//! wrapped in [`Blocking`]: blocking IO never runs on an arbiter.
+//! wrapped in [`Blocking`]: blocking IO never runs on an arbiter. Wrap it in
+//! its factory, `runtime.register(|| Blocking::new(MyController))` (or
+//! `register_queue`), as the flagship's `ApplyController` does
+//! (`examples/netplane/`).
 //!
 //! # Why home is the default
-//! Measured with `benches/execution.rs` on the 2-core VM of BENCHMARKS.md
-//! (one run; a load average of 1.6 to 2.4 from other builds, so the machine
-//! had less than two cores to give: the same hashing ran 1.50× faster on two
-//! bare threads than on one):
-//!
-//! | scenario | one arbiter | spread over 2 controller arbiters |
-//! |---|---|---|
-//! | chain, N = 10,000: two list-and-modify controllers | 113 ms | 585 ms (5.2× slower) |
-//! | the same, both controllers on one controller arbiter | | 510 ms (4.5× slower) |
-//! | 4 queue controllers × 200 objects, ~1 ms of hashing each, 16 in flight each | 545 ms | 295 ms (1.84× faster) |
-//!
 //! A controller off the home arbiter pays a thread hop for every state call
 //! and every change message (a wake-up of the other thread each way, tens of
-//! microseconds on such a VM when the thread sleeps): a light controller
-//! that awaits thousands of small state calls spends more on hops than it
-//! saves. Keeping the chatty controllers together *off* the state's thread
-//! does not help (the second row): their partner is the state. So the
-//! default keeps every controller with the state (the default chain: 116 ms,
-//! 1.03× the single-arbiter time), and only controllers whose reconciles
-//! compute for long enough to pay for the hops should be spread. Those need
-//! enough reconciles in flight to keep their thread busy while some wait
-//! for the state's replies: with a worker pool of four per core (the default
-//! then; sixteen now), shared by the four controllers, the same hashing ran
-//! only 1.05× to 1.5× faster spread, in runs as loaded as this one.
+//! microseconds when the thread sleeps): a light controller that awaits
+//! thousands of small state calls spends more on hops than it saves.
+//! Keeping chatty controllers together *off* the state's thread does not
+//! help either: their partner is the state. So the default keeps every
+//! controller with the state, and only controllers whose reconciles compute
+//! for long enough to pay for the hops should be spread. Those need enough
+//! reconciles in flight to keep their thread busy while some wait for the
+//! state's replies, which the worker pool's default (sixteen per core)
+//! allows. `benches/execution.rs` compares both placements, and
+//! BENCHMARKS.md holds its figures.
 //!
 //! The hops are batched both ways: the requests of a controller arbiter wake
 //! the state once per pass (its inbox), and the replies of one pass reach each
-//! controller arbiter in one wake-up (its reply lane), not one per reply. A
-//! per-object chain (two queue controllers, 16 reconciles in flight each,
-//! N = 10,000) spread over the controller arbiters took 1.2× to 1.35× its
-//! time at home, where it took about 2× before the lanes; its context
-//! switches halved (15,800 against 34,900 for five runs). A reconcile that
-//! awaits one call at a time still pays a hop per call (the list-everything
-//! chain above): there is nothing to batch.
+//! controller arbiter in one wake-up (its reply lane), not one per reply, so
+//! a per-object controller with many reconciles in flight pays a wake-up per
+//! pass rather than per call. A reconcile that awaits one call at a time
+//! still pays a hop per call: there is nothing to batch.
 //!
 //! # Guarantees in every mode
 //! Coalescing, one reconcile at a time per controller, never the same key

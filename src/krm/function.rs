@@ -86,7 +86,8 @@ pub fn apply(function: &dyn Function, mut list: ResourceList) -> ResourceList {
 /// [`apply`] without the copy it keeps to give the input back: the function's
 /// list, or (when validation or the function fail) only the results to add to
 /// the input's. For callers that drop the items of a failed run (the
-/// in-process render), where the copy of every item was a third of a run.
+/// in-process render), where a copy of every item would be a large part of
+/// a run.
 /// The caller restores the inputs' comments from its own copy of them
 /// ([`restore_comments`]), as [`apply`] does.
 pub(crate) fn apply_consuming(

@@ -1,4 +1,5 @@
-//! KRM functions and nephio's fn-runtime model (feature `krm`, on by default).
+//! KRM functions and nephio's fn-runtime model (feature `krm`, opt-in:
+//! `cosi-runtime = { version = "0.1", features = ["krm"] }`).
 //!
 //! A KRM function reads a [`ResourceList`] of Kubernetes-style objects on
 //! stdin and writes it back on stdout; kpt runs it with
@@ -66,6 +67,54 @@
 //! assert!(out.stdout.contains("status: \"True\""));
 //! assert!(out.stdout.contains("mode: \"0640\""));
 //! ```
+//!
+//! # The example package
+//! `examples/krm/package/` holds a Kptfile, a `Site` with a region, two
+//! `Cluster`s and an unrelated ConfigMap and Pod. Three functions
+//! (`examples/krm/fns.rs`) render it:
+//!
+//! - `krm_cluster_config` (upstream): For each `Cluster` a ConfigMap
+//!   `<cluster>-config` with its name, node count and the Site's region —
+//!   only while exactly one Site with a region exists; otherwise every such
+//!   ConfigMap is delete-marked.
+//! - `krm_configmap_actuator` (downstream): removes delete-marked ConfigMaps,
+//!   marks the others `example.com/actuated: "true"` and sets their
+//!   condition True.
+//! - `krm_package_summary` (wildcard): once every other condition is True, a
+//!   `Summary` listing the live ConfigMaps.
+//!
+//! Run them with kpt, or pipe the binaries yourself, or let the package
+//! converge in one process, where each function is a controller on the
+//! engine ([`render`](render::render)):
+//!
+//! ```sh
+//! cargo build --release --examples
+//! kpt fn render examples/krm/package --allow-exec                  # the Kptfile pipeline runs the binaries
+//! cargo run --release --example krm_render -- examples/krm/package # in process: prints each function's rounds
+//! ```
+//!
+//! Without kpt, `krm_render --source` prints the package as a
+//! `ResourceList` and `--sink` writes one back, so the binaries pipe as kpt
+//! would run them:
+//!
+//! ```sh
+//! E=target/release/examples
+//! $E/krm_render examples/krm/package --source | $E/krm_cluster_config \
+//!   | $E/krm_configmap_actuator | $E/krm_package_summary | $E/krm_render examples/krm/package --sink
+//! ```
+//!
+//! Delete a Cluster and render again: its ConfigMap goes and the Summary
+//! follows. Objects a function does not change come back as they were
+//! written (`0640` stays `0640`, `"on"` stays quoted, comments stay where
+//! they were: see [`yaml`]), and the in-process render writes the same bytes
+//! as `kpt fn render` (`tests/krm_comments.rs` checks it against the `kpt`
+//! on your PATH): as kpt does after each function, a comment follows its
+//! field when a function rebuilds, reorders or replaces it, and goes with a
+//! field a function deletes. A function of your own is a `main` of one line:
+//! `fn main() -> ExitCode { cosi_runtime::krm::run_stdio(&my_function()) }`.
+//! BENCHMARKS.md ("KRM functions") times the render of a 10,003-item
+//! package in process, through the piped exec binaries and through `kpt fn
+//! render`.
 
 pub mod conditions;
 mod downstream;

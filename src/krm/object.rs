@@ -69,7 +69,8 @@ impl Gvk {
 }
 
 /// The parts joined by dots, in one allocation: references are built for
-/// every item in every function run (`format!` cost twice as much).
+/// every item in every function run, and `format!` goes through the
+/// formatting machinery for each.
 pub(crate) fn dotted(parts: &[&str]) -> String {
     let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
     for (i, part) in parts.iter().enumerate() {
@@ -96,9 +97,8 @@ impl fmt::Display for Gvk {
 /// The node is shared, copied on the first change ([`node_mut`](Self::node_mut)):
 /// a render hands every function copies of the package's objects and keeps
 /// the originals to compare and to restore comments from, and most objects
-/// a function reads it leaves alone. Measured on the benchmark's 10,000-item
-/// package, deep copies and drops of untouched objects were a fifth of an
-/// in-process render.
+/// a function reads it leaves alone, so deep copies and drops of untouched
+/// objects would be a large part of an in-process render.
 #[derive(Clone, Debug)]
 pub struct Object {
     node: Arc<Node>,

@@ -175,7 +175,7 @@ impl Upstream {
         }
         // Each per-parent watch's objects grouped by owner, in one pass over
         // the items: looked up per parent, not filtered from every item for
-        // each (quadratic: 4,000 parents took 12.5 s, most of it here).
+        // each (that would be quadratic in the package's size).
         let per_parent: Vec<(&Watch, SeededMap<&str, Vec<&Object>>)> = self
             .watches
             .iter()
@@ -283,8 +283,8 @@ impl Function for Upstream {
         let desired = self.desired(list, &mut results);
         let ready = desired.is_some();
         let desired = desired.unwrap_or_default();
-        // Maps keyed by borrowed identities: run over every item, twice per
-        // render, copies of the identities were a third of this function.
+        // Maps keyed by borrowed identities: they run over every item, twice
+        // per render, and copying the identities would dominate this function.
         let by_id: SeededMap<_, usize> = desired
             .iter()
             .enumerate()

@@ -340,6 +340,66 @@
 //!     .await
 //! # }).unwrap();
 //! ```
+//!
+//! # A kubectl session
+//! Against the example above (types exposed with a short name `lc`, a print
+//! column `MTU`, and namespaces `config` and `edge` for `-A`), with an empty
+//! kubeconfig:
+//!
+//! ```text
+//! $ kubectl --server http://127.0.0.1:6443 api-resources
+//! NAME          SHORTNAMES   APIVERSION              NAMESPACED   KIND
+//! linkconfigs   lc           net.cosi.dev/v1alpha1   true         LinkConfig
+//! $ kubectl --server http://127.0.0.1:6443 get lc -A -l tier=edge
+//! NAMESPACE   NAME   MTU    AGE
+//! config      eth1   9000   5m
+//! edge        wan0   1400   5m
+//! $ kubectl --server http://127.0.0.1:6443 get lc -n config -w
+//! NAME   MTU    AGE
+//! eth0   1500   5m
+//! eth1   9000   5m
+//! eth5   4000   0s
+//! $ kubectl --server http://127.0.0.1:6443 apply -f eth5.yaml
+//! linkconfig.net.cosi.dev/eth5 created
+//! $ kubectl --server http://127.0.0.1:6443 patch lc eth5 -n config --type merge -p '{"spec":{"mtu":9000}}'
+//! linkconfig.net.cosi.dev/eth5 patched
+//! $ kubectl --server http://127.0.0.1:6443 delete lc eth5 -n config   # returns once the finalizers are gone
+//! linkconfig.net.cosi.dev "eth5" deleted
+//! $ kubectl --server https://127.0.0.1:6443 --certificate-authority ca.pem --token "$VIEWER" delete lc eth0 -n config
+//! Error from server (Forbidden): linkconfigs.net.cosi.dev "eth0" is forbidden: User "viewer" cannot delete resource "linkconfigs" in API group "net.cosi.dev" in the namespace "config"
+//! ```
+//!
+//! `tests/kubernetes_read.rs`, `tests/kubernetes_write.rs`,
+//! `tests/kubernetes_status.rs` and `tests/kubernetes_auth.rs` (TLS with a
+//! certificate made at test time) run these sessions with the machine's
+//! kubectl (1.27 and 1.33 tested); `tests/kubernetes_kube_rs.rs` with stock
+//! kube-rs. The flagship example serves its configuration this way
+//! (`cargo run --release -p netplane --features kubernetes-api -- --kube 127.0.0.1:6443`),
+//! and a stock kube-runtime `Controller` reconciles resources that live in
+//! the state through it, `.owns()` of a second type included
+//! (`tests/cluster_kube_runtime.rs`).
+//!
+//! # Bad requests and limits
+//! Whatever a client sends, it gets a `Status` and the state is unchanged
+//! (see [Errors](#errors)). What one client may cost is bounded:
+//!
+//! | limit | default | past it |
+//! |---|---|---|
+//! | a request body ([`max_request_body`](KubernetesApi::max_request_body)) | 3 MiB, the apiserver's | `413 RequestEntityTooLarge` |
+//! | unread events of one watch ([`watch_buffer`](KubernetesApi::watch_buffer)) | see the method | the watch is cut off once its connection takes no more (a client that reads gets every event, however many) |
+//! | open watches per client address ([`max_watches_per_client`](KubernetesApi::max_watches_per_client)) | [`DEFAULT_MAX_WATCHES_PER_CLIENT`] (100) | `429 TooManyRequests` until one ends |
+//! | a query string ([`max_query_bytes`](KubernetesApi::max_query_bytes)) | [`DEFAULT_MAX_QUERY_BYTES`] (16 KiB) | `414` |
+//! | the request head (actix-web) | 128 KiB and 96 headers | `431` |
+//! | a watch without `timeoutSeconds` | ends after 30 to 60 minutes, as the apiserver's `--min-request-timeout` makes it | the client watches again |
+//!
+//! The admin endpoint has the same `max_watches_per_client` and
+//! `max_query_bytes`. Names a client chooses (ids, kinds, label keys and
+//! values) are hashed with a hash seeded at random in each process, so
+//! nobody can compute ahead of time a set of names that all land in one
+//! bucket. `tests/kubernetes_bad_requests.rs` sends all of it, 10 MB bodies
+//! and a watch that never reads included, while a controller keeps
+//! reconciling; the `kube_http` fuzz target (`fuzz/`) drives the handlers
+//! with arbitrary requests.
 
 mod auth;
 mod discovery;

@@ -93,7 +93,7 @@ impl FieldSelector {
 
 /// The longest `timeoutSeconds` honoured (a year); a longer one is cut to it.
 /// A watch's deadline is `now + timeout`: an unbounded one would overflow
-/// the clock (`timeoutSeconds=18446744073709551615` panicked the handler).
+/// the clock (`timeoutSeconds=18446744073709551615` would panic the handler).
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A watch that names no `timeoutSeconds` ends after a time drawn between

@@ -124,7 +124,7 @@ impl Timestamp {
     /// The RFC 3339 text with nanoseconds (`2023-11-14T22:13:20.123456789Z`),
     /// byte for byte what `humantime::format_rfc3339_nanos` displays (the
     /// serialized form, pinned by a test against it), without the formatting
-    /// machinery: serializing through `collect_str` cost about a quarter of a
+    /// machinery, which would make the timestamps alone a large part of a
     /// durable write's metadata encoding. Always 30 ASCII bytes: the largest
     /// timestamp (u64 nanoseconds) is in the year 2554.
     pub(crate) fn rfc3339_bytes(self) -> [u8; 30] {

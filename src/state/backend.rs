@@ -144,9 +144,10 @@ pub struct Snapshot {
 }
 
 /// The future a [`Backend::commit`] returns: one [`Outcome`] per write, in
-/// order; an error fails the whole batch. (DESIGN §9 writes the result as
-/// `Vec<Committed>`; an outcome per write is what lets a shared store report
-/// one write's conflict without failing the batch.)
+/// order; an error fails the whole batch. An outcome per write, not one
+/// result per batch, is what lets a shared store report one write's
+/// conflict without failing the batch (docs/ARCHITECTURE.md, 'Backends and
+/// durability').
 pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Outcome>, Error>> + Send>>;
 
 /// The error each caller of a failed batch gets: `e` named after its own

@@ -232,8 +232,9 @@ fn list(c: &Collections, kind: &Kind, query: &LabelQuery) -> Vec<AnyResource> {
 ///   a change reads that change or a later one.
 /// - While writes are staged for a durable backend (not yet committed) or
 ///   the state is closed, the view is not readable and readers send their
-///   request to the actor, which serves it as before (reads of staged kinds
-///   wait for the commit; a closed state answers `Unavailable`).
+///   request to the actor, which serves it like any request (reads of
+///   staged kinds wait for the commit; a closed state answers
+///   `Unavailable`).
 #[derive(Clone)]
 pub(crate) struct CacheView {
     shared: Arc<Shared>,

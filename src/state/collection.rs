@@ -295,7 +295,7 @@ fn refresh(order: &mut Order, slots: &Slab<AnyResource>) {
     order.in_sorted.resize(slots.len(), None);
     // Sorted with each id read once: a comparison through the slots reads
     // two resources (a pointer chase each) where one of the pairs compares
-    // two slices. A first list of 100,000 ids: 34 -> 24 ms.
+    // two slices, and a sort makes n log n comparisons.
     let mut keyed: Vec<(&str, Entry)> = Vec::new();
     for ((slot, stored), in_sorted) in slots.iter().enumerate().zip(&mut order.in_sorted) {
         if let Some(resource) = &stored.value

@@ -2,9 +2,9 @@
 //! to its slots, grown a few entries per insert.
 //!
 //! A hash table that is full rehashes every entry into a table twice its size
-//! on the insert that found it full: 14 µs on the state actor at 900 resources
-//! of a kind, tens of milliseconds at a million, and every request waits for
-//! the state actor. This index instead starts the larger table then, inserts
+//! on the insert that found it full: tens of milliseconds on the state actor
+//! at a million resources of a kind, and every request waits for the state
+//! actor. This index instead starts the larger table then, inserts
 //! there, and copies a few entries of the old one over on each insert (which
 //! ones it reads from the slots, in slot order, each carrying its id's kept
 //! hash), so that the old table is copied, and dropped, well before the new

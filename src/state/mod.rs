@@ -22,6 +22,64 @@
 //!   `update`, `modify`, `destroy`, `teardown`, `add_finalizer`,
 //!   `remove_finalizer`, `teardown_and_destroy`, `watch` and `watch_kind`.
 //!
+//! # A tour
+//! [`State::start`] (inside an actix `System`) starts the state actor and
+//! returns a cloneable handle. Every write is a request to that actor, so
+//! there is exactly one writer (requests queue up in one inbox that the actor
+//! drains whole each turn); reads are served from its cache without a
+//! message:
+//!
+//! ```
+//! use cosi_runtime::prelude::*;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+//! #[spec(type = "Links.net.cosi.dev")]
+//! struct LinkSpec { mtu: u32, up: bool }
+//!
+//! # actix::System::new().block_on(async {
+//! let state = State::start();
+//! let user = state.client(); // a handle that writes as the user; state.client_as("name") for an owner
+//! user.create(Resource::new("network", "eth0", LinkSpec { mtu: 1500, up: false })).await?;
+//! let eth0 = Pointer::typed::<LinkSpec>("network", "eth0"); // knows its spec type
+//! user.modify(&eth0, |l| l.spec_mut().up = true).await?; // creates from LinkSpec::default() if missing
+//! let link = user.get(&eth0).await?; // a Resource<LinkSpec>
+//! assert!(link.spec().up);
+//! let links = user.list_typed::<LinkSpec>("network", &LabelQuery::all()).await?; // sorted by id
+//! assert_eq!(links.len(), 1);
+//! user.teardown_and_destroy(&eth0).await?;
+//! # Ok::<(), cosi_runtime::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! **One way to read and write.** A [`Client`] (you, a feeder, a tool), a
+//! controller's [`ReconcileContext`](crate::controller::ReconcileContext) and
+//! a test's [`Harness`](crate::testing::Harness) have the same calls, with
+//! the same arguments and results — the [`Access`] trait, which also lets you
+//! write a helper once for all three:
+//!
+//! | call | |
+//! |---|---|
+//! | `get(&ptr)` | a `Resource<S>` through a `TypedPointer<S>`, an `AnyResource` through a plain `Pointer`; `get_typed::<S>(&ptr)` names `S` for a plain one |
+//! | `list(&kind, &query)`, `list_typed::<S>(ns, &query)` | sorted by id; `list_decoded::<S>` sets apart what no longer decodes, naming it |
+//! | `create(r)`, `update(r)` | as the handle's owner |
+//! | `modify(&ptr, change)` | read-modify-write, from `S::default()` when missing; `modify_or(&ptr, initial, change)` for a spec without `Default` |
+//! | `teardown(&ptr)`, `destroy(&ptr)`, `release(&ptr)` | `release` tears down, then destroys once nothing holds it (`true`: gone) |
+//!
+//! [`State`] itself has the contract's calls with the owner as the last
+//! argument (`state.create(r, None)`, `state.modify(&ptr, change,
+//! Some("me"))`); a `Client` is those calls with the owner bound once, plus
+//! `teardown_and_destroy`, finalizers and watches. A
+//! [`TypedPointer<S>`](crate::resource::TypedPointer) derefs to a plain
+//! `Pointer` and `erase()`s into one; reads through it come back typed and
+//! `modify` closures need no annotation.
+//!
+//! Errors are one enum, [`Error`](crate::Error), whose every variant names
+//! the resource it is about, with `is_not_found()`-style helpers. Bad input
+//! (an empty, over-long or control-character name, a bad label key) is
+//! `InvalidInput` and nothing is stored; reading a resource as the wrong spec
+//! type is `TypeMismatch`, never a panic.
+//!
 //! # The contract
 //! - `get`: the resource or `NotFound`. `list`: a kind filtered by a
 //!   [`LabelQuery`](crate::resource::LabelQuery), sorted by id.
@@ -146,6 +204,77 @@
 //!   `Destroyed` event carries the resource's last state with the
 //!   **destroy's** revision (a destroy is a write: it takes a revision of its
 //!   own), so the resource in it is newer than any event before it.
+//!
+//! # Durable namespaces
+//! By default everything lives in memory. An OS or an appliance keeps its
+//! configuration across reboots and crashes: route those namespaces to a
+//! durable backend (feature `redb`, a default) and keep runtime status in
+//! memory. One line opens a [redb](https://www.redb.org) file and loads what
+//! it holds:
+//!
+//! ```
+//! use cosi_runtime::prelude::*;
+//! # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, Spec)]
+//! # #[spec(type = "Hostnames.net.cosi.dev")]
+//! # struct Hostname(String);
+//! # actix::System::new().block_on(async {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("state.redb");
+//! // Namespace "config" is durable, every other one stays in memory.
+//! let runtime = Runtime::builder().open_durable(&path, ["config"]).await?;
+//! runtime.state().create(Resource::new("config", "hostname", Hostname("node-1".into())), None).await?;
+//! runtime.stop().await;
+//! runtime.state().close().await?; // commits, releases the file
+//!
+//! // After a restart (or a crash): the configuration is there, typed.
+//! let state = State::open_durable(&path, ["config"]).await?;
+//! let host = state.get_typed::<Hostname>(&Pointer::of::<Hostname>("config", "hostname")).await?;
+//! assert_eq!(host.spec().0, "node-1");
+//! # Ok::<(), cosi_runtime::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! A write is acknowledged only once it is on disk: the writes of one pass
+//! go to disk as one batch, one synced append to a write-ahead log beside the
+//! file (`NAME.wal`; keep it with its `.redb` when you copy a state that was
+//! not closed), and `SIGKILL` at any moment loses nothing acknowledged and
+//! never leaves a batch half written. Reads never touch the disk. A watch
+//! resumes from a revision after a reopen ([`WatchOptions::resume_from`]).
+//! [`RedbBackend`] gives the flow, every guarantee and the errors at open
+//! (locked, damaged, newer format, not writable). Under each fault, what
+//! holds, and the test that shows it:
+//!
+//! | fault | guaranteed | test |
+//! |---|---|---|
+//! | `SIGKILL` while writing | nothing acknowledged lost, no batch half written, versions never go back | `tests/state_crash.rs` (10 kills; `COSI_CRASH_KILLS=50` for more) |
+//! | `SIGKILL` while creating a new file | the file is whole or absent: it always opens | `tests/state_crash.rs` |
+//! | disk full | writes fail with `StorageFailure::Full` and change nothing; reads go on; memory namespaces unaffected; writes resume on their own once space is freed | `tests/state_disk_full.rs`, on [`testing::LimitedDisk`](crate::testing::LimitedDisk) |
+//! | a damaged or foreign file | `StorageFailure::Corrupt` at open, the file untouched | `tests/state_corrupt_file.rs` |
+//! | a commit that fails | the cache rolled back, every caller of the batch told, watchers see nothing | `tests/state_commit_failure.rs` |
+//!
+//! `examples/soak.rs` runs the same under churn, killing itself every few
+//! seconds (`--state DIR --crash-every SECS`).
+//!
+//! # Several stores in one state
+//! Routing mixes stores freely by namespace (the Go runtime's namespaced
+//! router): a node can keep the cluster's configuration on a shared etcd
+//! (feature `etcd`: several processes on one state, exclusive outputs
+//! claimed cluster-wide; see the `state::etcd` module), its own durable state
+//! in its redb file, and its runtime status in memory, in one [`State`]
+//! ([`StateBuilder`]: `State::builder().etcd_namespaces(config,
+//! ["cluster"]).durable(path, ["node"]).open()`).
+//!
+//! Every store plugs in through the one [`Backend`] contract; the state actor
+//! has no store-specific code. Each store keeps its own revisions (see
+//! [`backend`](backend#revisions-of-a-mix)). Exclusive outputs are claimed
+//! across the processes that share the etcd store whatever namespace they are
+//! written in: a node-local controller declares its outputs `shared`
+//! (`tests/state_mixed_node.rs`: two nodes as child processes, one planner
+//! owner and one standby, each applying the plan to its own redb and memory
+//! namespaces). The conformance suite ([`testing::conformance`](crate::testing::conformance))
+//! runs on memory, redb, redb reopened, etcd, etcd reopened, and two mixes
+//! (etcd + memory, etcd + redb + memory); your own backend proves itself
+//! with it.
 
 pub(crate) mod actor;
 pub(crate) mod apply;

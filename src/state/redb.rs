@@ -43,22 +43,21 @@ const LOGGED: &str = "logged";
 /// anyway). The writer checks preconditions against the mod revisions it
 /// keeps for every record (read from the file, keys and revisions only, when
 /// its thread starts with the first write), so no redb work is on a write's
-/// path: measured in turns against the build that
-/// built the transaction before the append, 64 in flight, −10 % time a
-/// write (5.26 µs against 5.85 µs, six pairs). A batch whose record
-/// does not fit in the log (8 MiB) is committed to the file with immediate
-/// durability instead: a checkpoint, after which the log starts again from
-/// its beginning. Closing checkpoints too. Opening writes back into the file
+/// path: the batch is acknowledged once its record is synced, whatever the
+/// file's tree still has to do. A batch whose record does not fit in the
+/// log (8 MiB) is committed to the file with immediate durability instead:
+/// a checkpoint, after which the log starts again from its beginning.
+/// Closing checkpoints too. Opening writes back into the file
 /// the logged batches no checkpoint covers.
 ///
 /// Why: a redb commit with immediate durability syncs twice and writes every
-/// page the batch touched; the log costs one sync of one contiguous write.
-/// Measured here for a batch of 64 records of 279 bytes: a synced redb
-/// commit ~485 µs, an unsynced one ~68 µs, the batch's bytes appended and
-/// synced ~130 µs. DESIGN §9 names redb's immediate durability for every
-/// batch; this backend keeps what it is for (a batch is on disk before it is
-/// acknowledged, and whole or absent after a crash) through the log, and
-/// uses immediate durability for its checkpoints.
+/// page the batch touched; the log costs one sync of one contiguous write,
+/// several times cheaper for a typical batch. Immediate durability on
+/// every batch would give the guarantee at the higher price; this backend
+/// keeps the same guarantee (a batch is on disk before it is acknowledged,
+/// and whole or absent after a crash) through the log, and uses immediate
+/// durability only for its checkpoints (docs/ARCHITECTURE.md, 'Backends and
+/// durability').
 ///
 /// # Guarantees
 /// - A write is acknowledged only after its batch is on disk (its log record

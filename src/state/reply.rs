@@ -2,11 +2,10 @@
 //! by the calling thread.
 //!
 //! Every request sent through a [`State`](super::State) handle waits for one
-//! answer. A fresh channel per request (tokio's oneshot, as before) was an
-//! allocation and a free per request, three per object of the per-object
-//! chain, and with a thousand requests in flight the allocator's per-thread
-//! cache overflows, so each cost a trip into its arenas (callgrind: about
-//! 250 instructions per allocation and free, all told). Here a cell whose
+//! answer. A fresh channel per request (tokio's oneshot, say) is an
+//! allocation and a free per request, and with a thousand requests in
+//! flight the allocator's per-thread cache overflows, so each costs a trip
+//! into its arenas. Here a cell whose
 //! answer was taken, and that nobody else holds any more, goes back to a
 //! per-thread pool (up to `POOLED` cells) when its receiver is dropped, and
 //! the next request from that thread takes it from there.
@@ -31,8 +30,9 @@ pub(crate) type Answer = Result<StateReply, Error>;
 /// in flight at once, up to a `join_all` of 1,024 creates (a cell is 136
 /// bytes with its count, so at most 136 KiB per thread that sends
 /// requests; a thread that never had more than 16 in flight keeps 16).
-/// Measured on the per-object chain, whose creates go 1,024 at a time: a
-/// pool of 64 saved 357 instructions per object, one of 1,024 saved 771.
+/// A pool smaller than a thread's bursts sends the rest of each burst back
+/// to the allocator, so the bound is set by the largest bursts expected (a
+/// bulk create), not by a typical one.
 const POOLED: usize = 1024;
 
 thread_local! {

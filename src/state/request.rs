@@ -95,7 +95,7 @@ pub enum StateRequest {
         /// `true` for a controller's update, since a controller changes
         /// finalizers only with [`AddFinalizer`](Self::AddFinalizer) and
         /// [`RemoveFinalizer`](Self::RemoveFinalizer), on its strong inputs
-        /// (DESIGN §4). `false` for users. The error names `owner`, or "(a
+        /// (docs/ARCHITECTURE.md, 'State contract'). `false` for users. The error names `owner`, or "(a
         /// writer without an owner)" for a request built without one.
         keep_finalizers: bool,
     },

@@ -2,10 +2,9 @@
 //! its resources in, grown without moving them.
 //!
 //! A `Vec` that doubles copies everything it holds on the write that finds it
-//! full: the write of the 1,024th resource of a kind copied 16 KiB, that of the
-//! 1,048,576th 24 MiB, on the state actor, which every request waits for (the
-//! single-object latency bench saw its slowest samples at exactly the powers of
-//! two). A slab adds a segment as large as all the segments before it and
+//! full: at a million resources of a kind, one write copies megabytes, on
+//! the state actor, which every request waits for, so the slowest writes
+//! fall at the powers of two. A slab adds a segment as large as all the segments before it and
 //! moves nothing: each write costs the same, and a slot's address never changes.
 
 /// One slot: the resource in it (if any), the generation that moves on each

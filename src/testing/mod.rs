@@ -55,6 +55,39 @@
 //! # Ok::<(), cosi_runtime::Error>(())
 //! # }).unwrap();
 //! ```
+//!
+//! The controller is the one of the [`controller`](crate::controller) module's
+//! complete program; in a test file the same lines go in an `#[actix::test]
+//! async fn` (`tests/testing_readme.rs` is that test, with
+//! `assert_eq!(h.metrics().await.errors, 1)` too).
+//!
+//! # Time, and a controller that never succeeds
+//! Time is tokio's paused clock: [`h.advance(d)`](Harness::advance) moves it
+//! past a `requeue_after` or a backoff and settles. A controller that never
+//! succeeds does not hang the test: [`h.settle()`](Harness::settle) gives up
+//! after the harness timeout (10 s of virtual time) naming the controller,
+//! its attempt count and its last error. Outside tests,
+//! [`Runtime::health`](crate::Runtime::health) says the same about every
+//! controller (for a queue controller, a key that keeps failing stays in its
+//! failure count and last error while other keys succeed), and
+//! [`Runtime::settled_within`](crate::Runtime::settled_within) is `settled()`
+//! with that diagnosis.
+//!
+//! Tests stay deterministic on one arbiter, the default here;
+//! [`HarnessBuilder::own_arbiter`] runs the controller under test on an
+//! arbiter of its own (see [`execution`](crate::execution)), where a panic, or
+//! one in a blocking reconcile on the pool, fails the test as one on the
+//! test's thread does.
+//!
+//! # Beyond one controller
+//! - [`conformance`]: the state contract as a test suite, for your own
+//!   [`Backend`](crate::state::Backend): one line in a test file,
+//!   `cosi_runtime::state_conformance!(mine, BackendTarget::new(|| MyBackend::new()));`.
+//! - `LimitedDisk` (feature `redb`): a disk that fails with ENOSPC past a
+//!   size, to test a full disk.
+//! - `etcd::TestEtcd` (feature `etcd`): an etcd of its own on free loopback
+//!   ports for a test; without an `etcd` binary the test says so and skips
+//!   (`CI=1` makes that a failure).
 
 pub mod conformance;
 #[cfg(feature = "redb")]

@@ -55,8 +55,8 @@ impl StateActor {
         self.commit_lanes(ctx);
         // The next batch starts at this one's size (up to a bound: one huge
         // batch must not pin its memory): grown from empty, its two lists
-        // and the backends' write lists reallocated ~20 times a 64-write
-        // batch (measured ~300 instructions a write).
+        // and the backends' write lists would reallocate many times per
+        // batch, a cost paid on every write.
         const KEEP: usize = 1024;
         let next = Batch {
             changes: Vec::with_capacity(self.staged.changes.len().min(KEEP)),

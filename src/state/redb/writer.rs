@@ -9,8 +9,8 @@
 //! afterwards, on the tree thread: one redb transaction per batch, committed
 //! without a sync of its own, while the writer already logs the next batch.
 //! So a batch's critical path is its encoding and its one synced append; the
-//! redb work (the inserts, ~50 µs a batch of 64, and the commit, ~35 µs)
-//! runs beside it on the other core.
+//! redb work (the inserts and the commit, together comparable to the synced
+//! append itself) runs beside it on another core.
 //!
 //! # Guarantees
 //! - The tree thread applies the batches in their log order, each whole (one
@@ -25,7 +25,7 @@
 //!   hold.
 //! - A batch whose precondition does not hold, whose encoding fails or
 //!   whose append fails changes nothing: neither the log (a failed append is
-//!   taken back, as before) nor the revisions the writer keeps.
+//!   taken back) nor the revisions the writer keeps.
 //!
 //! # Assumptions
 //! The revisions are those of the file once the log is replayed (the thread
@@ -37,9 +37,9 @@
 //!   the state's cache, which holds every resource anyway).
 //! - They are read from the file (keys and the first 8 bytes of each value,
 //!   no JSON) when the thread starts, with the first write: that write waits
-//!   for it (measured: the first write after opening 100,000 resources
-//!   took ~30 ms, the second 0.3 ms). Collecting them in the state's load
-//!   instead added ~100 ms to reopening 100,000 resources.
+//!   for it (tens of milliseconds at 100,000 resources), once. Reading them
+//!   there rather than in the state's load keeps them off the reopen, which
+//!   every start pays, while a state that is only read never reads them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -59,8 +59,8 @@ use crate::{Error, StorageFailure};
 
 /// The mod revision of each record, by its key in the file. Keys embed
 /// client-chosen ids, so the map is seeded ([`crate::hashing`]); foldhash,
-/// not SipHash: SipHash took ~150 instructions a lookup, ~8 µs of each batch
-/// of 64 on the writer's critical path.
+/// not SipHash: every write of a batch looks its key up on the writer's
+/// critical path, and SipHash costs several times as much per lookup.
 pub(super) type Revisions = crate::hashing::SeededMap<Box<str>, u64>;
 
 /// The mod revisions of the records in `db` (a record too short to hold
@@ -78,8 +78,8 @@ pub(super) fn revisions_in(db: &Database, path: &Path) -> Result<Revisions, Erro
 }
 
 /// Writes one logged batch into `txn`: its records, and the store revision
-/// when the batch carries one (the meta table is opened only then: a second
-/// table costs ~26,000 instructions a batch).
+/// when the batch carries one (the meta table is opened only then: opening a
+/// second table costs more than the rest of a small batch).
 pub(super) fn apply(txn: &WriteTransaction, batch: &Replayed) -> Result<(), redb::Error> {
     let mut table = txn.open_table(RESOURCES)?;
     for entry in batch.entries() {

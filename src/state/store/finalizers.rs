@@ -10,8 +10,9 @@ use crate::state::cache::SlotEdit;
 
 /// A controller's write (create, update or modify through its context) must
 /// leave the finalizers as they were (`before`; none for a new resource):
-/// DESIGN §4 lets a controller change finalizers only with `add_finalizer`
-/// and `remove_finalizer`, on its strong inputs. Finalizers on an output
+/// a controller changes finalizers only with `add_finalizer` and
+/// `remove_finalizer`, on its strong inputs (docs/ARCHITECTURE.md, 'State
+/// contract'). Finalizers on an output
 /// are other parties' holds on it, and a write that rebuilt the resource
 /// from scratch would otherwise drop them without a word.
 ///
