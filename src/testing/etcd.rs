@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::conformance::ScratchDir;
+use super::scratch::ScratchDir;
 use crate::state::EtcdConfig;
 
 /// A single-node etcd on loopback, for one test.

@@ -98,6 +98,7 @@ mod harness;
 pub(crate) mod panics;
 mod probe;
 mod record;
+mod scratch;
 
 #[cfg(feature = "redb")]
 pub use disk::LimitedDisk;
