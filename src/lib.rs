@@ -152,13 +152,13 @@ pub mod prelude {
 /// coordinator. Programs that only use a runtime never need these (actix
 /// keeps its own such items in a `dev` module too).
 pub mod dev {
-    pub use crate::finalizer::coordinator::{FinalizerCoordinator, TeardownAndDestroy};
-    pub use crate::state::actor::{
-        Close, CloseResponse, StateActor, StateReply, StateRequest, StateResponse, Subject,
-        WatchSink,
-    };
+    pub use crate::finalizer::coordinator::FinalizerCoordinator;
+    pub use crate::state::actor::{CloseResponse, StateActor, StateResponse};
     pub use crate::state::backend::{
         Backend, Feed, FeedChange, FeedMessage, Outcome, Precondition, Snapshot, Write, WriteOp,
+    };
+    pub use crate::state::request::{
+        Close, StateReply, StateRequest, Subject, TeardownAndDestroy, WatchSink,
     };
     pub use crate::state::store::{Change, ModifyFn, Store};
     pub use crate::state::watch::WatchTarget;

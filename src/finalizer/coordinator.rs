@@ -8,17 +8,8 @@ use futures::channel::oneshot;
 
 use crate::Error;
 use crate::resource::{AnyResource, Phase, Pointer};
+use crate::state::request::TeardownAndDestroy;
 use crate::state::{Event, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
-
-/// Tear down, wait for the finalizers to drain, destroy (see [`State::teardown_and_destroy`]).
-#[derive(Message, Debug)]
-#[rtype(result = "Result<(), Error>")]
-pub struct TeardownAndDestroy {
-    /// The resource.
-    pub pointer: Pointer,
-    /// The owner acting (`None` for a user resource).
-    pub owner: Option<Arc<str>>,
-}
 
 /// Internal: a caller found the resource not ready and waits here.
 #[derive(Message)]

@@ -41,4 +41,4 @@
 
 pub(crate) mod coordinator;
 
-pub(crate) use coordinator::{FinalizerCoordinator, TeardownAndDestroy};
+pub(crate) use coordinator::FinalizerCoordinator;

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::Waker;
 use std::thread::ThreadId;
 
-use super::actor::StateRequest;
 pub(crate) use super::lane::ReplyTx;
+use super::request::StateRequest;
 
 /// One request on its way, with where its answer goes.
 pub(crate) type Queued = (StateRequest, ReplyTx);

@@ -26,8 +26,8 @@ use std::thread::ThreadId;
 
 use actix::dev::OneshotSender;
 
-use super::actor::StateReply;
 use super::reply::ReplySender;
+use super::request::StateReply;
 use crate::Error;
 
 /// A reply's channel to its caller: the reply cell of a request sent

@@ -300,15 +300,13 @@ mod redb_log;
 mod reply;
 pub(crate) mod request;
 mod routes;
-mod shared;
 mod slab;
 pub(crate) mod store;
 mod subscriptions;
 pub(crate) mod watch;
 
-pub use actor::WatchStats;
 // For backend and actor authors: re-exported in `crate::dev`, not here.
-pub(crate) use actor::{StateActor, StateReply, StateRequest, WatchSink};
+pub(crate) use actor::StateActor;
 pub use backend::{
     Backend, Feed, FeedChange, FeedMessage, Outcome, Precondition, Snapshot, Write, WriteOp,
 };
@@ -318,10 +316,13 @@ pub use delivery::WatchEvent;
 #[cfg(feature = "etcd")]
 pub use etcd::{EtcdBackend, EtcdConfig};
 pub use event::{Event, WatchId};
-pub use open::{Namespaces, StateBuilder};
+pub use open::StateBuilder;
 pub use owned::{Access, Client, Decoded};
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
+pub use request::WatchStats;
+pub(crate) use request::{StateReply, StateRequest, WatchSink};
+pub use routes::Namespaces;
 
 /// The durable state's write-ahead log reader, callable on its own by the
 /// fuzz targets (`fuzz/` in the repository): a log file is input from disk.
@@ -347,7 +348,7 @@ pub(crate) use store::Store;
 pub use subscriptions::DEFAULT_HISTORY;
 pub(crate) use watch::WatchTarget;
 
-pub(crate) use actor::apply;
+pub(crate) use apply::apply;
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 pub(crate) use client::Revisioned;
 pub(crate) use client::{reply_done, reply_ready, reply_resource};

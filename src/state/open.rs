@@ -4,34 +4,20 @@ use std::fmt;
 #[cfg(feature = "redb")]
 use std::path::PathBuf;
 
-use super::actor::{Routes, StateActor};
+use std::sync::Arc;
+
+use actix::prelude::*;
+
+use super::actor::StateActor;
 use super::backend::{Backend, Feed};
-use super::client::State;
+use super::claims::ClaimService;
+use super::client::{Parts, State};
+use super::routes::{Namespaces, Routes};
 use super::store::Store;
 use super::subscriptions::DEFAULT_HISTORY;
 use crate::Error;
 use crate::activity::Activity;
-
-/// Which namespaces a backend keeps.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Namespaces {
-    /// Every namespace not routed elsewhere.
-    All,
-    /// Exactly these.
-    Only(Vec<String>),
-}
-
-impl<S: Into<String>, const N: usize> From<[S; N]> for Namespaces {
-    fn from(list: [S; N]) -> Self {
-        Namespaces::Only(list.into_iter().map(Into::into).collect())
-    }
-}
-
-impl<S: Into<String>> From<Vec<S>> for Namespaces {
-    fn from(list: Vec<S>) -> Self {
-        Namespaces::Only(list.into_iter().map(Into::into).collect())
-    }
-}
+use crate::finalizer::FinalizerCoordinator;
 
 type BlockingOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, Error> + Send>;
 
@@ -248,4 +234,64 @@ fn load_all(openers: Vec<BlockingOpener>, routes: &Routes) -> Result<Loaded, Err
         backends.push(backend);
     }
     Ok(Loaded { store, backends, shared })
+}
+
+/// Starting a state: the one place that spawns the state actor and its
+/// finalizer coordinator.
+impl State {
+    /// Starts an in-memory state (a [`StateActor`](crate::dev::StateActor) and a [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator))
+    /// on the current arbiter.
+    ///
+    /// # Panics
+    /// Outside a running actix `System` (under `#[tokio::main]`, say), with
+    /// a message that says what to write instead.
+    #[track_caller]
+    pub fn start() -> State {
+        State::start_actor(StateActor::new(), Activity::new(), None)
+    }
+
+    /// A [`StateBuilder`]: some namespaces on durable backends, the rest in memory.
+    pub fn builder() -> StateBuilder {
+        StateBuilder::new()
+    }
+
+    /// Opens a state that keeps `namespaces` durable in the file at `path`
+    /// (created if missing) and everything else in memory; what the file
+    /// holds is loaded first. The one-line form of
+    /// `State::builder().durable(path, namespaces).open()`.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if the file cannot be used (locked by another
+    /// process, corrupt, of a newer format, in a read-only place).
+    #[cfg(feature = "redb")]
+    pub async fn open_durable(
+        path: impl Into<std::path::PathBuf>,
+        namespaces: impl Into<Namespaces>,
+    ) -> Result<State, Error> {
+        State::builder().durable(path, namespaces).open().await
+    }
+
+    /// Starts `actor` and its finalizer coordinator on the current arbiter.
+    pub(crate) fn start_actor(
+        actor: StateActor,
+        activity: Activity,
+        claims: Option<ClaimService>,
+    ) -> State {
+        crate::execution::require_system();
+        let view = Some(actor.store.view());
+        let inbox = Some(actor.inbox.clone());
+        let actor = actor.start();
+        let closer = actor.clone().recipient();
+        let bare = Parts {
+            requests: actor.recipient(),
+            coordinator: None,
+            activity,
+            closer: Some(closer),
+            claims,
+            view,
+            inbox,
+        };
+        let coordinator = FinalizerCoordinator::new(State(Arc::new(bare.clone()))).start();
+        State(Arc::new(Parts { coordinator: Some(coordinator.recipient()), ..bare }))
+    }
 }

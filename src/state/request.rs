@@ -210,12 +210,12 @@ impl StateRequest {
         E: Fn() -> Resource<S> + Send + 'static,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
-        super::client::check_type::<S>(ptr)?;
+        check_type::<S>(ptr)?;
         Ok(StateRequest::Modify {
             pointer: ptr.clone(),
             owner,
             expected_phase,
-            modify: super::client::typed_modify(empty, f),
+            modify: typed_modify(empty, f),
             keep_finalizers,
         })
     }
@@ -420,4 +420,52 @@ pub struct WatchStats {
     pub in_flight: usize,
     /// Coalesced backlog entries waiting for room (at most one per resource).
     pub backlog: usize,
+}
+
+/// The modify function for spec type `S`: read current (or `empty()`), apply `f`.
+fn typed_modify<S, E, F>(empty: E, f: F) -> ModifyFn
+where
+    S: Spec,
+    E: Fn() -> Resource<S> + Send + 'static,
+    F: Fn(&mut Resource<S>) + Send + 'static,
+{
+    Box::new(move |current| {
+        let mut r = match current {
+            Some(c) => c.typed::<S>()?,
+            None => empty(),
+        };
+        f(&mut r);
+        Ok(r.into_any())
+    })
+}
+
+/// `Ok` if `ptr` names spec type `S`, [`Error::TypeMismatch`] otherwise.
+fn check_type<S: Spec>(ptr: &Pointer) -> Result<(), Error> {
+    if ptr.resource_type() == S::TYPE {
+        Ok(())
+    } else {
+        Err(Error::TypeMismatch {
+            resource: ptr.clone(),
+            expected: S::TYPE.to_owned(),
+            actual: ptr.resource_type().to_owned(),
+        })
+    }
+}
+
+/// Closes the state: commits what is staged, releases every backend (files,
+/// locks, threads), then stops the actor. Later requests get
+/// [`Error::Unavailable`].
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Close;
+
+/// Tear down, wait for the finalizers to drain, destroy (see [`State::teardown_and_destroy`](crate::State::teardown_and_destroy)); served by the
+/// [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(), Error>")]
+pub struct TeardownAndDestroy {
+    /// The resource.
+    pub pointer: Pointer,
+    /// The owner acting (`None` for a user resource).
+    pub owner: Option<Arc<str>>,
 }

@@ -1,5 +1,26 @@
 //! Which namespaces go to which backend.
 
+/// Which namespaces a backend keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Namespaces {
+    /// Every namespace not routed elsewhere.
+    All,
+    /// Exactly these.
+    Only(Vec<String>),
+}
+
+impl<S: Into<String>, const N: usize> From<[S; N]> for Namespaces {
+    fn from(list: [S; N]) -> Self {
+        Namespaces::Only(list.into_iter().map(Into::into).collect())
+    }
+}
+
+impl<S: Into<String>> From<Vec<S>> for Namespaces {
+    fn from(list: Vec<S>) -> Self {
+        Namespaces::Only(list.into_iter().map(Into::into).collect())
+    }
+}
+
 /// Which namespaces go to which backend; the rest stay in memory only.
 #[derive(Default)]
 pub(crate) struct Routes {
@@ -11,10 +32,10 @@ pub(crate) struct Routes {
 
 impl Routes {
     /// Sends the namespaces of `namespaces` (or all of them) to backend `index`.
-    pub(crate) fn add(&mut self, namespaces: &super::Namespaces, index: usize) {
+    pub(crate) fn add(&mut self, namespaces: &Namespaces, index: usize) {
         match namespaces {
-            super::Namespaces::All => self.everything = Some(index),
-            super::Namespaces::Only(list) => {
+            Namespaces::All => self.everything = Some(index),
+            Namespaces::Only(list) => {
                 for ns in list {
                     self.by_namespace.insert(ns.clone(), index);
                 }
@@ -37,7 +58,7 @@ impl Routes {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Namespaces;
+    use super::Namespaces;
     use super::*;
 
     #[test]

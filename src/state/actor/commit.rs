@@ -4,41 +4,26 @@
 //! back), and then the requests parked behind them are served. [`Close`]
 //! goes through the same pipeline: a last commit, then every backend released.
 
-use std::cell::Cell;
 use std::fmt;
-use std::rc::Rc;
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 
-use super::{ReplySlot, Response, StateActor, StateReply, Subject, answer, write_of};
+use super::StateActor;
+use super::batch::{Batch, ReplySlotClose};
+use super::response::{Response, answer};
 use crate::Error;
+use crate::state::apply::write_of;
 use crate::state::backend::{Write, batch_failed};
+use crate::state::request::Close;
+use crate::state::request::Subject;
 use crate::state::store::Change;
-
-/// Writes staged in the cache, waiting for (or in) their commit.
-#[derive(Default)]
-pub(super) struct Batch {
-    /// Each write: the change, its revision, its backend.
-    pub(super) changes: Vec<(Change, u64, usize)>,
-    /// Callers waiting for the batch: their resource and what to answer on success.
-    pub(super) waiting: Vec<(ReplySlot, Subject, Result<StateReply, Error>)>,
-}
 
 /// Asks the state actor to commit what it staged (sent to itself, so it runs
 /// after the mailbox is drained: one batch per drain).
 #[derive(Message)]
 #[rtype(result = "()")]
 struct CommitStaged;
-
-/// Closes the state: commits what is staged, releases every backend (files,
-/// locks, threads), then stops the actor. Later requests get
-/// [`Error::Unavailable`].
-#[derive(Message, Debug)]
-#[rtype(result = "Result<(), Error>")]
-pub struct Close;
-
-pub(super) type ReplySlotClose = Rc<Cell<Option<OneshotSender<Result<(), Error>>>>>;
 
 impl StateActor {
     /// Asks for a commit of what this pass staged once the mailbox is drained.

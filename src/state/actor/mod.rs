@@ -11,27 +11,29 @@ use std::fmt;
 use actix::WeakRecipient;
 use actix::prelude::*;
 
-pub(crate) use super::apply::{apply, write_of};
+use super::apply::apply;
 use super::backend::{Backend, Feed, FeedMessage};
 use super::delivery::{Flush, Outbox};
 use super::event::{Event, WatchId};
 use super::inbox::{Inbox, Queued, ReplyTx};
-pub use super::request::{StateReply, StateRequest, Subject, WatchSink, WatchStats};
-pub(crate) use super::routes::Routes;
-use super::shared::{Lane, LaneFeed};
+use super::request::{StateReply, StateRequest, Subject, WatchSink, WatchStats};
+use super::routes::Routes;
 use super::store::Store;
 use super::subscriptions::{Domain, Subscription, Watches};
 use super::watch::WatchTarget;
 use crate::Error;
 use crate::resource::{AnyResource, Kind, Timestamp, validate};
-use commit::{Batch, ReplySlotClose};
+use batch::{Batch, ReplySlotClose};
+use response::{ReplySlot, Response};
+use shared::{Lane, LaneFeed};
 
+mod batch;
 mod commit;
-mod response;
+pub(crate) mod response;
+mod shared;
 
-pub use commit::{Close, CloseResponse};
+pub use commit::CloseResponse;
 pub use response::StateResponse;
-pub(crate) use response::{ReplySlot, Response, answer};
 
 /// The actor that owns the [`Store`] and the watches.
 ///
@@ -423,6 +425,23 @@ fn in_domain(reply: Result<StateReply, Error>, revision: u64) -> Result<StateRep
     match reply {
         Ok(StateReply::Listed { resources, .. }) => Ok(StateReply::Listed { resources, revision }),
         other => other,
+    }
+}
+
+impl actix::dev::MessageResponse<StateActor, StateRequest> for StateResponse {
+    fn handle(
+        self,
+        _: &mut Context<StateActor>,
+        tx: Option<actix::dev::OneshotSender<Result<StateReply, Error>>>,
+    ) {
+        match self.0 {
+            Response::Now(reply) => {
+                if let Some(tx) = tx {
+                    let _ = tx.send(reply);
+                }
+            }
+            Response::Later(slot) => slot.set(tx.map(super::lane::Sender::Actix)),
+        }
     }
 }
 

@@ -5,12 +5,9 @@ use std::cell::Cell;
 use std::fmt;
 use std::rc::Rc;
 
-use actix::dev::{MessageResponse, OneshotSender};
-use actix::prelude::*;
-
-use super::{StateActor, StateReply, StateRequest};
 use crate::Error;
 use crate::state::lane::Sender;
+use crate::state::request::StateReply;
 
 /// Where a deferred reply goes: filled with the caller's channel right after
 /// the request is dispatched (by actix for a message, by the pass for a
@@ -23,10 +20,10 @@ pub(crate) fn answer(slot: &ReplySlot, reply: Result<StateReply, Error>) {
     }
 }
 
-/// The answer of the state actor to one [`StateRequest`]: now, or once the
+/// The answer of the state actor to one [`StateRequest`](crate::dev::StateRequest): now, or once the
 /// batch that the request's write joined is committed.
 #[derive(Debug)]
-pub struct StateResponse(pub(super) Response);
+pub struct StateResponse(pub(crate) Response);
 
 pub(crate) enum Response {
     Now(Result<StateReply, Error>),
@@ -38,23 +35,6 @@ impl fmt::Debug for Response {
         match self {
             Response::Now(r) => f.debug_tuple("Now").field(r).finish(),
             Response::Later(_) => f.write_str("Later"),
-        }
-    }
-}
-
-impl MessageResponse<StateActor, StateRequest> for StateResponse {
-    fn handle(
-        self,
-        _: &mut Context<StateActor>,
-        tx: Option<OneshotSender<Result<StateReply, Error>>>,
-    ) {
-        match self.0 {
-            Response::Now(reply) => {
-                if let Some(tx) = tx {
-                    let _ = tx.send(reply);
-                }
-            }
-            Response::Later(slot) => slot.set(tx.map(Sender::Actix)),
         }
     }
 }

@@ -9,16 +9,12 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use super::actor::{Close, StateActor, StateRequest};
 use super::cache::CacheView;
 use super::claims::ClaimService;
 use super::inbox::Inbox;
-#[cfg(feature = "redb")]
-use super::open::Namespaces;
-use super::open::StateBuilder;
+use super::request::{Close, StateRequest, TeardownAndDestroy};
 use crate::Error;
 use crate::activity::Activity;
-use crate::finalizer::{FinalizerCoordinator, TeardownAndDestroy};
 
 mod reads;
 mod send;
@@ -29,7 +25,6 @@ pub(crate) use send::{reply_done, reply_ready, reply_resource};
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 pub(crate) use watch::Revisioned;
 pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
-pub(crate) use writes::{check_type, typed_modify};
 
 /// A cloneable handle to the state. A clone is cheap (one reference count):
 /// clone it into every task or future that needs it.
@@ -58,7 +53,7 @@ pub(crate) use writes::{check_type, typed_modify};
 /// # }).unwrap();
 /// ```
 #[derive(Clone)]
-pub struct State(Arc<Parts>);
+pub struct State(pub(super) Arc<Parts>);
 
 /// What a [`State`] handle holds, shared by its clones: a clone is one
 /// reference count, not three boxed recipients and five counts. A handle
@@ -66,19 +61,19 @@ pub struct State(Arc<Parts>);
 /// `let state = state.clone(); async move { … }`), so a clone must cost
 /// next to nothing beside the request itself.
 #[derive(Clone)]
-struct Parts {
-    requests: Recipient<StateRequest>,
-    coordinator: Option<Recipient<TeardownAndDestroy>>,
-    activity: Activity,
-    closer: Option<Recipient<Close>>,
+pub(super) struct Parts {
+    pub(super) requests: Recipient<StateRequest>,
+    pub(super) coordinator: Option<Recipient<TeardownAndDestroy>>,
+    pub(super) activity: Activity,
+    pub(super) closer: Option<Recipient<Close>>,
     /// The claim service of a shared store, if the state has one.
-    claims: Option<ClaimService>,
+    pub(super) claims: Option<ClaimService>,
     /// The state actor's cache, read without a message while it allows;
     /// `None` for a handle that sends everything elsewhere (a probe).
-    view: Option<CacheView>,
+    pub(super) view: Option<CacheView>,
     /// The state actor's request queue (no actix message per request);
     /// `None` for a handle that sends everything elsewhere (a probe).
-    inbox: Option<Inbox>,
+    pub(super) inbox: Option<Inbox>,
 }
 
 impl fmt::Debug for State {
@@ -90,38 +85,6 @@ impl fmt::Debug for State {
 }
 
 impl State {
-    /// Starts an in-memory state (a [`StateActor`](crate::dev::StateActor) and a [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator))
-    /// on the current arbiter.
-    ///
-    /// # Panics
-    /// Outside a running actix `System` (under `#[tokio::main]`, say), with
-    /// a message that says what to write instead.
-    #[track_caller]
-    pub fn start() -> State {
-        State::start_actor(StateActor::new(), Activity::new(), None)
-    }
-
-    /// A [`StateBuilder`]: some namespaces on durable backends, the rest in memory.
-    pub fn builder() -> StateBuilder {
-        StateBuilder::new()
-    }
-
-    /// Opens a state that keeps `namespaces` durable in the file at `path`
-    /// (created if missing) and everything else in memory; what the file
-    /// holds is loaded first. The one-line form of
-    /// `State::builder().durable(path, namespaces).open()`.
-    ///
-    /// # Errors
-    /// [`Error::Storage`] if the file cannot be used (locked by another
-    /// process, corrupt, of a newer format, in a read-only place).
-    #[cfg(feature = "redb")]
-    pub async fn open_durable(
-        path: impl Into<std::path::PathBuf>,
-        namespaces: impl Into<Namespaces>,
-    ) -> Result<State, Error> {
-        State::builder().durable(path, namespaces).open().await
-    }
-
     /// The exclusive output types this process claims on a shared (etcd)
     /// state, and whether it holds each claim or stands by. Empty on a state
     /// that one process owns (memory, redb): there the supervisor's checks
@@ -138,29 +101,6 @@ impl State {
     /// process's own). See [`ClaimService`].
     pub fn claim_service(&self) -> Option<&ClaimService> {
         self.0.claims.as_ref()
-    }
-
-    pub(crate) fn start_actor(
-        actor: StateActor,
-        activity: Activity,
-        claims: Option<ClaimService>,
-    ) -> State {
-        crate::execution::require_system();
-        let view = Some(actor.store.view());
-        let inbox = Some(actor.inbox.clone());
-        let actor = actor.start();
-        let closer = actor.clone().recipient();
-        let bare = Parts {
-            requests: actor.recipient(),
-            coordinator: None,
-            activity,
-            closer: Some(closer),
-            claims,
-            view,
-            inbox,
-        };
-        let coordinator = FinalizerCoordinator::new(State(Arc::new(bare.clone()))).start();
-        State(Arc::new(Parts { coordinator: Some(coordinator.recipient()), ..bare }))
     }
 
     /// Commits what is staged, releases every backend (the state file and its

@@ -6,7 +6,7 @@ use super::send::unexpected;
 use crate::Error;
 use crate::resource::validate;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
-use crate::state::actor::{StateReply, StateRequest};
+use crate::state::request::{StateReply, StateRequest};
 
 impl State {
     /// The resource at `ptr`: an [`AnyResource`] for a plain [`Pointer`], a

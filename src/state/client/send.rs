@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 use super::State;
 use crate::Error;
 use crate::resource::AnyResource;
-use crate::state::actor::{StateReply, StateRequest};
 use crate::state::lane::{Lane, ReplyTx};
 use crate::state::reply::{self, ReplyReceiver};
+use crate::state::request::{StateReply, StateRequest};
 
 pub(super) fn unexpected(reply: StateReply, op: &str) -> Error {
     Error::Unavailable {

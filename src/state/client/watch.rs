@@ -15,9 +15,9 @@ use super::State;
 use super::send::unexpected;
 use crate::Error;
 use crate::resource::{Kind, LabelQuery, Pointer};
-use crate::state::actor::{StateReply, StateRequest, WatchSink, WatchStats};
 use crate::state::delivery::{Sink, WatchEvent};
 use crate::state::event::{Event, WatchId};
+use crate::state::request::{StateReply, StateRequest, WatchSink, WatchStats};
 use crate::state::watch::WatchTarget;
 
 /// How many events a watch keeps in flight before it coalesces (see [`WatchEvent`]).

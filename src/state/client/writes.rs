@@ -6,42 +6,15 @@ use std::sync::Arc;
 use super::State;
 use super::send::reply_ready;
 use crate::Error;
-use crate::finalizer::TeardownAndDestroy;
 use crate::resource::{AnyResource, Pointer, PointerTo, Resource, Spec};
-use crate::state::actor::StateRequest;
-use crate::state::store::{ExpectedPhase, ModifyFn};
+use crate::state::request::StateRequest;
+use crate::state::request::TeardownAndDestroy;
+use crate::state::store::ExpectedPhase;
+#[cfg(feature = "kubernetes")]
+use crate::state::store::ModifyFn;
 
 fn owner_arc(owner: Option<&str>) -> Option<Arc<str>> {
     owner.map(Arc::from)
-}
-
-/// The modify function for spec type `S`: read current (or `empty()`), apply `f`.
-pub(crate) fn typed_modify<S, E, F>(empty: E, f: F) -> ModifyFn
-where
-    S: Spec,
-    E: Fn() -> Resource<S> + Send + 'static,
-    F: Fn(&mut Resource<S>) + Send + 'static,
-{
-    Box::new(move |current| {
-        let mut r = match current {
-            Some(c) => c.typed::<S>()?,
-            None => empty(),
-        };
-        f(&mut r);
-        Ok(r.into_any())
-    })
-}
-
-pub(crate) fn check_type<S: Spec>(ptr: &Pointer) -> Result<(), Error> {
-    if ptr.resource_type() == S::TYPE {
-        Ok(())
-    } else {
-        Err(Error::TypeMismatch {
-            resource: ptr.clone(),
-            expected: S::TYPE.to_owned(),
-            actual: ptr.resource_type().to_owned(),
-        })
-    }
 }
 
 impl State {
