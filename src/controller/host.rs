@@ -26,6 +26,9 @@ use super::Input;
 use super::Reach;
 use super::access::AccessRules;
 use super::metrics::{ControllerStatus, Counters, QueueCounters, Running};
+// Defined in `outcome`, with the catching of panics; the supervisor and
+// `testing::panics` read it here.
+pub(crate) use super::outcome::panic_message;
 use super::outcome::{self, Echoes};
 use super::pool::{Permit, WorkerPool};
 use crate::activity::{ActivityGuard, TimerGuard};
@@ -35,17 +38,6 @@ use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
 use crate::state::{Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
 use crate::supervisor::{HostReport, RestartPolicy};
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
-}
 
 /// The span one reconcile runs in, with kube-runtime's field names:
 /// `controller`, `object.ref` (the resource; `*` for a plain controller,

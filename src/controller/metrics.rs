@@ -265,11 +265,19 @@ pub struct ControllerMetrics {
     /// Queue figures, for queue controllers.
     pub queue: Option<QueueMetrics>,
     /// Reconciles in a row that only the controller's own writes triggered
-    /// (0 once anything else triggers one). At
-    /// [`SELF_TRIGGER_LIMIT`](crate::controller::SELF_TRIGGER_LIMIT) the
+    /// (0 once anything else triggers one). At [`SELF_TRIGGER_LIMIT`] the
     /// controller is reported as re-triggering itself: a loop.
     pub self_triggered: u64,
 }
+
+/// How many reconciles in a row a controller may cause by its own writes
+/// alone before it is reported as re-triggering itself (a loop: a mapping
+/// that is not a pure function of its inputs, or an output that is also a
+/// fully watched input). A controller that converges takes one or two.
+///
+/// The run is counted in [`ControllerMetrics::self_triggered`]; reaching the
+/// limit is logged once at WARN and shown by [`health`](crate::Runtime::health).
+pub const SELF_TRIGGER_LIMIT: u64 = 100;
 
 /// Upper bounds of the latency histogram buckets of [`QueueMetrics`], in seconds.
 pub const LATENCY_BUCKETS: [f64; 7] = [0.000_1, 0.001, 0.01, 0.1, 1.0, 10.0, 60.0];
@@ -612,7 +620,7 @@ impl ControllerSet {
             let c = &r.counters;
             (
                 ended + get(&c.reconciles) + get(&c.errors) + get(&c.panics),
-                looping || get(&c.self_triggered) >= super::SELF_TRIGGER_LIMIT,
+                looping || get(&c.self_triggered) >= SELF_TRIGGER_LIMIT,
             )
         })
     }

@@ -269,8 +269,24 @@
 //! Mermaid; [`Runtime::health`](crate::Runtime::health) says which controller
 //! fails, how often and why.
 
+// The files, from the bottom up: each names items only of the files listed
+// before it (the `pub use` lines below are facades, not dependencies).
+// - `declarations`: Input, Output and their kinds (plain data);
+// - `metrics` (the counters, SELF_TRIGGER_LIMIT), `pool`, `health`, and
+//   `access` (the access rules over the declarations); the supervisor's
+//   `dependency` database and `report` message also sit on the declarations;
+// - `context`: the ReconcileContext (it checks new inputs against the
+//   supervisor's `dependency` rules);
+// - `spec` (the Controller trait) and `queue` (the QController trait, its
+//   handle), both taking a context; `from_fn` and `finalize` build on them;
+// - `outcome`: what a host does around one reconcile;
+// - `host`: the actor that runs a controller (the supervisor's `restart`
+//   policy, and its `report` for what it tells the supervisor);
+// - `plain` and `queue_host`: the two kinds of controller in a host;
+// - the supervisor's `actor`, which starts hosts, sits above them all.
 mod access;
 mod context;
+mod declarations;
 mod finalize;
 mod from_fn;
 mod health;
@@ -286,14 +302,14 @@ mod spec;
 pub(crate) use access::AccessRules;
 pub(crate) use context::Reach;
 pub use context::ReconcileContext;
+pub use declarations::{Input, InputKind, Output, OutputKind};
 pub use finalize::finalizer;
 pub use from_fn::{FnController, from_fn};
 pub use health::{ControllerHealth, Health};
 pub use metrics::{
     ControllerMetrics, ControllerStatus, HistogramSnapshot, LATENCY_BUCKETS, QueueMetrics,
-    RECONCILE_TIME_BUCKETS, WORKQUEUE_DURATION_BUCKETS, WorkQueueMetrics,
+    RECONCILE_TIME_BUCKETS, SELF_TRIGGER_LIMIT, WORKQUEUE_DURATION_BUCKETS, WorkQueueMetrics,
 };
-pub use outcome::SELF_TRIGGER_LIMIT;
 pub use pool::default_pool_size;
 pub use queue::{DEFAULT_CONCURRENCY, Outcome, QController, QSettings, QueueHandle, TerminalError};
-pub use spec::{Controller, Input, InputKind, Output, OutputKind, ReconcileError, ReconcileResult};
+pub use spec::{Controller, ReconcileError, ReconcileResult};

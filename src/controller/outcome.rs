@@ -4,7 +4,8 @@
 //!
 //! [`Plain`](super::plain) and [`Queued`](super::queue_host) differ in what
 //! happens next (the restart policy, or per-key backoff); what a reconcile
-//! is, and what it counts, is here once.
+//! is, and what it counts, is here once. It names nothing of the host
+//! itself, which builds on it.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -15,8 +16,7 @@ use futures::FutureExt;
 use tokio::time::Instant;
 
 use super::ReconcileError;
-use super::host::panic_message;
-use super::metrics::{Counters, Running};
+use super::metrics::{Counters, Running, SELF_TRIGGER_LIMIT};
 use super::queue::TerminalError;
 
 /// How one reconcile ended.
@@ -100,12 +100,6 @@ impl<T> Ended<T> {
     }
 }
 
-/// How many reconciles in a row a controller may cause by its own writes
-/// alone before it is reported as re-triggering itself (a loop: a mapping
-/// that is not a pure function of its inputs, or an output that is also a
-/// fully watched input). A controller that converges takes one or two.
-pub const SELF_TRIGGER_LIMIT: u64 = 100;
-
 /// Counts the reconciles in a row that nothing but the controller's own
 /// writes asked for, and says so once that run reaches
 /// [`SELF_TRIGGER_LIMIT`] (log and [`health`](crate::Runtime::health)).
@@ -158,6 +152,17 @@ fn is_access_denied(e: &(dyn std::error::Error + 'static)) -> bool {
         next = e.source();
     }
     false
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
 }
 
 /// Runs a reconcile with panics caught. (A plain function: an `async fn`

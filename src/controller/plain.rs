@@ -22,11 +22,11 @@ use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::host::{
-    Host, HostEnv, Hosted, SubscribeFuture, Work, destroy_ready, panic_message, reconcile_span,
-    record_result, resubscribe, watched_kinds,
+    Host, HostEnv, Hosted, SubscribeFuture, Work, destroy_ready, reconcile_span, record_result,
+    resubscribe, watched_kinds,
 };
 use super::metrics::{ControllerStatus, Counters};
-use super::outcome::{self, Ended, run_caught};
+use super::outcome::{self, Ended, panic_message, run_caught};
 use super::pool::{Permit, WorkerPool};
 use super::{Controller, Input, InputKind, ReconcileContext};
 use crate::activity::{ActivityGuard, TimerGuard};

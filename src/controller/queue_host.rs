@@ -21,11 +21,11 @@ use tracing::Instrument;
 
 use super::access::AccessRules;
 use super::host::{
-    Host, HostEnv, Hosted, SubscribeFuture, Work, destroy_ready, panic_message, reconcile_span,
-    record_result, watched_kinds,
+    Host, HostEnv, Hosted, SubscribeFuture, Work, destroy_ready, reconcile_span, record_result,
+    watched_kinds,
 };
 use super::metrics::{ControllerStatus, Counters, QueueCounters};
-use super::outcome::{self, Ended, run_caught};
+use super::outcome::{self, Ended, panic_message, run_caught};
 use super::pool::{Permit, WorkerPool};
 use super::queue::{Enqueue, Outcome, QController};
 use super::{Input, InputKind, ReconcileContext};

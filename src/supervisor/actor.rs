@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use super::dependency::{DependencyDb, RegistrationError};
 use super::graph::DependencyGraph;
+use super::report::HostReport;
 use super::restart::{OnExceeded, RestartPolicy};
 use crate::activity::ActivityGuard;
 use crate::controller::host::{HostEnv, StopHost, panic_message};
@@ -41,31 +42,6 @@ pub enum StopReason {
         controller: String,
         /// Its last error.
         error: String,
-    },
-}
-
-/// Reports from controller hosts (fire and forget).
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub(crate) enum HostReport {
-    /// The controller is failed for good: it exceeded its restart
-    /// intensity, returned a terminal error or was denied an access.
-    GaveUp {
-        /// The controller.
-        controller: String,
-        /// Its last error.
-        error: String,
-        /// Whether it exceeded its restart intensity (the only failure
-        /// [`OnExceeded::StopRuntime`] stops the runtime for; a terminal
-        /// error marks the one controller failed, whatever the policy).
-        exceeded: bool,
-    },
-    /// The controller replaced its inputs.
-    InputsChanged {
-        /// The controller.
-        controller: String,
-        /// The new inputs.
-        inputs: Vec<Input>,
     },
 }
 
