@@ -1393,7 +1393,7 @@ def main():
     md.append(f"## Coalescing: {updates:,} updates to the input of a busy controller\n")
     md.append(
         f"A controller with one weak input whose reconcile waits on a gate (as in "
-        f"`tests/runtime_coalescing.rs`). The gate is closed, then {updates:,} sequential `modify`s of "
+        f"`tests/runtime/coalescing.rs`). The gate is closed, then {updates:,} sequential `modify`s of "
         "the input land while its reconcile is blocked; then the gate opens and the runtime settles. "
         "Reconciles counted from the runtime metrics (the blocked one included). Peak heap = growth of "
         "live heap bytes (counting global allocator) over the level before the burst. Baselines: the "

@@ -1,5 +1,5 @@
 //! A small network-configuration control plane built on cosi-runtime: the
-//! flagship example (`main.rs` runs it; `tests/example_netplane.rs` runs it
+//! flagship example (`main.rs` runs it; `tests/examples/netplane.rs` runs it
 //! in-process and checks the result).
 //!
 //! ```text

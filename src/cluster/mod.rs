@@ -84,12 +84,12 @@
 //!
 //! # Tests and figures
 //! Tested against this crate's own Kubernetes API server:
-//! `tests/cluster_source.rs` (kubectl creates, changes and deletes reach a
+//! `tests/cluster/source.rs` (kubectl creates, changes and deletes reach a
 //! queue controller; a server restarted without its history is relisted
 //! and converges; our finalizer holds a deleted mirror; two mirrors of one
 //! set and three readers share one watch; selectors, dynamic mirrors,
-//! objects that do not decode), `tests/cluster_sink.rs`,
-//! `tests/cluster_kube_runtime.rs` and `tests/example_greeting_operator.rs`.
+//! objects that do not decode), `tests/cluster/sink.rs`,
+//! `tests/cluster/kube_runtime.rs` and `tests/cluster/example_greeting_operator.rs`.
 //! BENCHMARKS.md ("A cluster as a source") measures the memory: 100,000
 //! objects mirrored once and read by 3 queue controllers, against 3
 //! kube-runtime reflector stores of the same objects.

@@ -224,7 +224,7 @@
 //! processed concurrently, a key re-added while processing runs exactly once
 //! more, delayed adds collapse to the earliest, errors and panics back off per
 //! key (triggers during a backoff neither cut it short nor inflate it), a
-//! [`TerminalError`] is never retried (`tests/queue_model.rs` checks it with
+//! [`TerminalError`] is never retried (`tests/queue/queue_model.rs` checks it with
 //! many producers and consumers). A panic replaces the instance with a fresh
 //! one from the factory, as for a plain controller; reconciles of other keys
 //! still running finish on the old one. Per-controller metrics add queue

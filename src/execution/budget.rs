@@ -36,7 +36,7 @@ use actix::prelude::*;
 ///
 /// So between two turns of any actor on an arbiter, each other controller on
 /// that arbiter does at most this much work: a quiet controller next to a
-/// hot one waits one round (`tests/execution_fairness.rs` checks that bound
+/// hot one waits one round (`tests/execution/fairness.rs` checks that bound
 /// by counting the hot reconciles between its trigger and its reconcile). A
 /// yield costs one more pass of the executor, paid once per 64 units: small
 /// beside the work of a round, and it keeps a hot key from starving the

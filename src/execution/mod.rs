@@ -86,7 +86,7 @@
 //! queue controller requeues at zero delay, an input that changes without
 //! pause, or a burst of 100,000 ready keys delays another controller on the
 //! same arbiter by at most one round of the hot one per turn of the other
-//! (`tests/execution_fairness.rs` checks this bound by event ordering).
+//! (`tests/execution/fairness.rs` checks this bound by event ordering).
 
 mod arbiters;
 mod blocking;

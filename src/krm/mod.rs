@@ -107,7 +107,7 @@
 //! follows. Objects a function does not change come back as they were
 //! written (`0640` stays `0640`, `"on"` stays quoted, comments stay where
 //! they were: see [`yaml`]), and the in-process render writes the same bytes
-//! as `kpt fn render` (`tests/krm_comments.rs` checks it against the `kpt`
+//! as `kpt fn render` (`tests/krm/comments.rs` checks it against the `kpt`
 //! on your PATH): as kpt does after each function, a comment follows its
 //! field when a function rebuilds, reorders or replaces it, and goes with a
 //! field a function deletes. A function of your own is a `main` of one line:

@@ -246,11 +246,11 @@
 //!
 //! | fault | guaranteed | test |
 //! |---|---|---|
-//! | `SIGKILL` while writing | nothing acknowledged lost, no batch half written, versions never go back | `tests/state_crash.rs` (10 kills; `COSI_CRASH_KILLS=50` for more) |
-//! | `SIGKILL` while creating a new file | the file is whole or absent: it always opens | `tests/state_crash.rs` |
+//! | `SIGKILL` while writing | nothing acknowledged lost, no batch half written, versions never go back | `tests/state/crash.rs` (10 kills; `COSI_CRASH_KILLS=50` for more) |
+//! | `SIGKILL` while creating a new file | the file is whole or absent: it always opens | `tests/state/crash.rs` |
 //! | disk full | writes fail with `StorageFailure::Full` and change nothing; reads go on; memory namespaces unaffected; writes resume on their own once space is freed | `tests/state_disk_full.rs`, on [`testing::LimitedDisk`](crate::testing::LimitedDisk) |
-//! | a damaged or foreign file | `StorageFailure::Corrupt` at open, the file untouched | `tests/state_corrupt_file.rs` |
-//! | a commit that fails | the cache rolled back, every caller of the batch told, watchers see nothing | `tests/state_commit_failure.rs` |
+//! | a damaged or foreign file | `StorageFailure::Corrupt` at open, the file untouched | `tests/state/corrupt_file.rs` |
+//! | a commit that fails | the cache rolled back, every caller of the batch told, watchers see nothing | `tests/state/commit_failure.rs` |
 //!
 //! `examples/soak.rs` runs the same under churn, killing itself every few
 //! seconds (`--state DIR --crash-every SECS`).
@@ -269,7 +269,7 @@
 //! [`backend`](backend#revisions-of-a-mix)). Exclusive outputs are claimed
 //! across the processes that share the etcd store whatever namespace they are
 //! written in: a node-local controller declares its outputs `shared`
-//! (`tests/state_mixed_node.rs`: two nodes as child processes, one planner
+//! (`tests/etcd/mixed_node.rs`: two nodes as child processes, one planner
 //! owner and one standby, each applying the plan to its own redb and memory
 //! namespaces). The conformance suite ([`testing::conformance`](crate::testing::conformance))
 //! runs on memory, redb, redb reopened, etcd, etcd reopened, and two mixes

@@ -58,7 +58,7 @@
 //!
 //! The controller is the one of the [`controller`](crate::controller) module's
 //! complete program; in a test file the same lines go in an `#[actix::test]
-//! async fn` (`tests/testing_readme.rs` is that test, with
+//! async fn` (`tests/testing/readme.rs` is that test, with
 //! `assert_eq!(h.metrics().await.errors, 1)` too).
 //!
 //! # Time, and a controller that never succeeds

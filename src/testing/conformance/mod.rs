@@ -20,7 +20,7 @@
 //! cosi_runtime::state_conformance!(mine, BackendTarget::new(|| my_backend::MyBackend::new()));
 //! ```
 //!
-//! The project's own suite (`tests/state_conformance.rs`) runs it on the
+//! The project's own suite (`tests/state/conformance.rs`) runs it on the
 //! in-memory state, on redb, on redb reopened between the steps of a check,
 //! and on routed states (one namespace durable, the rest in memory).
 
