@@ -16,6 +16,7 @@
 //! given up). Exit status 1 with a message on stderr when the endpoint is
 //! unreachable, silent, or answers an error.
 
+mod failure;
 mod http;
 mod output;
 
@@ -25,6 +26,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 
+use failure::Failure;
 use http::{Endpoint, HttpError, encode, get_json, get_ok};
 use output::{Format, Table};
 
@@ -89,21 +91,6 @@ enum GraphFormat {
     Mermaid,
     Svg,
     Json,
-}
-
-/// A failure to report: the message, already worded for the user.
-struct Failure(String);
-
-impl From<HttpError> for Failure {
-    fn from(e: HttpError) -> Self {
-        Failure(e.to_string())
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Self {
-        Failure(format!("cannot write the output: {e}"))
-    }
 }
 
 /// A positive, finite number of seconds.

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use clap::ValueEnum;
 use serde_json::Value;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// How resources are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -6,11 +6,12 @@ use actix_web::{HttpResponse, web};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::Shared;
 use super::error::ApiError;
+use super::shared::Shared;
+use super::sse::resource_json;
 use crate::controller::ControllerMetrics;
-use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, validate};
-use crate::supervisor::{DependencyGraph, EdgeKind};
+use crate::resource::{Kind, LabelQuery, Pointer, validate};
+use crate::supervisor::DependencyGraph;
 
 pub(super) fn routes(cfg: &mut web::ServiceConfig) {
     let not_allowed = || web::to(super::error::not_allowed);
@@ -88,12 +89,6 @@ fn selector(query: &HashMap<String, String>) -> Result<LabelQuery, ApiError> {
 async fn kind_of(shared: &Shared, namespace: &str, written: &str) -> Result<Kind, ApiError> {
     validate::name("namespace", namespace).map_err(ApiError::bad_request)?;
     Ok(Kind::new(namespace, resolve_type(shared, written).await?))
-}
-
-/// A resource as JSON: metadata and spec.
-pub(super) fn resource_json(r: &AnyResource) -> Result<Value, ApiError> {
-    let dynamic = r.to_dynamic().map_err(|e| ApiError::internal(e.to_string()))?;
-    serde_json::to_value(dynamic).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 #[derive(Serialize)]
@@ -256,9 +251,4 @@ async fn graph(shared: web::Data<Shared>, query: Query) -> Result<HttpResponse, 
             "unknown graph format {other:?} (json, dot, mermaid, svg)"
         ))),
     }
-}
-
-/// Whether an edge kind is drawn bold in the SVG (strong and primary inputs).
-pub(super) fn is_strong(kind: EdgeKind) -> bool {
-    matches!(kind, EdgeKind::InputStrong | EdgeKind::InputPrimary)
 }

@@ -66,6 +66,7 @@
 mod api;
 mod error;
 mod probes;
+mod shared;
 mod sse;
 mod svg;
 
@@ -81,6 +82,7 @@ use actix_web::{App, HttpServer, web};
 use prometheus_client::registry::Registry;
 
 pub use error::ApiError;
+use shared::Shared;
 
 use crate::Runtime;
 use crate::resource::Kind;
@@ -125,19 +127,6 @@ impl fmt::Display for Bind {
             Bind::Unix(path) => write!(f, "unix:{}", path.display()),
         }
     }
-}
-
-/// What the handlers share.
-pub(crate) struct Shared {
-    pub(crate) runtime: Runtime,
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) bootstrapped: Arc<AtomicBool>,
-    pub(crate) expected: Vec<String>,
-    pub(crate) kinds: Vec<Kind>,
-    pub(crate) watch_buffer: usize,
-    pub(crate) limits: Arc<crate::http_limits::ClientLimits>,
-    /// The server's stop, as its watches see it.
-    pub(crate) closing: Arc<crate::http_stop::Closing>,
 }
 
 /// The admin endpoint of one [`Runtime`]: configure it, then

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actix_web::{HttpResponse, web};
 
-use super::Shared;
 use super::error::ApiError;
+use super::shared::Shared;
 use crate::controller::ControllerStatus;
 
 /// How long the actors get to answer a liveness check.

@@ -16,14 +16,14 @@ use actix_web::HttpResponse;
 use actix_web::web::Bytes;
 use futures::StreamExt;
 use futures::future::Either;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::Shared;
-use super::api::resource_json;
 use super::error::ApiError;
+use super::shared::Shared;
 use crate::http_limits::WatchSlot;
 use crate::http_stop::{STOPPING, StopSignal};
-use crate::resource::{Kind, LabelQuery, Pointer};
+use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
 use crate::state::{Event, Revisioned, WatchOptions};
 
 /// How often a quiet watch sends a comment, so that proxies and clients see
@@ -43,6 +43,12 @@ fn frame(event: &str, id: Option<u64>, data: &serde_json::Value) -> Bytes {
 fn stopping_frame() -> Bytes {
     let data = serde_json::json!({ "reason": format!("{STOPPING}: watch again from the start") });
     Bytes::from(format!("event: stopping\nid:\ndata: {data}\n\n"))
+}
+
+/// A resource as JSON: metadata and spec.
+pub(super) fn resource_json(r: &AnyResource) -> Result<Value, ApiError> {
+    let dynamic = r.to_dynamic().map_err(|e| ApiError::internal(e.to_string()))?;
+    serde_json::to_value(dynamic).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 fn event_frame(event: &Event, revision: u64) -> Bytes {

@@ -8,13 +8,17 @@
 
 use std::fmt::Write as _;
 
-use super::api::is_strong;
 use super::error::ApiError;
 use crate::supervisor::{DependencyGraph, EdgeKind};
 
 /// A label layout-rs reads back as written.
 fn label(text: &str) -> String {
     text.chars().map(|c| if c == '"' || c == '\\' || c.is_control() { '\'' } else { c }).collect()
+}
+
+/// Whether an edge kind is drawn bold in the SVG (strong and primary inputs).
+fn is_strong(kind: EdgeKind) -> bool {
+    matches!(kind, EdgeKind::InputStrong | EdgeKind::InputPrimary)
 }
 
 /// The DOT that [`render`] lays out.

@@ -7,7 +7,7 @@
 use actix_web::{HttpResponse, web};
 use serde_json::{Value, json};
 
-use super::Shared;
+use super::shared::Shared;
 use super::status::Status;
 
 pub(super) async fn version(shared: web::Data<Shared>) -> HttpResponse {

@@ -10,11 +10,11 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::json;
 
-use super::Shared;
 use super::object::{ApiVersion, Object};
 use super::object::{ObjectMeta, Partial};
 use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
+use super::shared::Shared;
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
 

@@ -8,7 +8,7 @@
 //!
 //! # Expected flow
 //!
-//! 1. Build a [`KubernetesApi`] over a [`State`] and [`expose`](KubernetesApi::expose)
+//! 1. Build a [`KubernetesApi`] over a [`State`](crate::State) and [`expose`](KubernetesApi::expose)
 //!    each type you want served with an [`Expose`]: nothing is exposed by default.
 //!    Group and plural come from the resource type (`LinkConfigs.net.cosi.dev`
 //!    is `linkconfigs` in group `net.cosi.dev`), the version is yours.
@@ -98,7 +98,7 @@
 //!
 //! ## Writes
 //!
-//! - Every write goes through the [`State`] as the user (owner `None`). A
+//! - Every write goes through the [`State`](crate::State) as the user (owner `None`). A
 //!   resource owned by a controller is read-only to clients: PUT, PATCH and
 //!   DELETE answer `403 Forbidden` and change nothing.
 //! - A written object gives labels, annotations (except [`OWNER_ANNOTATION`],
@@ -149,7 +149,7 @@
 //! - `DELETE` tears the resource down at once (it is served with
 //!   `deletionTimestamp`, and updates are still accepted, e.g. removing a
 //!   finalizer) and destroys it as soon as no finalizers remain
-//!   ([`State::teardown_and_destroy`], in the background when some do).
+//!   ([`State::teardown_and_destroy`](crate::State::teardown_and_destroy), in the background when some do).
 //!   `preconditions` (`uid`, `resourceVersion`) in the body are checked.
 //!   kubectl then watches the name until `DELETED`.
 //! - A request body (POST, PUT, PATCH, DELETE options) is read up to
@@ -253,7 +253,7 @@
 //!   resources). A write that changes nothing writes nothing (no new
 //!   `resourceVersion`). `generation` moves on spec changes only, as on the
 //!   apiserver (see [`GENERATION_OFFSET_ANNOTATION`]), except that a write
-//!   through the [`State`] moves it whatever it changed. No garbage
+//!   through the [`State`](crate::State) moves it whatever it changed. No garbage
 //!   collection of `ownerReferences` dependents.
 //! - A watch's `DELETED` carries the revision of the destroy, except when the
 //!   client fell behind and the state coalesced its backlog: then events carry
@@ -266,7 +266,7 @@
 //!   closes it quietly (a FIN, nothing unread) is only noticed when the next
 //!   event or bookmark is written to it: actix-web does not read the socket
 //!   of a response it is streaming. Until then the watch holds its place in
-//!   the state (see [`State::watch_count`]).
+//!   the state (see [`State::watch_count`](crate::State::watch_count)).
 //!
 //! # Errors
 //!
@@ -402,6 +402,7 @@
 //! with arbitrary requests.
 
 mod auth;
+mod builder;
 mod discovery;
 mod list;
 mod object;
@@ -409,24 +410,27 @@ mod openapi;
 mod params;
 mod patch;
 mod registry;
+mod routes;
+mod shared;
 mod status;
 mod table;
 mod tls;
 mod watch;
 mod write;
 
-use std::collections::BTreeSet;
-use std::fmt;
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
-
-use actix_web::body::BoxBody;
-use actix_web::dev::{ServerHandle, ServiceRequest};
-use actix_web::middleware::{Next, from_fn};
-use actix_web::{App, HttpServer, guard, web};
+/// The parsers behind the handlers, callable on their own by the fuzz
+/// targets (`fuzz/` in the repository): query parameters, field selectors,
+/// JSON and merge patches. Not part of the API: hidden from the docs, and
+/// free to change. The handlers reach the same code through
+/// [`KubernetesApi::configure`].
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use auth::{ANONYMOUS, Tokens, User};
+pub use builder::{
+    DEFAULT_BOOKMARK_INTERVAL, DEFAULT_MAX_REQUEST_BODY, DEFAULT_WATCH_BUFFER, KubernetesApi,
+    KubernetesServer,
+};
 pub use object::{
     FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, OWNER_ANNOTATION,
     OWNER_REFERENCES_ANNOTATION,
@@ -435,539 +439,5 @@ pub use registry::{Expose, ExposeError};
 pub use status::Status;
 pub use tls::TlsError;
 
-use crate::State;
-use crate::http_limits::{ClientLimits, Refused};
-use crate::http_stop::Closing;
-use registry::{Exposed, Registry};
-
-/// What the handlers share.
-pub(crate) struct Shared {
-    pub(crate) state: State,
-    pub(crate) registry: Registry,
-    pub(crate) server_version: (u32, u32),
-    pub(crate) namespaces: BTreeSet<String>,
-    pub(crate) bookmark_interval: Duration,
-    pub(crate) watch_buffer: usize,
-    pub(crate) max_request_body: usize,
-    /// The server's stop, as its watches see it.
-    pub(crate) closing: Arc<Closing>,
-}
-
-impl Shared {
-    /// The type served at `/apis/{group}/{version}/.../{plural}`.
-    pub(crate) fn exposed(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Result<Arc<Exposed>, Status> {
-        self.registry.find(group, version, plural).cloned().ok_or_else(|| {
-            Status::not_found(format!(
-                "the server could not find the requested resource ({plural}.{group}/{version} is not served)"
-            ))
-        })
-    }
-
-    /// The namespaces an all-namespace request reads for `exposed`.
-    pub(crate) fn namespaces_of(&self, exposed: &Exposed) -> Vec<String> {
-        exposed.namespaces.union(&self.namespaces).cloned().collect()
-    }
-}
-
-/// Bookmarks' default period (`allowWatchBookmarks=true`).
-pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Events a watch client may have unread before the server ends its watch.
-pub const DEFAULT_WATCH_BUFFER: usize = 1024;
-
-/// The largest request body the API reads by default: 3 MiB, the
-/// apiserver's own limit (`MaxRequestBodyBytes`), well above what one
-/// object may weigh in etcd (1.5 MiB), so every manifest a real cluster
-/// accepts is accepted here too.
-pub const DEFAULT_MAX_REQUEST_BODY: usize = 3 * 1024 * 1024;
-
 pub use crate::http_limits::{DEFAULT_MAX_QUERY_BYTES, DEFAULT_MAX_WATCHES_PER_CLIENT};
 pub use crate::http_stop::STOP_PATIENCE;
-
-/// The Kubernetes API over one [`State`]: expose types, then
-/// [`serve`](KubernetesApi::serve) it or mount it with
-/// [`configure`](KubernetesApi::configure). See the [module](self) docs.
-#[derive(Clone)]
-pub struct KubernetesApi {
-    state: State,
-    registry: Registry,
-    server_version: (u32, u32),
-    namespaces: BTreeSet<String>,
-    bookmark_interval: Duration,
-    watch_buffer: usize,
-    max_request_body: usize,
-    max_watches_per_client: usize,
-    max_query_bytes: usize,
-    // ---- access and TLS (auth.rs, tls.rs) ----
-    /// `None`: open (no tokens, no anonymous setting).
-    access: Option<auth::Access>,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    // ---- end access and TLS ----
-}
-
-impl fmt::Debug for KubernetesApi {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KubernetesApi")
-            .field(
-                "types",
-                &self.registry.types.iter().map(|t| &t.resource_type).collect::<Vec<_>>(),
-            )
-            .field("server_version", &self.server_version)
-            .field("namespaces", &self.namespaces)
-            .field("bookmark_interval", &self.bookmark_interval)
-            .field("watch_buffer", &self.watch_buffer)
-            .field("max_request_body", &self.max_request_body)
-            .field("max_watches_per_client", &self.max_watches_per_client)
-            .field("max_query_bytes", &self.max_query_bytes)
-            .field("access", &self.access)
-            .field("tls", &self.tls.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl KubernetesApi {
-    /// The API over `state`, with nothing exposed yet, answering `/version`
-    /// as Kubernetes 1.33.
-    pub fn new(state: &State) -> KubernetesApi {
-        KubernetesApi {
-            state: state.clone(),
-            registry: Registry::default(),
-            server_version: (1, 33),
-            namespaces: BTreeSet::new(),
-            bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
-            watch_buffer: DEFAULT_WATCH_BUFFER,
-            max_request_body: DEFAULT_MAX_REQUEST_BODY,
-            max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
-            max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
-            access: None,
-            tls: None,
-        }
-    }
-
-    /// Serves the resources of one type (see [`Expose`]).
-    ///
-    /// # Errors
-    /// [`ExposeError`] when the type has no group, a name or the version is
-    /// not valid in Kubernetes, a print column's path is not understood, or
-    /// the plural or a short name is already served.
-    pub fn expose(mut self, expose: Expose) -> Result<Self, ExposeError> {
-        self.registry.add(expose.resolve()?)?;
-        Ok(self)
-    }
-
-    /// What `/version` answers (default 1.33). kubectl's dispatcher runs the
-    /// client of the same minor version (`kubectl.1.27` ... `kubectl.1.33`).
-    #[must_use]
-    pub fn server_version(mut self, major: u32, minor: u32) -> Self {
-        self.server_version = (major, minor);
-        self
-    }
-
-    /// Namespaces every exposed type is served from in all-namespace requests
-    /// (`kubectl get -A`), besides each type's own [`Expose::namespaces`].
-    #[must_use]
-    pub fn namespaces<S: Into<String>>(mut self, namespaces: impl IntoIterator<Item = S>) -> Self {
-        self.namespaces.extend(namespaces.into_iter().map(Into::into));
-        self
-    }
-
-    /// How often a watch with `allowWatchBookmarks=true` gets a `BOOKMARK`
-    /// (default [`DEFAULT_BOOKMARK_INTERVAL`]; at least 10 ms).
-    #[must_use]
-    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
-        self.bookmark_interval = interval.max(Duration::from_millis(10));
-        self
-    }
-
-    /// Watches one client address may hold open at once (default
-    /// [`DEFAULT_MAX_WATCHES_PER_CLIENT`], at least 1); one more is answered
-    /// `429 TooManyRequests` until one of them ends (the apiserver bounds
-    /// requests in flight instead, server-wide). An informer holds one per
-    /// type.
-    ///
-    /// ```
-    /// # actix::System::new().block_on(async {
-    /// let state = cosi_runtime::State::start();
-    /// let api = cosi_runtime::kubernetes::KubernetesApi::new(&state).max_watches_per_client(8);
-    /// assert!(format!("{api:?}").contains("max_watches_per_client: 8"));
-    /// # });
-    /// ```
-    #[must_use]
-    pub fn max_watches_per_client(mut self, watches: usize) -> Self {
-        self.max_watches_per_client = watches.max(1);
-        self
-    }
-
-    /// The longest query string accepted, in bytes (default
-    /// [`DEFAULT_MAX_QUERY_BYTES`]); a longer one is answered `414
-    /// RequestURITooLong`. actix-web bounds the whole request head (request
-    /// line and headers) at 128 KiB and 96 headers in any case, and answers
-    /// 431 past it.
-    #[must_use]
-    pub fn max_query_bytes(mut self, bytes: usize) -> Self {
-        self.max_query_bytes = bytes;
-        self
-    }
-
-    /// Events a watch client may leave unread, beyond what its connection
-    /// holds, before the server ends its watch (default
-    /// [`DEFAULT_WATCH_BUFFER`], at least 1). A burst of changes, or the
-    /// initial events of a watch without a version, larger than the buffer
-    /// reaches a client that reads: the buffer drains into the connection
-    /// as it fills.
-    #[must_use]
-    pub fn watch_buffer(mut self, events: usize) -> Self {
-        self.watch_buffer = events.max(1);
-        self
-    }
-
-    /// The largest request body (POST, PUT, PATCH, DELETE options) the API
-    /// reads, in bytes (default [`DEFAULT_MAX_REQUEST_BODY`], 3 MiB like the
-    /// apiserver; at least 1 KiB). A larger body is answered `413
-    /// RequestEntityTooLarge` as a `Status` and changes nothing: at once when
-    /// its `Content-Length` says so, else as soon as that many bytes have
-    /// come in (the rest is not read, and the connection is closed). A
-    /// client can cost the server no more memory than this per request.
-    ///
-    /// The limit is the API's own, whatever the actix-web `PayloadConfig` of
-    /// an application it is mounted into says.
-    ///
-    /// ```
-    /// use cosi_runtime::kubernetes::{DEFAULT_MAX_REQUEST_BODY, KubernetesApi};
-    ///
-    /// # actix::System::new().block_on(async {
-    /// let state = cosi_runtime::State::start();
-    /// // Small objects only: a 64 KiB manifest is plenty here.
-    /// let api = KubernetesApi::new(&state).max_request_body(64 * 1024);
-    /// assert!(format!("{api:?}").contains("max_request_body: 65536"));
-    /// assert_eq!(DEFAULT_MAX_REQUEST_BODY, 3 * 1024 * 1024);
-    /// # });
-    /// ```
-    #[must_use]
-    pub fn max_request_body(mut self, bytes: usize) -> Self {
-        self.max_request_body = bytes.max(1024);
-        self
-    }
-
-    // ---- access and TLS (auth.rs, tls.rs) ----
-
-    /// Requires a bearer token (`Authorization: Bearer <token>`, kubectl
-    /// `--token`) from `tokens` on every request, and authorizes it by the
-    /// token's [`User`]'s rights (see [Authentication](self#authentication)).
-    /// Without `tokens` nor [`anonymous_read`](Self::anonymous_read) the API
-    /// is open to anyone who reaches it.
-    #[must_use]
-    pub fn tokens(mut self, tokens: Tokens) -> Self {
-        self.access.get_or_insert_default().tokens = tokens;
-        self
-    }
-
-    /// Lets requests without a token read (get, list, watch) every exposed
-    /// type as [`ANONYMOUS`], and write nothing (default: off, such requests
-    /// are `401 Unauthorized`). Enables the checks like [`tokens`](Self::tokens).
-    #[must_use]
-    pub fn anonymous_read(mut self, allow: bool) -> Self {
-        self.access.get_or_insert_default().anonymous_read = allow;
-        self
-    }
-
-    /// Serves over TLS (rustls): `cert_chain_pem` is the server's certificate
-    /// (then any intermediates) in PEM, `key_pem` its private key (PKCS#8,
-    /// PKCS#1 or SEC1 PEM). Used by [`serve`](Self::serve); an application
-    /// mounting [`configure`](Self::configure) sets up TLS on its own server.
-    ///
-    /// # Errors
-    /// [`TlsError`] when either does not parse, or the key does not fit the certificate.
-    pub fn tls(
-        self,
-        cert_chain_pem: impl AsRef<[u8]>,
-        key_pem: impl AsRef<[u8]>,
-    ) -> Result<Self, TlsError> {
-        let config = tls::server_config(cert_chain_pem.as_ref(), key_pem.as_ref())?;
-        Ok(self.tls_config(config))
-    }
-
-    /// Serves over TLS with a rustls configuration of your own (client
-    /// certificates, other providers). actix-web adds the `http/1.1` ALPN
-    /// protocol to it.
-    #[must_use]
-    pub fn tls_config(mut self, config: Arc<rustls::ServerConfig>) -> Self {
-        self.tls = Some(config);
-        self
-    }
-
-    // ---- end access and TLS ----
-
-    fn shared(&self, closing: Arc<Closing>) -> Shared {
-        Shared {
-            closing,
-            state: self.state.clone(),
-            registry: self.registry.clone(),
-            server_version: self.server_version,
-            namespaces: self.namespaces.clone(),
-            bookmark_interval: self.bookmark_interval,
-            watch_buffer: self.watch_buffer,
-            max_request_body: self.max_request_body,
-        }
-    }
-
-    /// The routes, to mount at the root of an actix-web `App` with
-    /// `.configure(..)` (kubectl expects `/version`, `/api` and `/apis` at the
-    /// root of `--server`). Clone it into each worker's `App`.
-    pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
-        // Mounted in an application's own server: nothing stops its
-        // watches but that server.
-        self.configure_with(Closing::new())
-    }
-
-    /// [`configure`](Self::configure), with the watches ending on `closing`.
-    fn configure_with(
-        &self,
-        closing: Arc<Closing>,
-    ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
-        let shared = web::Data::new(self.shared(closing));
-        // ---- access (auth.rs): the routes behind the token check when configured ----
-        let access = self.access.clone().map(Arc::new);
-        // ---- limits (http_limits.rs): query length, watches per client ----
-        let limits = ClientLimits::new(self.max_watches_per_client, self.max_query_bytes);
-        move |cfg: &mut web::ServiceConfig| {
-            cfg.app_data(shared.clone());
-            let (access, limits) = (access.clone(), limits.clone());
-            // The API's paths only: an application's routes beside them are
-            // left alone.
-            let scope = web::scope("")
-                .guard(guard::fn_guard(|ctx| auth::is_api_path(ctx.head().uri.path())))
-                .wrap(from_fn(move |req: ServiceRequest, next: Next<BoxBody>| {
-                    limits.clone().check(req, next, is_watch, refuse)
-                }))
-                .configure(move |cfg| match &access {
-                    Some(access) => access.clone().mount(cfg, routes),
-                    None => routes(cfg),
-                });
-            cfg.service(scope);
-        }
-    }
-
-    /// Serves the API on `addr` (port 0: any free port) from one worker
-    /// thread of its own, until [`KubernetesServer::stop`] or the end of the
-    /// actix `System`.
-    ///
-    /// # Errors
-    /// The IO error when `addr` cannot be bound.
-    pub async fn serve(self, addr: SocketAddr) -> std::io::Result<KubernetesServer> {
-        let closing = Closing::new();
-        let configure = self.configure_with(closing.clone());
-        let server = HttpServer::new(move || App::new().configure(configure.clone()))
-            .workers(1)
-            .disable_signals()
-            .shutdown_timeout(1);
-        // ---- TLS (tls.rs) and the warnings of access (auth.rs) ----
-        let tls = self.tls.is_some();
-        let server = match &self.tls {
-            Some(config) => server.bind_rustls_0_23(addr, config.as_ref().clone())?,
-            None => server.bind(addr)?,
-        };
-        let local = server.addrs().first().copied().unwrap_or(addr);
-        if !local.ip().is_loopback() {
-            if self.access.is_none() {
-                tracing::warn!(
-                    "Kubernetes API on {local}: not a loopback address, reachable from other hosts without authentication (no tokens configured)"
-                );
-            } else if !tls {
-                tracing::warn!(
-                    "Kubernetes API on {local}: not a loopback address, bearer tokens over plain HTTP (no TLS configured)"
-                );
-            }
-        }
-        // ---- end TLS ----
-        let server = server.run();
-        let handle = server.handle();
-        actix::spawn(async move {
-            if let Err(e) = server.await {
-                tracing::error!("Kubernetes API: {e}");
-            }
-        });
-        let scheme = if tls { "https" } else { "http" };
-        tracing::info!("Kubernetes API on {scheme}://{local}");
-        Ok(KubernetesServer { handle, local, tls, closing })
-    }
-}
-
-/// Whether a request starts a watch: `?watch=` with any value the handler
-/// reads as true (Go's booleans: `true`, `True`, `1`, `t`, …; the python
-/// client sends `watch=True`), so every watch counts against the limit.
-fn is_watch(req: &ServiceRequest) -> bool {
-    req.query_string().split('&').any(|pair| {
-        pair.strip_prefix("watch=")
-            .is_some_and(|v| matches!(params::parse_bool("watch", v), Ok(true)))
-    })
-}
-
-/// A request the limits refuse, as a `Status`.
-fn refuse(refused: &Refused) -> actix_web::HttpResponse {
-    use actix_web::ResponseError;
-    let status = match refused {
-        Refused::QueryTooLong { .. } => Status::uri_too_long(refused.to_string()),
-        Refused::TooManyWatches { .. } => Status::too_many_requests(refused.to_string()),
-    };
-    status.error_response()
-}
-
-fn routes(cfg: &mut web::ServiceConfig) {
-    let not_allowed = || web::to(status::not_allowed);
-    for (path, methods) in [
-        ("/version", vec![web::get().to(discovery::version)]),
-        ("/api", vec![web::get().to(discovery::core)]),
-        ("/api/v1", vec![web::get().to(discovery::core_resources)]),
-        ("/api/v1/namespaces/{namespace}", vec![web::get().to(discovery::namespace)]),
-        ("/apis", vec![web::get().to(discovery::groups)]),
-        ("/apis/{group}", vec![web::get().to(discovery::group)]),
-        ("/apis/{group}/{version}", vec![web::get().to(discovery::resources)]),
-        ("/apis/{group}/{version}/{plural}", vec![web::get().to(list::all_namespaces)]),
-        (
-            "/apis/{group}/{version}/namespaces/{namespace}/{plural}",
-            vec![web::get().to(list::namespaced), web::post().to(write::create)],
-        ),
-        (
-            "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}",
-            vec![
-                web::get().to(list::get),
-                web::put().to(write::replace),
-                web::patch().to(write::patch),
-                web::delete().to(write::delete),
-            ],
-        ),
-        (
-            "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/status",
-            vec![
-                web::get().to(list::get_status),
-                web::put().to(write::replace_status),
-                web::patch().to(write::patch_status),
-            ],
-        ),
-        ("/openapi/v2", vec![web::get().to(openapi::v2)]),
-        ("/openapi/v3", vec![web::get().to(openapi::index)]),
-        ("/openapi/v3/apis/{group}/{version}", vec![web::get().to(openapi::group_version)]),
-    ] {
-        let mut resource = web::resource(path);
-        for method in methods {
-            resource = resource.route(method);
-        }
-        let other =
-            if path.ends_with("/status") { web::to(status_other_method) } else { not_allowed() };
-        cfg.service(resource.default_service(other));
-    }
-    for path in ["/api/{tail:.*}", "/apis/{tail:.*}"] {
-        cfg.service(web::resource(path).to(status::no_such_path));
-    }
-}
-
-/// Another method than GET, PUT, PATCH on `.../{name}/status`: `405` where
-/// the type has a status subresource, `404` where it has none (the path
-/// names nothing served), as for any method there.
-async fn status_other_method(
-    shared: web::Data<Shared>,
-    path: web::Path<(String, String, String, String, String)>,
-    req: actix_web::HttpRequest,
-) -> actix_web::HttpResponse {
-    use actix_web::ResponseError;
-    let (group, version, _, plural, _) = path.into_inner();
-    match shared.exposed(&group, &version, &plural) {
-        Ok(exposed) if exposed.status => status::not_allowed(req).await,
-        Ok(exposed) => write::no_status(&exposed).error_response(),
-        Err(status) => status.error_response(),
-    }
-}
-
-/// The parsers behind the handlers, callable on their own by the fuzz
-/// targets (`fuzz/` in the repository): query parameters, field selectors,
-/// JSON and merge patches. Not part of the API: hidden from the docs, and
-/// free to change. The handlers reach the same code through
-/// [`KubernetesApi::configure`].
-#[doc(hidden)]
-pub mod fuzzing {
-    use std::collections::HashMap;
-
-    use serde_json::Value;
-
-    use super::Status;
-    use super::params::{FieldSelector, ListParams};
-    use super::patch::{PatchError, json_patch as apply_json_patch};
-    use crate::resource::AnyResource;
-
-    /// Reads a list or watch request's query parameters as the list and
-    /// watch handlers do (`labelSelector`, `fieldSelector`, `watch`,
-    /// `resourceVersion`, `timeoutSeconds`, ...).
-    ///
-    /// # Errors
-    /// The `400` [`Status`] the handler answers.
-    pub fn list_params(query: &HashMap<String, String>) -> Result<(), Status> {
-        ListParams::parse(query).map(drop)
-    }
-
-    /// Parses a field selector and applies it to `resource`: whether it
-    /// matches, and whether it admits the resource's namespace at all.
-    ///
-    /// # Errors
-    /// The `400` [`Status`] the handler answers.
-    pub fn field_selector(text: &str, resource: &AnyResource) -> Result<(bool, bool), Status> {
-        let selector = FieldSelector::parse(text)?;
-        Ok((selector.matches(resource), selector.admits_namespace(resource.metadata().namespace())))
-    }
-
-    /// Applies a JSON patch (RFC 6902) to `doc`, all or nothing.
-    ///
-    /// # Errors
-    /// The [`Status`] code the PATCH handler answers: `400` for a document
-    /// that is no array of operations, `413` for too many operations, `422`
-    /// for an operation that fails.
-    pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), Status> {
-        apply_json_patch(doc, patch).map_err(|e| match e {
-            PatchError::Malformed(m) => Status::bad_request(m),
-            PatchError::TooLarge(m) => Status::request_entity_too_large(m),
-            PatchError::Failed(m) => Status::invalid("", "", "", &m),
-        })
-    }
-
-    /// Applies a JSON merge patch (RFC 7386) to `target`.
-    pub fn merge_patch(target: &mut Value, patch: &Value) {
-        super::patch::merge_patch(target, patch);
-    }
-}
-
-/// A running Kubernetes API server ([`KubernetesApi::serve`]).
-#[derive(Debug)]
-pub struct KubernetesServer {
-    handle: ServerHandle,
-    local: SocketAddr,
-    tls: bool,
-    closing: Arc<Closing>,
-}
-
-impl KubernetesServer {
-    /// Where it listens (with the port chosen when port 0 was asked for).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local
-    }
-
-    /// Its base URL, `http://ADDR`, or `https://ADDR` with TLS (what `kubectl --server` takes).
-    pub fn url(&self) -> String {
-        let scheme = if self.tls { "https" } else { "http" };
-        format!("{scheme}://{}", self.local)
-    }
-
-    /// Stops it: every open watch ends with an in-stream `410 Expired`
-    /// (its clients list again, whatever server comes back on the
-    /// address: see the [module](self) docs), then open connections are
-    /// closed. Waits at most [`STOP_PATIENCE`] for the watches' last lines
-    /// to leave (a client that does not read gets its connection cut).
-    pub async fn stop(self) {
-        self.closing.stop(STOP_PATIENCE).await;
-        self.handle.stop(false).await;
-    }
-}

@@ -11,8 +11,8 @@ use std::hash::{Hash, Hasher};
 use actix_web::{HttpResponse, web};
 use serde_json::{Map, Value, json};
 
-use super::Shared;
 use super::registry::Exposed;
+use super::shared::Shared;
 use super::status::Status;
 
 /// The document of one group-version.

@@ -30,10 +30,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::Shared;
 use super::object::{Object, ObjectMeta, Partial};
 use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
+use super::shared::Shared;
 use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
 use crate::http_stop::{OpenWatch, STOPPING, StopSignal};

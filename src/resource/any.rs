@@ -4,7 +4,8 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{DynamicResource, Metadata, Phase, Pointer, Resource, Spec, Version};
+use super::typed_resource::Node;
+use super::{Metadata, Phase, Pointer, Resource, Spec, Version};
 use crate::Error;
 
 /// Object-safe view of a spec of any type.
@@ -95,14 +96,6 @@ impl ErasedSpec for DynamicSpec {
     }
 }
 
-/// Metadata and a spec in one allocation: the stored form of a resource
-/// (`Arc<Node<S>>` is both a [`Resource<S>`] and, erased, an [`AnyResource`]).
-#[derive(Clone)]
-pub(crate) struct Node<T> {
-    pub(crate) metadata: Metadata,
-    pub(crate) spec: T,
-}
-
 /// The spec of a tombstone: none.
 #[derive(Clone)]
 pub(crate) struct NoSpec;
@@ -164,7 +157,7 @@ impl<T: NodeSpec> ErasedNode for Node<T> {
 /// [`Resource<S>`] with [`typed`](AnyResource::typed) (which shares it, as
 /// [`Resource::into_any`] does the other way: metadata and spec are one
 /// allocation): a wrong type is an [`Error::TypeMismatch`], never a panic. A resource created from a
-/// [`DynamicResource`] (spec as a serde value) is converted on that read.
+/// [`DynamicResource`](super::DynamicResource) (spec as a serde value) is converted on that read.
 ///
 /// A *tombstone* is an `AnyResource` with metadata but no spec: a watch on a
 /// missing resource starts with `Destroyed(tombstone)`.
@@ -279,25 +272,9 @@ impl AnyResource {
         self.0.spec()?.as_any().downcast_ref::<S>()
     }
 
-    /// The dynamic form: metadata plus the spec as a serde value.
-    ///
-    /// # Errors
-    /// [`Error::NotFound`] for a tombstone; [`Error::InvalidInput`] if the spec
-    /// does not serialize.
-    pub fn to_dynamic(&self) -> Result<DynamicResource, Error> {
-        let md = self.metadata();
-        let spec =
-            self.0.spec().ok_or_else(|| Error::NotFound { resource: md.pointer().clone() })?;
-        let value = spec.to_value().map_err(|e| Error::InvalidInput {
-            resource: md.pointer().to_string(),
-            reason: format!("the spec does not serialize: {e}"),
-        })?;
-        Ok(DynamicResource::new(md.clone(), value))
-    }
-
     /// Appends the JSON of [`to_dynamic`](Self::to_dynamic)'s result to
     /// `out` (`{"metadata":…,"spec":…}`, which reads back as a
-    /// [`DynamicResource`]) straight from the stored spec: no copy of the
+    /// [`DynamicResource`](super::DynamicResource)) straight from the stored spec: no copy of the
     /// metadata, no `serde_json::Value` tree (what durable stores encode).
     ///
     /// # Errors
@@ -348,6 +325,19 @@ impl AnyResource {
     }
 }
 
+impl<S: Spec> Resource<S> {
+    /// The type-erased form the state stores (the same allocation).
+    pub fn into_any(self) -> AnyResource {
+        AnyResource(self.0)
+    }
+}
+
+impl<S: Spec> From<Resource<S>> for AnyResource {
+    fn from(r: Resource<S>) -> Self {
+        r.into_any()
+    }
+}
+
 impl PartialEq for AnyResource {
     fn eq(&self, other: &Self) -> bool {
         self.ptr_eq(other) || (self.metadata() == other.metadata() && self.spec_eq(other))
@@ -374,6 +364,7 @@ impl fmt::Debug for AnyResource {
 
 #[cfg(test)]
 mod tests {
+    use super::super::DynamicResource;
     use super::super::spec::tests::{Num, Text};
     use super::*;
 

@@ -81,6 +81,24 @@ impl DynamicResource {
     }
 }
 
+impl AnyResource {
+    /// The dynamic form: metadata plus the spec as a serde value.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for a tombstone; [`Error::InvalidInput`] if the spec
+    /// does not serialize.
+    pub fn to_dynamic(&self) -> Result<DynamicResource, Error> {
+        let md = self.metadata();
+        let spec =
+            self.0.spec().ok_or_else(|| Error::NotFound { resource: md.pointer().clone() })?;
+        let value = spec.to_value().map_err(|e| Error::InvalidInput {
+            resource: md.pointer().to_string(),
+            reason: format!("the spec does not serialize: {e}"),
+        })?;
+        Ok(DynamicResource::new(md.clone(), value))
+    }
+}
+
 impl From<DynamicResource> for AnyResource {
     fn from(r: DynamicResource) -> Self {
         r.into_any()

@@ -6,30 +6,22 @@ use std::sync::mpsc;
 use std::thread;
 
 use futures::channel::oneshot;
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::backend::{Backend, CloseFuture, CommitFuture, Outcome, Snapshot, Write};
 use super::redb_log::{self, Log};
+use file::{
+    META, RESOURCES, Reopen, classify_io, decode, log_failure, recover, redb_error, storage,
+};
 use writer::Writer;
 
+mod file;
 mod writer;
-use crate::resource::{AnyResource, DynamicResource, Pointer};
 use crate::{Error, StorageFailure};
 
 /// The format of the state file this build writes and reads. A file of a
 /// newer format is refused at open and left untouched.
 pub const FORMAT_VERSION: u64 = 1;
-
-/// `<namespace> NUL <type> NUL <id>` → 8-byte big-endian mod revision, then
-/// the resource as JSON (`{"metadata": ..., "spec": ...}`).
-const RESOURCES: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("cosi.resources");
-/// `format` and `revision` (the store revision as of the last batch that
-/// deleted, or wrote revisions out of order: the records hold the newer
-/// ones; see `writer::stage`).
-const META: TableDefinition<'_, &str, u64> = TableDefinition::new("cosi.meta");
-/// The meta key of the last batch of the write-ahead log that the file holds
-/// durably (written by each checkpoint; see [`redb_log`](super::redb_log)).
-const LOGGED: &str = "logged";
 
 /// A durable backend: one redb file and its write-ahead log, one batch per
 /// commit, on a dedicated writer thread so the state actor never blocks.
@@ -76,7 +68,7 @@ const LOGGED: &str = "logged";
 ///   at every open (the same each time; stored with its next write), so such
 ///   a file needs no migration and stays format 1. A
 ///   spec comes back in its serialized form and reads back as its typed spec
-///   on the first typed read ([`AnyResource::typed`]), without registering
+///   on the first typed read ([`AnyResource::typed`](crate::resource::AnyResource::typed)), without registering
 ///   anything first.
 /// - A new file is created whole or not at all: made under a temporary name
 ///   (`NAME.creating`) and renamed into place, so a crash at any moment of
@@ -122,9 +114,6 @@ pub struct RedbBackend {
     thread: Option<thread::JoinHandle<()>>,
 }
 
-/// How a [`RedbBackend`] opens its database (again).
-type Reopen = Arc<dyn Fn() -> Result<Database, redb::DatabaseError> + Send + Sync>;
-
 impl std::fmt::Debug for RedbBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedbBackend").field("path", &self.path).finish_non_exhaustive()
@@ -134,105 +123,6 @@ impl std::fmt::Debug for RedbBackend {
 enum Command {
     Commit(Vec<Write>, oneshot::Sender<Result<Vec<Outcome>, Error>>),
     Close(oneshot::Sender<()>),
-}
-
-fn storage(resource: impl Into<String>, failure: StorageFailure, reason: impl ToString) -> Error {
-    Error::Storage { resource: resource.into(), failure, reason: reason.to_string() }
-}
-
-/// What kind of failure a redb error is.
-fn classify(e: &redb::Error) -> StorageFailure {
-    match e {
-        redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch => {
-            StorageFailure::Locked
-        }
-        redb::Error::Corrupted(_) | redb::Error::TableTypeMismatch { .. } => {
-            StorageFailure::Corrupt
-        }
-        redb::Error::UpgradeRequired(_) => StorageFailure::UnsupportedFormat,
-        redb::Error::Io(io) => classify_redb_io(io),
-        _ => StorageFailure::Io,
-    }
-}
-
-/// What kind of failure an IO error that redb met on the file is. redb
-/// reports a file that only starts like a redb file as IO errors: a magic
-/// number that does not match ([`InvalidData`](std::io::ErrorKind::InvalidData))
-/// and a header cut short ([`UnexpectedEof`](std::io::ErrorKind::UnexpectedEof)).
-/// Both are about the bytes in the file, not about reaching them: corrupt.
-fn classify_redb_io(e: &std::io::Error) -> StorageFailure {
-    use std::io::ErrorKind;
-    match e.kind() {
-        ErrorKind::InvalidData | ErrorKind::UnexpectedEof => StorageFailure::Corrupt,
-        _ => classify_io(e),
-    }
-}
-
-fn classify_io(e: &std::io::Error) -> StorageFailure {
-    use std::io::ErrorKind;
-    match e.kind() {
-        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => StorageFailure::ReadOnly,
-        ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge => {
-            StorageFailure::Full
-        }
-        ErrorKind::WouldBlock => StorageFailure::Locked,
-        _ => StorageFailure::Io,
-    }
-}
-
-/// An IO error on the write-ahead log at `log`.
-/// A record that does not parse ([`InvalidData`](std::io::ErrorKind::InvalidData))
-/// is [`Corrupt`](StorageFailure::Corrupt).
-fn log_failure(log: &Path, e: &std::io::Error) -> Error {
-    storage(log.display().to_string(), classify_redb_io(e), format!("write-ahead log: {e}"))
-}
-
-fn redb_error(path: &Path, e: impl Into<redb::Error>) -> Error {
-    let e = e.into();
-    storage(path.display().to_string(), classify(&e), e)
-}
-
-fn key_of(ptr: &Pointer) -> String {
-    let mut key = String::new();
-    write_key(ptr, &mut key);
-    key
-}
-
-/// `ptr`'s key into `key` (cleared first): the batch reuses one buffer.
-fn write_key(ptr: &Pointer, key: &mut String) {
-    // Validation forbids control characters in namespaces, types and ids, so
-    // NUL separates them unambiguously.
-    key.clear();
-    key.push_str(ptr.namespace());
-    key.push('\0');
-    key.push_str(ptr.resource_type());
-    key.push('\0');
-    key.push_str(ptr.id());
-}
-
-/// Appends `res`'s stored bytes at `revision` to `bytes`.
-fn encode(res: &AnyResource, revision: u64, bytes: &mut Vec<u8>) -> Result<(), Error> {
-    bytes.extend_from_slice(&revision.to_be_bytes());
-    res.write_json(bytes)
-}
-
-fn revision_of(bytes: &[u8]) -> Option<u64> {
-    Some(u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?))
-}
-
-fn decode(key: &str, bytes: &[u8], path: &Path) -> Result<AnyResource, Error> {
-    let corrupt = |why: String| {
-        storage(path.display().to_string(), StorageFailure::Corrupt, format!("{key:?}: {why}"))
-    };
-    let revision = revision_of(bytes).ok_or_else(|| corrupt("record too short".into()))?;
-    let dynamic: DynamicResource =
-        serde_json::from_slice(&bytes[8..]).map_err(|e| corrupt(e.to_string()))?;
-    let mut res = dynamic.into_any();
-    res.metadata_mut().set_revision(revision);
-    if key_of(res.pointer()) != key {
-        return Err(corrupt(format!("holds {}", res.pointer())));
-    }
-    Ok(res)
 }
 
 impl RedbBackend {
@@ -431,65 +321,6 @@ fn write(mut writer: Writer, commands: &mpsc::Receiver<Command>) {
     }
 }
 
-/// Makes every logged batch durable in the file (one commit with immediate
-/// durability that records the last batch it covers), so that the file
-/// alone holds the state and the log starts again. A failure leaves the log
-/// as it was: the next open replays it.
-fn checkpoint(db: &Database, log: &mut Log, path: &Path) {
-    if !log.pending() {
-        return;
-    }
-    let done = (|| -> Result<(), redb::Error> {
-        let txn = db.begin_write()?;
-        txn.open_table(META)?.insert(LOGGED, log.seq() - 1)?;
-        txn.commit()?;
-        Ok(())
-    })();
-    match done {
-        Ok(()) => log.restart(),
-        Err(e) => {
-            log::warn!("{}: checkpoint failed, the log keeps the writes: {e}", path.display())
-        }
-    }
-}
-
-/// Writes the logged batches that no checkpoint covers into the file (what
-/// a crash or a failed write left only in the log), with immediate
-/// durability, and starts the log again.
-fn recover(db: &Database, log: &mut Log, path: &Path) -> Result<(), Error> {
-    let at = log.path().to_path_buf();
-    let io = |e: std::io::Error| log_failure(&at, &e);
-    let read = db.begin_read().map_err(|e| redb_error(path, e))?;
-    let logged = match read.open_table(META) {
-        Ok(meta) => meta.get(LOGGED).map_err(|e| redb_error(path, e))?.map_or(0, |v| v.value()),
-        Err(redb::TableError::TableDoesNotExist(_)) => 0,
-        Err(e) => return Err(redb_error(path, e)),
-    };
-    drop(read);
-    if logged > redb_log::MAX_SEQ {
-        let why = format!("the last logged batch is {logged}, beyond any log's numbers");
-        return Err(storage(path.display().to_string(), StorageFailure::Corrupt, why));
-    }
-    let replayed = log.replay(logged).map_err(io)?;
-    if let Some(last) = replayed.last() {
-        log::info!(
-            "{}: {} batch(es) replayed from the write-ahead log",
-            path.display(),
-            replayed.len()
-        );
-        let txn = db.begin_write().map_err(|e| redb_error(path, e))?;
-        for batch in &replayed {
-            writer::apply(&txn, batch).map_err(|e| redb_error(path, e))?;
-        }
-        let mut meta = txn.open_table(META).map_err(|e| redb_error(path, e))?;
-        meta.insert(LOGGED, last.seq).map_err(|e| redb_error(path, e))?;
-        drop(meta);
-        txn.commit().map_err(|e| redb_error(path, e))?;
-    }
-    log.restart();
-    Ok(())
-}
-
 impl Backend for RedbBackend {
     fn describe(&self) -> String {
         format!("redb at {}", self.path.display())
@@ -546,7 +377,9 @@ impl Backend for RedbBackend {
 
 #[cfg(test)]
 mod tests {
+    use super::file::{classify, encode, key_of};
     use super::*;
+    use crate::resource::Pointer;
     use crate::state::backend::{Precondition, WriteOp};
 
     #[test]

@@ -10,7 +10,8 @@ use futures::{FutureExt, StreamExt};
 use super::claims::{ClaimsActor, Fence, Fences};
 use super::feed::{self, FeedCommand};
 use super::keys::{self, Keys};
-use super::{EtcdConfig, etcd_rev, rev_at, unavailable};
+use super::revision::{etcd_rev, rev_at};
+use super::{EtcdConfig, unavailable};
 use crate::Error;
 use crate::resource::Pointer;
 use crate::state::backend::{

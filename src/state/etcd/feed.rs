@@ -8,7 +8,7 @@ use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::keys::{Keys, decode};
-use super::rev_at;
+use super::revision::rev_at;
 use crate::resource::AnyResource;
 use crate::state::backend::{FeedChange, FeedMessage};
 

@@ -47,14 +47,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
-use super::{
-    LOGGED, META, RESOURCES, Reopen, checkpoint, classify, classify_io, encode, recover,
+use super::file::{
+    LOGGED, META, RESOURCES, Reopen, apply, checkpoint, classify, classify_io, encode, recover,
     redb_error, revision_of, storage, write_key,
 };
 use crate::state::backend::{Outcome, Precondition, Write, WriteOp};
-use crate::state::redb_log::{Entry, Log, Replayed};
+use crate::state::redb_log::{Log, Replayed};
 use crate::{Error, StorageFailure};
 
 /// The mod revision of each record, by its key in the file. Keys embed
@@ -75,23 +75,6 @@ pub(super) fn revisions_in(db: &Database, path: &Path) -> Result<Revisions, Erro
         revisions.insert(key.value().into(), revision_of(value.value()).unwrap_or(0));
     }
     Ok(revisions)
-}
-
-/// Writes one logged batch into `txn`: its records, and the store revision
-/// when the batch carries one (the meta table is opened only then: opening a
-/// second table costs more than the rest of a small batch).
-pub(super) fn apply(txn: &WriteTransaction, batch: &Replayed) -> Result<(), redb::Error> {
-    let mut table = txn.open_table(RESOURCES)?;
-    for entry in batch.entries() {
-        match entry {
-            Entry::Put(key, value) => table.insert(key, value).map(drop)?,
-            Entry::Delete(key) => table.remove(key).map(drop)?,
-        }
-    }
-    if let Some(revision) = batch.revision {
-        txn.open_table(META)?.insert("revision", revision)?;
-    }
-    Ok(())
 }
 
 /// The thread that brings the file's tree up to date, one batch at a time.

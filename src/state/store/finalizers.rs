@@ -5,41 +5,8 @@
 use super::stamp::{check_owner, stamp_update};
 use super::{Change, ExpectedPhase, Store};
 use crate::Error;
-use crate::resource::{AnyResource, Finalizers, Phase, Pointer, Timestamp, validate};
+use crate::resource::{Phase, Pointer, Timestamp, validate};
 use crate::state::cache::SlotEdit;
-
-/// A controller's write (create, update or modify through its context) must
-/// leave the finalizers as they were (`before`; none for a new resource):
-/// a controller changes finalizers only with `add_finalizer` and
-/// `remove_finalizer`, on its strong inputs (docs/ARCHITECTURE.md, 'State
-/// contract'). Finalizers on an output
-/// are other parties' holds on it, and a write that rebuilt the resource
-/// from scratch would otherwise drop them without a word.
-///
-/// # Errors
-/// [`Error::AccessDenied`] naming the controller, the operation and the
-/// resource, with both sets.
-pub(crate) fn keep_finalizers(
-    controller: &str,
-    operation: &'static str,
-    before: &Finalizers,
-    after: &AnyResource,
-) -> Result<(), Error> {
-    let now = after.metadata().finalizers();
-    if now == before {
-        return Ok(());
-    }
-    Err(Error::AccessDenied {
-        controller: controller.to_owned(),
-        operation,
-        resource: after.pointer().to_string(),
-        reason: format!(
-            "the write would change its finalizers from {before:?} to {now:?}; a controller \
-             changes finalizers only with add_finalizer and remove_finalizer, on its strong \
-             inputs (leave `finalizers` as read)"
-        ),
-    })
-}
 
 impl Store {
     /// Moves the resource at `ptr` to `TearingDown` (a no-op if it already is)

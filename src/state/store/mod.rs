@@ -15,9 +15,11 @@ use crate::resource::{
 };
 use stamp::{check_owner, give_legacy_uid, replacing, same_incarnation, stamp_new, stamp_update};
 
+mod change;
+pub use change::Change;
 mod finalizers;
-pub(crate) use finalizers::keep_finalizers;
 mod stamp;
+pub(crate) use stamp::keep_finalizers;
 #[cfg(test)]
 mod tests;
 
@@ -45,32 +47,6 @@ impl ExpectedPhase {
             Ok(())
         } else {
             Err(Error::PhaseConflict { resource: ptr.clone(), expected, actual })
-        }
-    }
-}
-
-/// One change to the stored state, as the store reports it to watchers.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// A resource was created.
-    Created(AnyResource),
-    /// A resource was written; `old` is what was stored before.
-    Updated {
-        /// The previous stored state.
-        old: AnyResource,
-        /// The new stored state.
-        new: AnyResource,
-    },
-    /// A resource was destroyed; this is its last stored state.
-    Destroyed(AnyResource),
-}
-
-impl Change {
-    /// The resource as it is now (or was last, for `Destroyed`).
-    pub fn resource(&self) -> &AnyResource {
-        match self {
-            Change::Created(r) | Change::Destroyed(r) => r,
-            Change::Updated { new, .. } => new,
         }
     }
 }
@@ -528,7 +504,7 @@ impl Store {
     }
 }
 
-/// [`finalizers::keep_finalizers`] for a request's `keep_finalizers`, naming
+/// [`keep_finalizers`] for a request's `keep_finalizers`, naming
 /// its owner. A request that asks for it without an owner (built by hand:
 /// the runtime always sends its controller's name) is named as such, not
 /// as an empty controller name.
@@ -538,7 +514,7 @@ fn kept_by(
     before: &Finalizers,
     after: &AnyResource,
 ) -> Result<(), Error> {
-    finalizers::keep_finalizers(owner.unwrap_or(NO_OWNER), operation, before, after)
+    keep_finalizers(owner.unwrap_or(NO_OWNER), operation, before, after)
 }
 
 /// The writer an [`Error::AccessDenied`] names for a request without an owner.

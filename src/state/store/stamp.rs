@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Change;
 use crate::Error;
-use crate::resource::{AnyResource, Kind, Phase, Pointer, Timestamp, Uid};
+use crate::resource::{AnyResource, Finalizers, Kind, Phase, Pointer, Timestamp, Uid};
 use crate::state::cache::SlotEdit;
 
 fn owner_conflict(ptr: &Pointer, stored: Option<&str>, caller: Option<&str>) -> Error {
@@ -95,4 +95,37 @@ pub(super) fn replacing(
         Ok((stored, change)) => (SlotEdit::Put(stored.clone()), Ok((stored, change))),
         Err(e) => (SlotEdit::Keep, Err(e)),
     }
+}
+
+/// A controller's write (create, update or modify through its context) must
+/// leave the finalizers as they were (`before`; none for a new resource):
+/// a controller changes finalizers only with `add_finalizer` and
+/// `remove_finalizer`, on its strong inputs (docs/ARCHITECTURE.md, 'State
+/// contract'). Finalizers on an output
+/// are other parties' holds on it, and a write that rebuilt the resource
+/// from scratch would otherwise drop them without a word.
+///
+/// # Errors
+/// [`Error::AccessDenied`] naming the controller, the operation and the
+/// resource, with both sets.
+pub(crate) fn keep_finalizers(
+    controller: &str,
+    operation: &'static str,
+    before: &Finalizers,
+    after: &AnyResource,
+) -> Result<(), Error> {
+    let now = after.metadata().finalizers();
+    if now == before {
+        return Ok(());
+    }
+    Err(Error::AccessDenied {
+        controller: controller.to_owned(),
+        operation,
+        resource: after.pointer().to_string(),
+        reason: format!(
+            "the write would change its finalizers from {before:?} to {now:?}; a controller \
+             changes finalizers only with add_finalizer and remove_finalizer, on its strong \
+             inputs (leave `finalizers` as read)"
+        ),
+    })
 }

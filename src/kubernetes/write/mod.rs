@@ -1,0 +1,10 @@
+//! Writes: create (POST), replace (PUT), patch (PATCH: merge, JSON, apply)
+//! and delete (DELETE), all as the user (no owner): a resource owned by a
+//! controller is read-only to clients.
+
+mod desired;
+mod handlers;
+mod request;
+
+pub(super) use handlers::{create, delete, patch, patch_status, replace, replace_status};
+pub(super) use request::no_status;

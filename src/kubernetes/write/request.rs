@@ -1,0 +1,177 @@
+//! The request a write serves: the object it addresses ([`Target`]), its
+//! options and its body.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix_web::http::header::CONTENT_LENGTH;
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::kubernetes::object::object;
+use crate::kubernetes::registry::Exposed;
+use crate::kubernetes::shared::Shared;
+use crate::kubernetes::status::Status;
+use crate::resource::{AnyResource, Kind, Pointer};
+
+pub(super) type Query = web::Query<HashMap<String, String>>;
+
+/// How many times a write re-reads the stored resource after losing a race
+/// with another writer (only writes without a `resourceVersion` retry).
+pub(super) const ATTEMPTS: usize = 5;
+
+/// The object a request addresses.
+pub(super) struct Target {
+    pub(super) exposed: Arc<Exposed>,
+    pub(super) namespace: String,
+    pub(super) name: String,
+}
+
+impl Target {
+    pub(super) fn pointer(&self) -> Pointer {
+        Kind::new(&self.namespace, &self.exposed.resource_type).pointer(self.name.as_str())
+    }
+
+    pub(super) fn invalid(&self, why: &str) -> Status {
+        Status::invalid(&self.exposed.group, &self.exposed.plural, &self.name, why)
+    }
+
+    pub(super) fn conflict(&self, why: &str) -> Status {
+        Status::conflict(&self.exposed.group, &self.exposed.plural, &self.name, why)
+    }
+
+    pub(super) fn not_found(&self) -> Status {
+        Status::object_not_found(&self.exposed.group, &self.exposed.plural, &self.name)
+    }
+
+    /// A state error as the apiserver would word it.
+    pub(super) fn error(&self, e: crate::Error) -> Status {
+        use crate::Error;
+        match &e {
+            Error::NotFound { .. } => self.not_found(),
+            Error::AlreadyExists { .. } => {
+                Status::already_exists(&self.exposed.group, &self.exposed.plural, &self.name)
+            }
+            Error::VersionConflict { .. } | Error::PhaseConflict { .. } => self.conflict(&format!(
+                "the object has been modified; please apply your changes to the latest version and try again ({e})"
+            )),
+            Error::InvalidInput { reason, .. } => self.invalid(reason),
+            _ => Status::from(e),
+        }
+    }
+
+    /// 403 when `stored` is owned by a controller.
+    pub(super) fn writable(&self, stored: &AnyResource) -> Result<(), Status> {
+        match stored.owner() {
+            Some(owner) => Err(Status::forbidden(format!(
+                "{}.{} \"{}\" is owned by controller {owner:?}: it is read-only to clients",
+                self.exposed.plural, self.exposed.group, self.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) async fn stored(&self, shared: &Shared) -> Result<Option<AnyResource>, Status> {
+        match shared.state.get(&self.pointer()).await {
+            Ok(r) => Ok(Some(r)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub(super) fn respond(
+        &self,
+        resource: &AnyResource,
+        created: bool,
+    ) -> Result<HttpResponse, Status> {
+        let body = object(&self.exposed, resource, resource.metadata().revision())?;
+        Ok(if created { HttpResponse::Created() } else { HttpResponse::Ok() }.json(body))
+    }
+}
+
+pub(super) fn target(
+    shared: &Shared,
+    (group, version, namespace, plural): (String, String, String, String),
+    name: String,
+) -> Result<Target, Status> {
+    let exposed = shared.exposed(&group, &version, &plural)?;
+    crate::resource::validate::name("namespace", &namespace).map_err(Status::bad_request)?;
+    Ok(Target { exposed, namespace, name })
+}
+
+/// The options every write takes: `fieldValidation`, `dryRun`.
+pub(super) fn strict(query: &HashMap<String, String>) -> Result<bool, Status> {
+    if query.contains_key("dryRun") {
+        return Err(Status::bad_request("dryRun is not supported by this server"));
+    }
+    match query.get("fieldValidation").map(String::as_str) {
+        Some("Strict") => Ok(true),
+        None | Some("" | "Warn" | "Ignore") => Ok(false),
+        Some(other) => Err(Status::bad_request(format!(
+            "fieldValidation={other:?}: expected Strict, Warn or Ignore"
+        ))),
+    }
+}
+
+/// The request body, at most [`max_request_body`](crate::kubernetes::KubernetesApi::max_request_body)
+/// bytes. A larger one is a `413`: before any of it is read when its
+/// `Content-Length` says so, else as soon as the limit is passed (the rest
+/// is never read; actix-web closes the connection after the answer).
+pub(super) async fn read_body(
+    shared: &Shared,
+    req: &HttpRequest,
+    mut payload: web::Payload,
+) -> Result<web::Bytes, Status> {
+    let limit = shared.max_request_body;
+    let too_large = || Status::request_entity_too_large(format!("limit is {limit} bytes"));
+    let announced = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    // Bounded by the limit, checked above.
+    let mut body = web::BytesMut::with_capacity(announced.map_or(0, |n| n as usize));
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk
+            .map_err(|e| Status::bad_request(format!("the request body could not be read: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+pub(super) fn json_body(body: &[u8]) -> Result<Value, Status> {
+    serde_json::from_slice(body)
+        .map_err(|e| Status::bad_request(format!("the request body is not JSON: {e}")))
+}
+
+pub(super) type ItemPath = web::Path<(String, String, String, String, String)>;
+
+pub(super) fn item(shared: &Shared, path: ItemPath) -> Result<Target, Status> {
+    let (g, v, ns, plural, name) = path.into_inner();
+    target(shared, (g, v, ns, plural), name)
+}
+
+/// The object of a `.../{name}/status` request: 404 when its type has no
+/// status subresource (as for any path that names nothing served).
+pub(super) fn status_item(shared: &Shared, path: ItemPath) -> Result<Target, Status> {
+    let target = item(shared, path)?;
+    if !target.exposed.status {
+        return Err(no_status(&target.exposed));
+    }
+    Ok(target)
+}
+
+/// The 404 of a status request to a type without a status subresource.
+pub(in crate::kubernetes) fn no_status(exposed: &Exposed) -> Status {
+    Status::not_found(format!(
+        "the server could not find the requested resource ({}.{}/{} has no status subresource)",
+        exposed.plural, exposed.group, exposed.version
+    ))
+}
