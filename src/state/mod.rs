@@ -292,7 +292,7 @@ mod inbox;
 mod label_index;
 mod lane;
 mod open;
-mod owned;
+pub(crate) mod owned;
 #[cfg(feature = "redb")]
 mod redb;
 #[cfg(feature = "redb")]

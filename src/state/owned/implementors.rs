@@ -4,15 +4,11 @@
 //! derived calls as methods of their own, so that code naming one needs no
 //! import.
 
-use std::future::Future;
-
-use super::{Access, Client, Decoded};
-use crate::Error;
-use crate::resource::{AnyResource, LabelQuery, Pointer, PointerTo, Resource, Spec};
+use super::Client;
 
 /// Implements [`Access`]'s core for a type whose inherent methods of the
 /// same names already are that core (`Client`, `ReconcileContext`), with
-/// `$owner` (of `$this`, the value) for [`Access::owner`].
+/// `$owner` (of `$this`, the value) for [`Access::owner`](crate::state::Access::owner).
 macro_rules! core_by_inherent {
     ($ty:ty, |$this:ident| $owner:expr) => {
         impl $crate::state::Access for $ty {
@@ -74,9 +70,9 @@ macro_rules! core_by_inherent {
     };
 }
 
+pub(crate) use core_by_inherent;
+
 core_by_inherent!(Client, |client| client.owner.as_deref());
-// The controller's calls as the one `Access` surface: it writes as itself.
-core_by_inherent!(crate::controller::ReconcileContext, |cx| Some(cx.name()));
 
 /// The derived [`Access`] calls as methods of each implementor's own, so
 /// that code naming a `Client` or a `ReconcileContext` needs no import. Each
@@ -84,96 +80,98 @@ core_by_inherent!(crate::controller::ReconcileContext, |cx| Some(cx.name()));
 macro_rules! derived_calls {
     ($($ty:ty),*) => {$(
         impl $ty {
-            /// As [`Access::get_typed`]: a plain pointer's resource as spec type `S`.
+            /// As [`Access::get_typed`](crate::state::Access::get_typed): a plain pointer's resource as spec type `S`.
             ///
             /// # Errors
-            /// As [`Access::get_typed`].
-            pub fn get_typed<S: Spec>(&self, ptr: &Pointer) -> impl Future<Output = Result<Resource<S>, Error>> {
-                Access::get_typed(self, ptr)
+            /// As [`Access::get_typed`](crate::state::Access::get_typed).
+            pub fn get_typed<S: $crate::resource::Spec>(&self, ptr: &$crate::resource::Pointer) -> impl std::future::Future<Output = Result<$crate::resource::Resource<S>, $crate::Error>> {
+                $crate::state::Access::get_typed(self, ptr)
             }
 
-            /// As [`Access::list_typed`]: the resources of `S` in `namespace`
+            /// As [`Access::list_typed`](crate::state::Access::list_typed): the resources of `S` in `namespace`
             /// matching `query`, sorted by id.
             ///
             /// # Errors
-            /// As [`Access::list_typed`].
-            pub fn list_typed<S: Spec>(
+            /// As [`Access::list_typed`](crate::state::Access::list_typed).
+            pub fn list_typed<S: $crate::resource::Spec>(
                 &self,
                 namespace: &str,
-                query: &LabelQuery,
-            ) -> impl Future<Output = Result<Vec<Resource<S>>, Error>> {
-                Access::list_typed(self, namespace, query)
+                query: &$crate::resource::LabelQuery,
+            ) -> impl std::future::Future<Output = Result<Vec<$crate::resource::Resource<S>>, $crate::Error>> {
+                $crate::state::Access::list_typed(self, namespace, query)
             }
 
-            /// As [`Access::list_decoded`]: the same, with the ones that do not
+            /// As [`Access::list_decoded`](crate::state::Access::list_decoded): the same, with the ones that do not
             /// decode as `S` set apart.
             ///
             /// # Errors
-            /// As [`Access::list_decoded`].
-            pub fn list_decoded<S: Spec>(
+            /// As [`Access::list_decoded`](crate::state::Access::list_decoded).
+            pub fn list_decoded<S: $crate::resource::Spec>(
                 &self,
                 namespace: &str,
-                query: &LabelQuery,
-            ) -> impl Future<Output = Result<Decoded<S>, Error>> {
-                Access::list_decoded(self, namespace, query)
+                query: &$crate::resource::LabelQuery,
+            ) -> impl std::future::Future<Output = Result<$crate::state::Decoded<S>, $crate::Error>> {
+                $crate::state::Access::list_decoded(self, namespace, query)
             }
 
-            /// As [`Access::update`]: updates `resource` (carrying the version
+            /// As [`Access::update`](crate::state::Access::update): updates `resource` (carrying the version
             /// it was read at); the stored one must be running.
             ///
             /// # Errors
-            /// As [`Access::update`].
+            /// As [`Access::update`](crate::state::Access::update).
             pub fn update(
                 &self,
-                resource: impl Into<AnyResource>,
-            ) -> impl Future<Output = Result<AnyResource, Error>> {
-                Access::update(self, resource)
+                resource: impl Into<$crate::resource::AnyResource>,
+            ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
+                $crate::state::Access::update(self, resource)
             }
 
-            /// As [`Access::modify`]: creates or changes the resource at `ptr`
+            /// As [`Access::modify`](crate::state::Access::modify): creates or changes the resource at `ptr`
             /// through `change` (from `S::default()` when missing); writes
             /// nothing when nothing changed.
             ///
             /// # Errors
-            /// As [`Access::modify`].
-            pub fn modify<S, P, F>(&self, ptr: &P, change: F) -> impl Future<Output = Result<Resource<S>, Error>>
+            /// As [`Access::modify`](crate::state::Access::modify).
+            pub fn modify<S, P, F>(&self, ptr: &P, change: F) -> impl std::future::Future<Output = Result<$crate::resource::Resource<S>, $crate::Error>>
             where
-                S: Spec + Default,
-                P: PointerTo<S> + ?Sized,
-                F: Fn(&mut Resource<S>) + Send + 'static,
+                S: $crate::resource::Spec + Default,
+                P: $crate::resource::PointerTo<S> + ?Sized,
+                F: Fn(&mut $crate::resource::Resource<S>) + Send + 'static,
             {
-                Access::modify(self, ptr, change)
+                $crate::state::Access::modify(self, ptr, change)
             }
 
-            /// As [`Access::modify_or`]: [`modify`](Self::modify) starting from
+            /// As [`Access::modify_or`](crate::state::Access::modify_or): [`modify`](Self::modify) starting from
             /// `initial` when the resource is missing.
             ///
             /// # Errors
-            /// As [`Access::modify`].
+            /// As [`Access::modify`](crate::state::Access::modify).
             pub fn modify_or<S, P, F>(
                 &self,
                 ptr: &P,
                 initial: S,
                 change: F,
-            ) -> impl Future<Output = Result<Resource<S>, Error>>
+            ) -> impl std::future::Future<Output = Result<$crate::resource::Resource<S>, $crate::Error>>
             where
-                S: Spec,
-                P: PointerTo<S> + ?Sized,
-                F: Fn(&mut Resource<S>) + Send + 'static,
+                S: $crate::resource::Spec,
+                P: $crate::resource::PointerTo<S> + ?Sized,
+                F: Fn(&mut $crate::resource::Resource<S>) + Send + 'static,
             {
-                Access::modify_or(self, ptr, initial, change)
+                $crate::state::Access::modify_or(self, ptr, initial, change)
             }
 
-            /// As [`Access::release`]: tears the resource down and destroys it
+            /// As [`Access::release`](crate::state::Access::release): tears the resource down and destroys it
             /// once nothing holds it; `true` when it is gone.
             ///
             /// # Errors
-            /// As [`Access::release`].
-            pub fn release(&self, ptr: &Pointer) -> impl Future<Output = Result<bool, Error>> {
-                Access::release(self, ptr)
+            /// As [`Access::release`](crate::state::Access::release).
+            pub fn release(&self, ptr: &$crate::resource::Pointer) -> impl std::future::Future<Output = Result<bool, $crate::Error>> {
+                $crate::state::Access::release(self, ptr)
             }
         }
     )*};
 }
 
-derived_calls!(Client, crate::controller::ReconcileContext);
+pub(crate) use derived_calls;
+
+derived_calls!(Client);

@@ -16,7 +16,7 @@
 mod access;
 mod client;
 mod decoded;
-mod implementors;
+pub(crate) mod implementors;
 
 pub use access::Access;
 pub use client::Client;
