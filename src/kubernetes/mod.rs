@@ -369,15 +369,15 @@
 //! Error from server (Forbidden): linkconfigs.net.cosi.dev "eth0" is forbidden: User "viewer" cannot delete resource "linkconfigs" in API group "net.cosi.dev" in the namespace "config"
 //! ```
 //!
-//! `tests/kubernetes_read.rs`, `tests/kubernetes_write.rs`,
-//! `tests/kubernetes_status.rs` and `tests/kubernetes_auth.rs` (TLS with a
+//! `tests/kubernetes/read.rs`, `tests/kubernetes/write.rs`,
+//! `tests/kubernetes/status.rs` and `tests/kubernetes/auth.rs` (TLS with a
 //! certificate made at test time) run these sessions with the machine's
-//! kubectl (1.27 and 1.33 tested); `tests/kubernetes_kube_rs.rs` with stock
+//! kubectl (1.27 and 1.33 tested); `tests/kubernetes/kube_rs.rs` with stock
 //! kube-rs. The flagship example serves its configuration this way
 //! (`cargo run --release -p netplane --features kubernetes-api -- --kube 127.0.0.1:6443`),
 //! and a stock kube-runtime `Controller` reconciles resources that live in
 //! the state through it, `.owns()` of a second type included
-//! (`tests/cluster_kube_runtime.rs`).
+//! (`tests/cluster/kube_runtime.rs`).
 //!
 //! # Bad requests and limits
 //! Whatever a client sends, it gets a `Status` and the state is unchanged
@@ -396,7 +396,7 @@
 //! `max_query_bytes`. Names a client chooses (ids, kinds, label keys and
 //! values) are hashed with a hash seeded at random in each process, so
 //! nobody can compute ahead of time a set of names that all land in one
-//! bucket. `tests/kubernetes_bad_requests.rs` sends all of it, 10 MB bodies
+//! bucket. `tests/kubernetes/bad_requests.rs` sends all of it, 10 MB bodies
 //! and a watch that never reads included, while a controller keeps
 //! reconciling; the `kube_http` fuzz target (`fuzz/`) drives the handlers
 //! with arbitrary requests.

@@ -112,11 +112,11 @@
 //!
 //! `cargo run --example cluster --features etcd` starts a throwaway etcd
 //! and three control-plane processes, kills the owner of the scheduler with
-//! `SIGKILL`, and shows a standby taking over (`tests/etcd_failover.rs`
+//! `SIGKILL`, and shows a standby taking over (`tests/etcd/failover.rs`
 //! measures it). Tests start their own etcd on free loopback ports
 //! ([`TestEtcd`](crate::testing::etcd::TestEtcd)); without an `etcd` binary
 //! they say so and skip (`CI=1` makes that a failure):
-//! `cargo test --features etcd --test state_conformance etcd`.
+//! `cargo test --features etcd --test state etcd`.
 //!
 //! # Assumptions
 //! Every process that shares a prefix runs this runtime (nothing else writes
