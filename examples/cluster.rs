@@ -183,11 +183,9 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!("creating job-1 and job-2");
     for (i, id) in ["job-1", "job-2"].iter().enumerate() {
         state
-            .modify(
-                &Pointer::of::<Job>(NS, *id),
-                move |j: &mut Resource<Job>| j.spec_mut().cpu = i as u32 + 1,
-                None,
-            )
+            .modify(&Pointer::of::<Job>(NS, *id), move |j: &mut Resource<Job>| {
+                j.spec_mut().cpu = i as u32 + 1
+            })
             .await?;
     }
     let owner = assigned(&mut watch, |_, _| true).await;
@@ -208,7 +206,7 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("creating job-3: assigned by the new owner");
-    state.create(Resource::new(NS, "job-3", Job { cpu: 3 }), None).await?;
+    state.create(Resource::new(NS, "job-3", Job { cpu: 3 })).await?;
     assigned(&mut watch, |job, n| job == "job-3" && n == next).await;
     let jobs = state.list_typed::<Assignment>(NS, &LabelQuery::all()).await?;
     for a in &jobs {
@@ -220,10 +218,10 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     // Clean up under the prefix so the next run starts empty.
     for a in jobs {
-        state.destroy(a.pointer(), Some("scheduler")).await.ok();
+        state.client_as("scheduler").destroy(a.pointer()).await.ok();
     }
     for id in ["job-1", "job-2", "job-3"] {
-        state.destroy(&Pointer::of::<Job>(NS, id), None).await.ok();
+        state.destroy(&Pointer::of::<Job>(NS, id)).await.ok();
     }
     println!("done: failover in {:.2} s", took.as_secs_f64());
     Ok(())

@@ -327,18 +327,18 @@ async fn feeder(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
         };
         let result = match state.get(&ptr).await {
             Err(e) if e.is_not_found() => state
-                .create(Resource::new(NS, id.clone(), Source(value)), None)
+                .create(Resource::new(NS, id.clone(), Source(value)))
                 .await
                 .map(|r| written(&r)),
             Ok(r) if r.phase() == Phase::Running && rng.f64() < 0.7 => state
-                .modify(&ptr, move |s: &mut Resource<Source>| s.spec_mut().0 = value, None)
+                .modify(&ptr, move |s: &mut Resource<Source>| s.spec_mut().0 = value)
                 .await
                 .map(|r| written(&r.into_any())),
             Ok(_) => {
                 if acks {
                     println!("DESTROYING {id}");
                 }
-                state.teardown_and_destroy(&ptr, None).await
+                state.teardown_and_destroy(&ptr).await
             }
             Err(e) => Err(e),
         };
@@ -526,7 +526,7 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
         if source.phase() == Phase::TearingDown {
             let (state, ptr) = (runtime.state(), source.pointer().clone());
             actix::spawn(async move {
-                let _ = state.teardown_and_destroy(&ptr, None).await;
+                let _ = state.teardown_and_destroy(&ptr).await;
             });
         }
     }

@@ -83,7 +83,7 @@
 //!
 //! # actix::System::new().block_on(async {
 //! let state = State::start();
-//! let created = state.create(Resource::new("network", "hostname", Hostname("node-1".into())), None).await?;
+//! let created = state.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await?;
 //! assert_eq!(created.version().get(), 1);
 //! # Ok::<(), cosi_runtime::Error>(())
 //! # }).unwrap();

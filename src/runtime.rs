@@ -279,7 +279,7 @@ impl RuntimeBuilder {
 /// # actix::System::new().block_on(async {
 /// let runtime = Runtime::start();
 /// runtime.register(|| Doubler).await?;
-/// runtime.state().create(Resource::new("default", "x", Int(21)), None).await?;
+/// runtime.state().create(Resource::new("default", "x", Int(21))).await?;
 /// runtime.settled().await;
 /// let double = runtime.state().get_typed::<Double>(&Pointer::of::<Double>("default", "x")).await?;
 /// assert_eq!(double.spec().0, 42);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 
-use crate::destroy::{destroy_as_owner, destroy_if_free};
+use crate::destroy::{destroy_as_owner, destroy_if_free, writer};
 
 /// How often a cleanup waiting on dependents found by a mapping function
 /// looks again (label dependents wake it up by themselves).
@@ -69,12 +69,12 @@ impl fmt::Debug for Dependents {
 ///         }
 ///     })
 ///     .await?;
-/// state.create(Resource::new("network", "eth0", Link), None).await?;
+/// state.create(Resource::new("network", "eth0", Link)).await?;
 /// let mut address = Resource::new("network", "eth0-v4", Address);
 /// address.metadata_mut().labels_mut().insert("link", "eth0");
-/// state.create(address, None).await?;
+/// state.create(address).await?;
 ///
-/// state.teardown_and_destroy(&Pointer::of::<Link>("network", "eth0"), None).await?;
+/// state.teardown_and_destroy(&Pointer::of::<Link>("network", "eth0")).await?;
 /// runtime.settled().await;
 /// assert!(state.get(&Pointer::of::<Address>("network", "eth0-v4")).await.unwrap_err().is_not_found());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -204,7 +204,8 @@ impl<T: Spec> Cleanup<T> {
     async fn remove(&self, dependent: &AnyResource) -> Result<bool, Error> {
         if dependent.phase() == Phase::Running {
             // `teardown` says whether it is free of finalizers: no read needed.
-            return match self.state.teardown(dependent.pointer(), dependent.owner()).await {
+            return match writer(&self.state, dependent.owner()).teardown(dependent.pointer()).await
+            {
                 Ok(true) => {
                     destroy_as_owner(&self.state, dependent.pointer(), dependent.owner()).await
                 }

@@ -24,8 +24,8 @@ use cosi_runtime::supervisor::RegistrationError;
 /// let runtime = Runtime::start();
 /// Destroy::<Route>::register(&runtime, "network").await?;
 /// let state = runtime.state();
-/// let route = state.create(Resource::new("network", "default", Route), None).await?;
-/// state.teardown(route.pointer(), None).await?;
+/// let route = state.create(Resource::new("network", "default", Route)).await?;
+/// state.teardown(route.pointer()).await?;
 /// runtime.settled().await;
 /// assert!(state.get(route.pointer()).await.unwrap_err().is_not_found());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -132,6 +132,14 @@ pub(crate) async fn destroy_if_free(state: &State, resource: &AnyResource) -> Re
     destroy_as_owner(state, resource.pointer(), resource.owner()).await
 }
 
+/// A handle that writes as `owner` (`None`: the user).
+pub(crate) fn writer(state: &State, owner: Option<&str>) -> Client {
+    match owner {
+        Some(owner) => state.client_as(owner),
+        None => state.client(),
+    }
+}
+
 /// Destroys the resource at `ptr` as `owner`; whether it is gone. A
 /// finalizer that came back, or a re-creation by someone else, is not an
 /// error: its change queues the resource again.
@@ -140,7 +148,7 @@ pub(crate) async fn destroy_as_owner(
     ptr: &Pointer,
     owner: Option<&str>,
 ) -> Result<bool, Error> {
-    match state.destroy(ptr, owner).await {
+    match writer(state, owner).destroy(ptr).await {
         Ok(()) => Ok(true),
         Err(e) if e.is_not_found() => Ok(true),
         Err(e) if e.is_pending_finalizers() || e.is_owner_conflict() => Ok(false),

@@ -108,13 +108,13 @@ where
 ///     })
 ///     .await?;
 /// let state = runtime.state();
-/// state.create(Resource::new("config", "eth0", LinkConfig { mtu: 9000 }), None).await?;
+/// state.create(Resource::new("config", "eth0", LinkConfig { mtu: 9000 })).await?;
 /// runtime.settled().await;
 /// let file = state.get_typed::<LinkFile>(&Pointer::of::<LinkFile>("files", "link-eth0")).await?;
 /// assert_eq!(file.spec().content, "mtu=9000\n");
 ///
 /// // Tearing the input down removes the output first, then lets the input go.
-/// state.teardown_and_destroy(&Pointer::of::<LinkConfig>("config", "eth0"), None).await?;
+/// state.teardown_and_destroy(&Pointer::of::<LinkConfig>("config", "eth0")).await?;
 /// runtime.settled().await;
 /// assert!(state.get(&Pointer::of::<LinkFile>("files", "link-eth0")).await.unwrap_err().is_not_found());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -290,7 +290,7 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     ///     .await?;
     /// let state = runtime.state();
     /// let servers = vec!["ntp1".to_owned(), "ntp2".to_owned()];
-    /// state.create(Resource::new("config", "time", TimeConfig { servers }), None).await?;
+    /// state.create(Resource::new("config", "time", TimeConfig { servers })).await?;
     /// runtime.settled().await;
     /// let made = state.list_typed::<TimeServer>("network", &LabelQuery::all()).await?;
     /// assert_eq!(made.iter().map(|s| s.id()).collect::<Vec<_>>(), ["ntp1", "ntp2"]);

@@ -25,7 +25,7 @@ use crate::Error;
 /// # actix::System::new().block_on(async {
 /// let state = State::start();
 /// let eth0 = Pointer::typed::<Link>("network", "eth0");
-/// state.modify(&eth0, |link| link.spec_mut().mtu = 9000, None).await?; // `link: &mut Resource<Link>`
+/// state.modify(&eth0, |link| link.spec_mut().mtu = 9000).await?; // `link: &mut Resource<Link>`
 /// let link = state.get(&eth0).await?; // a Resource<Link>
 /// assert_eq!(link.spec().mtu, 9000);
 ///

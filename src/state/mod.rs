@@ -52,11 +52,13 @@
 //! # }).unwrap();
 //! ```
 //!
-//! **One way to read and write.** A [`Client`] (you, a feeder, a tool), a
-//! controller's [`ReconcileContext`](crate::controller::ReconcileContext) and
-//! a test's [`Harness`](crate::testing::Harness) have the same calls, with
-//! the same arguments and results — the [`Access`] trait, which also lets you
-//! write a helper once for all three:
+//! **One way to read and write.** A [`State`] (writing as the user), a
+//! [`Client`] (writing as the owner it was made for: `state.client_as("me")`),
+//! a controller's [`ReconcileContext`](crate::controller::ReconcileContext)
+//! (writing as the controller) and a test's
+//! [`Harness`](crate::testing::Harness) have the same calls, with the same
+//! arguments and results — the [`Access`] trait, which also lets you write a
+//! helper once for all of them:
 //!
 //! | call | |
 //! |---|---|
@@ -66,10 +68,8 @@
 //! | `modify(&ptr, change)` | read-modify-write, from `S::default()` when missing; `modify_or(&ptr, initial, change)` for a spec without `Default` |
 //! | `teardown(&ptr)`, `destroy(&ptr)`, `release(&ptr)` | `release` tears down, then destroys once nothing holds it (`true`: gone) |
 //!
-//! [`State`] itself has the contract's calls with the owner as the last
-//! argument (`state.create(r, None)`, `state.modify(&ptr, change,
-//! Some("me"))`); a `Client` is those calls with the owner bound once, plus
-//! `teardown_and_destroy`, finalizers and watches. A
+//! `State` and `Client` also have `teardown_and_destroy`, finalizers and
+//! watches. A
 //! [`TypedPointer<S>`](crate::resource::TypedPointer) derefs to a plain
 //! `Pointer` and `erase()`s into one; reads through it come back typed and
 //! `modify` closures need no annotation.
@@ -222,7 +222,7 @@
 //! # let path = dir.path().join("state.redb");
 //! // Namespace "config" is durable, every other one stays in memory.
 //! let runtime = Runtime::builder().open_durable(&path, ["config"]).await?;
-//! runtime.state().create(Resource::new("config", "hostname", Hostname("node-1".into())), None).await?;
+//! runtime.state().create(Resource::new("config", "hostname", Hostname("node-1".into()))).await?;
 //! runtime.stop().await;
 //! runtime.state().close().await?; // commits, releases the file
 //!

@@ -129,11 +129,9 @@ async fn a_neighbour_keeps_reconciling_while_another_controller_panics() {
         .unwrap();
     for n in 1..=3 {
         state
-            .modify(
-                &Pointer::of::<IntSpec>(NS, "a"),
-                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n,
-                None,
-            )
+            .modify(&Pointer::of::<IntSpec>(NS, "a"), move |r: &mut Resource<IntSpec>| {
+                r.spec_mut().0 = n
+            })
             .await
             .unwrap();
         loop {

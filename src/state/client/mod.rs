@@ -30,8 +30,10 @@ pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 /// clone it into every task or future that needs it.
 ///
 /// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
-/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). Owners are
-/// controller names; users act as `None`.
+/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). A `State`
+/// writes as the user (no owner), through the calls of
+/// [`Access`](crate::state::Access); [`client_as`](State::client_as) gives a
+/// handle that writes as an owner (a controller's name).
 ///
 /// ```
 /// use cosi_runtime::State;
@@ -42,12 +44,12 @@ pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 ///
 /// # actix::System::new().block_on(async {
 /// let state = State::start();
-/// state.create(Resource::new("net", "eth0", Mtu(1500)), None).await?;
+/// state.create(Resource::new("net", "eth0", Mtu(1500))).await?;
 /// let updated = state
-///     .modify(&Pointer::of::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000, None)
+///     .modify(&Pointer::of::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000)
 ///     .await?;
 /// assert_eq!(updated.version().get(), 2);
-/// state.teardown_and_destroy(updated.pointer(), None).await?;
+/// state.teardown_and_destroy(updated.pointer()).await?;
 /// assert!(state.get(updated.pointer()).await.unwrap_err().is_not_found());
 /// # Ok::<(), cosi_runtime::Error>(())
 /// # }).unwrap();
