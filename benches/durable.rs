@@ -37,7 +37,7 @@ const KEYS: u64 = 1_000;
 const RAW: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("raw");
 
 fn ptr(k: u64) -> Pointer {
-    Pointer::of::<IntSpec>(NS, format!("r{}", k % KEYS))
+    Pointer::typed::<IntSpec>(NS, format!("r{}", k % KEYS)).erase()
 }
 
 /// `n` acknowledged writes with `window` in flight; the elapsed time.

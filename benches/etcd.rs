@@ -41,7 +41,7 @@ const PREFIX: &str = "bench";
 const RAW_PREFIX: &str = "/raw/default/Ints.bench.cosi.dev/";
 
 fn modified(k: u64) -> Pointer {
-    Pointer::of::<IntSpec>(NS, format!("m{:06}", k % KEYS))
+    Pointer::typed::<IntSpec>(NS, format!("m{:06}", k % KEYS)).erase()
 }
 
 async fn open(etcd: &TestEtcd, prefix: &str) -> State {
@@ -246,7 +246,7 @@ async fn state_watch_latency(etcd: &TestEtcd, n: u64) -> Vec<Duration> {
         .watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::default())
         .await
         .expect("watch");
-    let ptr = Pointer::of::<IntSpec>(NS, "latency");
+    let ptr = Pointer::typed::<IntSpec>(NS, "latency");
     let mut samples = Vec::with_capacity(n as usize);
     for i in 1..=n as i64 {
         let started = Instant::now();

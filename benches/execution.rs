@@ -132,7 +132,7 @@ impl QController for Digest {
         let int = cx.get_typed::<IntSpec>(ptr).await?;
         let digest = format!("{:016x}", work(int.spec().0 as u64, self.rounds));
         cx.modify(
-            &Pointer::of::<StrSpec>(&self.namespace, ptr.id()),
+            &Pointer::typed::<StrSpec>(&self.namespace, ptr.id()),
             move |s: &mut Resource<StrSpec>| s.spec_mut().0 = digest.clone(),
         )
         .await?;
@@ -271,7 +271,7 @@ impl<I: Spec, O: Spec + Default> Controller for Level<I, O> {
         for r in &listed {
             let Some(input) = r.spec_ref::<I>() else { continue };
             let value = (self.map)(input);
-            cx.modify(&Pointer::of::<O>(NS, r.id()), move |o: &mut Resource<O>| {
+            cx.modify(&Pointer::typed::<O>(NS, r.id()), move |o: &mut Resource<O>| {
                 *o.spec_mut() = value.clone()
             })
             .await?;
@@ -408,7 +408,7 @@ impl QController for Keys {
         }
         let int = cx.get_typed::<IntSpec>(ptr).await?;
         let text = int.spec().0.to_string();
-        cx.modify(&Pointer::of::<StrSpec>(NS, ptr.id()), move |s: &mut Resource<StrSpec>| {
+        cx.modify(&Pointer::typed::<StrSpec>(NS, ptr.id()), move |s: &mut Resource<StrSpec>| {
             s.spec_mut().0 = text.clone()
         })
         .await?;
@@ -520,7 +520,7 @@ impl QController for Light {
     ) -> Result<Outcome, ReconcileError> {
         let int = cx.get_typed::<IntSpec>(ptr).await?;
         let text = int.spec().0.to_string();
-        cx.modify(&Pointer::of::<StrSpec>("lat", ptr.id()), move |s: &mut Resource<StrSpec>| {
+        cx.modify(&Pointer::typed::<StrSpec>("lat", ptr.id()), move |s: &mut Resource<StrSpec>| {
             s.spec_mut().0 = text.clone()
         })
         .await?;

@@ -137,7 +137,7 @@ async fn setup(n: u64) -> Setup {
     let api = Api::namespaced_with(client, NS, &ar);
     let kube_addr = kube.local_addr();
     let revision = state
-        .get(&Pointer::of::<LinkSpec>(NS, id(n - 1)))
+        .get(&Pointer::typed::<LinkSpec>(NS, id(n - 1)))
         .await
         .expect("the last create")
         .metadata()
@@ -561,7 +561,7 @@ async fn watch_round(setup: &mut Setup, route: Route) -> Duration {
     let writes = pipelined(n, 1024, |i| {
         let (state, highest) = (state.clone(), &highest);
         async move {
-            let ptr = Pointer::of::<LinkSpec>(NS, id(i));
+            let ptr = Pointer::typed::<LinkSpec>(NS, id(i));
             let r = state
                 .modify(&ptr, move |r: &mut Resource<LinkSpec>| r.spec_mut().mtu = mtu)
                 .await

@@ -49,7 +49,7 @@ impl Fifo {
 }
 
 fn keys(n: usize) -> Vec<Pointer> {
-    (0..n).map(|i| Pointer::of::<IntSpec>(NS, format!("key-{i:05}"))).collect()
+    (0..n).map(|i| Pointer::typed::<IntSpec>(NS, format!("key-{i:05}")).erase()).collect()
 }
 
 fn bench(c: &mut Criterion, n: usize) {

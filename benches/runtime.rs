@@ -114,7 +114,7 @@ impl<I: Spec, O: Spec + Default> Controller for Level<I, O> {
         }
         let modify = |(id, input): &(&str, &I)| {
             let value = (self.map)(input);
-            let output = Pointer::of::<O>(NS, *id);
+            let output = Pointer::typed::<O>(NS, *id);
             async move {
                 cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value.clone()).await
             }
@@ -126,7 +126,7 @@ impl<I: Spec, O: Spec + Default> Controller for Level<I, O> {
                     continue;
                 }
                 let kept = value.clone();
-                cx.modify(&Pointer::of::<O>(NS, *id), move |o: &mut Resource<O>| {
+                cx.modify(&Pointer::typed::<O>(NS, *id), move |o: &mut Resource<O>| {
                     *o.spec_mut() = value.clone()
                 })
                 .await?;
@@ -650,7 +650,7 @@ impl Controller for Busy {
 
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         self.gate.wait_for(|open| *open).await?;
-        if let Ok(r) = cx.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "hot")).await {
+        if let Ok(r) = cx.get_typed::<IntSpec>(&Pointer::typed::<IntSpec>(NS, "hot")).await {
             self.last_seen.store(r.spec().0, Ordering::SeqCst);
         }
         Ok(())
@@ -674,7 +674,7 @@ struct BurstRun {
 async fn burst(updates: i64, busy: bool) -> BurstRun {
     let runtime = Runtime::start();
     let state = runtime.state();
-    let hot = Pointer::of::<IntSpec>(NS, "hot");
+    let hot = Pointer::typed::<IntSpec>(NS, "hot");
     state.create(Resource::new(NS, "hot", IntSpec(0))).await.unwrap();
     let (open, gate) = watch::channel(true);
     let last_seen = Arc::new(AtomicI64::new(-1));
@@ -830,7 +830,7 @@ async fn restarts(iters: u64, backoff: Duration) -> Duration {
     runtime.register(move || Phoenix { probe: p.clone(), fresh: true }).await.unwrap();
     runtime.settled().await;
     let state = runtime.state();
-    let trigger = Pointer::of::<IntSpec>(NS, "trigger");
+    let trigger = Pointer::typed::<IntSpec>(NS, "trigger");
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         probe.panic_next.store(true, Ordering::SeqCst);

@@ -151,7 +151,7 @@ fn write_sequential(c: &mut Criterion, sys: &SystemRunner) {
             sys.block_on(async {
                 let state = State::start();
                 common::quiesce().await;
-                let ptr = Pointer::of::<IntSpec>(NS, id(0));
+                let ptr = Pointer::typed::<IntSpec>(NS, id(0));
                 let t = Instant::now();
                 for k in 0..iters {
                     let v = k as i64 + 1;
@@ -290,7 +290,7 @@ fn fanout(c: &mut Criterion, sys: &SystemRunner, n: usize) {
     let (state, hot, subs, left, done) = sys.block_on(async {
         let state = State::start();
         common::quiesce().await;
-        let hot = Pointer::of::<IntSpec>(NS, "hot");
+        let hot = Pointer::typed::<IntSpec>(NS, "hot");
         state.create(Resource::new(NS, "hot", IntSpec(0))).await.unwrap();
         let (subs, left, done) = subscribers(n);
         for s in &subs {

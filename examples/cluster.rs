@@ -55,7 +55,7 @@ impl Controller for Scheduler {
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         for job in cx.list_typed::<Job>(NS, &LabelQuery::all()).await? {
             let node = self.node.clone();
-            let ptr = Pointer::of::<Assignment>(NS, job.id());
+            let ptr = Pointer::typed::<Assignment>(NS, job.id());
             let before = cx.get_typed::<Assignment>(&ptr).await.ok().map(|a| a.spec().node.clone());
             if before.as_deref() != Some(self.node.as_str()) {
                 println!("  [{}] assigns {} to itself", self.node, job.id());
@@ -183,7 +183,7 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!("creating job-1 and job-2");
     for (i, id) in ["job-1", "job-2"].iter().enumerate() {
         state
-            .modify(&Pointer::of::<Job>(NS, *id), move |j: &mut Resource<Job>| {
+            .modify(&Pointer::typed::<Job>(NS, *id), move |j: &mut Resource<Job>| {
                 j.spec_mut().cpu = i as u32 + 1
             })
             .await?;
@@ -221,7 +221,7 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         state.client_as("scheduler").destroy(a.pointer()).await.ok();
     }
     for id in ["job-1", "job-2", "job-3"] {
-        state.destroy(&Pointer::of::<Job>(NS, id)).await.ok();
+        state.destroy(&Pointer::typed::<Job>(NS, id)).await.ok();
     }
     println!("done: failover in {:.2} s", took.as_secs_f64());
     Ok(())

@@ -207,7 +207,7 @@ impl Controller for Doubler {
         self.faults.maybe_fail("Doubler")?;
         let sources = cx.list_typed::<Source>(NS, &LabelQuery::all()).await?;
         for source in &sources {
-            let out = Pointer::of::<Derived>(NS, source.id());
+            let out = Pointer::typed::<Derived>(NS, source.id());
             if source.phase() == Phase::TearingDown {
                 if cx.release(&out).await? {
                     cx.remove_finalizer(source.pointer()).await?;
@@ -275,7 +275,7 @@ impl QController for Summarizer {
         ptr: &Pointer,
     ) -> Result<Outcome, ReconcileError> {
         self.fault()?;
-        let summary = Pointer::of::<Summary>(NS, ptr.id());
+        let summary = Pointer::typed::<Summary>(NS, ptr.id());
         let derived = match cx.get_typed::<Derived>(ptr).await {
             Ok(d) if d.phase() == Phase::Running => d,
             Ok(_) => {
@@ -317,7 +317,7 @@ async fn feeder(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
     let mut rng = fastrand::Rng::with_seed(seed);
     while !tally.stop.load(Ordering::SeqCst) {
         let id = &ids[rng.usize(..ids.len())];
-        let ptr = Pointer::of::<Source>(NS, id);
+        let ptr = Pointer::typed::<Source>(NS, id);
         let value = rng.i64(0..1_000_000);
         let acks = tally.acks.load(Ordering::Relaxed);
         let written = |r: &AnyResource| {
@@ -358,7 +358,11 @@ async fn watcher(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
     let kind = Kind::of::<Source>(NS);
     while !tally.stop.load(Ordering::SeqCst) {
         let stream = match rng.u8(..4) {
-            0 => state.watch_stream(&Pointer::of::<Source>(NS, &ids[rng.usize(..ids.len())])).await,
+            0 => {
+                state
+                    .watch_stream(&Pointer::typed::<Source>(NS, &ids[rng.usize(..ids.len())]))
+                    .await
+            }
             1 => state.watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::default()).await,
             2 => {
                 state.watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::bootstrap()).await
@@ -385,7 +389,7 @@ async fn watcher(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
 async fn enqueuer(queue: QueueHandle, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
     let mut rng = fastrand::Rng::with_seed(seed);
     while !tally.stop.load(Ordering::SeqCst) {
-        let ptr = Pointer::of::<Derived>(NS, &ids[rng.usize(..ids.len())]);
+        let ptr = Pointer::typed::<Derived>(NS, &ids[rng.usize(..ids.len())]);
         let delay = Duration::from_millis(rng.u64(0..50));
         if queue.enqueue_after(&ptr, delay).await.is_ok() {
             tally.enqueued.fetch_add(1, Ordering::Relaxed);

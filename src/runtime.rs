@@ -270,7 +270,7 @@ impl RuntimeBuilder {
 ///     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
 ///         for int in cx.list_typed::<Int>("default", &LabelQuery::all()).await? {
 ///             let n = int.spec().0;
-///             cx.modify(&Pointer::of::<Double>("default", int.id()), move |d: &mut Resource<Double>| d.spec_mut().0 = 2 * n).await?;
+///             cx.modify(&Pointer::typed::<Double>("default", int.id()), move |d: &mut Resource<Double>| d.spec_mut().0 = 2 * n).await?;
 ///         }
 ///         Ok(())
 ///     }
@@ -281,7 +281,7 @@ impl RuntimeBuilder {
 /// runtime.register(|| Doubler).await?;
 /// runtime.state().create(Resource::new("default", "x", Int(21))).await?;
 /// runtime.settled().await;
-/// let double = runtime.state().get_typed::<Double>(&Pointer::of::<Double>("default", "x")).await?;
+/// let double = runtime.state().get_typed::<Double>(&Pointer::typed::<Double>("default", "x")).await?;
 /// assert_eq!(double.spec().0, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();

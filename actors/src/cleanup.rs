@@ -74,9 +74,9 @@ impl fmt::Debug for Dependents {
 /// address.metadata_mut().labels_mut().insert("link", "eth0");
 /// state.create(address).await?;
 ///
-/// state.teardown_and_destroy(&Pointer::of::<Link>("network", "eth0")).await?;
+/// state.teardown_and_destroy(&Pointer::typed::<Link>("network", "eth0")).await?;
 /// runtime.settled().await;
-/// assert!(state.get(&Pointer::of::<Address>("network", "eth0-v4")).await.unwrap_err().is_not_found());
+/// assert!(state.get(&Pointer::typed::<Address>("network", "eth0-v4")).await.unwrap_err().is_not_found());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
@@ -243,7 +243,7 @@ impl<T: Spec> QController for Cleanup<T> {
                 }
                 _ => None,
             })
-            .map(|id| Pointer::of::<T>(&self.namespace, id))
+            .map(|id| Pointer::typed::<T>(&self.namespace, id).erase())
             .collect()
     }
 

@@ -162,7 +162,7 @@ async fn mirror<S: Spec>(
 ) -> ReconcileResult {
     let mut seen = HashSet::new();
     for (id, spec) in items {
-        let ptr = Pointer::of::<S>(namespace, &id);
+        let ptr = Pointer::typed::<S>(namespace, &id);
         let (ns, new_id, initial) = (namespace.to_owned(), id.clone(), spec.clone());
         let written = cx
             .modify_with(

@@ -110,13 +110,13 @@ where
 /// let state = runtime.state();
 /// state.create(Resource::new("config", "eth0", LinkConfig { mtu: 9000 })).await?;
 /// runtime.settled().await;
-/// let file = state.get_typed::<LinkFile>(&Pointer::of::<LinkFile>("files", "link-eth0")).await?;
+/// let file = state.get_typed::<LinkFile>(&Pointer::typed::<LinkFile>("files", "link-eth0")).await?;
 /// assert_eq!(file.spec().content, "mtu=9000\n");
 ///
 /// // Tearing the input down removes the output first, then lets the input go.
-/// state.teardown_and_destroy(&Pointer::of::<LinkConfig>("config", "eth0")).await?;
+/// state.teardown_and_destroy(&Pointer::typed::<LinkConfig>("config", "eth0")).await?;
 /// runtime.settled().await;
-/// assert!(state.get(&Pointer::of::<LinkFile>("files", "link-eth0")).await.unwrap_err().is_not_found());
+/// assert!(state.get(&Pointer::typed::<LinkFile>("files", "link-eth0")).await.unwrap_err().is_not_found());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
@@ -240,7 +240,7 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     ///     "config",
     ///     "lines",
     ///     async |cx: &ReconcileContext, address: &Resource<Address>| {
-    ///         let link = Pointer::of::<Link>("config", &address.spec().link);
+    ///         let link = Pointer::typed::<Link>("config", &address.spec().link);
     ///         match cx.get(&link).await {
     ///             Ok(_) => Ok(Some((address.id().to_owned(), Line(address.spec().link.clone())))),
     ///             Err(e) if e.is_not_found() => Ok(None),
@@ -451,7 +451,7 @@ impl<I: Spec, O: Spec> QController for Transform<I, O> {
             return Vec::new();
         }
         match changed.metadata().labels().get(INPUT_LABEL) {
-            Some(id) => vec![Pointer::of::<I>(&self.input_namespace, id)],
+            Some(id) => vec![Pointer::typed::<I>(&self.input_namespace, id).erase()],
             None => Vec::new(),
         }
     }

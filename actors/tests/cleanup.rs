@@ -10,11 +10,11 @@ use cosi_runtime::prelude::*;
 const DEPS: &str = "deps";
 
 fn parent() -> Pointer {
-    Pointer::of::<IntSpec>(NS, "p")
+    Pointer::typed::<IntSpec>(NS, "p").erase()
 }
 
 fn dep(id: &str) -> Pointer {
-    Pointer::of::<StrSpec>(DEPS, id)
+    Pointer::typed::<StrSpec>(DEPS, id).erase()
 }
 
 /// Creates dependent `id`, labelled `parent=<of>`, owned by `owner`.

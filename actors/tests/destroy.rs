@@ -8,7 +8,7 @@ use cosi_actors::Destroy;
 use cosi_runtime::prelude::*;
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+    Pointer::typed::<IntSpec>(NS, id).erase()
 }
 
 async fn start() -> (Runtime, State) {

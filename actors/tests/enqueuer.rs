@@ -44,16 +44,18 @@ async fn keys_pushed_from_a_thread_a_stream_and_async_code_are_reconciled() {
     let enqueuer = Enqueuer::new(handle);
     assert_eq!(enqueuer.name(), "Reporter");
 
-    enqueuer.enqueue(&Pointer::of::<IntSpec>(NS, "async")).await.unwrap();
+    enqueuer.enqueue(&Pointer::typed::<IntSpec>(NS, "async")).await.unwrap();
     assert_eq!(seen.recv().await.as_deref(), Some("async"));
 
-    enqueuer.forward(futures::stream::iter(["s1", "s2"].map(|id| Pointer::of::<IntSpec>(NS, id))));
+    enqueuer.forward(futures::stream::iter(
+        ["s1", "s2"].map(|id| Pointer::typed::<IntSpec>(NS, id).erase()),
+    ));
     assert_eq!(seen.recv().await.as_deref(), Some("s1"));
     assert_eq!(seen.recv().await.as_deref(), Some("s2"));
 
     let sender = enqueuer.sender();
     std::thread::spawn(move || {
-        sender.unbounded_send(Pointer::of::<IntSpec>(NS, "from-thread")).unwrap();
+        sender.unbounded_send(Pointer::typed::<IntSpec>(NS, "from-thread").erase()).unwrap();
     })
     .join()
     .unwrap();

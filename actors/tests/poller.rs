@@ -52,7 +52,7 @@ async fn the_poller_mirrors_additions_changes_and_removals_and_a_controller_foll
         ids::<StrSpec>(&state).await,
         [("a".into(), Some("StrSpec(\"1\")".into())), ("b".into(), Some("StrSpec(\"2\")".into()))]
     );
-    let a = state.get(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap();
+    let a = state.get(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
     assert_eq!(a.owner(), Some("IntPoller"));
 
     // Change a, remove b, add c.
@@ -64,16 +64,16 @@ async fn the_poller_mirrors_additions_changes_and_removals_and_a_controller_foll
     );
     // b was held by the controller's finalizer: torn down now, destroyed by
     // the next poll once released.
-    let b = state.get(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap();
+    let b = state.get(&Pointer::typed::<IntSpec>(NS, "b")).await.unwrap();
     assert_eq!(b.phase(), Phase::TearingDown);
     assert!(b.metadata().finalizers().is_empty(), "released by the controller");
     next_poll(&runtime).await;
-    assert!(state.get(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap_err().is_not_found());
+    assert!(state.get(&Pointer::typed::<IntSpec>(NS, "b")).await.unwrap_err().is_not_found());
 
     // Nothing changes: nothing is written.
-    let before = state.get(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap().version();
+    let before = state.get(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap().version();
     next_poll(&runtime).await;
-    assert_eq!(state.get(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap().version(), before);
+    assert_eq!(state.get(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap().version(), before);
 }
 
 #[actix::test]
@@ -114,9 +114,9 @@ async fn the_poller_never_touches_resources_it_did_not_create() {
     .await
     .unwrap();
     runtime.settled().await;
-    let mine = state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "mine")).await.unwrap();
+    let mine = state.get_typed::<IntSpec>(&Pointer::typed::<IntSpec>(NS, "mine")).await.unwrap();
     assert_eq!(mine.spec(), &IntSpec(7), "a user resource under the same id is left alone");
-    assert!(state.get(&Pointer::of::<IntSpec>(NS, "new")).await.is_ok());
+    assert!(state.get(&Pointer::typed::<IntSpec>(NS, "new")).await.is_ok());
 }
 
 #[actix::test]
@@ -138,7 +138,7 @@ async fn a_panicking_poll_is_restarted_by_the_supervisor_and_stops_with_the_runt
     .await
     .unwrap();
     runtime.settled().await;
-    let x = state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "x")).await.unwrap();
+    let x = state.get_typed::<IntSpec>(&Pointer::typed::<IntSpec>(NS, "x")).await.unwrap();
     assert_eq!(x.spec(), &IntSpec(2), "the fresh instance polled");
     let m = &runtime.metrics().await[0];
     assert_eq!((m.controller.as_str(), m.panics, m.reconciles), ("Crashy", 1, 1));

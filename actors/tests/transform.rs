@@ -20,7 +20,7 @@ fn int(id: &str, n: i64) -> Resource<IntSpec> {
 }
 
 fn out(id: &str) -> Pointer {
-    Pointer::of::<StrSpec>(OUT, id)
+    Pointer::typed::<StrSpec>(OUT, id).erase()
 }
 
 /// `<id>` → output `s-<id>` with the number as text; negative numbers make nothing.
@@ -81,7 +81,7 @@ async fn a_changed_input_updates_its_output_and_an_unchanged_one_writes_nothing(
     assert_eq!(after.version().get(), before.get() + 1);
     // A label change on the input maps to the same output: no write.
     state
-        .modify(&Pointer::of::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| {
+        .modify(&Pointer::typed::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| {
             r.metadata_mut().labels_mut().insert("touched", "yes");
         })
         .await
@@ -129,7 +129,7 @@ async fn the_output_of_a_destroyed_input_is_removed() {
     let (runtime, state) = start(plain).await;
     state.create(int("a", 1)).await.unwrap();
     runtime.settled().await;
-    state.destroy(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty());
 }
@@ -137,7 +137,7 @@ async fn the_output_of_a_destroyed_input_is_removed() {
 #[actix::test]
 async fn input_finalizers_hold_the_input_until_its_outputs_are_destroyed() {
     let (runtime, state) = start(holding).await;
-    let a = Pointer::of::<IntSpec>(NS, "a");
+    let a = Pointer::typed::<IntSpec>(NS, "a");
     state.create(int("a", 1)).await.unwrap();
     runtime.settled().await;
     let input = state.get(&a).await.unwrap();
@@ -231,7 +231,7 @@ async fn an_extra_input_requeues_every_input_and_the_mapping_reads_it() {
                 NS,
                 OUT,
                 async |cx: &ReconcileContext, i: &Resource<IntSpec>| {
-                    let unit = Pointer::of::<SentenceSpec>(NS, "unit");
+                    let unit = Pointer::typed::<SentenceSpec>(NS, "unit");
                     match cx.get_typed::<SentenceSpec>(&unit).await {
                         Ok(unit) => Ok(Some((
                             i.id().to_owned(),
@@ -319,7 +319,7 @@ async fn four_held_inputs_and_one_removal_take_eleven_reconciles() {
     }
     h.settle().await;
     assert_eq!(h.reconciles().await, 8);
-    h.teardown_and_destroy(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap();
+    h.teardown_and_destroy(&Pointer::typed::<IntSpec>(NS, "b")).await.unwrap();
     h.settle().await;
     assert_eq!(h.reconciles().await, 11);
     assert!(h.get(&out("s-b")).await.unwrap_err().is_not_found());
@@ -338,7 +338,7 @@ async fn four_inputs_and_one_destroyed_take_six_reconciles() {
     }
     h.settle().await;
     assert_eq!(h.reconciles().await, 4);
-    h.destroy(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap();
+    h.destroy(&Pointer::typed::<IntSpec>(NS, "b")).await.unwrap();
     h.settle().await;
     assert_eq!(h.reconciles().await, 6);
     assert_eq!(texts(&h.state()).await.len(), 3);
@@ -384,7 +384,7 @@ async fn an_output_wanted_again_while_still_held_is_made_again_once_released() {
         .await
         .unwrap();
     let state = runtime.state();
-    let a = Pointer::of::<IntSpec>(NS, "a");
+    let a = Pointer::typed::<IntSpec>(NS, "a");
     let set = |n: i64| move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n;
     state.create(int("a", 1)).await.unwrap();
     runtime.settled().await;
@@ -424,7 +424,7 @@ async fn outputs_of_an_earlier_runtime_whose_input_vanished_meanwhile_are_remove
     first.state().close().await.unwrap();
 
     let offline = State::builder().durable(&file, [NS, OUT]).open().await.unwrap();
-    offline.destroy(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap();
+    offline.destroy(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
     offline.close().await.unwrap();
 
     let second = Runtime::builder().open_durable(&file, [NS, OUT]).await.unwrap();
@@ -491,7 +491,7 @@ async fn many_removes_an_output_no_longer_listed_and_keeps_the_others_untouched(
     runtime.settled().await;
     let kept = state.get(&out("a-0")).await.unwrap().version();
     state
-        .modify(&Pointer::of::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2)
+        .modify(&Pointer::typed::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2)
         .await
         .unwrap();
     runtime.settled().await;
@@ -502,7 +502,7 @@ async fn many_removes_an_output_no_longer_listed_and_keeps_the_others_untouched(
 #[actix::test]
 async fn many_input_teardown_removes_every_output_before_the_input_is_released() {
     let (runtime, state) = start(parts).await;
-    let a = Pointer::of::<IntSpec>(NS, "a");
+    let a = Pointer::typed::<IntSpec>(NS, "a");
     state.create(int("a", 3)).await.unwrap();
     state.create(int("b", 1)).await.unwrap();
     runtime.settled().await;
@@ -553,7 +553,7 @@ async fn many_async_reads_through_the_context_and_makes_every_output() {
                 NS,
                 OUT,
                 async |cx: &ReconcileContext, i: &Resource<IntSpec>| {
-                    let unit = Pointer::of::<SentenceSpec>(NS, "unit");
+                    let unit = Pointer::typed::<SentenceSpec>(NS, "unit");
                     let unit = match cx.get_typed::<SentenceSpec>(&unit).await {
                         Ok(unit) => unit.spec().0.clone(),
                         Err(e) if e.is_not_found() => return Ok(Vec::new()),
@@ -575,7 +575,7 @@ async fn many_async_reads_through_the_context_and_makes_every_output() {
     state.create(Resource::new(NS, "unit", SentenceSpec("kg".into()))).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("a-0".into(), "0 kg".into()), ("a-1".into(), "1 kg".into())]);
-    state.destroy(&Pointer::of::<SentenceSpec>(NS, "unit")).await.unwrap();
+    state.destroy(&Pointer::typed::<SentenceSpec>(NS, "unit")).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty(), "an empty list removes them all");
 }

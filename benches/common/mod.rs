@@ -405,7 +405,7 @@ impl<I: Spec, O: Spec + Default> QController for QLevel<I, O> {
         cx: &ReconcileContext,
         ptr: &Pointer,
     ) -> Result<Outcome, ReconcileError> {
-        let output = Pointer::of::<O>(NS, ptr.id());
+        let output = Pointer::typed::<O>(NS, ptr.id());
         match cx.get_typed::<I>(ptr).await {
             Ok(input) => {
                 let value = (self.map)(input.spec());

@@ -145,7 +145,7 @@ fn on_link<C: Spec>(
         CONFIG,
         FILES,
         async move |cx: &ReconcileContext, config: &Resource<C>| {
-            let link = Pointer::of::<LinkConfig>(CONFIG, link_of(config.spec()));
+            let link = Pointer::typed::<LinkConfig>(CONFIG, link_of(config.spec()));
             match cx.get(&link).await {
                 Ok(link) if link.phase() == Phase::Running => {
                     Ok(Some((file_id::<C>(config.id()), render(config))))
@@ -334,7 +334,7 @@ impl Controller for StatusController {
             files_applied: up_to_date,
             ready: up_to_date == desired.len() && applied.len() == desired.len(),
         };
-        let ptr = Pointer::of::<NetworkStatus>(STATUS, "network");
+        let ptr = Pointer::typed::<NetworkStatus>(STATUS, "network");
         cx.modify(&ptr, move |s: &mut Resource<NetworkStatus>| *s.spec_mut() = status.clone())
             .await?;
         Ok(())
@@ -410,7 +410,7 @@ async fn show_status(runtime: &Runtime, root: &Path, out: &mut dyn Write) {
     }
     if let Ok(s) = runtime
         .state()
-        .get_typed::<NetworkStatus>(&Pointer::of::<NetworkStatus>(STATUS, "network"))
+        .get_typed::<NetworkStatus>(&Pointer::typed::<NetworkStatus>(STATUS, "network"))
         .await
     {
         let s = s.spec();
@@ -644,8 +644,8 @@ pub async fn run_story(
     line(out, "\n▶ 3. remove eth1: its link, address and route configs (teardown cascades)");
     let step = Instant::now();
     for ptr in [
-        Pointer::of::<RouteConfig>(CONFIG, "storage"),
-        Pointer::of::<AddressConfig>(CONFIG, "eth1-storage"),
+        Pointer::typed::<RouteConfig>(CONFIG, "storage").erase(),
+        Pointer::typed::<AddressConfig>(CONFIG, "eth1-storage").erase(),
         eth1.erase(),
     ] {
         let started = Instant::now();

@@ -164,7 +164,7 @@ impl QSettings {
 ///         }
 ///     }
 ///     async fn reconcile(&self, cx: &ReconcileContext, ptr: &Pointer) -> Result<Outcome, ReconcileError> {
-///         let out = Pointer::of::<Str>("default", ptr.id());
+///         let out = Pointer::typed::<Str>("default", ptr.id());
 ///         match cx.get_typed::<Int>(ptr).await {
 ///             Ok(int) => {
 ///                 let text = int.spec().0.to_string();

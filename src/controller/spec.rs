@@ -43,9 +43,9 @@ pub type ReconcileResult = Result<(), ReconcileError>;
 ///         vec![Output::exclusive::<Motd>()]
 ///     }
 ///     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-///         let host = cx.get_typed::<Hostname>(&Pointer::of::<Hostname>("network", "hostname")).await?;
+///         let host = cx.get_typed::<Hostname>(&Pointer::typed::<Hostname>("network", "hostname")).await?;
 ///         let text = format!("Welcome to {}", host.spec().0);
-///         cx.modify(&Pointer::of::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone())
+///         cx.modify(&Pointer::typed::<Motd>("os", "motd"), move |m: &mut Resource<Motd>| m.spec_mut().0 = text.clone())
 ///             .await?;
 ///         Ok(())
 ///     }

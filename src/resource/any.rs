@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn dynamic_specs_convert_on_typed_reads_and_compare_by_value() {
-        let md = Metadata::new(Pointer::of::<Num>("ns", "a"));
+        let md = Metadata::new(Pointer::typed::<Num>("ns", "a").erase());
         let dynamic = AnyResource::from_dynamic(md.clone(), serde_json::json!(5));
         assert!(dynamic.is_dynamic());
         assert_eq!(dynamic.typed::<Num>().unwrap().spec(), &Num(5));

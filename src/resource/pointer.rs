@@ -322,11 +322,6 @@ impl Pointer {
         Kind::new(namespace, resource_type).pointer(id)
     }
 
-    /// The pointer to resource `id` of spec type `S` in `namespace`.
-    pub fn of<S: Spec>(namespace: impl AsRef<str>, id: impl Into<Id>) -> Self {
-        Kind::of::<S>(namespace).pointer(id)
-    }
-
     /// A pointer from a kind and an id.
     pub fn from_parts(kind: Kind, id: Id) -> Self {
         Pointer { kind, id }

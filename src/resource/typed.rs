@@ -40,9 +40,10 @@ pub struct TypedPointer<S> {
 }
 
 impl<S: Spec> TypedPointer<S> {
-    /// The pointer to resource `id` of type `S` in `namespace`.
-    pub fn new(namespace: impl AsRef<str>, id: impl Into<Id>) -> Self {
-        TypedPointer { pointer: Pointer::of::<S>(namespace, id), _spec: PhantomData }
+    /// The pointer to resource `id` of type `S` in `namespace` (users write
+    /// [`Pointer::typed`]).
+    pub(crate) fn new(namespace: impl AsRef<str>, id: impl Into<Id>) -> Self {
+        TypedPointer { pointer: Kind::of::<S>(namespace).pointer(id), _spec: PhantomData }
     }
 
     /// Types a plain pointer.
@@ -230,7 +231,7 @@ mod tests {
     #[test]
     fn a_typed_pointer_erases_to_the_same_pointer_and_compares_with_it() {
         let typed = Pointer::typed::<Mtu>("net", "eth0");
-        let plain = Pointer::of::<Mtu>("net", "eth0");
+        let plain = Pointer::typed::<Mtu>("net", "eth0");
         assert_eq!(typed, plain);
         assert_eq!(plain, typed);
         assert_eq!(typed.to_string(), plain.to_string());

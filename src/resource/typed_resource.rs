@@ -36,7 +36,7 @@ impl<S> Clone for Resource<S> {
 impl<S: Spec> Resource<S> {
     /// A new resource of type `S::TYPE` in `namespace` with `id`.
     pub fn new(namespace: impl AsRef<str>, id: impl Into<Id>, spec: S) -> Self {
-        Resource::at(Pointer::of::<S>(namespace, id), spec)
+        Resource::at(Pointer::typed::<S>(namespace, id).erase(), spec)
     }
 
     /// A new resource at `pointer`, whose type the caller checked is `S::TYPE`.

@@ -356,7 +356,7 @@ mod tests {
     }
 
     fn res(id: &str, value: i64) -> AnyResource {
-        let mut r = Resource::at(Pointer::of::<N>("ns", id), N(value));
+        let mut r = Resource::at(Pointer::typed::<N>("ns", id).erase(), N(value));
         if let Some(g) = group(value) {
             r.metadata_mut().labels_mut().insert("g", g);
         }

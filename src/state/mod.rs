@@ -228,7 +228,7 @@
 //!
 //! // After a restart (or a crash): the configuration is there, typed.
 //! let state = State::open_durable(&path, ["config"]).await?;
-//! let host = state.get_typed::<Hostname>(&Pointer::of::<Hostname>("config", "hostname")).await?;
+//! let host = state.get_typed::<Hostname>(&Pointer::typed::<Hostname>("config", "hostname")).await?;
 //! assert_eq!(host.spec().0, "node-1");
 //! # Ok::<(), cosi_runtime::Error>(())
 //! # }).unwrap();

@@ -382,7 +382,7 @@ mod tests {
     }
 
     fn one(id: &str) -> WatchTarget {
-        WatchTarget::Resource(Pointer::of::<Num>("ns", id))
+        WatchTarget::Resource(Pointer::typed::<Num>("ns", id).erase())
     }
 
     /// The ids of the events waiting in `rx`.
@@ -400,7 +400,7 @@ mod tests {
         let (_, mut a_again) = watch(&mut w, one("a"));
         let (_, mut b) = watch(&mut w, one("b"));
         let (_, mut elsewhere) =
-            watch(&mut w, WatchTarget::Resource(Pointer::of::<Num>("other", "a")));
+            watch(&mut w, WatchTarget::Resource(Pointer::typed::<Num>("other", "a").erase()));
         for (rev, id) in [(1, "a"), (2, "b"), (3, "c"), (4, "a")] {
             w.publish(&created(id), rev);
         }
@@ -456,7 +456,7 @@ mod tests {
             [("b".into(), 2), ("c".into(), 3)]
         );
         assert!(w.missed(&kind_target(), 3, 3, 0).unwrap().is_empty());
-        let one = WatchTarget::Resource(Pointer::of::<Num>("ns", "c"));
+        let one = WatchTarget::Resource(Pointer::typed::<Num>("ns", "c").erase());
         assert_eq!(ids(w.missed(&one, 0, 3, 0).unwrap()), [("c".into(), 3)]);
         assert!(w.missed(&kind_target(), 4, 3, 0).unwrap_err().is_compacted());
     }

@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn resource_targets_see_only_their_resource() {
-        let target = WatchTarget::Resource(Pointer::of::<Num>("ns", "a"));
+        let target = WatchTarget::Resource(Pointer::typed::<Num>("ns", "a").erase());
         assert!(target.event_for(&Change::Created(labelled("a", None))).is_some());
         assert!(target.event_for(&Change::Created(labelled("b", None))).is_none());
     }

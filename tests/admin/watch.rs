@@ -74,10 +74,10 @@ async fn a_watch_lists_marks_bootstrapped_then_streams_changes() {
     assert_eq!(marker.event, "bootstrapped");
     assert_eq!(marker.data["type"], "Ints.test.cosi.dev");
 
-    let ptr = Pointer::of::<IntSpec>(NS, "a");
+    let ptr = Pointer::typed::<IntSpec>(NS, "a");
     state.modify(&ptr, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10).await.unwrap();
     state.create(Resource::new(NS, "c", IntSpec(3))).await.unwrap();
-    state.destroy(&Pointer::of::<IntSpec>(NS, "b")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>(NS, "b")).await.unwrap();
     let updated = watch.event().await.unwrap();
     assert_eq!((updated.event.as_str(), updated.resource_id()), ("updated", "a"));
     assert_eq!(updated.data["spec"], 10);
@@ -108,11 +108,11 @@ async fn a_watch_of_one_resource_and_with_a_selector() {
     }
     // Changes to other resources pass both by.
     state
-        .modify(&Pointer::of::<IntSpec>(NS, "e"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5)
+        .modify(&Pointer::typed::<IntSpec>(NS, "e"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5)
         .await
         .unwrap();
     state
-        .modify(&Pointer::of::<IntSpec>(NS, "x"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 6)
+        .modify(&Pointer::typed::<IntSpec>(NS, "x"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 6)
         .await
         .unwrap();
     let x = one.event().await.unwrap();
@@ -211,7 +211,7 @@ async fn a_slow_reader_is_disconnected_and_never_holds_the_state_back() {
 }
 
 fn x() -> Pointer {
-    Pointer::of::<IntSpec>(NS, "x")
+    Pointer::typed::<IntSpec>(NS, "x").erase()
 }
 
 async fn set(state: &State, n: i64) {
@@ -354,7 +354,7 @@ async fn a_client_over_its_watch_limit_is_429_until_one_of_its_watches_ends() {
     // The first client goes away; the server notices at its next writes to
     // it (each change goes out), and the slot comes back.
     drop(first);
-    let ptr = Pointer::of::<IntSpec>(NS, "a");
+    let ptr = Pointer::typed::<IntSpec>(NS, "a");
     let mut admitted = None;
     for n in 2..1_000 {
         state.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await.unwrap();

@@ -81,7 +81,7 @@ async fn kubectl_applies_a_greeting_and_sees_the_operators_reply_in_its_status()
     let (ok, out) = kubectl.run_joined(&["delete", "greeting", "world", "-n", "default"]).await;
     assert!(ok, "{out}");
     // The mirror goes too: its watch ends in `Destroyed`.
-    let ptr = Pointer::of::<operator::Greeting>("default", "world");
+    let ptr = Pointer::typed::<operator::Greeting>("default", "world");
     let mut watch = runtime.state().watch_stream(&ptr).await.unwrap();
     let gone = tokio::time::timeout(BOUND, async {
         while let Some(event) = watch.next().await {

@@ -291,7 +291,7 @@ async fn a_delete_in_the_cluster_tears_the_mirror_down_and_our_finalizer_holds_i
     let handle = source.mirror(Mirror::of::<Greeting>(greetings()).namespace("default"));
     until(&handle, |s| s.synced).await;
     runtime.settled_within(BOUND).await.unwrap();
-    let ptr = Pointer::of::<Greeting>("default", "held");
+    let ptr = Pointer::typed::<Greeting>("default", "held");
     let state = runtime.state();
     assert_eq!(state.get(&ptr).await.unwrap().metadata().finalizers().len(), 1);
 

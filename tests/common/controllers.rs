@@ -38,7 +38,7 @@ impl<I: Spec, O: Spec + Default> Controller for Transform<I, O> {
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         let inputs = cx.list_typed::<I>(&self.namespace, &LabelQuery::all()).await?;
         for input in &inputs {
-            let out = Pointer::of::<O>(&self.namespace, input.id());
+            let out = Pointer::typed::<O>(&self.namespace, input.id());
             if input.phase() == Phase::Running {
                 if !input.metadata().finalizers().contains(self.name)
                     && !cx.add_finalizer(input.pointer()).await?

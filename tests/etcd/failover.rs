@@ -49,7 +49,7 @@ impl Controller for Stamper {
 }
 
 fn stamp(id: &str) -> Pointer {
-    Pointer::of::<StrSpec>(NS, id)
+    Pointer::typed::<StrSpec>(NS, id).erase()
 }
 
 fn config(endpoint: &str, prefix: &str) -> EtcdConfig {
@@ -145,7 +145,7 @@ async fn standby_takes_over_when_the_owner_is_killed() {
     let mut watch = stamps(&standby.state()).await;
     // A write in this process reaches the owner's controller in the child.
     setup
-        .modify(&Pointer::of::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2)
+        .modify(&Pointer::typed::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2)
         .await
         .unwrap();
     assert_eq!(stamped_by(&mut watch, "child:2").await, "child:2", "the owner reconciled");

@@ -74,12 +74,12 @@ impl Controller for Planner {
         vec![Output::exclusive::<Plan>()]
     }
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        let Ok(config) = cx.get_typed::<Config>(&Pointer::of::<Config>("cluster", "main")).await
+        let Ok(config) = cx.get_typed::<Config>(&Pointer::typed::<Config>("cluster", "main")).await
         else {
             return Ok(());
         };
         let text = format!("{}:{}", self.node, config.spec().0);
-        cx.modify(&Pointer::of::<Plan>("cluster", "main"), move |r: &mut Resource<Plan>| {
+        cx.modify(&Pointer::typed::<Plan>("cluster", "main"), move |r: &mut Resource<Plan>| {
             r.spec_mut().0 = text.clone();
         })
         .await?;
@@ -103,16 +103,17 @@ impl Controller for Applier {
         vec![Output::shared::<Applied>(), Output::shared::<Health>()]
     }
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
-        let Ok(plan) = cx.get_typed::<Plan>(&Pointer::of::<Plan>("cluster", "main")).await else {
+        let Ok(plan) = cx.get_typed::<Plan>(&Pointer::typed::<Plan>("cluster", "main")).await
+        else {
             return Ok(());
         };
         let text = plan.spec().0.clone();
         let applied = text.clone();
-        cx.modify(&Pointer::of::<Applied>("node", "plan"), move |r: &mut Resource<Applied>| {
+        cx.modify(&Pointer::typed::<Applied>("node", "plan"), move |r: &mut Resource<Applied>| {
             r.spec_mut().0 = applied.clone();
         })
         .await?;
-        cx.modify(&Pointer::of::<Health>("status", "plan"), move |r: &mut Resource<Health>| {
+        cx.modify(&Pointer::typed::<Health>("status", "plan"), move |r: &mut Resource<Health>| {
             r.spec_mut().0 = format!("applied {text}");
         })
         .await?;
@@ -244,8 +245,8 @@ impl Node {
 /// What a node's redb file holds in `node`, read after the node is gone.
 async fn applied_in(file: &std::path::Path) -> String {
     let state = State::open_durable(file, ["node"]).await.expect("open the node's file");
-    let applied = state.get(&Pointer::of::<Applied>("node", "plan")).await.expect("applied");
-    let text = applied.typed::<Applied>().unwrap().spec().0.clone();
+    let applied = state.get(&Pointer::typed::<Applied>("node", "plan")).await.expect("applied");
+    let text = applied.spec().0.clone();
     state.close().await.unwrap();
     text
 }
@@ -274,7 +275,7 @@ async fn two_nodes_share_the_cluster_namespace_and_keep_their_own() {
     // B stands by for the plan, and applies A's plan on its own node.
     b.said("HEALTH applied a:1").await;
 
-    let cfg = Pointer::of::<Config>("cluster", "main");
+    let cfg = Pointer::typed::<Config>("cluster", "main");
     cluster.modify(&cfg, |r: &mut Resource<Config>| r.spec_mut().0 = 2).await.unwrap();
     plan_reads(&mut plans, "a:2").await;
     a.said("HEALTH applied a:2").await;
@@ -294,8 +295,8 @@ async fn two_nodes_share_the_cluster_namespace_and_keep_their_own() {
     let shared = State::builder().etcd(config(&etcd.endpoint(), prefix)).open().await.unwrap();
     let applied = shared.list(&Kind::of::<Applied>("node"), &LabelQuery::all()).await.unwrap();
     assert!(applied.is_empty(), "{applied:?}");
-    let plan = shared.get(&Pointer::of::<Plan>("cluster", "main")).await.unwrap();
-    assert_eq!(plan.typed::<Plan>().unwrap().spec().0, "b:2");
+    let plan = shared.get(&Pointer::typed::<Plan>("cluster", "main")).await.unwrap();
+    assert_eq!(plan.spec().0, "b:2");
     shared.close().await.unwrap();
     cluster.close().await.unwrap();
 }
@@ -309,7 +310,7 @@ async fn a_namespace_routed_elsewhere_ignores_what_others_keep_on_the_shared_sto
     let Some(etcd) = TestEtcd::start() else { return };
     let prefix = "routes";
     let everything = State::builder().etcd(config(&etcd.endpoint(), prefix)).open().await.unwrap();
-    let node_ptr = Pointer::of::<Applied>("node", "plan");
+    let node_ptr = Pointer::typed::<Applied>("node", "plan");
     everything.create(Resource::new("node", "plan", Applied("on etcd".into()))).await.unwrap();
 
     let mine = State::builder()
@@ -333,7 +334,7 @@ async fn a_namespace_routed_elsewhere_ignores_what_others_keep_on_the_shared_sto
     mine.create(Resource::new("node", "plan", Applied("in memory".into()))).await.unwrap();
     assert_eq!(next_text::<Applied>(&mut nodes, |a| a.0.clone()).await, "in memory");
     let theirs = everything.get(&node_ptr).await.unwrap();
-    assert_eq!(theirs.typed::<Applied>().unwrap().spec().0, "changed on etcd");
+    assert_eq!(theirs.spec().0, "changed on etcd");
     mine.close().await.unwrap();
     everything.close().await.unwrap();
 }

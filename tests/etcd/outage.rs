@@ -39,7 +39,7 @@ const GRACE: Duration = Duration::from_secs(3);
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+    Pointer::typed::<IntSpec>(NS, id).erase()
 }
 
 fn kind() -> Kind {

@@ -42,7 +42,7 @@ const INCREMENTS: usize = 200;
 const IN_FLIGHT: usize = 4;
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+    Pointer::typed::<IntSpec>(NS, id).erase()
 }
 
 fn kind() -> Kind {

@@ -17,7 +17,7 @@ use cosi_runtime::testing::etcd::TestEtcd;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+    Pointer::typed::<IntSpec>(NS, id).erase()
 }
 
 fn prefix(test: &str) -> String {

@@ -119,7 +119,7 @@ async fn settled_waits_for_work_on_every_arbiter() {
         for i in 0..50 {
             state
                 .modify(
-                    &Pointer::of::<IntSpec>(NS, format!("n{i}")),
+                    &Pointer::typed::<IntSpec>(NS, format!("n{i}")),
                     move |r: &mut Resource<IntSpec>| r.spec_mut().0 = 100 * round + i,
                 )
                 .await
@@ -172,7 +172,7 @@ async fn changes_to_a_controller_on_another_arbiter_coalesce_while_it_reconciles
     let state = runtime.state();
     for i in 0..1_000 {
         state
-            .modify(&Pointer::of::<IntSpec>(NS, "x"), move |r: &mut Resource<IntSpec>| {
+            .modify(&Pointer::typed::<IntSpec>(NS, "x"), move |r: &mut Resource<IntSpec>| {
                 r.spec_mut().0 = i
             })
             .await

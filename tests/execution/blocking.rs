@@ -33,9 +33,10 @@ impl Controller for Mirror {
         self.threads.lock().unwrap().insert(std::thread::current().id());
         for int in cx.list_typed::<IntSpec>(NS, &LabelQuery::all()).await? {
             let text = int.spec().0.to_string();
-            cx.modify(&Pointer::of::<StrSpec>(NS, int.id()), move |s: &mut Resource<StrSpec>| {
-                s.spec_mut().0 = text.clone()
-            })
+            cx.modify(
+                &Pointer::typed::<StrSpec>(NS, int.id()),
+                move |s: &mut Resource<StrSpec>| s.spec_mut().0 = text.clone(),
+            )
             .await?;
         }
         Ok(())
@@ -43,7 +44,7 @@ impl Controller for Mirror {
 }
 
 async fn text(state: &State, id: &str) -> String {
-    state.get_typed::<StrSpec>(&Pointer::of::<StrSpec>(NS, id)).await.unwrap().spec().0.clone()
+    state.get_typed::<StrSpec>(&Pointer::typed::<StrSpec>(NS, id)).await.unwrap().spec().0.clone()
 }
 
 #[actix::test]
@@ -89,7 +90,7 @@ impl QController for QMirror {
         let int = cx.get_typed::<IntSpec>(ptr).await;
         self.in_flight.lock().unwrap().remove(ptr.id());
         let text = int?.spec().0.to_string();
-        cx.modify(&Pointer::of::<StrSpec>(NS, ptr.id()), move |s: &mut Resource<StrSpec>| {
+        cx.modify(&Pointer::typed::<StrSpec>(NS, ptr.id()), move |s: &mut Resource<StrSpec>| {
             s.spec_mut().0 = text.clone()
         })
         .await?;
@@ -113,7 +114,7 @@ async fn a_blocking_queue_controller_reconciles_every_key_off_the_arbiter_thread
         for i in 0..50 {
             let id = format!("k{i}");
             state
-                .modify(&Pointer::of::<IntSpec>(NS, &id), move |r: &mut Resource<IntSpec>| {
+                .modify(&Pointer::typed::<IntSpec>(NS, &id), move |r: &mut Resource<IntSpec>| {
                     r.spec_mut().0 = i * 10 + round
                 })
                 .await
@@ -229,7 +230,7 @@ impl Controller for PanicsOnce {
             cx.requeue_after(Duration::from_millis(5));
         }
         let text = format!("instance {} reconcile {}", self.built, self.reconciles);
-        cx.modify(&Pointer::of::<StrSpec>(NS, "out"), move |s: &mut Resource<StrSpec>| {
+        cx.modify(&Pointer::typed::<StrSpec>(NS, "out"), move |s: &mut Resource<StrSpec>| {
             s.spec_mut().0 = text.clone()
         })
         .await?;

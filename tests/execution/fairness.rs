@@ -79,7 +79,7 @@ impl Controller for Quiet {
         for input in inputs {
             let text = format!("{} sentence", input.spec().0);
             cx.modify(
-                &Pointer::of::<SentenceSpec>("quiet", input.id()),
+                &Pointer::typed::<SentenceSpec>("quiet", input.id()),
                 move |s: &mut Resource<SentenceSpec>| s.spec_mut().0 = text.clone(),
             )
             .await?;
@@ -163,7 +163,9 @@ impl QController for Spinner {
         Ok(Outcome::Done)
     }
     fn map_input(&self, _: &Pointer) -> Vec<Pointer> {
-        (0..self.fan_out).map(|i| Pointer::of::<IntSpec>("hot", format!("k{i}"))).collect()
+        (0..self.fan_out)
+            .map(|i| Pointer::typed::<IntSpec>("hot", format!("k{i}")).erase())
+            .collect()
     }
 }
 
@@ -278,7 +280,7 @@ impl Controller for Follower {
         for input in cx.list_typed::<IntSpec>("busy", &LabelQuery::all()).await? {
             let text = input.spec().0.to_string();
             cx.modify(
-                &Pointer::of::<StrSpec>("busy", input.id()),
+                &Pointer::typed::<StrSpec>("busy", input.id()),
                 move |s: &mut Resource<StrSpec>| s.spec_mut().0 = text.clone(),
             )
             .await?;
@@ -294,7 +296,7 @@ async fn an_input_that_changes_without_pause_leaves_other_controllers_running() 
     let mut seen = quiet(&runtime, &writes).await;
     runtime.register(|| Follower).await.unwrap();
     let state = runtime.state();
-    let x = Pointer::of::<IntSpec>("busy", "x");
+    let x = Pointer::typed::<IntSpec>("busy", "x");
     state.create(Resource::new("busy", "x", IntSpec(0))).await.unwrap();
     let feeder = {
         let (state, writes, x) = (state.clone(), writes.clone(), x.clone());
@@ -321,7 +323,8 @@ async fn an_input_that_changes_without_pause_leaves_other_controllers_running() 
     feeder.await.unwrap();
     runtime.settled().await;
     let last = writes.count() as i64;
-    let mirrored = state.get_typed::<StrSpec>(&Pointer::of::<StrSpec>("busy", "x")).await.unwrap();
+    let mirrored =
+        state.get_typed::<StrSpec>(&Pointer::typed::<StrSpec>("busy", "x")).await.unwrap();
     assert_eq!(mirrored.spec().0, last.to_string(), "the follower caught up with the last write");
     runtime.stop().await;
 }
@@ -414,7 +417,7 @@ async fn main_task_waits_for_a_change_beside_a_spinning_key(arbiters: usize) {
     state.create(Resource::new("hot", "hot", IntSpec(1))).await.unwrap();
     until_hot(&hot, 10 * ROUND_BUDGET as u64).await;
 
-    let watched = Pointer::of::<StrSpec>("main", "m");
+    let watched = Pointer::typed::<StrSpec>("main", "m");
     let mut changes = state.watch_stream(&watched).await.unwrap();
     let before = hot.count();
     state.create(Resource::new("main", "m", StrSpec("m".into()))).await.unwrap();

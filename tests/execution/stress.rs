@@ -110,7 +110,7 @@ impl QController for Lengths {
         if strike == Strike::Before {
             std::panic::panic_any(CHAOS);
         }
-        let out = Pointer::of::<LenSpec>(NS, ptr.id());
+        let out = Pointer::typed::<LenSpec>(NS, ptr.id());
         match cx.get_typed::<StrSpec>(ptr).await {
             Ok(s) if s.phase() == Phase::Running => {
                 let len = s.spec().0.len();
@@ -179,7 +179,7 @@ async fn run(seed: u64, rate: f64) -> (Vec<String>, u64) {
     for i in (0..100).step_by(2) {
         state
             .modify(
-                &Pointer::of::<IntSpec>(NS, format!("n{i}")),
+                &Pointer::typed::<IntSpec>(NS, format!("n{i}")),
                 move |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1_000 + i,
             )
             .await
@@ -187,7 +187,7 @@ async fn run(seed: u64, rate: f64) -> (Vec<String>, u64) {
     }
     runtime.idle(bound).await.expect("the chain settles after the updates");
     for i in (0..100).step_by(5) {
-        let ptr = Pointer::of::<IntSpec>(NS, format!("n{i}"));
+        let ptr = Pointer::typed::<IntSpec>(NS, format!("n{i}"));
         tokio::time::timeout(bound, state.teardown_and_destroy(&ptr))
             .await
             .expect("a teardown completes")

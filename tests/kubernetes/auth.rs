@@ -68,7 +68,7 @@ async fn serve(api: KubernetesApi) -> (KubernetesServer, SocketAddr) {
 
 /// The state's revision of config/eth0: what a refused request must leave alone.
 async fn eth0_revision(state: &State) -> u64 {
-    state.get(&Pointer::of::<LinkConfig>("config", "eth0")).await.unwrap().metadata().revision()
+    state.get(&Pointer::typed::<LinkConfig>("config", "eth0")).await.unwrap().metadata().revision()
 }
 
 // ---- a small HTTPS client ----------------------------------------------------

@@ -51,11 +51,11 @@ const HUGE: usize = 10 * 1000 * 1000;
 const BOUND: Duration = Duration::from_secs(30);
 
 fn link_ptr(id: &str) -> Pointer {
-    Pointer::of::<LinkConfig>("config", id)
+    Pointer::typed::<LinkConfig>("config", id).erase()
 }
 
 fn summary_ptr() -> Pointer {
-    Pointer::of::<LinkSummary>("status", "links")
+    Pointer::typed::<LinkSummary>("status", "links").erase()
 }
 
 /// A runtime with the summarizing controller, eth0 (1500) and eth1 (9000)

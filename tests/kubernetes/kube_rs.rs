@@ -44,7 +44,7 @@ async fn create(state: &State, id: &str, mtu: u32) -> u64 {
 }
 
 async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
-    let ptr = Pointer::of::<LinkConfig>("config", id);
+    let ptr = Pointer::typed::<LinkConfig>("config", id);
     let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
     r.await.unwrap().metadata().revision()
 }
@@ -160,7 +160,7 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     // ...then the changes made while it runs.
     let modified = set_mtu(&state, "eth0", 1280).await;
     let added = create(&state, "eth2", 1500).await;
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
     let mut changes = Vec::new();
     for _ in 0..3 {
         match next(&mut events).await.unwrap() {
@@ -186,7 +186,7 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     let big = "x".repeat(64 * 1024);
     for i in 0..400 {
         let payload = format!("{i}{big}");
-        let ptr = Pointer::of::<LinkConfig>("config", "eth2");
+        let ptr = Pointer::typed::<LinkConfig>("config", "eth2");
         let modify = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| {
             r.metadata_mut().annotations_mut().insert("payload", payload.as_str());
         });
@@ -201,7 +201,7 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     };
     tokio::time::timeout(Duration::from_secs(10), cut).await.expect("the slow watch is cut off");
     set_mtu(&state, "eth2", 1400).await;
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth0")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth0")).await.unwrap();
     create(&state, "eth3", 576).await;
 
     // Reading again: what the buffers held, the end of the watch, a re-watch
@@ -280,7 +280,7 @@ async fn a_streaming_list_watcher_over_all_namespaces_feeds_a_reflector() {
     assert_eq!(reader.state().len(), 3);
 
     set_mtu(&state, "eth0", 1280).await;
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
     state.create(link("edge", "wan1", 1400)).await.unwrap();
     for _ in 0..3 {
         assert!(matches!(next(&mut events).await, Ok(Event::Apply(_) | Event::Delete(_))));
@@ -322,8 +322,7 @@ fn link_resource() -> ApiResource {
 
 /// What the state holds of `config/{id}`.
 async fn stored_link(state: &State, id: &str) -> Resource<LinkConfig> {
-    let r = state.get(&Pointer::of::<LinkConfig>("config", id)).await.unwrap();
-    r.typed::<LinkConfig>().unwrap()
+    state.get(&Pointer::typed::<LinkConfig>("config", id)).await.unwrap()
 }
 
 #[actix::test]
@@ -486,7 +485,7 @@ async fn kube_rs_delete_of_an_object_a_controller_holds_returns_and_it_is_gone_o
     let still = links.get("eth0").await.unwrap();
     assert!(still.metadata.deletion_timestamp.is_some(), "{still:?}");
     assert_eq!(still.finalizers(), ["Holder"]);
-    let ptr = Pointer::of::<LinkConfig>("config", "eth0");
+    let ptr = Pointer::typed::<LinkConfig>("config", "eth0");
     assert_eq!(state.get(&ptr).await.unwrap().phase(), Phase::TearingDown);
 
     // Updates are still taken while it is torn down: the label lets the
@@ -582,7 +581,7 @@ async fn metadata_only_lists_gets_and_a_metadata_watcher_carry_no_specs() {
     assert_eq!(changed.name_any(), "eth0");
     assert_eq!(changed.resource_version(), Some(revision.to_string()));
     assert_eq!(changed.metadata.generation, Some(2));
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
     let Event::Delete(gone) = next_meta(&mut events).await else { panic!("a delete") };
     assert_eq!(gone.name_any(), "eth1");
     drop(events);
@@ -603,7 +602,7 @@ async fn a_watcher_relists_when_the_server_restarts_on_a_fresh_state() {
         old.create(link("config", id, mtu)).await.unwrap();
     }
     for mtu in 1..=10 {
-        let ptr = Pointer::of::<LinkConfig>("config", "eth0");
+        let ptr = Pointer::typed::<LinkConfig>("config", "eth0");
         old.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu).await.unwrap();
     }
     let expose = || Expose::of::<LinkConfig>("v1alpha1").namespaces(["config"]);

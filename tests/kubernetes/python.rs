@@ -58,7 +58,7 @@ fn link(ns: &str, id: &str, mtu: u32) -> Resource<LinkConfig> {
 }
 
 async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
-    let ptr = Pointer::of::<LinkConfig>("config", id);
+    let ptr = Pointer::typed::<LinkConfig>("config", id);
     let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
     r.await.unwrap().metadata().revision()
 }
@@ -166,7 +166,7 @@ async fn python_lists_watches_with_bookmarks_gets_410_from_a_compacted_version_a
     // Changes while the watch runs (or before it connects: it resumes from 3).
     let modified = set_mtu(&state, "eth0", 1280).await;
     let added = create(&state, "eth2", 1500).await;
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
 
     // Quiet until the watch has sent a periodic bookmark (every 100 ms),
     // then the last change.

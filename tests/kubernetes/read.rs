@@ -107,7 +107,7 @@ async fn watch(addr: SocketAddr, path: &str) -> Lines {
 }
 
 async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
-    let ptr = Pointer::of::<LinkConfig>("config", id);
+    let ptr = Pointer::typed::<LinkConfig>("config", id);
     let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
     r.await.unwrap().metadata().revision()
 }
@@ -156,7 +156,7 @@ async fn objects_map_metadata_and_spec() {
     assert_eq!(md["generation"], 1);
     assert_eq!(md["uid"].as_str().map(str::len), Some(36), "a uuid: {md}");
     assert!(md["creationTimestamp"].as_str().unwrap().ends_with('Z'));
-    let stored = state.get(&Pointer::of::<LinkConfig>("config", "eth1")).await.unwrap();
+    let stored = state.get(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
     assert_eq!(revision(&o), stored.metadata().revision());
     server.stop().await;
 }
@@ -297,7 +297,7 @@ async fn a_deleted_event_carries_the_destroys_revision_and_revisions_never_go_ba
         last = last.max(revision(&e["object"]));
     }
     set_mtu(&state, "eth1", 1400).await;
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth0")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth0")).await.unwrap();
     let modified = w.next().await.unwrap();
     assert_eq!(modified["type"], "MODIFIED");
     let deleted = w.next().await.unwrap();
@@ -340,7 +340,7 @@ async fn a_watch_of_a_quiet_namespace_resumes_after_another_namespace_overflowed
     let seen = set_mtu(&state, "eth0", 1280).await;
     // Many more changes than the history keeps, all in the other namespace.
     for mtu in 1..=20 {
-        let ptr = Pointer::of::<LinkConfig>("edge", "wan0");
+        let ptr = Pointer::typed::<LinkConfig>("edge", "wan0");
         state
             .modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu)
             .await
@@ -532,7 +532,7 @@ async fn a_watch_of_one_name_sees_that_object_only_from_now_or_from_a_version() 
     let mut absent = watch(addr, &by_name("eth9")).await;
     set_mtu(&state, "eth0", 1400).await;
     state.create(link("config", "eth9", 1500, "core")).await.unwrap();
-    state.destroy(&Pointer::of::<LinkConfig>("config", "eth9")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth9")).await.unwrap();
     assert_eq!(absent.next_named().await, ("ADDED".into(), "eth9".into()));
     assert_eq!(absent.next_named().await, ("DELETED".into(), "eth9".into()));
 
@@ -615,7 +615,7 @@ async fn methods_a_path_does_not_serve_are_405_method_not_allowed() {
             "{method} {path}"
         );
     }
-    assert!(state.get(&Pointer::of::<LinkConfig>("config", "eth0")).await.is_ok());
+    assert!(state.get(&Pointer::typed::<LinkConfig>("config", "eth0")).await.is_ok());
     server.stop().await;
 }
 

@@ -98,8 +98,7 @@ fn greeting(id: &str, text: &str, shown: Option<u32>) -> Resource<Greeting> {
 
 /// What the state holds of `config/{id}`.
 async fn stored(state: &State, id: &str) -> Resource<Greeting> {
-    let r = state.get(&Pointer::of::<Greeting>("config", id)).await.unwrap();
-    r.typed::<Greeting>().unwrap()
+    state.get(&Pointer::typed::<Greeting>("config", id)).await.unwrap()
 }
 
 fn status_of(state: &Resource<Greeting>) -> Option<u32> {
@@ -301,7 +300,7 @@ async fn kube_rs_writes_the_status_subresource_and_object_writes_keep_the_status
     let missing = greetings.replace_status("nope", &PostParams::default(), &other).await;
     assert_eq!(api_code(missing), 404);
     assert_eq!(api_code(greetings.get_status("nope").await), 404);
-    assert!(state.get(&Pointer::of::<Greeting>("config", "nope")).await.is_err());
+    assert!(state.get(&Pointer::typed::<Greeting>("config", "nope")).await.is_err());
     drop(events);
     server.stop().await;
 }
@@ -364,7 +363,7 @@ async fn generation_moves_on_spec_changes_only_as_on_the_apiserver() {
 
     // A write through the state (a controller's) moves it whatever it
     // changed: a spec change made in process is never hidden from clients.
-    let ptr = Pointer::of::<Greeting>("config", "hello");
+    let ptr = Pointer::typed::<Greeting>("config", "hello");
     state.modify(&ptr, |g: &mut Resource<Greeting>| g.spec_mut().status = None).await.unwrap();
     assert_eq!(generation(&greetings.get("hello").await.unwrap()), 4);
     let written = greetings.patch_status("hello", &params, &Patch::Merge(&status)).await.unwrap();

@@ -28,7 +28,7 @@ impl Spec for LinkConfig {
 const LINKS: &str = "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs";
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<LinkConfig>("config", id)
+    Pointer::typed::<LinkConfig>("config", id).erase()
 }
 
 fn link(id: &str, mtu: u32) -> Resource<LinkConfig> {

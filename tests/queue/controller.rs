@@ -107,7 +107,7 @@ impl Mirror {
         if id.starts_with("terminal") {
             return Err(TerminalError::new(format!("{id} can never work")).into());
         }
-        let out = Pointer::of::<StrSpec>(self.namespace, id);
+        let out = Pointer::typed::<StrSpec>(self.namespace, id);
         match cx.get_typed::<IntSpec>(ptr).await {
             Ok(int) => {
                 let text = int.spec().0.to_string();
@@ -149,7 +149,7 @@ fn runtime() -> Runtime {
 
 async fn mirrored(state: &State, namespace: &str, id: &str) -> Option<String> {
     state
-        .get_typed::<StrSpec>(&Pointer::of::<StrSpec>(namespace, id))
+        .get_typed::<StrSpec>(&Pointer::typed::<StrSpec>(namespace, id))
         .await
         .ok()
         .map(|s| s.into_spec().0)
@@ -207,12 +207,12 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
 
     // Changes and removals flow too.
     state
-        .modify(&Pointer::of::<IntSpec>(NS, "plain0"), |r: &mut Resource<IntSpec>| {
+        .modify(&Pointer::typed::<IntSpec>(NS, "plain0"), |r: &mut Resource<IntSpec>| {
             r.spec_mut().0 = 100
         })
         .await
         .unwrap();
-    state.destroy(&Pointer::of::<IntSpec>(NS, "plain1")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>(NS, "plain1")).await.unwrap();
     runtime.settled().await;
     assert_eq!(mirrored(&state, NS, "plain0").await.as_deref(), Some("100"));
     assert_eq!(mirrored(&state, NS, "plain1").await, None);
@@ -316,13 +316,13 @@ impl QController for Joiner {
             return Ok(Outcome::Done);
         };
         let n = cx
-            .get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, ptr.id()))
+            .get_typed::<IntSpec>(&Pointer::typed::<IntSpec>(NS, ptr.id()))
             .await
             .map(|i| i.spec().0.to_string())
             .unwrap_or_else(|_| "?".into());
         let text = format!("{}={n}", s.spec().0);
         cx.modify(
-            &Pointer::of::<SentenceSpec>(NS, ptr.id()),
+            &Pointer::typed::<SentenceSpec>(NS, ptr.id()),
             move |o: &mut Resource<SentenceSpec>| o.spec_mut().0 = text.clone(),
         )
         .await?;
@@ -332,7 +332,7 @@ impl QController for Joiner {
 
 async fn joined(state: &State, id: &str) -> String {
     state
-        .get_typed::<SentenceSpec>(&Pointer::of::<SentenceSpec>(NS, id))
+        .get_typed::<SentenceSpec>(&Pointer::typed::<SentenceSpec>(NS, id))
         .await
         .unwrap()
         .into_spec()
@@ -353,7 +353,7 @@ async fn a_mapped_input_change_reconciles_the_primaries_it_maps_to() {
     // A mapped change with no matching primary reconciles a missing key: harmless.
     state.create(Resource::new(NS, "y", IntSpec(1))).await.unwrap();
     runtime.settled().await;
-    assert!(state.get(&Pointer::of::<SentenceSpec>(NS, "y")).await.is_err());
+    assert!(state.get(&Pointer::typed::<SentenceSpec>(NS, "y")).await.is_err());
 }
 
 #[actix::test]
@@ -368,10 +368,10 @@ async fn a_queue_handle_pushes_keys_from_any_source() {
     state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
     runtime.settled().await;
     assert_eq!(probe.attempts("Mirror/a"), 1);
-    handle.enqueue(&Pointer::of::<IntSpec>(NS, "a")).await.unwrap();
+    handle.enqueue(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
     runtime.settled().await;
     assert_eq!(probe.attempts("Mirror/a"), 2, "an external trigger reconciles again");
-    let e = handle.enqueue(&Pointer::of::<StrSpec>(NS, "a")).await.unwrap_err();
+    let e = handle.enqueue(&Pointer::typed::<StrSpec>(NS, "a")).await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
 }
 

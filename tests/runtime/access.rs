@@ -75,7 +75,7 @@ fn assert_denied(result: Result<(), Error>, op: &str) {
 }
 
 fn int() -> Pointer {
-    Pointer::of::<IntSpec>(NS, "i")
+    Pointer::typed::<IntSpec>(NS, "i").erase()
 }
 
 #[actix::test]
@@ -94,9 +94,10 @@ async fn getting_inputs_and_outputs_is_allowed() {
     let (_, r) = run(|cx| {
         Box::pin(async move {
             cx.get(&int()).await?;
-            cx.get(&Pointer::of::<StrSpec>(NS, "only")).await?;
+            cx.get(&Pointer::typed::<StrSpec>(NS, "only")).await?;
             // Outputs are readable in any namespace; this one just does not exist.
-            let missing = cx.get(&Pointer::of::<SentenceSpec>("elsewhere", "x")).await.unwrap_err();
+            let missing =
+                cx.get(&Pointer::typed::<SentenceSpec>("elsewhere", "x")).await.unwrap_err();
             assert!(missing.is_not_found());
             cx.list(&Kind::of::<SentenceSpec>("elsewhere"), &LabelQuery::all()).await.map(drop)
         })
@@ -115,7 +116,7 @@ async fn an_id_specific_input_allows_get_of_that_id_but_not_list() {
     .await;
     assert_denied(r, "list");
     let (_, r) = run(|cx| {
-        Box::pin(async move { cx.get(&Pointer::of::<StrSpec>(NS, "other")).await.map(drop) })
+        Box::pin(async move { cx.get(&Pointer::typed::<StrSpec>(NS, "other")).await.map(drop) })
     })
     .await;
     assert_denied(r, "get");
@@ -128,7 +129,7 @@ async fn creating_a_type_that_is_not_an_output_is_denied() {
     })
     .await;
     assert_denied(r, "create");
-    let e = runtime.state().get(&Pointer::of::<IntSpec>(NS, "new")).await.unwrap_err();
+    let e = runtime.state().get(&Pointer::typed::<IntSpec>(NS, "new")).await.unwrap_err();
     assert!(e.is_not_found(), "nothing was written");
 }
 
@@ -179,7 +180,7 @@ async fn adding_a_finalizer_to_a_weak_input_is_denied() {
 #[actix::test]
 async fn removing_a_finalizer_from_an_output_is_denied() {
     let (_, r) = run(|cx| {
-        Box::pin(async move { cx.remove_finalizer(&Pointer::of::<SentenceSpec>(NS, "x")).await })
+        Box::pin(async move { cx.remove_finalizer(&Pointer::typed::<SentenceSpec>(NS, "x")).await })
     })
     .await;
     assert_denied(r, "remove_finalizer");
@@ -189,12 +190,12 @@ async fn removing_a_finalizer_from_an_output_is_denied() {
 async fn finalizers_on_a_strong_input_are_the_controllers_own() {
     let (runtime, r) = run(|cx| {
         Box::pin(
-            async move { cx.add_finalizer(&Pointer::of::<StrSpec>(NS, "only")).await.map(drop) },
+            async move { cx.add_finalizer(&Pointer::typed::<StrSpec>(NS, "only")).await.map(drop) },
         )
     })
     .await;
     r.unwrap();
-    let s = runtime.state().get(&Pointer::of::<StrSpec>(NS, "only")).await.unwrap();
+    let s = runtime.state().get(&Pointer::typed::<StrSpec>(NS, "only")).await.unwrap();
     assert_eq!(s.metadata().finalizers().to_vec(), ["Probe"]);
 }
 
@@ -207,7 +208,7 @@ async fn writes_are_stamped_with_the_controller_as_owner() {
     })
     .await;
     r.unwrap();
-    let mine = runtime.state().get(&Pointer::of::<SentenceSpec>(NS, "mine")).await.unwrap();
+    let mine = runtime.state().get(&Pointer::typed::<SentenceSpec>(NS, "mine")).await.unwrap();
     assert_eq!(mine.owner(), Some("Probe"));
 }
 
@@ -234,7 +235,7 @@ async fn an_output_created_by_someone_else_cannot_be_changed() {
 }
 
 fn sentence(id: &str) -> Pointer {
-    Pointer::of::<SentenceSpec>(NS, id)
+    Pointer::typed::<SentenceSpec>(NS, id).erase()
 }
 
 /// The Probe's output "held" exists, owned by the Probe, with a finalizer

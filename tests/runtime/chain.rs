@@ -13,7 +13,11 @@ async fn chain() -> Runtime {
 }
 
 async fn sentence(state: &State, id: &str) -> Result<String, Error> {
-    Ok(state.get_typed::<SentenceSpec>(&Pointer::of::<SentenceSpec>(NS, id)).await?.into_spec().0)
+    Ok(state
+        .get_typed::<SentenceSpec>(&Pointer::typed::<SentenceSpec>(NS, id))
+        .await?
+        .into_spec()
+        .0)
 }
 
 #[actix::test]
@@ -26,9 +30,9 @@ async fn integers_flow_through_both_levels() {
     runtime.settled().await;
     for n in [1, 2, 3] {
         assert_eq!(sentence(&state, &format!("n{n}")).await.unwrap(), format!("{n} sentence"));
-        let int = state.get(&Pointer::of::<IntSpec>(NS, format!("n{n}"))).await.unwrap();
+        let int = state.get(&Pointer::typed::<IntSpec>(NS, format!("n{n}"))).await.unwrap();
         assert_eq!(int.metadata().finalizers().to_vec(), ["IntToStr"]);
-        let s = state.get(&Pointer::of::<StrSpec>(NS, format!("n{n}"))).await.unwrap();
+        let s = state.get(&Pointer::typed::<StrSpec>(NS, format!("n{n}"))).await.unwrap();
         assert_eq!(s.owner(), Some("IntToStr"));
         assert_eq!(s.metadata().finalizers().to_vec(), ["StrToSentence"]);
     }
@@ -38,7 +42,7 @@ async fn integers_flow_through_both_levels() {
 async fn updates_flow_through_both_levels() {
     let runtime = chain().await;
     let state = runtime.state();
-    let p = Pointer::of::<IntSpec>(NS, "x");
+    let p = Pointer::typed::<IntSpec>(NS, "x");
     state.create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
     runtime.settled().await;
     for n in 2..=5 {
@@ -58,15 +62,15 @@ async fn teardown_and_destroy_cascades_and_waits_for_both_controllers() {
     assert_eq!(sentence(&state, "x").await.unwrap(), "7 sentence");
 
     // Watch the downstream resources to check the order of destruction.
-    let mut strs = state.watch_stream(&Pointer::of::<StrSpec>(NS, "x")).await.unwrap();
-    let mut sentences = state.watch_stream(&Pointer::of::<SentenceSpec>(NS, "x")).await.unwrap();
+    let mut strs = state.watch_stream(&Pointer::typed::<StrSpec>(NS, "x")).await.unwrap();
+    let mut sentences = state.watch_stream(&Pointer::typed::<SentenceSpec>(NS, "x")).await.unwrap();
 
-    state.teardown_and_destroy(&Pointer::of::<IntSpec>(NS, "x")).await.unwrap();
+    state.teardown_and_destroy(&Pointer::typed::<IntSpec>(NS, "x")).await.unwrap();
 
     // When the call returns, both levels have released and are gone.
-    assert!(state.get(&Pointer::of::<IntSpec>(NS, "x")).await.unwrap_err().is_not_found());
+    assert!(state.get(&Pointer::typed::<IntSpec>(NS, "x")).await.unwrap_err().is_not_found());
     assert!(sentence(&state, "x").await.unwrap_err().is_not_found());
-    let s = state.get(&Pointer::of::<StrSpec>(NS, "x")).await;
+    let s = state.get(&Pointer::typed::<StrSpec>(NS, "x")).await;
     assert!(s.unwrap_err().is_not_found());
     let mut saw_destroyed = false;
     while let Some(Some(event)) = sentences.next().now_or_never() {
@@ -88,7 +92,7 @@ async fn teardown_and_destroy_cascades_and_waits_for_both_controllers() {
 async fn an_input_recreated_after_teardown_flows_again() {
     let runtime = chain().await;
     let state = runtime.state();
-    let p = Pointer::of::<IntSpec>(NS, "x");
+    let p = Pointer::typed::<IntSpec>(NS, "x");
     state.create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
     runtime.settled().await;
     state.teardown_and_destroy(&p).await.unwrap();

@@ -27,7 +27,7 @@ impl Controller for Holder {
     }
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         for id in &self.ids {
-            let answer = cx.add_finalizer(&Pointer::of::<IntSpec>(NS, *id)).await;
+            let answer = cx.add_finalizer(&Pointer::typed::<IntSpec>(NS, *id)).await;
             self.answers.lock().unwrap().push(((*id).to_owned(), answer));
         }
         Ok(())
@@ -40,7 +40,7 @@ async fn holding_an_input_that_is_gone_or_tearing_down_answers_false_and_adds_no
     let state = runtime.state();
     state.create(Resource::new(NS, "running", IntSpec(1))).await.unwrap();
     state.create(Resource::new(NS, "leaving", IntSpec(2))).await.unwrap();
-    state.teardown(&Pointer::of::<IntSpec>(NS, "leaving")).await.unwrap();
+    state.teardown(&Pointer::typed::<IntSpec>(NS, "leaving")).await.unwrap();
     let answers = Arc::new(Mutex::new(Vec::new()));
     let a = answers.clone();
     runtime
@@ -54,9 +54,9 @@ async fn holding_an_input_that_is_gone_or_tearing_down_answers_false_and_adds_no
         first,
         [("running".into(), Ok(true)), ("leaving".into(), Ok(false)), ("gone".into(), Ok(false))]
     );
-    let leaving = state.get(&Pointer::of::<IntSpec>(NS, "leaving")).await.unwrap();
+    let leaving = state.get(&Pointer::typed::<IntSpec>(NS, "leaving")).await.unwrap();
     assert!(leaving.metadata().finalizers().is_empty(), "nothing added to a tearing-down input");
-    let running = state.get(&Pointer::of::<IntSpec>(NS, "running")).await.unwrap();
+    let running = state.get(&Pointer::typed::<IntSpec>(NS, "running")).await.unwrap();
     assert!(running.metadata().finalizers().contains("Holder"));
     let metrics = runtime.metrics().await;
     assert_eq!(metrics[0].errors, 0, "no error to retry: {metrics:?}");
@@ -73,7 +73,7 @@ async fn a_chain_whose_inputs_are_created_and_destroyed_rapidly_converges_withou
     for round in 0..50 {
         for i in 0..10 {
             let id = format!("n{i}");
-            let ptr = Pointer::of::<IntSpec>(NS, &id);
+            let ptr = Pointer::typed::<IntSpec>(NS, &id);
             if state.create(Resource::new(NS, id, IntSpec(round))).await.is_err() {
                 continue; // still tearing down from an earlier round
             }

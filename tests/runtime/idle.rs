@@ -107,7 +107,7 @@ async fn a_zero_requeue_of_a_queue_controller_is_pending_work_that_settled_waits
     let c = count.clone();
     let queue = runtime.register_queue(move || Counter(c.clone(), 5)).await.unwrap();
     let start = tokio::time::Instant::now();
-    queue.enqueue(&Pointer::of::<IntSpec>(NS, "again")).await.unwrap();
+    queue.enqueue(&Pointer::typed::<IntSpec>(NS, "again")).await.unwrap();
     runtime.settled().await;
     assert_eq!(count.load(Ordering::SeqCst), 5, "settled: every requeue at zero has run");
     assert_eq!(start.elapsed(), Duration::ZERO, "a zero requeue waits for no clock tick");
@@ -122,7 +122,7 @@ async fn idle_waits_for_keys_enqueued_for_later() {
     let queue = runtime.register_queue(move || Counter(c.clone(), 1)).await.unwrap();
     runtime.settled().await;
     queue
-        .enqueue_after(&Pointer::of::<IntSpec>(NS, "later"), Duration::from_secs(60))
+        .enqueue_after(&Pointer::typed::<IntSpec>(NS, "later"), Duration::from_secs(60))
         .await
         .unwrap();
     runtime.settled().await;

@@ -55,7 +55,8 @@ async fn past_the_limit_the_controller_is_marked_failed_and_the_rest_goes_on() {
     // Nobody else noticed.
     runtime.state().create(Resource::new(NS, "a", IntSpec(5))).await.unwrap();
     runtime.settled().await;
-    let s = runtime.state().get_typed::<StrSpec>(&Pointer::of::<StrSpec>(NS, "a")).await.unwrap();
+    let s =
+        runtime.state().get_typed::<StrSpec>(&Pointer::typed::<StrSpec>(NS, "a")).await.unwrap();
     assert_eq!(s.spec().0, "5");
     assert_eq!(runtime.stop_reason(), None);
     assert_eq!(runtime.metrics().await[0].errors, 3, "a failed controller is not retried");
@@ -113,7 +114,8 @@ async fn a_terminal_error_marks_its_controller_failed_even_under_the_stop_policy
     assert_eq!(runtime.stop_reason(), None, "the runtime goes on");
     runtime.state().create(Resource::new(NS, "a", IntSpec(7))).await.unwrap();
     runtime.settled().await;
-    let s = runtime.state().get_typed::<StrSpec>(&Pointer::of::<StrSpec>(NS, "a")).await.unwrap();
+    let s =
+        runtime.state().get_typed::<StrSpec>(&Pointer::typed::<StrSpec>(NS, "a")).await.unwrap();
     assert_eq!(s.spec().0, "7", "the other controller still works");
 }
 
@@ -143,7 +145,7 @@ async fn restarts_outside_the_window_do_not_count() {
         tokio::time::advance(Duration::from_secs(61)).await;
         runtime
             .state()
-            .modify(&Pointer::of::<IntSpec>(NS, "x"), move |r: &mut Resource<IntSpec>| {
+            .modify(&Pointer::typed::<IntSpec>(NS, "x"), move |r: &mut Resource<IntSpec>| {
                 r.spec_mut().0 = n
             })
             .await

@@ -53,7 +53,7 @@ async fn a_destroy_ready_input_triggers_only_when_torn_down_with_no_finalizers()
     let mut r = Resource::new(NS, "a", IntSpec(1));
     r.metadata_mut().finalizers_mut().add("held");
     state.create(r).await.unwrap();
-    let p = Pointer::of::<IntSpec>(NS, "a");
+    let p = Pointer::typed::<IntSpec>(NS, "a");
     state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
     state.teardown(&p).await.unwrap();
     runtime.settled().await;

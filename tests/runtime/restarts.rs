@@ -51,7 +51,7 @@ impl Controller for Flaky {
             return Err("flaky controller fails on purpose".into());
         }
         cx.modify(
-            &Pointer::of::<SentenceSpec>("flaky", "done"),
+            &Pointer::typed::<SentenceSpec>("flaky", "done"),
             |s: &mut Resource<SentenceSpec>| s.spec_mut().0 = "done".into(),
         )
         .await?;
@@ -75,7 +75,7 @@ fn flaky(
 }
 
 async fn done(state: &State) -> bool {
-    state.get(&Pointer::of::<SentenceSpec>("flaky", "done")).await.is_ok()
+    state.get(&Pointer::typed::<SentenceSpec>("flaky", "done")).await.is_ok()
 }
 
 #[actix::test]
@@ -129,7 +129,7 @@ async fn a_neighbour_keeps_reconciling_while_another_controller_panics() {
         .unwrap();
     for n in 1..=3 {
         state
-            .modify(&Pointer::of::<IntSpec>(NS, "a"), move |r: &mut Resource<IntSpec>| {
+            .modify(&Pointer::typed::<IntSpec>(NS, "a"), move |r: &mut Resource<IntSpec>| {
                 r.spec_mut().0 = n
             })
             .await

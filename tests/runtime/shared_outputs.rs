@@ -8,12 +8,12 @@ fn sum(name: &str, source: &str) -> Sum {
     Sum {
         name: name.to_owned(),
         source: source.to_owned(),
-        target: Pointer::of::<IntSpec>("sums", name),
+        target: Pointer::typed::<IntSpec>("sums", name).erase(),
     }
 }
 
 async fn total(state: &State, name: &str) -> i64 {
-    state.get_typed::<IntSpec>(&Pointer::of::<IntSpec>("sums", name)).await.unwrap().spec().0
+    state.get_typed::<IntSpec>(&Pointer::typed::<IntSpec>("sums", name)).await.unwrap().spec().0
 }
 
 #[actix::test]
@@ -26,7 +26,7 @@ async fn a_controller_sums_its_weak_inputs() {
     }
     runtime.settled().await;
     assert_eq!(total(&state, "total").await, 6);
-    state.destroy(&Pointer::of::<IntSpec>("numbers", "b")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>("numbers", "b")).await.unwrap();
     runtime.settled().await;
     assert_eq!(total(&state, "total").await, 4);
 }
@@ -80,7 +80,7 @@ async fn a_shared_output_of_one_controller_is_not_writable_by_another() {
         }
         async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
             let stolen = cx
-                .modify(&Pointer::of::<IntSpec>("sums", "odds"), |r: &mut Resource<IntSpec>| {
+                .modify(&Pointer::typed::<IntSpec>("sums", "odds"), |r: &mut Resource<IntSpec>| {
                     r.spec_mut().0 = -1
                 })
                 .await;

@@ -44,7 +44,7 @@ impl<I: Spec, O: Spec + Default> QController for PerObject<I, O> {
         self.reconciles.fetch_add(1, Ordering::SeqCst);
         let input = cx.get_typed::<I>(ptr).await?;
         let value = (self.map)(input.spec());
-        let output = Pointer::of::<O>(NS, ptr.id());
+        let output = Pointer::typed::<O>(NS, ptr.id());
         cx.modify(&output, move |o: &mut Resource<O>| *o.spec_mut() = value.clone()).await?;
         Ok(Outcome::Done)
     }
@@ -116,8 +116,8 @@ async fn settled_right_after_a_create_waits_for_the_reconciles_it_caused() {
         state.create(Resource::new(NS, id.as_str(), IntSpec(k))).await.unwrap();
         // The change was on its way to the controller before the reply came.
         runtime.settled().await;
-        let sentence = state.get(&Pointer::of::<SentenceSpec>(NS, id.as_str())).await.unwrap();
-        assert_eq!(sentence.spec_ref::<SentenceSpec>().unwrap().0, format!("{k} sentence"));
+        let sentence = state.get(&Pointer::typed::<SentenceSpec>(NS, id.as_str())).await.unwrap();
+        assert_eq!(sentence.spec().0, format!("{k} sentence"));
     }
     runtime.stop().await;
 }

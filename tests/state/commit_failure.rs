@@ -87,7 +87,7 @@ state_conformance!(flaky_backend_conformance, {
 });
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+    Pointer::typed::<IntSpec>(NS, id).erase()
 }
 
 async fn open(shared: &Arc<Shared>) -> State {
@@ -208,11 +208,11 @@ async fn a_batch_over_two_stores_stands_in_the_one_that_committed() {
     let err = in_b.unwrap_err();
     assert!(err.is_storage() && err.to_string().contains("b/"), "{err}");
     assert_eq!(ok.stored.lock().unwrap().len(), 1, "a's store holds its write");
-    assert!(state.get(&Pointer::of::<IntSpec>("a", "x")).await.is_ok(), "and so does the cache");
-    assert!(state.get(&Pointer::of::<IntSpec>("b", "y")).await.unwrap_err().is_not_found());
+    assert!(state.get(&Pointer::typed::<IntSpec>("a", "x")).await.is_ok(), "and so does the cache");
+    assert!(state.get(&Pointer::typed::<IntSpec>("b", "y")).await.unwrap_err().is_not_found());
     assert!(matches!(watch.next().await, Some(Event::Created(r)) if r.id() == "x"));
     // The next write to a's resource finds its store as the cache says.
-    let x = Pointer::of::<IntSpec>("a", "x");
+    let x = Pointer::typed::<IntSpec>("a", "x");
     let next = state.modify(&x, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3).await;
     assert_eq!(next.unwrap().version().get(), 2);
 }

@@ -22,7 +22,7 @@ const IDS: usize = 16;
 const WRITERS: usize = 8;
 
 fn ptr(i: usize) -> Pointer {
-    Pointer::of::<IntSpec>("config", format!("counter-{i}"))
+    Pointer::typed::<IntSpec>("config", format!("counter-{i}")).erase()
 }
 
 /// The child: increments counters forever, printing `ACK <id> <version> <value>`

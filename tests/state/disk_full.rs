@@ -54,7 +54,7 @@ async fn a_full_disk_fails_writes_as_full_keeps_reads_and_recovers_when_space_re
     assert!(is_full(&e), "{e}");
     assert!(e.to_string().contains("no space left"), "{e}");
     // Not written, not in the state; what was acknowledged is served.
-    let missing = Pointer::of::<Blob>("config", format!("b{i:05}"));
+    let missing = Pointer::typed::<Blob>("config", format!("b{i:05}"));
     assert!(state.get(&missing).await.unwrap_err().is_not_found());
     let kind = Kind::of::<Blob>("config");
     assert_eq!(state.list(&kind, &LabelQuery::all()).await.unwrap().len(), acked.len());

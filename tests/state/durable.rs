@@ -60,8 +60,10 @@ async fn only_the_durable_namespaces_survive_a_reopen() {
     state.create(Resource::new("status", "lost", route)).await.unwrap();
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
-    assert!(state.get(&Pointer::of::<Route>("config", "kept")).await.is_ok());
-    assert!(state.get(&Pointer::of::<Route>("status", "lost")).await.unwrap_err().is_not_found());
+    assert!(state.get(&Pointer::typed::<Route>("config", "kept")).await.is_ok());
+    assert!(
+        state.get(&Pointer::typed::<Route>("status", "lost")).await.unwrap_err().is_not_found()
+    );
 }
 
 #[actix::test]
@@ -160,7 +162,8 @@ async fn a_runtime_opens_a_durable_state_in_one_line() {
     runtime.stop().await;
     runtime.state().close().await.unwrap();
     let runtime = Runtime::builder().open_durable(&file, ["config"]).await.unwrap();
-    let r = runtime.state().get_typed::<Route>(&Pointer::of::<Route>("config", "r")).await.unwrap();
+    let r =
+        runtime.state().get_typed::<Route>(&Pointer::typed::<Route>("config", "r")).await.unwrap();
     assert_eq!(r.version().get(), 1);
 }
 
@@ -196,7 +199,7 @@ async fn a_file_written_before_uids_opens_with_stable_uids_and_refuses_stale_upd
     let dir = ScratchDir::new();
     let file = dir.path().join("state.redb");
     write_a_file_without_uids(&file);
-    let p = Pointer::of::<Route>("config", "old");
+    let p = Pointer::typed::<Route>("config", "old");
 
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     let read = state.get_typed::<Route>(&p).await.unwrap();
@@ -237,7 +240,7 @@ async fn the_store_revision_survives_a_reopen_whatever_the_newest_write_was() {
     let dir = ScratchDir::new();
     let file = dir.path().join("state.redb");
     let kind = Kind::of::<Route>("config");
-    let p = |id: &str| Pointer::of::<Route>("config", id);
+    let p = |id: &str| Pointer::typed::<Route>("config", id);
     let route = || Route::default();
     let revision = |state: State| {
         let kind = kind.clone();

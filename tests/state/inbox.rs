@@ -20,7 +20,7 @@ fn int(id: &str, value: i64) -> Resource<IntSpec> {
 #[actix::test]
 async fn requests_sent_together_are_served_in_the_order_they_were_sent() {
     let state = State::start();
-    let ptr = Pointer::of::<IntSpec>(NS, "counter");
+    let ptr = Pointer::typed::<IntSpec>(NS, "counter");
     // Sent before any answer comes back: the create, then ten modifies.
     let create = state.create(int("counter", 0));
     let modifies: Vec<_> =
@@ -117,7 +117,7 @@ async fn a_dropped_handle_leaves_the_other_handles_working() {
     drop(state);
     other.create(int("still", 1)).await.unwrap();
     assert_eq!(
-        other.get_typed::<IntSpec>(&Pointer::of::<IntSpec>(NS, "still")).await.unwrap().spec().0,
+        other.get_typed::<IntSpec>(&Pointer::typed::<IntSpec>(NS, "still")).await.unwrap().spec().0,
         1
     );
 }

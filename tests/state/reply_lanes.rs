@@ -41,7 +41,7 @@ async fn burst(state: State, tag: &'static str) -> Vec<u64> {
         });
     let created = futures::future::join_all(creates).await;
     assert_eq!(created.len(), 200);
-    let ptr = Pointer::of::<IntSpec>(NS, format!("{tag}-0"));
+    let ptr = Pointer::typed::<IntSpec>(NS, format!("{tag}-0"));
     let modifies = (1..=100).map(|i| {
         let (state, ptr) = (state.clone(), ptr.clone());
         async move {
@@ -90,7 +90,7 @@ async fn a_caller_on_a_thread_without_an_arbiter_is_answered_directly() {
         tokio::task::yield_now().await;
     };
     assert_eq!(created.id(), "plain");
-    let got = state.get(&Pointer::of::<IntSpec>(NS, "plain")).await.unwrap();
+    let got = state.get(&Pointer::typed::<IntSpec>(NS, "plain")).await.unwrap();
     assert_eq!(got.version(), created.version());
 }
 

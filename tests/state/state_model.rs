@@ -267,7 +267,7 @@ fn apply_model(models: &mut BTreeMap<&'static str, Model>, op: &Op) -> Observed 
 }
 
 fn ptr(id: usize) -> Pointer {
-    Pointer::of::<IntSpec>(NS, IDS[id])
+    Pointer::typed::<IntSpec>(NS, IDS[id]).erase()
 }
 
 fn with_app(r: &mut Resource<IntSpec>, app: Option<&'static str>) {

@@ -14,7 +14,7 @@ async fn dropped_watch_streams_on_a_quiet_kind_are_unregistered() {
     for i in 0..100_000 {
         let options = if i % 2 == 0 { WatchOptions::bootstrap() } else { WatchOptions::default() };
         let stream = if i % 3 == 0 {
-            state.watch_stream(&Pointer::of::<IntSpec>(NS, "quiet")).await.unwrap()
+            state.watch_stream(&Pointer::typed::<IntSpec>(NS, "quiet")).await.unwrap()
         } else {
             state.watch_kind_stream(&kind, LabelQuery::all(), &options).await.unwrap()
         };
@@ -22,7 +22,10 @@ async fn dropped_watch_streams_on_a_quiet_kind_are_unregistered() {
     }
     assert_eq!(state.watch_count().await.unwrap(), 0, "every dropped watch is gone");
     // The kind never changed: nothing else could have pruned them.
-    assert_eq!(state.get(&Pointer::of::<IntSpec>(NS, "quiet")).await.unwrap().version().get(), 1);
+    assert_eq!(
+        state.get(&Pointer::typed::<IntSpec>(NS, "quiet")).await.unwrap().version().get(),
+        1
+    );
 }
 
 struct Listener;

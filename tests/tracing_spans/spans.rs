@@ -136,7 +136,7 @@ async fn reconciles_run_in_spans_with_reference_reason_and_result() {
                 && f.get("result").map(String::as_str) == Some(result)
         })
     };
-    let ptr = |id: &str| Pointer::of::<IntSpec>(NS, id).to_string();
+    let ptr = |id: &str| Pointer::typed::<IntSpec>(NS, id).to_string();
     assert!(find(&ptr("ok"), "queued", "success"), "{spans:#?}");
     assert!(find(&ptr("fail"), "queued", "error"), "{spans:#?}");
     assert!(find(&ptr("fail"), "retry after failure", "success"), "{spans:#?}");

@@ -46,7 +46,7 @@ pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 /// let state = State::start();
 /// state.create(Resource::new("net", "eth0", Mtu(1500))).await?;
 /// let updated = state
-///     .modify(&Pointer::of::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000)
+///     .modify(&Pointer::typed::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000)
 ///     .await?;
 /// assert_eq!(updated.version().get(), 2);
 /// state.teardown_and_destroy(updated.pointer()).await?;

@@ -10,7 +10,7 @@ use crate::state::request::{StateReply, StateRequest};
 
 impl State {
     /// The resource at `ptr`: an [`AnyResource`] for a plain [`Pointer`], a
-    /// [`Resource<S>`] for a [`TypedPointer<S>`](crate::resource::TypedPointer).
+    /// [`Resource<S>`](crate::resource::Resource) for a [`TypedPointer<S>`](crate::resource::TypedPointer).
     ///
     /// # Errors
     /// [`Error::NotFound`]; [`Error::InvalidInput`]; [`Error::TypeMismatch`]
@@ -119,9 +119,9 @@ impl State {
     /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
     /// let state = State::start();
     /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any()).await?;
-    /// let (found, revision) = state.get_with_revision(&Pointer::of::<Motd>("default", "a")).await?;
+    /// let (found, revision) = state.get_with_revision(&Pointer::typed::<Motd>("default", "a")).await?;
     /// assert_eq!((found.map(|r| r.id().to_owned()), revision), (Some("a".into()), 1));
-    /// let (none, _) = state.get_with_revision(&Pointer::of::<Motd>("default", "b")).await?;
+    /// let (none, _) = state.get_with_revision(&Pointer::typed::<Motd>("default", "b")).await?;
     /// assert!(none.is_none());
     /// # Ok(())
     /// # }

@@ -43,7 +43,7 @@ mod tests {
         user.create(Resource::new("net", "a", Mtu(1))).await.unwrap();
         // A dynamic write of the same type whose spec is not an Mtu.
         let bad = crate::resource::DynamicResource::new(
-            crate::resource::Metadata::new(Pointer::of::<Mtu>("net", "b")),
+            crate::resource::Metadata::new(Pointer::typed::<Mtu>("net", "b").erase()),
             serde_json::json!({"not": "a number"}),
         );
         user.create(bad).await.unwrap();

@@ -13,7 +13,7 @@ fn num(id: &str, n: i64) -> AnyResource {
 }
 
 fn ptr(id: &str) -> Pointer {
-    Pointer::of::<Num>("ns", id)
+    Pointer::typed::<Num>("ns", id).erase()
 }
 
 fn set_num(n: i64) -> ModifyFn {
@@ -102,17 +102,17 @@ fn update_with_a_bumped_version_is_a_conflict() {
 fn no_op_modify_writes_nothing() {
     let mut s = Store::new();
     let (a, change) = s
-        .modify(&Pointer::of::<Num>("ns", "m"), &set_num(1), None, ExpectedPhase::Running, t(1))
+        .modify(&Pointer::typed::<Num>("ns", "m"), &set_num(1), None, ExpectedPhase::Running, t(1))
         .unwrap();
     assert!(matches!(change, Some(Change::Created(_))));
     let (b, change) = s
-        .modify(&Pointer::of::<Num>("ns", "m"), &set_num(1), None, ExpectedPhase::Running, t(2))
+        .modify(&Pointer::typed::<Num>("ns", "m"), &set_num(1), None, ExpectedPhase::Running, t(2))
         .unwrap();
     assert_eq!(change, None);
     assert_eq!(b.version(), a.version());
     assert_eq!(b.metadata().updated(), t(1));
     let (c, change) = s
-        .modify(&Pointer::of::<Num>("ns", "m"), &set_num(2), None, ExpectedPhase::Running, t(3))
+        .modify(&Pointer::typed::<Num>("ns", "m"), &set_num(2), None, ExpectedPhase::Running, t(3))
         .unwrap();
     assert!(matches!(change, Some(Change::Updated { .. })));
     assert_eq!(c.version(), Version::new(2));
@@ -121,7 +121,7 @@ fn no_op_modify_writes_nothing() {
 #[test]
 fn modify_checks_owner_and_phase_even_for_no_op_changes() {
     let mut s = Store::new();
-    let p = Pointer::of::<Num>("ns", "m");
+    let p = Pointer::typed::<Num>("ns", "m");
     s.modify(&p, &set_num(1), Some("c"), ExpectedPhase::Running, t(1)).unwrap();
     let e = s.modify(&p, &set_num(1), None, ExpectedPhase::Running, t(2)).unwrap_err();
     assert!(e.is_owner_conflict());
@@ -349,7 +349,7 @@ fn an_update_without_a_uid_checks_the_version_only() {
 fn a_modify_that_builds_from_scratch_is_still_a_no_op_when_nothing_changed() {
     let mut s = Store::new();
     let from_scratch: ModifyFn = Box::new(|_| Ok(Resource::new("ns", "m", Num(1)).into_any()));
-    let p = Pointer::of::<Num>("ns", "m");
+    let p = Pointer::typed::<Num>("ns", "m");
     let (a, change) = s.modify(&p, &from_scratch, None, ExpectedPhase::Running, t(1)).unwrap();
     assert!(matches!(change, Some(Change::Created(_))));
     let (b, change) = s.modify(&p, &from_scratch, None, ExpectedPhase::Running, t(2)).unwrap();

@@ -110,7 +110,7 @@ pub async fn check_a_get_carries_the_revision_it_was_read_at(t: &mut dyn Target)
         .await
         .unwrap();
     assert!(matches!(after.next().await, Some(Event::Updated { new, .. }) if new.id() == "a"));
-    let bad = Pointer::of::<IntSpec>(NS, "");
+    let bad = Pointer::typed::<IntSpec>(NS, "");
     let err = state.get_with_revision(&bad).await.unwrap_err();
     assert!(err.is_invalid_input(), "{err}");
 }
@@ -142,7 +142,7 @@ pub async fn check_each_namespace_resumes_from_its_own_revisions(t: &mut dyn Tar
             .modify(&ptr(&format!("a{i}")), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n)
             .await
             .unwrap();
-        let x = Pointer::of::<IntSpec>(NS_BESIDE, format!("x{i}"));
+        let x = Pointer::typed::<IntSpec>(NS_BESIDE, format!("x{i}"));
         state.destroy(&x).await.unwrap();
     }
     state.create(int("b", 7)).await.unwrap();

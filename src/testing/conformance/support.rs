@@ -33,7 +33,7 @@ pub(super) fn int(id: &str, n: i64) -> Resource<IntSpec> {
 }
 
 pub(super) fn ptr(id: &str) -> Pointer {
-    Pointer::of::<IntSpec>(NS, id)
+    Pointer::typed::<IntSpec>(NS, id).erase()
 }
 
 pub(super) fn kind() -> Kind {
