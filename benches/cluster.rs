@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use common::{CountingAlloc, Mode, heap_now, write_report};
 use cosi_runtime::cluster::{Mirror, Source};
-use cosi_runtime::controller::{Input, Outcome, QController, QSettings, ReconcileContext};
+use cosi_runtime::controller::{Input, Outcome, QueueController, QueueSettings, ReconcileContext};
 use cosi_runtime::kubernetes::{Expose, KubernetesApi};
 use cosi_runtime::prelude::*;
 use futures::StreamExt;
@@ -94,12 +94,12 @@ fn links() -> ApiResource {
 /// Reads each mirror it is given (a reader like any controller of the set).
 struct Reader(&'static str, &'static str);
 
-impl QController for Reader {
+impl QueueController for Reader {
     fn name(&self) -> &str {
         self.0
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::new(&Kind::new(NS, self.1), InputKind::Primary)], vec![])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(vec![Input::new(&Kind::new(NS, self.1), InputKind::Primary)], vec![])
     }
     async fn reconcile(
         &self,

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use actix::SystemRunner;
 use common::{CountingAlloc, IntSpec, Mode, NS, SentenceSpec, StrSpec, iter_async, pipelined};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::execution::{Blocking, Placement};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::WatchOptions;
@@ -113,12 +113,12 @@ struct Digest {
     rounds: u64,
 }
 
-impl QController for Digest {
+impl QueueController for Digest {
     fn name(&self) -> &str {
         &self.name
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(&self.namespace)],
             outputs: vec![Output::shared::<StrSpec>()],
             concurrency: CPU_CONCURRENCY,
@@ -384,12 +384,12 @@ struct Keys {
     ordinary: u64,
 }
 
-impl QController for Keys {
+impl QueueController for Keys {
     fn name(&self) -> &str {
         "Keys"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![Output::exclusive::<StrSpec>()],
             concurrency: 4,
@@ -502,12 +502,12 @@ impl Controller for Blocker {
 /// Integer → string per object, in namespace "lat".
 struct Light;
 
-impl QController for Light {
+impl QueueController for Light {
     fn name(&self) -> &str {
         "Light"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>("lat")],
             outputs: vec![Output::exclusive::<StrSpec>()],
             concurrency: 4,

@@ -48,7 +48,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cosi_runtime::controller::{Outcome, QController, QSettings, QueueHandle, ReconcileError};
+use cosi_runtime::controller::{
+    Outcome, QueueController, QueueHandle, QueueSettings, ReconcileError,
+};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::WatchOptions;
 use cosi_runtime::supervisor::Backoff;
@@ -258,12 +260,12 @@ impl Summarizer {
     }
 }
 
-impl QController for Summarizer {
+impl QueueController for Summarizer {
     fn name(&self) -> &str {
         "Summarizer"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<Derived>(NS)],
             outputs: vec![Output::exclusive::<Summary>()],
             concurrency: 4,

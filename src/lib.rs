@@ -14,7 +14,7 @@
 //!   wait for [`settled`](Runtime::settled).
 //! - [`controller`]: the [`Controller`](controller::Controller) trait and its
 //!   lifecycle (expected flow, guarantees, assumptions, caveats, errors), and
-//!   the per-object [`QController`](controller::QController).
+//!   the per-object [`QueueController`](controller::QueueController).
 //! - [`queue`]: the work queue behind queue controllers, usable on its own.
 //! - [`resource`]: the data model ([`Resource`](resource::Resource),
 //!   [`Spec`](resource::Spec), [`Pointer`](resource::Pointer), ...).
@@ -133,8 +133,8 @@ pub use state::State;
 pub mod prelude {
     pub use crate::Runtime;
     pub use crate::controller::{
-        Controller, Input, InputKind, Outcome, Output, OutputKind, QController, QSettings,
-        QueueHandle, ReconcileContext, ReconcileError, ReconcileResult, TerminalError, finalizer,
+        Controller, Input, InputKind, Outcome, Output, OutputKind, QueueController, QueueHandle,
+        QueueSettings, ReconcileContext, ReconcileError, ReconcileResult, TerminalError, finalizer,
     };
     pub use crate::error::Error;
     pub use crate::resource::{
@@ -155,7 +155,8 @@ pub mod dev {
     pub use crate::finalizer::coordinator::FinalizerCoordinator;
     pub use crate::state::actor::{CloseResponse, StateActor, StateResponse};
     pub use crate::state::backend::{
-        Backend, Feed, FeedChange, FeedMessage, Outcome, Precondition, Snapshot, Write, WriteOp,
+        Backend, CommitOutcome, Feed, FeedChange, FeedMessage, Precondition, Snapshot, Write,
+        WriteOp,
     };
     pub use crate::state::request::{
         Close, StateReply, StateRequest, Subject, TeardownAndDestroy, WatchSink,

@@ -34,7 +34,7 @@
 //! `name` and `controller` both carry the controller's name, as in
 //! controller-runtime. A plain [`Controller`](crate::controller::Controller)'s
 //! work queue holds at most its one pending reconcile; a
-//! [`QController`](crate::controller::QController)'s holds its keys.
+//! [`QueueController`](crate::controller::QueueController)'s holds its keys.
 //!
 //! # The runtime's own series
 //!

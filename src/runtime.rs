@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use crate::activity::Activity;
 use crate::controller::metrics::ControllerSet;
 use crate::controller::{
-    Controller, ControllerMetrics, QController, QueueHandle, default_pool_size,
+    Controller, ControllerMetrics, QueueController, QueueHandle, default_pool_size,
 };
 use crate::execution::{ArbiterInit, Arbiters, Placement, default_arbiters};
 use crate::state::{State, StateActor, StateBuilder};
@@ -396,7 +396,7 @@ impl Runtime {
     /// primary input.
     pub async fn register_queue<Q, F>(&self, factory: F) -> Result<QueueHandle, RegistrationError>
     where
-        Q: QController,
+        Q: QueueController,
         F: Fn() -> Q + Send + 'static,
     {
         self.register_queue_on(self.placement, factory).await
@@ -415,7 +415,7 @@ impl Runtime {
         factory: F,
     ) -> Result<QueueHandle, RegistrationError>
     where
-        Q: QController,
+        Q: QueueController,
         F: Fn() -> Q + Send + 'static,
     {
         match self.register_boxed(Box::new(QueueRegistration::new(factory)), placement).await? {

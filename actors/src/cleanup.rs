@@ -4,7 +4,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 
 use crate::destroy::{destroy_as_owner, destroy_if_free, writer};
@@ -218,12 +218,12 @@ impl<T: Spec> Cleanup<T> {
     }
 }
 
-impl<T: Spec> QController for Cleanup<T> {
+impl<T: Spec> QueueController for Cleanup<T> {
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn settings(&self) -> QSettings {
+    fn settings(&self) -> QueueSettings {
         let mut inputs = vec![Input::primary::<T>(&self.namespace)];
         for dependents in &self.dependents {
             let input = Input::new(dependents.kind(), InputKind::Mapped);
@@ -231,7 +231,7 @@ impl<T: Spec> QController for Cleanup<T> {
                 inputs.push(input);
             }
         }
-        QSettings { inputs, outputs: vec![], concurrency: 4 }
+        QueueSettings { inputs, outputs: vec![], concurrency: 4 }
     }
 
     fn map_resource(&self, changed: &AnyResource) -> Vec<Pointer> {

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use cosi_runtime::controller::{Outcome, QController, QSettings, QueueHandle, ReconcileError};
+use cosi_runtime::controller::{
+    Outcome, QueueController, QueueHandle, QueueSettings, ReconcileError,
+};
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::RegistrationError;
 
@@ -95,13 +97,13 @@ impl<T: Spec> Destroy<T> {
     }
 }
 
-impl<T: Spec> QController for Destroy<T> {
+impl<T: Spec> QueueController for Destroy<T> {
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<T>(&self.namespace)],
             outputs: vec![],
             concurrency: 4,

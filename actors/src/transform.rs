@@ -7,7 +7,9 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError, TerminalError};
+use cosi_runtime::controller::{
+    Outcome, QueueController, QueueSettings, ReconcileError, TerminalError,
+};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::ExpectedPhase;
 
@@ -349,7 +351,7 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     /// are taken; it is watched as a mapped input). Any change to it
     /// requeues every input.
     pub fn with_extra_input(mut self, input: Input) -> Self {
-        self.extra.push(Input { dependency: InputKind::Mapped, ..input });
+        self.extra.push(Input { input_kind: InputKind::Mapped, ..input });
         self
     }
 
@@ -429,19 +431,19 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     }
 }
 
-impl<I: Spec, O: Spec> QController for Transform<I, O> {
+impl<I: Spec, O: Spec> QueueController for Transform<I, O> {
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn settings(&self) -> QSettings {
+    fn settings(&self) -> QueueSettings {
         let mut inputs = vec![
             Input::primary::<I>(&self.input_namespace),
             Input::destroy_ready::<O>(&self.output_namespace),
         ];
         inputs.extend(self.extra.iter().cloned());
         let output = Output::new(O::TYPE, self.output);
-        QSettings { inputs, outputs: vec![output], concurrency: self.concurrency }
+        QueueSettings { inputs, outputs: vec![output], concurrency: self.concurrency }
     }
 
     fn map_resource(&self, changed: &AnyResource) -> Vec<Pointer> {

@@ -8,19 +8,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{IntSpec, NS};
 use cosi_actors::Enqueuer;
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 use tokio::sync::mpsc;
 
 /// Reports every key it reconciles.
 struct Reporter(mpsc::UnboundedSender<String>, Arc<AtomicUsize>);
 
-impl QController for Reporter {
+impl QueueController for Reporter {
     fn name(&self) -> &str {
         "Reporter"
     }
-    fn settings(&self) -> QSettings {
-        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
+            inputs: vec![Input::primary::<IntSpec>(NS)],
+            outputs: vec![],
+            concurrency: 1,
+        }
     }
     async fn reconcile(
         &self,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use std::marker::PhantomData;
 
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::resource::Spec;
 use criterion::Criterion;
@@ -387,13 +387,13 @@ pub struct QLevel<I, O> {
     pub _types: PhantomData<fn() -> (I, O)>,
 }
 
-impl<I: Spec, O: Spec + Default> QController for QLevel<I, O> {
+impl<I: Spec, O: Spec + Default> QueueController for QLevel<I, O> {
     fn name(&self) -> &str {
         self.name
     }
 
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<I>(NS)],
             outputs: vec![Output::exclusive::<O>()],
             concurrency: 16,

@@ -37,7 +37,7 @@ impl Controller for Doubler {
     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
         for int in cx.list_typed::<Int>("default", &LabelQuery::all()).await? {
             let n = int.spec().0;
-            let ptr = Pointer::of::<Double>("default", int.id());
+            let ptr = Pointer::typed::<Double>("default", int.id());
             cx.modify(&ptr, move |d: &mut Resource<Double>| d.spec_mut().0 = 2 * n).await?;
         }
         Ok(())
@@ -162,10 +162,10 @@ async fn watch_marks_created_and_destroyed_rows() {
     let state = runtime.state();
     state.create(Resource::new("default", "c", Int(3))).await.unwrap();
     assert_eq!(next().await, "+   default     Ints.test.cosi.dev   c    1");
-    let ptr = Pointer::of::<Int>("default", "a");
+    let ptr = Pointer::typed::<Int>("default", "a");
     state.modify(&ptr, |r: &mut Resource<Int>| r.spec_mut().0 = 5).await.unwrap();
     assert_eq!(next().await, "    default     Ints.test.cosi.dev   a    2");
-    state.destroy(&Pointer::of::<Int>("default", "bb")).await.unwrap();
+    state.destroy(&Pointer::typed::<Int>("default", "bb")).await.unwrap();
     assert_eq!(next().await, "-   default     Ints.test.cosi.dev   bb   1");
 
     // The server stops: the watch ends, and says why.

@@ -9,7 +9,7 @@
 use cosi_runtime::Runtime;
 use cosi_runtime::cluster::{Mirror, MirrorHandle, Sink, Source};
 use cosi_runtime::controller::{
-    Input, Outcome, QController, QSettings, ReconcileContext, ReconcileError,
+    Input, Outcome, QueueController, QueueSettings, ReconcileContext, ReconcileError,
 };
 use cosi_runtime::prelude::{Phase, Pointer, Spec};
 use kube::api::{ApiResource, GroupVersionKind, ObjectMeta};
@@ -71,13 +71,13 @@ pub struct GreetingController {
     sink: Sink,
 }
 
-impl QController for GreetingController {
+impl QueueController for GreetingController {
     fn name(&self) -> &str {
         "GreetingController"
     }
 
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<Greeting>(&self.namespace)], vec![])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(vec![Input::primary::<Greeting>(&self.namespace)], vec![])
             .with_concurrency(4)
     }
 

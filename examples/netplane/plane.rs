@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use cosi_actors::Transform;
 use cosi_runtime::controller::{
-    ControllerMetrics, Outcome, QController, QSettings, ReconcileError, TerminalError,
+    ControllerMetrics, Outcome, QueueController, QueueSettings, ReconcileError, TerminalError,
 };
 use cosi_runtime::execution::Blocking;
 use cosi_runtime::prelude::*;
@@ -227,12 +227,12 @@ impl ApplyController {
     }
 }
 
-impl QController for ApplyController {
+impl QueueController for ApplyController {
     fn name(&self) -> &str {
         "ApplyController"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<FileSpec>(FILES)],
             outputs: vec![Output::exclusive::<AppliedFile>()],
             concurrency: 4,

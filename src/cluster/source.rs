@@ -112,7 +112,7 @@ impl Drop for Mirrors {
 /// 2. [`mirror`](Source::mirror) each set your controllers read; wait on
 ///    [`MirrorHandle::synced`] if they must see the whole set at once.
 /// 3. Controllers declare the mirror's spec type as an input (typically the
-///    primary input of a [`QController`](crate::controller::QController)) and
+///    primary input of a [`QueueController`](crate::controller::QueueController)) and
 ///    write back through a [`Sink`](super::Sink).
 ///
 /// # Guarantees

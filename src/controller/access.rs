@@ -69,20 +69,20 @@ impl AccessRules {
     /// Whether these are a queue controller's rules (it has a primary input;
     /// registration makes sure every queue controller has one).
     fn is_queue(&self) -> bool {
-        self.inputs.iter().any(|i| i.dependency == InputKind::Primary)
+        self.inputs.iter().any(|i| i.input_kind == InputKind::Primary)
     }
 
     /// The declaration that would allow reading `kind`, as code to paste.
     fn read_hint(&self, namespace: &str, resource_type: &str) -> String {
         let (input, place) = if self.is_queue() {
-            ("Input::mapped", "QSettings::inputs")
+            ("Input::mapped", "QueueSettings::inputs")
         } else {
             ("Input::weak", "inputs()")
         };
         format!(
             "declare {input}::<S>({namespace:?}) in {place} (S: the spec type of {resource_type:?}), \
              or Output::exclusive::<S>() in {}",
-            if self.is_queue() { "QSettings::outputs" } else { "outputs()" }
+            if self.is_queue() { "QueueSettings::outputs" } else { "outputs()" }
         )
     }
 
@@ -90,14 +90,14 @@ impl AccessRules {
     fn write_hint(&self, resource_type: &str) -> String {
         format!(
             "declare Output::exclusive::<S>() (or Output::shared::<S>()) in {} (S: the spec type of {resource_type:?})",
-            if self.is_queue() { "QSettings::outputs" } else { "outputs()" }
+            if self.is_queue() { "QueueSettings::outputs" } else { "outputs()" }
         )
     }
 
     /// The declaration that would allow finalizers on `ptr`.
     fn finalizer_hint(&self, ptr: &Pointer) -> String {
         let (input, place) = if self.is_queue() {
-            ("Input::primary (or Input::mapped)", "QSettings::inputs")
+            ("Input::primary (or Input::mapped)", "QueueSettings::inputs")
         } else {
             ("Input::strong", "inputs()")
         };
@@ -201,19 +201,19 @@ mod tests {
                     namespace: "ns".into(),
                     resource_type: "In".into(),
                     id: None,
-                    dependency: InputKind::Weak,
+                    input_kind: InputKind::Weak,
                 },
                 Input {
                     namespace: "ns".into(),
                     resource_type: "Strong".into(),
                     id: None,
-                    dependency: InputKind::Strong,
+                    input_kind: InputKind::Strong,
                 },
                 Input {
                     namespace: "ns".into(),
                     resource_type: "One".into(),
                     id: Some("only".into()),
-                    dependency: InputKind::Strong,
+                    input_kind: InputKind::Strong,
                 },
             ],
             &[Output::new("Out", OutputKind::Exclusive)],
@@ -247,7 +247,7 @@ mod tests {
         let queue = AccessRules::new(Arc::from("Q"), vec![primary], &[]);
         let read = queue.check_list(&Kind::new("ns", "Other")).unwrap_err().to_string();
         assert!(
-            read.contains(r#"declare Input::mapped::<S>("ns") in QSettings::inputs"#),
+            read.contains(r#"declare Input::mapped::<S>("ns") in QueueSettings::inputs"#),
             "{read}"
         );
     }

@@ -64,8 +64,8 @@ pub(crate) struct Reach {
 }
 
 // The controller's calls as the one `Access` surface: it writes as itself.
-crate::state::owned::implementors::core_by_inherent!(ReconcileContext, |cx| Some(cx.name()));
-crate::state::owned::implementors::derived_calls!(ReconcileContext);
+crate::state::client::implementors::core_by_inherent!(ReconcileContext, |cx| Some(cx.name()));
+crate::state::client::implementors::derived_calls!(ReconcileContext);
 
 impl ReconcileContext {
     pub(crate) fn new(reach: Arc<Reach>, rules: Arc<AccessRules>, queue: bool) -> Self {

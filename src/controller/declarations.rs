@@ -23,7 +23,7 @@ pub enum InputKind {
     /// its own writes do not trigger it again.
     ///
     /// In a queue controller it is mapped through
-    /// [`map_resource`](super::QController::map_resource) like a
+    /// [`map_resource`](super::QueueController::map_resource) like a
     /// [`Mapped`](InputKind::Mapped) input: every existing resource at start
     /// (which finds outputs left over from an earlier run), then each one that
     /// becomes ready to destroy or is destroyed.
@@ -57,9 +57,9 @@ pub struct Input {
     pub resource_type: String,
     /// Only this id (reads are then limited to `get` of it).
     pub id: Option<String>,
-    /// How the controller depends on it (named apart from [`Kind`], the
-    /// namespace and type it is on).
-    pub dependency: InputKind,
+    /// How the controller depends on it: weak, strong, destroy-ready,
+    /// primary or mapped (the namespace and type it is on are its [`Kind`]).
+    pub input_kind: InputKind,
 }
 
 impl Input {
@@ -69,7 +69,7 @@ impl Input {
             namespace: kind.namespace().to_owned(),
             resource_type: kind.resource_type().to_owned(),
             id: None,
-            dependency: input_kind,
+            input_kind,
         }
     }
 
@@ -100,7 +100,7 @@ impl Input {
 
     /// Whether the controller may put its finalizer on resources of this input.
     pub fn allows_finalizers(&self) -> bool {
-        matches!(self.dependency, InputKind::Strong | InputKind::Primary | InputKind::Mapped)
+        matches!(self.input_kind, InputKind::Strong | InputKind::Primary | InputKind::Mapped)
     }
 
     /// The same input restricted to one id.
@@ -130,7 +130,7 @@ impl Input {
 
 impl fmt::Display for Input {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}/{}", self.dependency, self.namespace, self.resource_type)?;
+        write!(f, "{} {}/{}", self.input_kind, self.namespace, self.resource_type)?;
         if let Some(id) = &self.id {
             write!(f, "/{id}")?;
         }

@@ -6,7 +6,7 @@ use crate::resource::{Phase, PointerTo, Resource, Spec};
 /// Reconciles the primary resource at `ptr` holding this controller's
 /// finalizer on it: `apply` while it runs, `cleanup` once when it is torn
 /// down, and only then lets it go. The finalizer dance of kube-runtime's
-/// `finalizer()`, for a [`QController`](super::QController)'s primary input.
+/// `finalizer()`, for a [`QueueController`](super::QueueController)'s primary input.
 ///
 /// ```
 /// use cosi_runtime::prelude::*;
@@ -20,10 +20,10 @@ use crate::resource::{Phase, PointerTo, Resource, Spec};
 /// /// Writes each `Int` as a `Str`; a torn-down `Int` waits until its `Str` is gone.
 /// struct IntToStr;
 ///
-/// impl QController for IntToStr {
+/// impl QueueController for IntToStr {
 ///     fn name(&self) -> &str { "IntToStr" }
-///     fn settings(&self) -> QSettings {
-///         QSettings::new(vec![Input::primary::<Int>("default")], vec![Output::exclusive::<Str>()])
+///     fn settings(&self) -> QueueSettings {
+///         QueueSettings::new(vec![Input::primary::<Int>("default")], vec![Output::exclusive::<Str>()])
 ///     }
 ///     async fn reconcile(&self, cx: &ReconcileContext, ptr: &Pointer) -> Result<Outcome, ReconcileError> {
 ///         let out = Pointer::typed::<Str>("default", ptr.id());
@@ -104,7 +104,7 @@ use crate::resource::{Phase, PointerTo, Resource, Spec};
 ///   finalizer list does not show it yet).
 /// - After `Ok(false)` nothing requeues the key by itself: make sure a change
 ///   does (a [mapped input](super::Input::mapped) on the output type, whose
-///   changes [`map_input`](super::QController::map_input) maps back to the
+///   changes [`map_input`](super::QueueController::map_input) maps back to the
 ///   primary, wakes it when an output goes), or call
 ///   [`cx.requeue_after(d)`](ReconcileContext::requeue_after) in `cleanup`.
 ///

@@ -151,7 +151,7 @@
 //! would otherwise drop them silently. Leave `finalizers` as read.
 //!
 //! # Queue controllers: one object at a time
-//! A [`Controller`] reconciles "everything" on any change. A [`QController`]
+//! A [`Controller`] reconciles "everything" on any change. A [`QueueController`]
 //! reconciles **one resource per call**, from a work queue, with
 //! per-controller concurrency and a worker pool shared by all queue
 //! controllers ([`default_pool_size`]: sixteen per core) — the model of
@@ -172,10 +172,10 @@
 //! /// Writes each `Int` as a `Str`; an `Int`'s teardown waits until its `Str` is gone.
 //! struct IntToStr;
 //!
-//! impl QController for IntToStr {
+//! impl QueueController for IntToStr {
 //!     fn name(&self) -> &str { "IntToStr" }
-//!     fn settings(&self) -> QSettings {
-//!         QSettings {
+//!     fn settings(&self) -> QueueSettings {
+//!         QueueSettings {
 //!             inputs: vec![Input::primary::<Int>("default")],
 //!             outputs: vec![Output::exclusive::<Str>()],
 //!             concurrency: 4, // or ..Default::default(): one at a time
@@ -217,8 +217,8 @@
 //! the controller's finalizer (once), then `apply`; a tearing-down one it
 //! holds gets `cleanup`, and the finalizer comes off only when `cleanup`
 //! returns `Ok(true)` (an error is retried with backoff, the resource held
-//! meanwhile). [`QSettings`] has a `Default` (concurrency 1) and
-//! `QSettings::new(inputs, outputs).with_concurrency(4)`.
+//! meanwhile). [`QueueSettings`] has a `Default` (concurrency 1) and
+//! `QueueSettings::new(inputs, outputs).with_concurrency(4)`.
 //!
 //! The work queue's contract is in [`queue`](crate::queue): a key is never
 //! processed concurrently, a key re-added while processing runs exactly once
@@ -277,7 +277,7 @@
 //   `dependency` database and `report` message also sit on the declarations;
 // - `context`: the ReconcileContext (it checks new inputs against the
 //   supervisor's `dependency` rules);
-// - `spec` (the Controller trait) and `queue` (the QController trait, its
+// - `spec` (the Controller trait) and `queue` (the QueueController trait, its
 //   handle), both taking a context; `from_fn` and `finalize` build on them;
 // - `outcome`: what a host does around one reconcile;
 // - `host`: the actor that runs a controller (the supervisor's `restart`
@@ -311,5 +311,7 @@ pub use metrics::{
     RECONCILE_TIME_BUCKETS, SELF_TRIGGER_LIMIT, WORKQUEUE_DURATION_BUCKETS, WorkQueueMetrics,
 };
 pub use pool::default_pool_size;
-pub use queue::{DEFAULT_CONCURRENCY, Outcome, QController, QSettings, QueueHandle, TerminalError};
+pub use queue::{
+    DEFAULT_CONCURRENCY, Outcome, QueueController, QueueHandle, QueueSettings, TerminalError,
+};
 pub use spec::{Controller, ReconcileError, ReconcileResult};

@@ -126,7 +126,7 @@ where
             .inputs()
             .iter()
             .filter(|i| i.covers(p.namespace(), p.resource_type(), p.id()))
-            .any(|i| i.dependency != InputKind::DestroyReady || destroy_ready(r))
+            .any(|i| i.input_kind != InputKind::DestroyReady || destroy_ready(r))
     }
 
     /// Something asked for a reconcile (`own`: a change the controller made

@@ -1,4 +1,4 @@
-//! The [`QController`] trait: per-object reconciles from a work queue.
+//! The [`QueueController`] trait: per-object reconciles from a work queue.
 
 use std::fmt;
 use std::sync::Arc;
@@ -66,7 +66,7 @@ impl std::error::Error for TerminalError {
 ///
 /// The [`Default`] is no inputs, no outputs and a concurrency of
 /// [`DEFAULT_CONCURRENCY`] (1: one resource at a time), so a literal names
-/// only what it sets, and [`new`](QSettings::new) takes the two lists:
+/// only what it sets, and [`new`](QueueSettings::new) takes the two lists:
 ///
 /// ```
 /// use cosi_runtime::prelude::*;
@@ -77,20 +77,20 @@ impl std::error::Error for TerminalError {
 /// # #[spec(type = "Strs.test.cosi.dev")]
 /// # struct Str(String);
 ///
-/// let settings = QSettings {
+/// let settings = QueueSettings {
 ///     inputs: vec![Input::primary::<Int>("default")],
 ///     outputs: vec![Output::exclusive::<Str>()],
 ///     ..Default::default()
 /// };
 /// assert_eq!(settings.concurrency, 1);
-/// let same = QSettings::new(vec![Input::primary::<Int>("default")], vec![Output::exclusive::<Str>()]);
+/// let same = QueueSettings::new(vec![Input::primary::<Int>("default")], vec![Output::exclusive::<Str>()]);
 /// assert_eq!(same, settings);
 /// assert_eq!(same.with_concurrency(4).concurrency, 4);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QSettings {
+pub struct QueueSettings {
     /// Primary inputs (each change queues that resource) and mapped inputs
-    /// (each change is mapped by [`QController::map_input`] to primary resources).
+    /// (each change is mapped by [`QueueController::map_input`] to primary resources).
     pub inputs: Vec<Input>,
     /// Outputs, as for [`Controller`](super::Controller).
     pub outputs: Vec<Output>,
@@ -102,19 +102,19 @@ pub struct QSettings {
 
 /// A queue controller's concurrency unless it says otherwise: one resource
 /// at a time (the safe choice for a reconcile that touches the outside
-/// world; raise it with [`QSettings::with_concurrency`]).
+/// world; raise it with [`QueueSettings::with_concurrency`]).
 pub const DEFAULT_CONCURRENCY: usize = 1;
 
-impl Default for QSettings {
+impl Default for QueueSettings {
     fn default() -> Self {
-        QSettings { inputs: Vec::new(), outputs: Vec::new(), concurrency: DEFAULT_CONCURRENCY }
+        QueueSettings { inputs: Vec::new(), outputs: Vec::new(), concurrency: DEFAULT_CONCURRENCY }
     }
 }
 
-impl QSettings {
+impl QueueSettings {
     /// These inputs and outputs, at the [default concurrency](DEFAULT_CONCURRENCY).
     pub fn new(inputs: Vec<Input>, outputs: Vec<Output>) -> Self {
-        QSettings { inputs, outputs, ..QSettings::default() }
+        QueueSettings { inputs, outputs, ..QueueSettings::default() }
     }
 
     /// The same settings with another concurrency.
@@ -141,7 +141,7 @@ impl QSettings {
 /// `Arc` the factory clones into each one.
 ///
 /// ```
-/// use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileContext, ReconcileError};
+/// use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileContext, ReconcileError};
 /// use cosi_runtime::prelude::*;
 /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 /// # struct Int(i64);
@@ -152,12 +152,12 @@ impl QSettings {
 ///
 /// struct IntToStr;
 ///
-/// impl QController for IntToStr {
+/// impl QueueController for IntToStr {
 ///     fn name(&self) -> &str {
 ///         "IntToStr"
 ///     }
-///     fn settings(&self) -> QSettings {
-///         QSettings {
+///     fn settings(&self) -> QueueSettings {
+///         QueueSettings {
 ///             inputs: vec![Input::primary::<Int>("default")],
 ///             outputs: vec![Output::exclusive::<Str>()],
 ///             concurrency: 4, // default: 1
@@ -183,12 +183,12 @@ impl QSettings {
 // Reconcile futures run on the controller's own actor and are never sent
 // across threads, so they need not be `Send`.
 #[allow(async_fn_in_trait)]
-pub trait QController: 'static {
+pub trait QueueController: 'static {
     /// The controller's name (unique; owner of what it writes; its finalizer).
     fn name(&self) -> &str;
 
     /// Inputs (primary and mapped), outputs and concurrency, fixed at registration.
-    fn settings(&self) -> QSettings;
+    fn settings(&self) -> QueueSettings;
 
     /// Reconciles one primary resource (which may no longer exist).
     async fn reconcile(
@@ -205,7 +205,7 @@ pub trait QController: 'static {
         self.settings()
             .inputs
             .iter()
-            .filter(|i| i.dependency == InputKind::Primary)
+            .filter(|i| i.input_kind == InputKind::Primary)
             .map(|i| Pointer::new(&i.namespace, &i.resource_type, ptr.id()))
             .collect()
     }
@@ -213,7 +213,7 @@ pub trait QController: 'static {
     /// Maps a changed mapped-input resource, when the mapping needs more than
     /// its pointer (a label, the owner, the spec). The resource is the new
     /// state of a created or updated resource, or the last state of a
-    /// destroyed one. By default: [`map_input`](QController::map_input) of its pointer.
+    /// destroyed one. By default: [`map_input`](QueueController::map_input) of its pointer.
     fn map_resource(&self, input: &AnyResource) -> Vec<Pointer> {
         self.map_input(input.pointer())
     }
@@ -221,7 +221,7 @@ pub trait QController: 'static {
     /// Whether a change to this mapped-input resource queues **every**
     /// primary resource (for an input that all of them read, such as a
     /// shared configuration). The host lists the primary kinds and queues
-    /// each resource; [`map_resource`](QController::map_resource) still runs.
+    /// each resource; [`map_resource`](QueueController::map_resource) still runs.
     /// By default: `false`.
     fn requeues_all(&self, input: &AnyResource) -> bool {
         let _ = input;

@@ -1,4 +1,4 @@
-//! [`Queued`]: what a [`QController`] makes of the one [`Host`].
+//! [`Queued`]: what a [`QueueController`] makes of the one [`Host`].
 //!
 //! Change messages queue resources (primary inputs directly, mapped inputs
 //! through `map_input`), as do [`QueueHandle`]s; each ready key is one
@@ -27,7 +27,7 @@ use super::host::{
 use super::metrics::{ControllerStatus, Counters, QueueCounters};
 use super::outcome::{self, Ended, panic_message, run_caught};
 use super::pool::{Permit, WorkerPool};
-use super::queue::{Enqueue, Outcome, QController};
+use super::queue::{Enqueue, Outcome, QueueController};
 use super::{Input, InputKind, ReconcileContext};
 use crate::Error;
 use crate::activity::ActivityGuard;
@@ -66,7 +66,7 @@ pub(crate) struct Queued<Q> {
 
 /// The host of queue controller `controller`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn queue_host<Q: QController>(
+pub(crate) fn queue_host<Q: QueueController>(
     controller: Q,
     factory: Box<dyn Fn() -> Q>,
     rules: AccessRules,
@@ -87,7 +87,7 @@ pub(crate) fn queue_host<Q: QController>(
     Host::new(queued, rules, concurrency, env, pool, counters, queue_counters, busy)
 }
 
-impl<Q: QController> Queued<Q> {
+impl<Q: QueueController> Queued<Q> {
     /// After a panic: the instance is replaced by a fresh one from the
     /// factory (the one that panicked may hold broken state, such as a
     /// poisoned lock or a half-done update), as a plain controller's is.
@@ -109,13 +109,13 @@ impl<Q: QController> Queued<Q> {
     }
 }
 
-impl<Q: QController> QueueHost<Q> {
+impl<Q: QueueController> QueueHost<Q> {
     fn inputs_of(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
-        self.rules.inputs().iter().filter(move |i| i.dependency == kind)
+        self.rules.inputs().iter().filter(move |i| i.input_kind == kind)
     }
 
     fn is_primary(&self, ptr: &Pointer) -> bool {
-        self.rules.covered_by(ptr, |i| i.dependency == InputKind::Primary)
+        self.rules.covered_by(ptr, |i| i.input_kind == InputKind::Primary)
     }
 
     /// Whether a change of `resource` goes through `map_resource`: a mapped
@@ -123,8 +123,8 @@ impl<Q: QController> QueueHost<Q> {
     /// once the resource is destroy-ready or destroyed.
     fn is_mapped(&self, resource: &AnyResource, destroyed: bool) -> bool {
         let ptr = resource.pointer();
-        self.rules.covered_by(ptr, |i| i.dependency == InputKind::Mapped)
-            || (self.rules.covered_by(ptr, |i| i.dependency == InputKind::DestroyReady)
+        self.rules.covered_by(ptr, |i| i.input_kind == InputKind::Mapped)
+            || (self.rules.covered_by(ptr, |i| i.input_kind == InputKind::DestroyReady)
                 && (destroyed
                     || destroy_ready(resource)
                     || self.controller.bootstrapping.contains(ptr.kind())))
@@ -204,7 +204,7 @@ impl<Q: QController> QueueHost<Q> {
     }
 
     /// Lists every primary kind and queues each resource (see
-    /// [`QController::requeues_all`]). Holds activity until they are queued.
+    /// [`QueueController::requeues_all`]). Holds activity until they are queued.
     fn requeue_all(&mut self, ctx: &mut Context<Self>) {
         if self.controller.requeueing_all {
             return;
@@ -265,7 +265,7 @@ impl<Q: QController> QueueHost<Q> {
     }
 }
 
-impl<Q: QController> Hosted for Queued<Q> {
+impl<Q: QueueController> Hosted for Queued<Q> {
     type Key = Pointer;
     type Return = Ended<Outcome>;
     const STATUS_FROM_QUEUE: bool = true;
@@ -287,7 +287,7 @@ impl<Q: QController> Hosted for Queued<Q> {
                 .rules
                 .inputs()
                 .iter()
-                .filter(|i| matches!(i.dependency, InputKind::Mapped | InputKind::DestroyReady))
+                .filter(|i| matches!(i.input_kind, InputKind::Mapped | InputKind::DestroyReady))
                 .cloned()
                 .collect::<Vec<_>>(),
         );
@@ -448,7 +448,7 @@ impl<Q: QController> Hosted for Queued<Q> {
     }
 }
 
-impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
+impl<Q: QueueController> Handler<WatchEvent> for QueueHost<Q> {
     type Result = ();
 
     fn handle(&mut self, msg: WatchEvent, ctx: &mut Context<Self>) {
@@ -460,7 +460,7 @@ impl<Q: QController> Handler<WatchEvent> for QueueHost<Q> {
     }
 }
 
-impl<Q: QController> Handler<WatchBatch> for QueueHost<Q> {
+impl<Q: QueueController> Handler<WatchBatch> for QueueHost<Q> {
     type Result = ();
 
     fn handle(&mut self, batch: WatchBatch, ctx: &mut Context<Self>) {
@@ -485,7 +485,7 @@ impl<Q: QController> Handler<WatchBatch> for QueueHost<Q> {
     }
 }
 
-impl<Q: QController> Handler<Enqueue> for QueueHost<Q> {
+impl<Q: QueueController> Handler<Enqueue> for QueueHost<Q> {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, msg: Enqueue, ctx: &mut Context<Self>) -> Self::Result {

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::controller::{
-    Controller, Input, Outcome, Output, QController, QSettings, ReconcileContext, ReconcileError,
-    ReconcileResult,
+    Controller, Input, Outcome, Output, QueueController, QueueSettings, ReconcileContext,
+    ReconcileError, ReconcileResult,
 };
 use crate::resource::{AnyResource, Pointer};
 
@@ -17,7 +17,7 @@ use crate::resource::{AnyResource, Pointer};
 /// Wrap the controller in its factory; it registers like any other, through
 /// [`Runtime::register`](crate::Runtime::register) for a [`Controller`] and
 /// [`Runtime::register_queue`](crate::Runtime::register_queue) for a
-/// [`QController`] (whose reconciles of distinct keys then run in parallel,
+/// [`QueueController`] (whose reconciles of distinct keys then run in parallel,
 /// up to its concurrency and the worker pool's):
 ///
 /// ```
@@ -54,7 +54,7 @@ use crate::resource::{AnyResource, Pointer};
 /// ```
 ///
 /// Every guarantee of the controller kinds holds: one reconcile at a time for
-/// a [`Controller`], never the same key twice at once for a [`QController`],
+/// a [`Controller`], never the same key twice at once for a [`QueueController`],
 /// coalescing, retries, access checks, `settled()`. A panic on the pool
 /// thread is a panic of the reconcile: the instance is rebuilt from the
 /// factory.
@@ -112,7 +112,7 @@ impl<T> Blocking<T> {
 }
 
 impl<T> Blocking<T> {
-    /// Wraps `controller` (a [`Controller`] or a [`QController`]): its
+    /// Wraps `controller` (a [`Controller`] or a [`QueueController`]): its
     /// reconciles run on the blocking thread pool.
     pub fn new(controller: T) -> Self {
         Blocking { inner: Some(Arc::new(controller)) }
@@ -154,12 +154,12 @@ impl<C: Controller + Send + Sync> Controller for Blocking<C> {
     }
 }
 
-impl<Q: QController + Send + Sync> QController for Blocking<Q> {
+impl<Q: QueueController + Send + Sync> QueueController for Blocking<Q> {
     fn name(&self) -> &str {
         self.shared().name()
     }
 
-    fn settings(&self) -> QSettings {
+    fn settings(&self) -> QueueSettings {
         self.shared().settings()
     }
 

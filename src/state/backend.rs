@@ -40,13 +40,13 @@
 //!    actor runs the rules on the cache, sends the write, and answers the
 //!    caller once the feed has delivered the write's revision (so the caller
 //!    reads its own write, and watchers hear it first).
-//! 2. **Per-write outcomes** ([`Outcome`]): in a batch sent to a shared store
+//! 2. **Per-write outcomes** ([`CommitOutcome`]): in a batch sent to a shared store
 //!    each write keeps its own precondition. One whose precondition broke
-//!    (another process wrote the resource) is a [`Outcome::Conflict`]: the
+//!    (another process wrote the resource) is a [`CommitOutcome::Conflict`]: the
 //!    actor runs the rules again on fresh data once the feed has caught up
 //!    with the revision the store was at, and only that write is sent
 //!    again. One refused on its own (a fence, a size limit) is
-//!    [`Outcome::Refused`]. The others of the batch stand.
+//!    [`CommitOutcome::Refused`]. The others of the batch stand.
 //!
 //! A shared store assigns the revisions of its namespaces itself (they must
 //! mean the same in every process); see [`Write::revision`].
@@ -113,7 +113,7 @@ pub struct Write {
 
 /// What became of one write of a batch, in the batch's order.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum CommitOutcome {
     /// Durable; the new value's mod revision (for a delete, the delete's).
     Committed(u64),
     /// A shared store only: what is stored is not what the precondition
@@ -143,12 +143,12 @@ pub struct Snapshot {
     pub resources: Vec<AnyResource>,
 }
 
-/// The future a [`Backend::commit`] returns: one [`Outcome`] per write, in
+/// The future a [`Backend::commit`] returns: one [`CommitOutcome`] per write, in
 /// order; an error fails the whole batch. An outcome per write, not one
 /// result per batch, is what lets a shared store report one write's
 /// conflict without failing the batch (docs/ARCHITECTURE.md, 'Backends and
 /// durability').
-pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<Outcome>, Error>> + Send>>;
+pub type CommitFuture = Pin<Box<dyn Future<Output = Result<Vec<CommitOutcome>, Error>> + Send>>;
 
 /// The error each caller of a failed batch gets: `e` named after its own
 /// `resource` (a storage error keeps its failure and reason; anything else

@@ -9,7 +9,7 @@
 //! after a drain wakes the actor), and the reply comes back on its own
 //! one-shot channel, whose cell the calling thread reuses (see
 //! [`reply`](super::reply); carried to another thread through its
-//! [`Lane`](super::lane), one wake-up per pass). The actor handles what one drain took as one pass, so it
+//! [`ReplyLane`](super::lane), one wake-up per pass). The actor handles what one drain took as one pass, so it
 //! knows exactly where a pass ends: there it sends the pass's batched events,
 //! then the replies (see [`state`](super) for that order).
 //!

@@ -1,4 +1,4 @@
-//! [`Lane`]: the replies of one pass of the state actor, carried to another
+//! [`ReplyLane`]: the replies of one pass of the state actor, carried to another
 //! thread in one wake-up.
 //!
 //! A reply is a one-shot channel's send. Sent from the state actor's thread to
@@ -62,7 +62,7 @@ struct Queue {
 }
 
 /// The replies on their way to one thread (see the [module docs](self)).
-pub(crate) struct Lane {
+pub(crate) struct ReplyLane {
     thread: ThreadId,
     queue: Mutex<Queue>,
     /// Cleared when the lane's task is dropped (its runtime ended): the
@@ -70,22 +70,22 @@ pub(crate) struct Lane {
     alive: AtomicBool,
 }
 
-impl std::fmt::Debug for Lane {
+impl std::fmt::Debug for ReplyLane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lane").field("thread", &self.thread).finish_non_exhaustive()
+        f.debug_struct("ReplyLane").field("thread", &self.thread).finish_non_exhaustive()
     }
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Arc<Lane>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Arc<ReplyLane>>> = const { RefCell::new(None) };
 }
 
-impl Lane {
+impl ReplyLane {
     /// The lane of the calling thread, made (and its task spawned on the
     /// thread's arbiter) on first use; `None` on the state actor's own thread
     /// (`home`: replies are sent there directly) and on a thread without an
     /// arbiter.
-    pub(crate) fn of_caller(home: Option<ThreadId>) -> Option<Arc<Lane>> {
+    pub(crate) fn of_caller(home: Option<ThreadId>) -> Option<Arc<ReplyLane>> {
         CURRENT.with(|current| {
             let mut current = current.try_borrow_mut().ok()?;
             if let Some(lane) = current.as_ref().filter(|l| l.alive.load(Ordering::Acquire)) {
@@ -93,7 +93,7 @@ impl Lane {
                 return (Some(lane.thread) != home).then(|| lane.clone());
             }
             let arbiter = actix_rt::Arbiter::try_current()?;
-            let lane = Arc::new(Lane {
+            let lane = Arc::new(ReplyLane {
                 thread: std::thread::current().id(),
                 queue: Mutex::new(Queue::default()),
                 alive: AtomicBool::new(true),
@@ -123,7 +123,7 @@ impl Lane {
 }
 
 /// The lane's task: sends the queued replies on the lane's thread.
-struct Drain(Arc<Lane>);
+struct Drain(Arc<ReplyLane>);
 
 impl Future for Drain {
     type Output = ();
@@ -157,7 +157,7 @@ impl Drop for Drain {
 /// channel, and the lane of the caller's thread when it is not the actor's.
 pub(crate) struct ReplyTx {
     tx: Sender,
-    lane: Option<Arc<Lane>>,
+    lane: Option<Arc<ReplyLane>>,
 }
 
 impl ReplyTx {
@@ -167,7 +167,7 @@ impl ReplyTx {
     }
 
     /// Answered on `tx` through `lane`, if any.
-    pub(crate) fn through(tx: ReplySender, lane: Option<Arc<Lane>>) -> ReplyTx {
+    pub(crate) fn through(tx: ReplySender, lane: Option<Arc<ReplyLane>>) -> ReplyTx {
         ReplyTx { tx: Sender::Cell(tx), lane }
     }
 

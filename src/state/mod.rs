@@ -133,7 +133,7 @@
 //! What one drain took is a **pass**. Requests sent as actix messages (a
 //! probe's [`State::from_recipient`] handle) are a pass each.
 //!
-//! The runtime's queue controllers ([`QController`](crate::controller::QController))
+//! The runtime's queue controllers ([`QueueController`](crate::controller::QueueController))
 //! watch in batches: the changes one pass makes reach each of them as **one**
 //! message, not one per change. A burst of 1,000 creates then wakes a
 //! per-object controller once, and queues its keys in one go.
@@ -281,18 +281,18 @@ pub(crate) mod apply;
 pub mod backend;
 mod cache;
 pub(crate) mod claims;
-mod client;
+pub(crate) mod client;
 mod collection;
 mod delivery;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod event;
+mod handle;
 mod id_index;
 mod inbox;
 mod label_index;
 mod lane;
 mod open;
-pub(crate) mod owned;
 #[cfg(feature = "redb")]
 mod redb;
 #[cfg(feature = "redb")]
@@ -308,16 +308,16 @@ pub(crate) mod watch;
 // For backend and actor authors: re-exported in `crate::dev`, not here.
 pub(crate) use actor::StateActor;
 pub use backend::{
-    Backend, Feed, FeedChange, FeedMessage, Outcome, Precondition, Snapshot, Write, WriteOp,
+    Backend, CommitOutcome, Feed, FeedChange, FeedMessage, Precondition, Snapshot, Write, WriteOp,
 };
 pub use claims::{ClaimService, ClaimStatus};
-pub use client::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
+pub use client::{Access, Client, Decoded};
 pub use delivery::WatchEvent;
 #[cfg(feature = "etcd")]
 pub use etcd::{EtcdBackend, EtcdConfig};
 pub use event::{Event, WatchId};
+pub use handle::{BusyGuard, DEFAULT_WATCH_WINDOW, State, WatchOptions, WatchStream};
 pub use open::StateBuilder;
-pub use owned::{Access, Client, Decoded};
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use request::WatchStats;
@@ -349,7 +349,7 @@ pub use subscriptions::DEFAULT_HISTORY;
 pub(crate) use watch::WatchTarget;
 
 pub(crate) use apply::apply;
-#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
-pub(crate) use client::Revisioned;
-pub(crate) use client::{reply_done, reply_ready, reply_resource};
 pub(crate) use delivery::{Sink, WatchBatch};
+#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
+pub(crate) use handle::Revisioned;
+pub(crate) use handle::{reply_done, reply_ready, reply_resource};

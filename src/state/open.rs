@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::actor::StateActor;
 use super::backend::{Backend, Feed};
 use super::claims::ClaimService;
-use super::client::{Parts, State};
+use super::handle::{Parts, State};
 use super::routes::{Namespaces, Routes};
 use super::store::Store;
 use super::subscriptions::DEFAULT_HISTORY;

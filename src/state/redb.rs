@@ -8,7 +8,7 @@ use std::thread;
 use futures::channel::oneshot;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
-use super::backend::{Backend, CloseFuture, CommitFuture, Outcome, Snapshot, Write};
+use super::backend::{Backend, CloseFuture, CommitFuture, CommitOutcome, Snapshot, Write};
 use super::redb_log::{self, Log};
 use file::{
     META, RESOURCES, Reopen, classify_io, decode, log_failure, recover, redb_error, storage,
@@ -121,7 +121,7 @@ impl std::fmt::Debug for RedbBackend {
 }
 
 enum Command {
-    Commit(Vec<Write>, oneshot::Sender<Result<Vec<Outcome>, Error>>),
+    Commit(Vec<Write>, oneshot::Sender<Result<Vec<CommitOutcome>, Error>>),
     Close(oneshot::Sender<()>),
 }
 
@@ -451,7 +451,7 @@ mod tests {
     #[test]
     fn a_precondition_that_does_not_hold_fails_the_whole_batch() {
         let delete = |id: &str, precondition| delete(id, precondition, 9);
-        let conflict = |r: Result<Vec<Outcome>, Error>| {
+        let conflict = |r: Result<Vec<CommitOutcome>, Error>| {
             matches!(r, Err(Error::Storage { failure: StorageFailure::Conflict, .. }))
         };
         let dir = crate::testing::conformance::ScratchDir::new();
@@ -478,7 +478,7 @@ mod tests {
         let dir = crate::testing::conformance::ScratchDir::new();
         let path = dir.path().join("state.redb");
         let mut writer = open_writer(&path);
-        let conflict = |r: Result<Vec<Outcome>, Error>| {
+        let conflict = |r: Result<Vec<CommitOutcome>, Error>| {
             matches!(r, Err(Error::Storage { failure: StorageFailure::Conflict, .. }))
         };
         // Created and updated in one batch (one mailbox drain).

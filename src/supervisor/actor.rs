@@ -23,8 +23,8 @@ use crate::controller::pool::WorkerPool;
 use crate::controller::queue::Enqueue;
 use crate::controller::queue_host::queue_host;
 use crate::controller::{
-    AccessRules, Controller, Input, InputKind, Output, OutputKind, QController, QSettings,
-    QueueHandle,
+    AccessRules, Controller, Input, InputKind, Output, OutputKind, QueueController, QueueHandle,
+    QueueSettings,
 };
 use crate::execution::{Arbiters, Placement};
 use crate::state::State;
@@ -520,7 +520,7 @@ fn claim(state: &State, name: &str, types: Vec<String>, host: Recipient<Ownershi
 /// The rules a queue controller's settings follow beyond those of any controller.
 pub(crate) fn check_queue_settings(
     name: &str,
-    settings: &QSettings,
+    settings: &QueueSettings,
 ) -> Result<(), RegistrationError> {
     let invalid = |reason: &str| RegistrationError::Invalid {
         controller: name.to_owned(),
@@ -529,13 +529,13 @@ pub(crate) fn check_queue_settings(
     if settings.concurrency == 0 {
         return Err(invalid("a queue controller's concurrency must be at least 1"));
     }
-    if !settings.inputs.iter().any(|i| i.dependency == InputKind::Primary) {
+    if !settings.inputs.iter().any(|i| i.input_kind == InputKind::Primary) {
         return Err(invalid("a queue controller needs at least one primary input"));
     }
     Ok(())
 }
 
-/// The registration of a [`QController`] built by factory `F`.
+/// The registration of a [`QueueController`] built by factory `F`.
 pub(crate) struct QueueRegistration<Q, F> {
     factory: F,
     _controller: PhantomData<fn() -> Q>,
@@ -549,7 +549,7 @@ impl<Q, F> QueueRegistration<Q, F> {
 
 impl<Q, F> Registration for QueueRegistration<Q, F>
 where
-    Q: QController,
+    Q: QueueController,
     F: Fn() -> Q + Send + 'static,
 {
     fn prepare(self: Box<Self>) -> Result<(Declared, Box<dyn Prepared>), RegistrationError> {
@@ -576,7 +576,7 @@ struct PreparedQueue<Q, F> {
 
 impl<Q, F> Prepared for PreparedQueue<Q, F>
 where
-    Q: QController,
+    Q: QueueController,
     F: Fn() -> Q + 'static,
 {
     fn start(self: Box<Self>, launch: Launch) -> Started {

@@ -145,12 +145,12 @@ pub(crate) fn check_inputs(
         }
         let fits = if queue {
             matches!(
-                input.dependency,
+                input.input_kind,
                 InputKind::Primary | InputKind::Mapped | InputKind::DestroyReady
             )
         } else {
             matches!(
-                input.dependency,
+                input.input_kind,
                 InputKind::Weak | InputKind::Strong | InputKind::DestroyReady
             )
         };
@@ -296,7 +296,7 @@ impl DependencyDb {
                     resource_type: input.resource_type.clone(),
                     namespace: Some(input.namespace.clone()),
                     id: input.id.clone(),
-                    kind: match input.dependency {
+                    kind: match input.input_kind {
                         InputKind::Weak => EdgeKind::InputWeak,
                         InputKind::Strong => EdgeKind::InputStrong,
                         InputKind::DestroyReady => EdgeKind::InputDestroyReady,
@@ -331,7 +331,7 @@ mod tests {
             namespace: "ns".into(),
             resource_type: ty.into(),
             id: None,
-            dependency: InputKind::Weak,
+            input_kind: InputKind::Weak,
         }
     }
 
@@ -394,7 +394,7 @@ mod tests {
         let e = db.register("A", &[], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::DuplicateController { .. }));
         let mut strong = weak("I");
-        strong.dependency = InputKind::Strong;
+        strong.input_kind = InputKind::Strong;
         let e = db.register("B", &[weak("I"), strong], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::DuplicateInput { .. }));
         // Same type with different ids is fine.
@@ -437,7 +437,7 @@ mod tests {
     fn queue_and_plain_input_kinds_do_not_mix() {
         let mut db = DependencyDb::default();
         let mut primary = weak("I");
-        primary.dependency = InputKind::Primary;
+        primary.input_kind = InputKind::Primary;
         let e = db.register("A", &[primary], &[], false).unwrap_err();
         assert!(matches!(e, RegistrationError::InvalidInputKind { .. }));
         let e = db.register("Q", &[weak("I")], &[], true).unwrap_err();

@@ -9,7 +9,7 @@ use futures::StreamExt;
 
 use super::panics;
 use super::record::{Fault, Faults, Log, Recorded};
-use crate::controller::{Controller, ControllerMetrics, QController, QueueHandle};
+use crate::controller::{Controller, ControllerMetrics, QueueController, QueueHandle};
 use crate::execution::Placement;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
 use crate::state::{Access, Client, ExpectedPhase, State, StateReply, StateRequest};
@@ -180,7 +180,7 @@ impl HarnessBuilder {
     /// The registration error, if its settings are refused.
     pub async fn start_queue<Q, F>(self, factory: F) -> Result<Harness, RegistrationError>
     where
-        Q: QController,
+        Q: QueueController,
         F: Fn() -> Q + Send + 'static,
     {
         panics::capture();
@@ -283,7 +283,7 @@ impl Harness {
     /// A harness running the queue controller built by `factory`.
     pub async fn queue<Q, F>(factory: F) -> Harness
     where
-        Q: QController,
+        Q: QueueController,
         F: Fn() -> Q + Send + 'static,
     {
         must_register(HarnessBuilder::default().start_queue(factory).await)

@@ -15,7 +15,7 @@ use crate::controller::metrics::{ControllerMetrics, Counters, QueueCounters};
 use crate::controller::plain::plain_host;
 use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::queue_host;
-use crate::controller::{AccessRules, Controller, QController};
+use crate::controller::{AccessRules, Controller, QueueController};
 use crate::resource::{AnyResource, Timestamp};
 use crate::state::{Event, State, StateReply, StateRequest, Store, WatchEvent, WatchId, apply};
 use crate::supervisor::{
@@ -246,7 +246,7 @@ impl StateProbe {
     /// The registration error if its settings are invalid.
     pub async fn queue_host<Q, F>(&self, factory: F) -> Result<HostProbe, RegistrationError>
     where
-        Q: QController,
+        Q: QueueController,
         F: Fn() -> Q + Send + 'static,
     {
         let (instance, (name, settings)) =

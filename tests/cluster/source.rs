@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::kubectl::{Kubectl, kubectl_available};
 use cosi_runtime::cluster::{LAST_APPLIED_ANNOTATION, Mirror, MirrorHandle, MirrorStatus, Source};
 use cosi_runtime::controller::{
-    Input, Outcome, QController, QSettings, ReconcileContext, ReconcileError, finalizer,
+    Input, Outcome, QueueController, QueueSettings, ReconcileContext, ReconcileError, finalizer,
 };
 use cosi_runtime::kubernetes::{Expose, KubernetesApi, KubernetesServer};
 use cosi_runtime::prelude::{LabelQuery, Phase, Pointer, Resource, Spec};
@@ -126,12 +126,12 @@ async fn until(handle: &MirrorHandle, until: impl Fn(&MirrorStatus) -> bool) -> 
 /// Records what it last read of each greeting in `default` (gone: removed).
 struct Greeter(watch::Sender<BTreeMap<String, String>>);
 
-impl QController for Greeter {
+impl QueueController for Greeter {
     fn name(&self) -> &str {
         "Greeter"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<Greeting>("default")], vec![])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(vec![Input::primary::<Greeting>("default")], vec![])
     }
     async fn reconcile(
         &self,
@@ -255,12 +255,12 @@ async fn a_server_restarted_without_its_history_is_relisted_and_the_mirror_conve
 /// torn-down one once `release` says so.
 struct Holder(watch::Receiver<bool>);
 
-impl QController for Holder {
+impl QueueController for Holder {
     fn name(&self) -> &str {
         "Holder"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<Greeting>("default")], vec![])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(vec![Input::primary::<Greeting>("default")], vec![])
     }
     async fn reconcile(
         &self,
@@ -373,11 +373,11 @@ async fn two_mirrors_of_one_set_and_three_readers_share_one_watch_of_the_cluster
 /// A [`Greeter`] under another name.
 struct Named(&'static str, Greeter);
 
-impl QController for Named {
+impl QueueController for Named {
     fn name(&self) -> &str {
         self.0
     }
-    fn settings(&self) -> QSettings {
+    fn settings(&self) -> QueueSettings {
         self.1.settings()
     }
     async fn reconcile(

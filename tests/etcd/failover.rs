@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cosi_runtime::StorageFailure;
-use cosi_runtime::controller::{ControllerStatus, Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{
+    ControllerStatus, Outcome, QueueController, QueueSettings, ReconcileError,
+};
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::{EtcdConfig, WatchOptions, WatchStream};
 use cosi_runtime::testing::conformance::{IntSpec, NS, StrSpec};
@@ -206,12 +208,12 @@ struct QStamper {
     who: String,
 }
 
-impl QController for QStamper {
+impl QueueController for QStamper {
     fn name(&self) -> &str {
         "qstamper"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![Output::exclusive::<StrSpec>()],
             concurrency: 4,

@@ -8,7 +8,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 use crate::common::{IntSpec, NS, StrSpec};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::execution::Blocking;
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
@@ -69,12 +69,12 @@ struct QMirror {
     in_flight: Arc<Mutex<HashSet<String>>>,
 }
 
-impl QController for QMirror {
+impl QueueController for QMirror {
     fn name(&self) -> &str {
         "QMirror"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![Output::exclusive::<StrSpec>()],
             concurrency: 4,

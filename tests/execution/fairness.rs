@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::common::{IntSpec, SentenceSpec, StrSpec};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::execution::ROUND_BUDGET;
 use cosi_runtime::prelude::*;
 use futures::StreamExt;
@@ -134,12 +134,12 @@ impl Ordinary {
     }
 }
 
-impl QController for Spinner {
+impl QueueController for Spinner {
     fn name(&self) -> &str {
         "Spinner"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>("hot"), Input::mapped::<StrSpec>("trigger")],
             outputs: vec![],
             concurrency: 4,
@@ -381,12 +381,12 @@ async fn a_plain_controller_requeued_at_zero_delay_yields_between_two_of_its_rec
 /// itself at zero delay until told to stop, counting its reconciles.
 struct Forever(Arc<Hot>);
 
-impl QController for Forever {
+impl QueueController for Forever {
     fn name(&self) -> &str {
         "Forever"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>("hot")],
             outputs: vec![],
             concurrency: 4,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::common::controllers::{int_to_str, str_to_sentence};
 use crate::common::{IntSpec, NS, SentenceSpec, StrSpec};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::execution::Placement;
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
@@ -90,12 +90,12 @@ struct Lengths {
     chaos: Arc<Chaos>,
 }
 
-impl QController for Lengths {
+impl QueueController for Lengths {
     fn name(&self) -> &str {
         "Lengths"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<StrSpec>(NS)],
             outputs: vec![Output::exclusive::<LenSpec>()],
             concurrency: 4,

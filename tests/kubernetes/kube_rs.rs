@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use cosi_runtime::controller::{
-    Input, Outcome, QController, QSettings, ReconcileContext, ReconcileError, finalizer,
+    Input, Outcome, QueueController, QueueSettings, ReconcileContext, ReconcileError, finalizer,
 };
 use cosi_runtime::kubernetes::{Expose, FIELD_MANAGER_ANNOTATION, KubernetesApi, KubernetesServer};
 use cosi_runtime::resource::{Phase, Pointer, Resource, Spec};
@@ -440,12 +440,12 @@ async fn kube_rs_replace_from_a_stale_resource_version_is_a_409_api_error() {
 /// torn-down one is labelled `release=true` (its cleanup is done then).
 struct Holder;
 
-impl QController for Holder {
+impl QueueController for Holder {
     fn name(&self) -> &str {
         "Holder"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<LinkConfig>("config")], vec![])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(vec![Input::primary::<LinkConfig>("config")], vec![])
     }
     async fn reconcile(
         &self,

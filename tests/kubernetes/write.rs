@@ -519,12 +519,12 @@ async fn kubectl_1_27_applies_patches_and_is_refused_strategic_merge() {
 /// Holds a finalizer on every `LinkConfig` and lets go when it is torn down.
 struct Holder;
 
-impl QController for Holder {
+impl QueueController for Holder {
     fn name(&self) -> &str {
         "Holder"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<LinkConfig>("config")], vec![])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(vec![Input::primary::<LinkConfig>("config")], vec![])
     }
     async fn reconcile(
         &self,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::{IntSpec, NS, SentenceSpec, StrSpec};
 use cosi_runtime::controller::{
-    ControllerStatus, Outcome, QController, QSettings, ReconcileError, TerminalError,
+    ControllerStatus, Outcome, QueueController, QueueSettings, ReconcileError, TerminalError,
 };
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::{Backoff, RegistrationError};
@@ -60,13 +60,13 @@ struct Mirror {
     gate: watch::Receiver<bool>,
 }
 
-impl QController for Mirror {
+impl QueueController for Mirror {
     fn name(&self) -> &str {
         self.name
     }
 
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(self.namespace)],
             outputs: vec![Output::shared::<StrSpec>()],
             concurrency: self.concurrency,
@@ -296,12 +296,12 @@ async fn the_shared_pool_cap_holds_across_two_controllers() {
 /// Primary: strings; mapped: integers with the same id. Writes "<str>=<int>".
 struct Joiner;
 
-impl QController for Joiner {
+impl QueueController for Joiner {
     fn name(&self) -> &str {
         "Joiner"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<StrSpec>(NS), Input::mapped::<IntSpec>(NS)],
             outputs: vec![Output::exclusive::<SentenceSpec>()],
             concurrency: 2,
@@ -400,12 +400,12 @@ async fn stop_lets_in_flight_reconciles_finish() {
 
 #[actix::test]
 async fn queue_registration_rules() {
-    struct Bad(QSettings);
-    impl QController for Bad {
+    struct Bad(QueueSettings);
+    impl QueueController for Bad {
         fn name(&self) -> &str {
             "Bad"
         }
-        fn settings(&self) -> QSettings {
+        fn settings(&self) -> QueueSettings {
             self.0.clone()
         }
         async fn reconcile(
@@ -418,7 +418,7 @@ async fn queue_registration_rules() {
     }
     let runtime = Runtime::start();
     let settings =
-        |inputs: Vec<Input>, concurrency| QSettings { inputs, outputs: vec![], concurrency };
+        |inputs: Vec<Input>, concurrency| QueueSettings { inputs, outputs: vec![], concurrency };
     let zero = settings(vec![Input::primary::<IntSpec>(NS)], 0);
     let e = runtime.register_queue(move || Bad(zero.clone())).await.unwrap_err();
     assert!(matches!(e, RegistrationError::Invalid { .. }), "{e}");
@@ -441,12 +441,15 @@ struct Poisoned {
     runs: Arc<Mutex<Vec<(String, usize)>>>,
 }
 
-impl QController for Poisoned {
+impl QueueController for Poisoned {
     fn name(&self) -> &str {
         "Poisoned"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<IntSpec>(NS)], vec![Output::exclusive::<StrSpec>()])
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(
+            vec![Input::primary::<IntSpec>(NS)],
+            vec![Output::exclusive::<StrSpec>()],
+        )
     }
     async fn reconcile(
         &self,

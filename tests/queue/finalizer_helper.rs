@@ -33,12 +33,12 @@ struct Holder {
     calls: Arc<Calls>,
 }
 
-impl QController for Holder {
+impl QueueController for Holder {
     fn name(&self) -> &str {
         "Holder"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(
             vec![Input::primary::<IntSpec>(NS), Input::mapped::<StrSpec>(NS)],
             vec![Output::exclusive::<StrSpec>()],
         )

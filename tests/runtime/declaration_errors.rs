@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::common::{IntSpec, NS, SentenceSpec, StrSpec};
-use cosi_runtime::controller::{ControllerStatus, Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{
+    ControllerStatus, Outcome, QueueController, QueueSettings, ReconcileError,
+};
 use cosi_runtime::prelude::*;
 
 /// Reads a kind it never declared (`StrSpec`), with `?` as a new user would.
@@ -39,12 +41,12 @@ struct WritesUndeclared {
     runs: Arc<AtomicUsize>,
 }
 
-impl QController for WritesUndeclared {
+impl QueueController for WritesUndeclared {
     fn name(&self) -> &str {
         "WritesUndeclared"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![Output::exclusive::<SentenceSpec>()],
             concurrency: 1,
@@ -113,7 +115,7 @@ async fn a_queue_controller_writing_an_undeclared_type_stops_every_key_and_names
     let error = c.last_error.as_deref().unwrap_or_default();
     assert!(error.contains("may not modify default/Strs.test.cosi.dev/a"), "{error}");
     assert!(error.contains("declare Output::exclusive::<S>()"), "{error}");
-    assert!(error.contains("in QSettings::outputs"), "{error}");
+    assert!(error.contains("in QueueSettings::outputs"), "{error}");
 }
 
 /// Writes its own watched output with a counter: each write triggers it again.

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::common::{IntSpec, NS};
-use cosi_runtime::controller::{ControllerStatus, Outcome, QController, QSettings, TerminalError};
+use cosi_runtime::controller::{
+    ControllerStatus, Outcome, QueueController, QueueSettings, TerminalError,
+};
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
 
@@ -92,12 +94,16 @@ struct Keyed {
     outcome: fn(&Pointer) -> Result<Outcome, ReconcileError>,
 }
 
-impl QController for Keyed {
+impl QueueController for Keyed {
     fn name(&self) -> &str {
         self.name
     }
-    fn settings(&self) -> QSettings {
-        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
+            inputs: vec![Input::primary::<IntSpec>(NS)],
+            outputs: vec![],
+            concurrency: 1,
+        }
     }
     async fn reconcile(
         &self,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::common::{IntSpec, NS};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 
 /// Requeues itself after `delay` (30 s unless said) until it has run `runs` times.
@@ -80,12 +80,16 @@ async fn idle_gives_up_after_its_bound_and_says_what_is_pending() {
 /// has run `again` times in all.
 struct Counter(Arc<AtomicUsize>, usize);
 
-impl QController for Counter {
+impl QueueController for Counter {
     fn name(&self) -> &str {
         "Counter"
     }
-    fn settings(&self) -> QSettings {
-        QSettings { inputs: vec![Input::primary::<IntSpec>(NS)], outputs: vec![], concurrency: 1 }
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
+            inputs: vec![Input::primary::<IntSpec>(NS)],
+            outputs: vec![],
+            concurrency: 1,
+        }
     }
     async fn reconcile(
         &self,

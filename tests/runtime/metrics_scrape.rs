@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::common::{IntSpec, NS, StrSpec};
 use cosi_runtime::controller::{
-    Controller, Outcome, QController, QSettings, ReconcileError, ReconcileResult, TerminalError,
+    Controller, Outcome, QueueController, QueueSettings, ReconcileError, ReconcileResult,
+    TerminalError,
 };
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
@@ -136,13 +137,13 @@ impl Keys {
     }
 }
 
-impl QController for Keys {
+impl QueueController for Keys {
     fn name(&self) -> &str {
         self.name
     }
 
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(self.namespace)],
             outputs: vec![Output::shared::<StrSpec>()],
             concurrency: 2,

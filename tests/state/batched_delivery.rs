@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::common::controllers::{int_to_str, str_to_sentence};
 use crate::common::{IntSpec, NS, SentenceSpec, StrSpec};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::execution::Placement;
 use cosi_runtime::prelude::*;
 use futures::StreamExt;
@@ -23,13 +23,13 @@ struct PerObject<I, O> {
     _types: PhantomData<fn() -> (I, O)>,
 }
 
-impl<I: Spec, O: Spec + Default> QController for PerObject<I, O> {
+impl<I: Spec, O: Spec + Default> QueueController for PerObject<I, O> {
     fn name(&self) -> &str {
         self.name
     }
 
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<I>(NS)],
             outputs: vec![Output::exclusive::<O>()],
             concurrency: 16,

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::backend::CommitFuture;
-use cosi_runtime::state::{Backend, Namespaces, Outcome, Precondition, Snapshot, Write, WriteOp};
+use cosi_runtime::state::{
+    Backend, CommitOutcome, Namespaces, Precondition, Snapshot, Write, WriteOp,
+};
 use cosi_runtime::testing::conformance::{BackendTarget, IntSpec, NS};
 use cosi_runtime::{StorageFailure, state_conformance};
 use futures::StreamExt;
@@ -72,7 +74,7 @@ impl Backend for Flaky {
                     }
                 }
                 shared.revision.store(w.revision as usize, Ordering::SeqCst);
-                done.push(Outcome::Committed(w.revision));
+                done.push(CommitOutcome::Committed(w.revision));
             }
             Ok(done)
         })

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cosi_runtime::prelude::*;
 use cosi_runtime::state::backend::CommitFuture;
-use cosi_runtime::state::{Backend, Namespaces, Outcome, Snapshot, Write};
+use cosi_runtime::state::{Backend, CommitOutcome, Namespaces, Snapshot, Write};
 use cosi_runtime::testing::conformance::{IntSpec, NS};
 use futures::FutureExt;
 use tokio::sync::Semaphore;
@@ -34,7 +34,7 @@ impl Backend for Gated {
         Box::pin(async move {
             commits.fetch_add(1, Ordering::SeqCst);
             gate.acquire().await.expect("the gate stays open").forget();
-            Ok(batch.into_iter().map(|w| Outcome::Committed(w.revision)).collect())
+            Ok(batch.into_iter().map(|w| CommitOutcome::Committed(w.revision)).collect())
         })
     }
 }

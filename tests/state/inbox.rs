@@ -126,13 +126,13 @@ async fn a_dropped_handle_leaves_the_other_handles_working() {
 /// keep a host alive with work).
 struct Reader;
 
-impl cosi_runtime::controller::QController for Reader {
+impl cosi_runtime::controller::QueueController for Reader {
     fn name(&self) -> &str {
         "Reader"
     }
 
-    fn settings(&self) -> cosi_runtime::controller::QSettings {
-        cosi_runtime::controller::QSettings {
+    fn settings(&self) -> cosi_runtime::controller::QueueSettings {
+        cosi_runtime::controller::QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![],
             concurrency: 4,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::common::controllers::int_to_str;
 use crate::common::{IntSpec, NS, StrSpec};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::testing::{Fault, Harness, StateProbe};
 
@@ -235,13 +235,16 @@ async fn the_probe_injects_faults_too() {
 /// Echoes each key into a string resource.
 struct Echo;
 
-impl QController for Echo {
+impl QueueController for Echo {
     fn name(&self) -> &str {
         "Echo"
     }
-    fn settings(&self) -> QSettings {
-        QSettings::new(vec![Input::primary::<IntSpec>(NS)], vec![Output::exclusive::<StrSpec>()])
-            .with_concurrency(2)
+    fn settings(&self) -> QueueSettings {
+        QueueSettings::new(
+            vec![Input::primary::<IntSpec>(NS)],
+            vec![Output::exclusive::<StrSpec>()],
+        )
+        .with_concurrency(2)
     }
     async fn reconcile(
         &self,

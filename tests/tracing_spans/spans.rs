@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{self, IntSpec, NS, SentenceSpec};
-use cosi_runtime::controller::{Outcome, QController, QSettings, ReconcileError};
+use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 use cosi_runtime::supervisor::Backoff;
 use tracing::field::{Field, Visit};
@@ -82,12 +82,12 @@ impl Recorder {
 /// Fails the first reconcile of `fail`, panics on the first of `panic`.
 struct Keys(Arc<Mutex<BTreeMap<String, u32>>>);
 
-impl QController for Keys {
+impl QueueController for Keys {
     fn name(&self) -> &str {
         "Keys"
     }
-    fn settings(&self) -> QSettings {
-        QSettings {
+    fn settings(&self) -> QueueSettings {
+        QueueSettings {
             inputs: vec![Input::primary::<IntSpec>(NS)],
             outputs: vec![Output::shared::<SentenceSpec>()],
             ..Default::default()

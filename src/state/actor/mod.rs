@@ -25,7 +25,7 @@ use crate::Error;
 use crate::resource::{AnyResource, Kind, Timestamp, validate};
 use batch::{Batch, ReplySlotClose};
 use response::{ReplySlot, Response};
-use shared::{Lane, LaneFeed};
+use shared::{LaneFeed, StoreLane};
 
 mod batch;
 mod commit;
@@ -49,7 +49,7 @@ pub struct StateActor {
     pub(crate) routes: Routes,
     pub(crate) backends: Vec<Box<dyn Backend>>,
     /// The shared stores (backends with a feed), one lane each.
-    pub(crate) lanes: Vec<Lane>,
+    pub(crate) lanes: Vec<StoreLane>,
     /// The lane of each backend (`None`: an exclusive backend).
     lane_of: Vec<Option<usize>>,
     /// The shared stores' feeds, until the actor starts.
@@ -129,7 +129,12 @@ impl StateActor {
             let lane = lanes.len();
             lane_of[backend] = Some(lane);
             watches.compacted_up_to(lane + 1, revision);
-            lanes.push(Lane::new(backend, backends[backend].describe(), feed.patience, revision));
+            lanes.push(StoreLane::new(
+                backend,
+                backends[backend].describe(),
+                feed.patience,
+                revision,
+            ));
             feeds.push((lane, feed.messages));
         }
         StateActor { store, watches, routes, backends, lanes, lane_of, feeds, ..StateActor::new() }

@@ -15,7 +15,7 @@ use super::{EtcdConfig, unavailable};
 use crate::Error;
 use crate::resource::Pointer;
 use crate::state::backend::{
-    Backend, CloseFuture, CommitFuture, Feed, Outcome, Precondition, Snapshot, Write, WriteOp,
+    Backend, CloseFuture, CommitFuture, CommitOutcome, Feed, Precondition, Snapshot, Write, WriteOp,
 };
 use crate::state::claims::ClaimService;
 
@@ -43,7 +43,7 @@ const REFUSED_CODES: [i32; 3] = [3, 9, 11];
 /// (up to 64 writes, 1 MiB of values; more make more transactions, sent
 /// together). Each write is a transaction nested in it with its own
 /// compare (its key's mod revision, and its controller's fence), so a
-/// write whose compare fails is reported alone ([`Outcome::Conflict`]) and
+/// write whose compare fails is reported alone ([`CommitOutcome::Conflict`]) and
 /// re-run alone, while the others commit.
 pub struct EtcdBackend {
     client: Client,
@@ -105,11 +105,11 @@ fn plan(
     keys: &Keys,
     fences: &Fences,
     write: &Write,
-) -> Result<(TxnOp, usize, Option<Fence>), Outcome> {
+) -> Result<(TxnOp, usize, Option<Fence>), CommitOutcome> {
     let fence =
         write.owner.as_ref().and_then(|owner| fences.fence(owner, write.pointer.resource_type()));
     if let Some(fence) = &fence {
-        fence.check(&write.pointer).map_err(Outcome::Refused)?;
+        fence.check(&write.pointer).map_err(CommitOutcome::Refused)?;
     }
     let key = keys.resource(&write.pointer);
     let mut when = vec![match write.precondition {
@@ -120,7 +120,7 @@ fn plan(
     }];
     let (op, size) = match &write.op {
         WriteOp::Put(res) => {
-            let value = keys::encode(res).map_err(Outcome::Refused)?;
+            let value = keys::encode(res).map_err(CommitOutcome::Refused)?;
             let size = value.len() + key.len();
             (TxnOp::put(key, value, None), size)
         }
@@ -193,11 +193,13 @@ impl Sender {
     /// Sends one transaction of `ops`; the outcome of each of `sent`. A
     /// request that failed fails each of its writes alone (earlier
     /// transactions of the batch may have committed).
-    async fn send(&self, ops: Vec<TxnOp>, sent: &[Sent]) -> Vec<(usize, Outcome)> {
+    async fn send(&self, ops: Vec<TxnOp>, sent: &[Sent]) -> Vec<(usize, CommitOutcome)> {
         let mut kv = self.kv.clone();
         let txn = kv.txn(Txn::new().and_then(ops));
-        let failed = |error: &dyn Fn(&Pointer) -> Error| -> Vec<(usize, Outcome)> {
-            sent.iter().map(|s| (s.index, Outcome::Refused(error(&s.write.pointer)))).collect()
+        let failed = |error: &dyn Fn(&Pointer) -> Error| -> Vec<(usize, CommitOutcome)> {
+            sent.iter()
+                .map(|s| (s.index, CommitOutcome::Refused(error(&s.write.pointer))))
+                .collect()
         };
         match tokio::time::timeout(self.timeout, txn).await {
             Ok(Ok(resp)) => self.outcomes(&resp, sent),
@@ -209,7 +211,7 @@ impl Sender {
         }
     }
 
-    fn outcomes(&self, resp: &TxnResponse, sent: &[Sent]) -> Vec<(usize, Outcome)> {
+    fn outcomes(&self, resp: &TxnResponse, sent: &[Sent]) -> Vec<(usize, CommitOutcome)> {
         let revision = resp.header().map_or(0, |h| h.revision() as u64);
         let inner = resp.op_responses();
         sent.iter()
@@ -217,15 +219,17 @@ impl Sender {
             .map(|(k, s)| {
                 let outcome = match inner.get(k) {
                     Some(TxnOpResponse::Txn(r)) if r.succeeded() => {
-                        Outcome::Committed(rev_at(revision, 0))
+                        CommitOutcome::Committed(rev_at(revision, 0))
                     }
                     Some(TxnOpResponse::Txn(r)) if fence_lost(r, s.fence.as_ref()) => {
                         let fence = s.fence.as_ref().expect("a fenced write");
                         self.fences.lost_fence(fence);
-                        Outcome::Refused(fence.refused(&s.write.pointer))
+                        CommitOutcome::Refused(fence.refused(&s.write.pointer))
                     }
-                    Some(TxnOpResponse::Txn(_)) => Outcome::Conflict { seen: rev_at(revision, 0) },
-                    _ => Outcome::Refused(unavailable(
+                    Some(TxnOpResponse::Txn(_)) => {
+                        CommitOutcome::Conflict { seen: rev_at(revision, 0) }
+                    }
+                    _ => CommitOutcome::Refused(unavailable(
                         s.write.pointer.to_string(),
                         format!("{}: an answer without the write's outcome", self.store),
                     )),
@@ -237,13 +241,13 @@ impl Sender {
 
     /// Sends one transaction; if etcd refuses it whole (too large) and it
     /// holds several writes, sends each alone, so only the culprit fails.
-    async fn send_or_split(&self, ops: Vec<TxnOp>, sent: Vec<Sent>) -> Vec<(usize, Outcome)> {
+    async fn send_or_split(&self, ops: Vec<TxnOp>, sent: Vec<Sent>) -> Vec<(usize, CommitOutcome)> {
         let several = sent.len() > 1;
         let outcomes = self.send(ops, &sent).await;
         let refused_whole = several
             && outcomes
                 .iter()
-                .all(|(_, o)| matches!(o, Outcome::Refused(Error::InvalidInput { .. })));
+                .all(|(_, o)| matches!(o, CommitOutcome::Refused(Error::InvalidInput { .. })));
         if !refused_whole {
             return outcomes;
         }
@@ -269,7 +273,7 @@ impl Backend for EtcdBackend {
 
     fn commit(&mut self, batch: Vec<Write>) -> CommitFuture {
         // Each write's outcome, or its address until it has one.
-        let mut outcomes: Vec<Result<Outcome, Pointer>> =
+        let mut outcomes: Vec<Result<CommitOutcome, Pointer>> =
             batch.iter().map(|w| Err(w.pointer.clone())).collect();
         let mut chunks: Vec<(Vec<TxnOp>, Vec<Sent>)> = Vec::new();
         let mut bytes = 0;
@@ -309,7 +313,7 @@ impl Backend for EtcdBackend {
             // Every write sent gets an outcome; a miss would be a bug here.
             let missing = |ptr: Pointer| {
                 let reason = format!("{}: no outcome was recorded", sender.store);
-                Outcome::Refused(unavailable(ptr.to_string(), reason))
+                CommitOutcome::Refused(unavailable(ptr.to_string(), reason))
             };
             Ok(outcomes.into_iter().map(|o| o.unwrap_or_else(missing)).collect())
         })

@@ -53,7 +53,7 @@ use super::file::{
     LOGGED, META, RESOURCES, Reopen, apply, checkpoint, classify, classify_io, encode, recover,
     redb_error, revision_of, storage, write_key,
 };
-use crate::state::backend::{Outcome, Precondition, Write, WriteOp};
+use crate::state::backend::{CommitOutcome, Precondition, Write, WriteOp};
 use crate::state::redb_log::{Log, Replayed};
 use crate::{Error, StorageFailure};
 
@@ -227,7 +227,7 @@ impl Writer {
     }
 
     /// Makes `batch` durable; the answer for its callers.
-    pub(super) fn commit(&mut self, batch: &[Write]) -> Result<Vec<Outcome>, Error> {
+    pub(super) fn commit(&mut self, batch: &[Write]) -> Result<Vec<CommitOutcome>, Error> {
         let Some(first) = batch.first() else {
             return Ok(Vec::new());
         };
@@ -243,7 +243,7 @@ impl Writer {
         }
         let revisions = self.revisions.as_mut().expect("known");
         let undo = stage(batch, revisions, &mut self.log, &self.path)?;
-        let outcomes = batch.iter().map(|w| Outcome::Committed(w.revision)).collect();
+        let outcomes = batch.iter().map(|w| CommitOutcome::Committed(w.revision)).collect();
         let result = if self.log.fits() { self.append() } else { self.checkpoint_with(first) };
         match result {
             Ok(()) => Ok(outcomes),

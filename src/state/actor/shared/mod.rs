@@ -54,7 +54,7 @@ struct Staged {
 }
 
 /// One shared store of a state: its writes in flight and its feed's progress.
-pub(crate) struct Lane {
+pub(crate) struct StoreLane {
     /// The backend's index in the state actor.
     pub(crate) backend: usize,
     describe: String,
@@ -77,9 +77,9 @@ pub(crate) struct Lane {
     available: bool,
 }
 
-impl Lane {
+impl StoreLane {
     pub(crate) fn new(backend: usize, describe: String, patience: Duration, revision: u64) -> Self {
-        Lane {
+        StoreLane {
             backend,
             describe,
             patience,

@@ -11,7 +11,7 @@ use super::{Acked, MAX_ATTEMPTS, Pending, Staged, acting_owner, take_late, writt
 use crate::resource::Pointer;
 use crate::state::actor::StateActor;
 use crate::state::actor::response::{ReplySlot, Response, answer};
-use crate::state::backend::{Outcome, batch_failed};
+use crate::state::backend::{CommitOutcome, batch_failed};
 use crate::state::request::{StateReply, StateRequest};
 use crate::{Error, StorageFailure};
 
@@ -113,7 +113,7 @@ impl StateActor {
         &mut self,
         lane: usize,
         waiting: Vec<(Pending, Pointer, Result<StateReply, Error>)>,
-        result: Result<Vec<Outcome>, Error>,
+        result: Result<Vec<CommitOutcome>, Error>,
         ctx: &mut Context<Self>,
     ) {
         self.lanes[lane].in_flight -= 1;
@@ -137,16 +137,16 @@ impl StateActor {
         for ((mut pending, ptr, reply), outcome) in waiting.into_iter().zip(outcomes) {
             tracing::trace!("shared store: write of {ptr}: {outcome:?}");
             match outcome {
-                Outcome::Committed(revision) => {
+                CommitOutcome::Committed(revision) => {
                     let since = Instant::now();
                     let acked = Acked { slot: pending.slot, reply, pointer: ptr, since, revision };
                     self.lanes[lane].acked.entry(revision).or_default().push(acked);
                 }
-                Outcome::Refused(e) => {
+                CommitOutcome::Refused(e) => {
                     answer(&pending.slot, Err(e));
                     self.release(lane, &ptr, ctx);
                 }
-                Outcome::Conflict { .. } if pending.attempts + 1 >= MAX_ATTEMPTS => {
+                CommitOutcome::Conflict { .. } if pending.attempts + 1 >= MAX_ATTEMPTS => {
                     let e = Error::Storage {
                         resource: ptr.to_string(),
                         failure: StorageFailure::Conflict,
@@ -155,7 +155,7 @@ impl StateActor {
                     answer(&pending.slot, Err(e));
                     self.release(lane, &ptr, ctx);
                 }
-                Outcome::Conflict { seen } => {
+                CommitOutcome::Conflict { seen } => {
                     // The cache was behind the store: run the rules again
                     // once the feed has caught up with what the store saw.
                     pending.attempts += 1;

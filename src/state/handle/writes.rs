@@ -260,6 +260,3 @@ impl State {
         })
     }
 }
-
-crate::state::owned::implementors::core_by_inherent!(State, |_state| None);
-crate::state::owned::implementors::derived_calls!(State);

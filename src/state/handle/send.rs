@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use super::State;
 use crate::Error;
 use crate::resource::AnyResource;
-use crate::state::lane::{Lane, ReplyTx};
+use crate::state::lane::{ReplyLane, ReplyTx};
 use crate::state::reply::{self, ReplyReceiver};
 use crate::state::request::{StateReply, StateRequest};
 
@@ -66,7 +66,7 @@ impl State {
         let pending = match &self.0.inbox {
             Some(inbox) => {
                 let (tx, rx) = reply::channel();
-                let lane = Lane::of_caller(inbox.home());
+                let lane = ReplyLane::of_caller(inbox.home());
                 let reply = ReplyTx::through(tx, lane);
                 match inbox.push(req, reply) {
                     // Outside tokio's cooperative budget (the reply cell
