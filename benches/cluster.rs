@@ -178,7 +178,7 @@ async fn run(mode: Mode, n: usize) {
             source.mirror(mirror).synced().await.unwrap();
             let alone = heap_now() - before;
             for name in ["ReaderOne", "ReaderTwo", "ReaderThree"] {
-                runtime.register_queue(move || Reader(name, resource_type)).await.unwrap();
+                runtime.register(move || Reader(name, resource_type)).await.unwrap();
             }
             runtime.settled_within(Duration::from_secs(600)).await.unwrap();
             let secs = started.elapsed().as_secs_f64();

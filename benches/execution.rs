@@ -181,11 +181,7 @@ async fn cpu_run(layout: Layout, objects: u64, rounds: u64) -> Duration {
     for c in 0..CPU_CONTROLLERS {
         let (name, namespace) = (format!("Digest{c}"), format!("cpu{c}"));
         runtime
-            .register_queue(move || Digest {
-                name: name.clone(),
-                namespace: namespace.clone(),
-                rounds,
-            })
+            .register(move || Digest { name: name.clone(), namespace: namespace.clone(), rounds })
             .await
             .unwrap();
     }
@@ -321,8 +317,8 @@ async fn live_chain(runtime: Runtime, n: u64) -> Duration {
 /// runs: `common::QLevel`, 16 in flight), objects created live.
 async fn per_object_run(layout: Layout, n: u64) -> Duration {
     let runtime = layout.runtime();
-    runtime.register_queue(common::q_int_to_str).await.unwrap();
-    runtime.register_queue(common::q_str_to_sentence).await.unwrap();
+    runtime.register(common::q_int_to_str).await.unwrap();
+    runtime.register(common::q_str_to_sentence).await.unwrap();
     live_chain(runtime, n).await
 }
 
@@ -426,7 +422,7 @@ async fn hot_key_run(hot: bool, ordinary: u64) -> Duration {
     let (drained_tx, mut drained) = watch::channel(false);
     let (s, d) = (stop.clone(), Arc::new(AtomicU64::new(0)));
     runtime
-        .register_queue(move || Keys {
+        .register(move || Keys {
             stop: s.clone(),
             done: d.clone(),
             drained: drained_tx.clone(),
@@ -539,7 +535,7 @@ const GOLDEN_NS: u64 = 1_236_068;
 async fn latency_run(blocker: Option<bool>, first: u64, samples: u64) -> Vec<Duration> {
     let runtime = Runtime::builder().arbiters(1).start();
     let state = runtime.state();
-    runtime.register_queue(|| Light).await.unwrap();
+    runtime.register(|| Light).await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let block = Duration::from_nanos(BLOCK_NS);
     match blocker {

@@ -222,8 +222,8 @@ async fn chain_run_tracked(n: u64, variant: ChainVariant, track_peak: bool) -> C
     let queue = variant.queue;
     let register = || async {
         if queue {
-            runtime.register_queue(q_int_to_str).await.unwrap();
-            runtime.register_queue(q_str_to_sentence).await.unwrap();
+            runtime.register(q_int_to_str).await.unwrap();
+            runtime.register(q_str_to_sentence).await.unwrap();
         } else {
             runtime.register(move || int_to_str(tuning)).await.unwrap();
             runtime.register(move || str_to_sentence(tuning)).await.unwrap();
@@ -505,7 +505,7 @@ fn chain(
 /// event of its string.
 async fn latency_run(runtime: Runtime, warmup: u64, samples: u64) -> Vec<Duration> {
     let state = runtime.state();
-    runtime.register_queue(q_int_to_str).await.unwrap();
+    runtime.register(q_int_to_str).await.unwrap();
     runtime.settled().await;
     let mut events = state
         .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &WatchOptions::default())

@@ -522,9 +522,7 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
     runtime.register(move || Doubler { faults: Faults::new(s1, &opts, &t) }).await?;
     let (t, opts) = (tally.clone(), o.clone());
     let queue = runtime
-        .register_queue(move || Summarizer {
-            faults: std::sync::Mutex::new(Faults::new(s2, &opts, &t)),
-        })
+        .register(move || Summarizer { faults: std::sync::Mutex::new(Faults::new(s2, &opts, &t)) })
         .await?;
     // A teardown_and_destroy that a crash interrupted: its caller is gone,
     // so issue it again, as the user would on restart.

@@ -117,6 +117,7 @@ pub mod kubernetes;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod queue;
+mod registration;
 pub mod resource;
 mod runtime;
 pub mod state;

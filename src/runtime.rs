@@ -9,15 +9,13 @@ use tokio::sync::watch;
 
 use crate::activity::Activity;
 use crate::controller::metrics::ControllerSet;
-use crate::controller::{
-    Controller, ControllerMetrics, QueueController, QueueHandle, default_pool_size,
-};
+use crate::controller::{ControllerMetrics, default_pool_size};
 use crate::execution::{ArbiterInit, Arbiters, Placement, default_arbiters};
+use crate::registration::{Factory, Registering};
 use crate::state::{State, StateActor, StateBuilder};
 use crate::supervisor::{
-    Backoff, ControllerRegistration, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded,
-    QueueRegistration, Register, Registered, RegistrationError, RestartPolicy, StopAll, StopReason,
-    Supervisor,
+    Backoff, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded, RestartPolicy, StopAll,
+    StopReason, Supervisor,
 };
 
 /// Configures and starts a [`Runtime`].
@@ -120,11 +118,11 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Where [`Runtime::register`] and [`Runtime::register_queue`] place a
+    /// Where [`Runtime::register`] places a
     /// controller (default: [`Placement::Home`], with the state: light
     /// controllers pay no thread hop per state call there, see
     /// [`execution`](crate::execution)).
-    /// [`Runtime::register_on`] places one explicitly.
+    /// `runtime.register(factory).on(placement)` places one explicitly.
     #[must_use]
     pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = placement;
@@ -334,108 +332,46 @@ impl Runtime {
     }
 
     /// Registers a controller built by `factory` (called again for a fresh
-    /// instance after a panic). Works before and after other controllers run.
-    ///
-    /// # Errors
-    /// [`RegistrationError`] if the claims conflict with registered
-    /// controllers, the declarations are invalid, or the runtime is stopped.
-    /// Nothing is left behind on error.
-    pub async fn register<C, F>(&self, factory: F) -> Result<(), RegistrationError>
-    where
-        C: Controller,
-        F: Fn() -> C + Send + 'static,
-    {
-        self.register_on(self.placement, factory).await
-    }
-
-    /// [`register`](Runtime::register), on the arbiter `placement` picks
-    /// (see [`execution`](crate::execution)): the factory is sent there and
-    /// the controller is built and runs there.
+    /// instance after a panic): a [`Controller`](crate::controller::Controller),
+    /// or a [`QueueController`](crate::controller::QueueController), for
+    /// which it returns a [`QueueHandle`](crate::controller::QueueHandle) to push keys into its queue from
+    /// other event sources. Works before and after other controllers run.
+    /// Options go before the `.await`: [`on`](crate::controller::Registering::on) a placement.
     ///
     /// ```
-    /// use cosi_runtime::Runtime;
+    /// use cosi_runtime::prelude::*;
+    /// use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
     /// use cosi_runtime::execution::Placement;
-    /// # use cosi_runtime::controller::{Controller, Input, Output, ReconcileContext, ReconcileResult};
-    /// # struct Hasher;
-    /// # impl Controller for Hasher {
-    /// #     fn name(&self) -> &str { "Hasher" }
-    /// #     fn inputs(&self) -> Vec<Input> { vec![] }
-    /// #     fn outputs(&self) -> Vec<Output> { vec![] }
-    /// #     async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult { Ok(()) }
-    /// # }
+    /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, Spec)]
+    /// # #[spec(type = "Links.net.cosi.dev")]
+    /// # struct Link;
+    /// struct Mirror;
+    /// impl QueueController for Mirror {
+    ///     fn name(&self) -> &str { "Mirror" }
+    ///     fn settings(&self) -> QueueSettings {
+    ///         QueueSettings { inputs: vec![Input::primary::<Link>("net")], outputs: vec![], concurrency: 4 }
+    ///     }
+    ///     async fn reconcile(&self, _: &ReconcileContext, _: &Pointer) -> Result<Outcome, ReconcileError> {
+    ///         Ok(Outcome::Done)
+    ///     }
+    /// }
     ///
     /// # actix::System::new().block_on(async {
-    /// let runtime = Runtime::builder().arbiters(2).start();
-    /// // A controller that computes a lot: on a thread of its own.
-    /// runtime.register_on(Placement::Spread, || Hasher).await?;
+    /// let runtime = Runtime::start();
+    /// let queue = runtime.register(|| Mirror).on(Placement::Home).await?;
+    /// queue.enqueue(&Pointer::typed::<Link>("net", "eth0")).await.expect("eth0 is a primary");
     /// runtime.settled().await;
     /// # Ok::<(), cosi_runtime::supervisor::RegistrationError>(())
     /// # }).unwrap();
     /// ```
     ///
     /// # Errors
-    /// As [`register`](Runtime::register).
-    pub async fn register_on<C, F>(
-        &self,
-        placement: Placement,
-        factory: F,
-    ) -> Result<(), RegistrationError>
-    where
-        C: Controller,
-        F: Fn() -> C + Send + 'static,
-    {
-        let registration = Box::new(ControllerRegistration::new(factory));
-        self.register_boxed(registration, placement).await.map(drop)
-    }
-
-    /// Registers a queue controller built by `factory`, and returns a handle
-    /// to push keys into its queue from other event sources.
-    ///
-    /// # Errors
-    /// As [`register`](Runtime::register); also a concurrency of 0 or no
-    /// primary input.
-    pub async fn register_queue<Q, F>(&self, factory: F) -> Result<QueueHandle, RegistrationError>
-    where
-        Q: QueueController,
-        F: Fn() -> Q + Send + 'static,
-    {
-        self.register_queue_on(self.placement, factory).await
-    }
-
-    /// [`register_queue`](Runtime::register_queue), on the arbiter
-    /// `placement` picks. Its reconciles all run on that arbiter (wrap it in
-    /// [`Blocking`](crate::execution::Blocking) to spread them over the
-    /// blocking pool instead).
-    ///
-    /// # Errors
-    /// As [`register_queue`](Runtime::register_queue).
-    pub async fn register_queue_on<Q, F>(
-        &self,
-        placement: Placement,
-        factory: F,
-    ) -> Result<QueueHandle, RegistrationError>
-    where
-        Q: QueueController,
-        F: Fn() -> Q + Send + 'static,
-    {
-        match self.register_boxed(Box::new(QueueRegistration::new(factory)), placement).await? {
-            Registered::Queue(handle) => Ok(handle),
-            Registered::Controller => Err(RegistrationError::Invalid {
-                controller: "<unknown>".into(),
-                reason: "registered as a plain controller".into(),
-            }),
-        }
-    }
-
-    async fn register_boxed(
-        &self,
-        registration: Box<dyn crate::supervisor::Registration>,
-        placement: Placement,
-    ) -> Result<Registered, RegistrationError> {
-        self.supervisor
-            .send(Register(registration, placement))
-            .await
-            .unwrap_or_else(|_| Err(RegistrationError::Stopped { controller: "<unknown>".into() }))
+    /// [`RegistrationError`](crate::supervisor::RegistrationError) if the claims conflict with registered
+    /// controllers, the declarations are invalid (for a queue controller
+    /// also a concurrency of 0 or no primary input), or the runtime is
+    /// stopped. Nothing is left behind on error.
+    pub fn register<M, F: Factory<M>>(&self, factory: F) -> Registering<'_, M, F> {
+        Registering::new(&self.supervisor, factory, self.placement)
     }
 
     /// Resolves when nothing is in flight: no state request awaiting an

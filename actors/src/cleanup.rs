@@ -61,7 +61,7 @@ impl fmt::Debug for Dependents {
 /// let state = runtime.state();
 /// // Addresses carry the label `link` = the id of their link.
 /// runtime
-///     .register_queue({
+///     .register({
 ///         let state = state.clone();
 ///         move || {
 ///             Cleanup::<Link>::new(state.clone(), "LinkCleanup", "network")

@@ -87,13 +87,13 @@ impl<T: Spec> Destroy<T> {
     /// Registers a destroy controller for `T` in `namespace` with `runtime`.
     ///
     /// # Errors
-    /// As [`Runtime::register_queue`].
+    /// As [`Runtime::register`].
     pub async fn register(
         runtime: &Runtime,
         namespace: impl Into<String>,
     ) -> Result<QueueHandle, RegistrationError> {
         let (state, namespace) = (runtime.state(), namespace.into());
-        runtime.register_queue(move || Destroy::<T>::new(state.clone(), namespace.clone())).await
+        runtime.register(move || Destroy::<T>::new(state.clone(), namespace.clone())).await
     }
 }
 

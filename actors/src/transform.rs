@@ -101,7 +101,7 @@ where
 /// # actix::System::new().block_on(async {
 /// let runtime = Runtime::start();
 /// runtime
-///     .register_queue(|| {
+///     .register(|| {
 ///         Transform::new("LinkFiles", "config", "files", |link: &Resource<LinkConfig>| {
 ///             let content = format!("mtu={}\n", link.spec().mtu);
 ///             Ok(Some((format!("link-{}", link.id()), LinkFile { content })))
@@ -282,7 +282,7 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     /// let runtime = Runtime::start();
     /// // One config listing servers: one resource per server.
     /// runtime
-    ///     .register_queue(|| {
+    ///     .register(|| {
     ///         Transform::many("TimeServers", "config", "network", |config: &Resource<TimeConfig>| {
     ///             let servers = config.spec().servers.iter();
     ///             Ok(servers.map(|s| (s.clone(), TimeServer { address: s.clone() })).collect())

@@ -38,7 +38,7 @@ async fn start(finalizer: bool) -> (Runtime, State) {
     let state = runtime.state();
     let handle = state.clone();
     runtime
-        .register_queue(move || {
+        .register(move || {
             let cleanup = Cleanup::<IntSpec>::new(handle.clone(), "ParentCleanup", NS)
                 .remove_labelled(Kind::of::<StrSpec>(DEPS), "parent");
             if finalizer { cleanup.with_finalizer() } else { cleanup }
@@ -94,7 +94,7 @@ async fn dependents_of_a_resource_gone_before_the_start_are_removed_at_start() {
     dependent(&state, "orphan", "gone", None).await;
     let handle = state.clone();
     runtime
-        .register_queue(move || {
+        .register(move || {
             Cleanup::<IntSpec>::new(handle.clone(), "ParentCleanup", NS)
                 .remove_labelled(Kind::of::<StrSpec>(DEPS), "parent")
         })
@@ -111,7 +111,7 @@ async fn mapped_dependents_are_found_by_the_function_and_waited_for() {
     let state = runtime.state();
     let handle = state.clone();
     runtime
-        .register_queue(move || {
+        .register(move || {
             Cleanup::<IntSpec>::new(handle.clone(), "MappedCleanup", NS)
                 .remove_mapped(Kind::of::<StrSpec>(DEPS), |p: &Pointer| {
                     vec![format!("{}-a", p.id()), format!("{}-b", p.id())]

@@ -43,7 +43,7 @@ async fn keys_pushed_from_a_thread_a_stream_and_async_code_are_reconciled() {
     let (tx, mut seen) = mpsc::unbounded_channel();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    let handle = runtime.register_queue(move || Reporter(tx.clone(), c.clone())).await.unwrap();
+    let handle = runtime.register(move || Reporter(tx.clone(), c.clone())).await.unwrap();
     runtime.settled().await;
     let enqueuer = Enqueuer::new(handle);
     assert_eq!(enqueuer.name(), "Reporter");

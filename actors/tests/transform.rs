@@ -41,7 +41,7 @@ async fn texts(state: &State) -> Vec<(String, String)> {
 
 async fn start(transform: fn() -> Transform<IntSpec, StrSpec>) -> (Runtime, State) {
     let runtime = Runtime::start();
-    runtime.register_queue(transform).await.unwrap();
+    runtime.register(transform).await.unwrap();
     let state = runtime.state();
     (runtime, state)
 }
@@ -107,7 +107,7 @@ async fn a_mapping_to_nothing_removes_the_output_made_earlier() {
 async fn an_output_id_that_changes_replaces_the_old_output() {
     let runtime = Runtime::start();
     runtime
-        .register_queue(|| {
+        .register(|| {
             Transform::new("ByValue", NS, OUT, |i: &Resource<IntSpec>| {
                 Ok(Some((format!("v{}", i.spec().0), StrSpec(i.id().to_owned()))))
             })
@@ -174,7 +174,7 @@ async fn outputs_left_from_an_earlier_run_whose_input_is_gone_are_removed_at_sta
     let mut foreign = Resource::new(OUT, "s-foreign", StrSpec("8".into()));
     foreign.metadata_mut().labels_mut().insert(INPUT_LABEL, "gone");
     state.client_as("Other").create(foreign).await.unwrap();
-    runtime.register_queue(plain).await.unwrap();
+    runtime.register(plain).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("s-foreign".into(), "8".into())]);
 }
@@ -191,7 +191,7 @@ async fn a_failing_input_backs_off_alone_and_a_terminal_error_is_not_retried() {
         })
         .start();
     runtime
-        .register_queue(move || {
+        .register(move || {
             let counted = counted.clone();
             Transform::new("Picky", NS, OUT, move |i: &Resource<IntSpec>| match i.id() {
                 "bad" => {
@@ -225,7 +225,7 @@ async fn a_failing_input_backs_off_alone_and_a_terminal_error_is_not_retried() {
 async fn an_extra_input_requeues_every_input_and_the_mapping_reads_it() {
     let runtime = Runtime::start();
     runtime
-        .register_queue(|| {
+        .register(|| {
             Transform::new_async(
                 "Sentences",
                 NS,
@@ -376,7 +376,7 @@ async fn an_output_destroyed_by_someone_else_is_made_again() {
 async fn an_output_wanted_again_while_still_held_is_made_again_once_released() {
     let runtime = Runtime::start();
     runtime
-        .register_queue(|| {
+        .register(|| {
             Transform::new("ByValue", NS, OUT, |i: &Resource<IntSpec>| {
                 Ok(Some((format!("v{}", i.spec().0), StrSpec(i.id().to_owned()))))
             })
@@ -415,7 +415,7 @@ async fn outputs_of_an_earlier_runtime_whose_input_vanished_meanwhile_are_remove
     let dir = ScratchDir::new();
     let file = dir.path().join("state.redb");
     let first = Runtime::builder().open_durable(&file, [NS, OUT]).await.unwrap();
-    first.register_queue(plain).await.unwrap();
+    first.register(plain).await.unwrap();
     first.state().create(int("a", 1)).await.unwrap();
     first.state().create(int("b", 2)).await.unwrap();
     first.settled().await;
@@ -428,7 +428,7 @@ async fn outputs_of_an_earlier_runtime_whose_input_vanished_meanwhile_are_remove
     offline.close().await.unwrap();
 
     let second = Runtime::builder().open_durable(&file, [NS, OUT]).await.unwrap();
-    second.register_queue(plain).await.unwrap();
+    second.register(plain).await.unwrap();
     second.settled().await;
     assert_eq!(texts(&second.state()).await, [("s-b".into(), "2".into())]);
     second.stop().await;
@@ -445,7 +445,7 @@ async fn a_held_leftover_is_torn_down_at_start_and_destroyed_once_released() {
     orphan.metadata_mut().labels_mut().insert(INPUT_LABEL, "gone");
     orphan.metadata_mut().finalizers_mut().add("Applier");
     state.client_as("IntText").create(orphan).await.unwrap();
-    runtime.register_queue(plain).await.unwrap();
+    runtime.register(plain).await.unwrap();
     runtime.settled().await;
     assert_eq!(state.get(&out("s-gone")).await.unwrap().phase(), Phase::TearingDown);
 
@@ -547,7 +547,7 @@ async fn many_with_an_id_listed_twice_is_a_terminal_error_and_writes_nothing() {
 async fn many_async_reads_through_the_context_and_makes_every_output() {
     let runtime = Runtime::start();
     runtime
-        .register_queue(|| {
+        .register(|| {
             Transform::many_async(
                 "Words",
                 NS,

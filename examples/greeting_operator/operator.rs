@@ -124,7 +124,7 @@ pub async fn start(
     let sink = Sink::new(client.clone(), "GreetingController");
     let ns = namespace.to_owned();
     runtime
-        .register_queue(move || GreetingController { namespace: ns.clone(), sink: sink.clone() })
+        .register(move || GreetingController { namespace: ns.clone(), sink: sink.clone() })
         .await?;
     let source = Source::new(client, runtime.state());
     let handle = source.mirror(Mirror::of::<Greeting>(greetings()).namespace(namespace));

@@ -354,13 +354,13 @@ pub async fn start(
         Some(dir) => builder.open_durable(dir.join("state.redb"), [CONFIG]).await?,
         None => builder.start(),
     };
-    runtime.register_queue(link_controller).await?;
-    runtime.register_queue(address_controller).await?;
-    runtime.register_queue(route_controller).await?;
-    runtime.register_queue(hostname_controller).await?;
+    runtime.register(link_controller).await?;
+    runtime.register(address_controller).await?;
+    runtime.register(route_controller).await?;
+    runtime.register(hostname_controller).await?;
     let root = root.to_path_buf();
     // It writes files with `std::fs`: its reconciles run on the blocking pool.
-    runtime.register_queue(move || Blocking::new(ApplyController { root: root.clone() })).await?;
+    runtime.register(move || Blocking::new(ApplyController { root: root.clone() })).await?;
     runtime.register(|| StatusController).await?;
     Ok(runtime)
 }

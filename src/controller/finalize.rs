@@ -43,7 +43,7 @@ use crate::resource::{Phase, PointerTo, Resource, Spec};
 ///
 /// # actix::System::new().block_on(async {
 /// let runtime = Runtime::start();
-/// runtime.register_queue(|| IntToStr).await?;
+/// runtime.register(|| IntToStr).await?;
 /// let user = runtime.state().client();
 /// let seven = Pointer::typed::<Int>("default", "seven");
 /// user.modify(&seven, |i| i.spec_mut().0 = 7).await?;

@@ -156,7 +156,7 @@
 //! per-controller concurrency and a worker pool shared by all queue
 //! controllers ([`default_pool_size`]: sixteen per core) — the model of
 //! controller-runtime, kube-runtime and easykube. Register one with
-//! [`Runtime::register_queue`](crate::Runtime::register_queue); the
+//! [`Runtime::register`](crate::Runtime::register); the
 //! [`QueueHandle`] it returns enqueues keys from any source.
 //!
 //! ```
@@ -200,7 +200,7 @@
 //!
 //! # actix::System::new().block_on(async {
 //! let runtime = Runtime::start();
-//! let handle = runtime.register_queue(|| IntToStr).await?; // handle.enqueue(&ptr) from any source
+//! let handle = runtime.register(|| IntToStr).await?; // handle.enqueue(&ptr) from any source
 //! let user = runtime.state().client();
 //! let seven = Pointer::typed::<Int>("default", "seven");
 //! user.modify(&seven, |i| i.spec_mut().0 = 7).await?;
@@ -299,6 +299,7 @@ pub(crate) mod queue;
 pub(crate) mod queue_host;
 mod spec;
 
+pub use crate::registration::{Factory, Plain, Queue, Registering};
 pub(crate) use access::AccessRules;
 pub(crate) use context::Reach;
 pub use context::ReconcileContext;

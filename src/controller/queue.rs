@@ -134,7 +134,7 @@ impl QueueSettings {
 /// itself, re-adds while it runs cause exactly one more run, failures back off
 /// per key, panics are caught and retried like errors. A panic also replaces
 /// the instance with a fresh one from the factory given to
-/// [`register_queue`](crate::Runtime::register_queue) (state the panic left
+/// [`register`](crate::Runtime::register) (state the panic left
 /// behind, a poisoned lock or a half-done update, goes with it); reconciles
 /// of other keys still running finish on the old instance. What must outlive
 /// a panic (a count of attempts, a client) belongs outside the instance: an
@@ -239,7 +239,7 @@ pub(crate) struct Enqueue {
 
 /// A handle to push keys into a registered queue controller from any event
 /// source (a feeder, a socket, a timer), as returned by
-/// [`Runtime::register_queue`](crate::Runtime::register_queue).
+/// [`Runtime::register`](crate::Runtime::register).
 #[derive(Clone)]
 pub struct QueueHandle {
     name: Arc<str>,

@@ -16,7 +16,7 @@ use crate::resource::{AnyResource, Pointer};
 ///
 /// Wrap the controller in its factory; it registers like any other, through
 /// [`Runtime::register`](crate::Runtime::register) for a [`Controller`] and
-/// [`Runtime::register_queue`](crate::Runtime::register_queue) for a
+/// [`Runtime::register`](crate::Runtime::register) for a
 /// [`QueueController`] (whose reconciles of distinct keys then run in parallel,
 /// up to its concurrency and the worker pool's):
 ///

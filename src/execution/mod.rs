@@ -20,7 +20,7 @@
 //! [`own_arbiter`](crate::testing::HarnessBuilder::own_arbiter)).
 //! [`RuntimeBuilder::placement`](crate::RuntimeBuilder::placement) changes
 //! where [`Runtime::register`](crate::Runtime::register) puts controllers;
-//! [`Runtime::register_on`](crate::Runtime::register_on) places one.
+//! `runtime.register(..).on(placement)` places one.
 //!
 //! **How arbiters are counted.** `arbiters(n)` counts the *controller*
 //! arbiters, not every thread: with n ≥ 2 it is n controller arbiters beside
@@ -37,7 +37,7 @@
 //! reconcile blocks its thread (`std::fs`, a device, a C library) must be
 //! wrapped in [`Blocking`]: blocking IO never runs on an arbiter. Wrap it in
 //! its factory, `runtime.register(|| Blocking::new(MyController))` (or
-//! `register_queue`), as the flagship's `ApplyController` does
+//! `register`), as the flagship's `ApplyController` does
 //! (`examples/netplane/`).
 //!
 //! # Why home is the default

@@ -186,7 +186,7 @@ impl HarnessBuilder {
         panics::capture();
         let (runtime, writes, faults) = self.runtime();
         let mut harness = self.harness(runtime, writes, faults);
-        harness.queue = Some(harness.runtime.register_queue(factory).await?);
+        harness.queue = Some(harness.runtime.register(factory).await?);
         Ok(harness)
     }
 }

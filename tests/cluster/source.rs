@@ -169,7 +169,7 @@ async fn greetings_created_changed_and_deleted_with_kubectl_reach_a_queue_contro
     let cluster = Cluster::start().await;
     let runtime = Runtime::start();
     let (tx, mut seen) = watch::channel(BTreeMap::new());
-    runtime.register_queue(move || Greeter(tx.clone())).await.unwrap();
+    runtime.register(move || Greeter(tx.clone())).await.unwrap();
     let source = Source::new(cluster.client(), runtime.state());
     let handle = source.mirror(Mirror::of::<Greeting>(greetings()).namespace("default"));
     until(&handle, |s| s.synced).await;
@@ -286,7 +286,7 @@ async fn a_delete_in_the_cluster_tears_the_mirror_down_and_our_finalizer_holds_i
     cluster.put("default", "held", "x", &[]).await;
     let runtime = Runtime::start();
     let (release, released) = watch::channel(false);
-    let holder = runtime.register_queue(move || Holder(released.clone())).await.unwrap();
+    let holder = runtime.register(move || Holder(released.clone())).await.unwrap();
     let source = Source::new(cluster.client(), runtime.state());
     let handle = source.mirror(Mirror::of::<Greeting>(greetings()).namespace("default"));
     until(&handle, |s| s.synced).await;
@@ -337,7 +337,7 @@ async fn two_mirrors_of_one_set_and_three_readers_share_one_watch_of_the_cluster
     for name in ["One", "Two", "Three"] {
         let (tx, rx) = watch::channel(BTreeMap::new());
         readers.push(rx);
-        runtime.register_queue(move || Named(name, Greeter(tx.clone()))).await.unwrap();
+        runtime.register(move || Named(name, Greeter(tx.clone()))).await.unwrap();
     }
     let watches_before = cluster.state.watch_count().await.unwrap();
     let source = Source::new(cluster.client(), runtime.state());

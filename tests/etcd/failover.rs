@@ -236,7 +236,7 @@ async fn queue_runtime(endpoint: &str, prefix: &str, who: &str) -> Runtime {
     let runtime = Runtime::builder().open(State::builder().etcd(config(endpoint, prefix))).await;
     let runtime = runtime.expect("open the etcd state");
     let who = who.to_owned();
-    runtime.register_queue(move || QStamper { who: who.clone() }).await.expect("register");
+    runtime.register(move || QStamper { who: who.clone() }).await.expect("register");
     runtime
 }
 

@@ -43,7 +43,7 @@ async fn threads_of(runtime: &Runtime, placed: &[(&'static str, Placement)]) -> 
     for &(name, placement) in placed {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = seen.clone();
-        runtime.register_on(placement, move || Where { name, threads: s.clone() }).await.unwrap();
+        runtime.register(move || Where { name, threads: s.clone() }).on(placement).await.unwrap();
         threads.push(seen);
     }
     runtime.settled().await;
@@ -166,7 +166,8 @@ async fn changes_to_a_controller_on_another_arbiter_coalesce_while_it_reconciles
     let reconciles = Arc::new(AtomicUsize::new(0));
     let r = reconciles.clone();
     runtime
-        .register_on(Placement::Spread, move || Gated { gate: gate.clone(), reconciles: r.clone() })
+        .register(move || Gated { gate: gate.clone(), reconciles: r.clone() })
+        .on(Placement::Spread)
         .await
         .unwrap();
     let state = runtime.state();
@@ -216,7 +217,7 @@ async fn access_is_checked_for_a_controller_on_another_arbiter() {
     let runtime = Runtime::builder().arbiters(2).start();
     let denied = Arc::new(Mutex::new(None));
     let d = denied.clone();
-    runtime.register_on(Placement::Spread, move || Trespasser { denied: d.clone() }).await.unwrap();
+    runtime.register(move || Trespasser { denied: d.clone() }).on(Placement::Spread).await.unwrap();
     runtime.settled().await;
     let denied = denied.lock().unwrap().take();
     assert!(matches!(denied, Some(Error::AccessDenied { .. })), "{denied:?}");
@@ -280,7 +281,7 @@ async fn a_controller_on_another_arbiter_past_its_restart_intensity_stops_the_ru
             OnExceeded::StopRuntime,
         )
         .start();
-    runtime.register_on(Placement::Spread, || AlwaysPanics).await.unwrap();
+    runtime.register(|| AlwaysPanics).on(Placement::Spread).await.unwrap();
     let reason = runtime.stopped().await;
     assert!(
         matches!(&reason, StopReason::ControllerFailed { controller, .. } if controller == "AlwaysPanics"),

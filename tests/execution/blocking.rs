@@ -104,7 +104,7 @@ async fn a_blocking_queue_controller_reconciles_every_key_off_the_arbiter_thread
     let threads = Arc::new(Mutex::new(HashSet::new()));
     let (seen, in_flight) = (threads.clone(), Arc::new(Mutex::new(HashSet::new())));
     runtime
-        .register_queue(move || {
+        .register(move || {
             Blocking::new(QMirror { threads: seen.clone(), in_flight: in_flight.clone() })
         })
         .await

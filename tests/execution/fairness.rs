@@ -173,7 +173,7 @@ async fn spinner(runtime: &Runtime, hot: &Arc<Hot>, fan_out: usize) -> Arc<Ordin
     let ordinary = Arc::new(Ordinary::default());
     let (h, o) = (hot.clone(), ordinary.clone());
     runtime
-        .register_queue(move || Spinner { hot: h.clone(), ordinary: o.clone(), fan_out })
+        .register(move || Spinner { hot: h.clone(), ordinary: o.clone(), fan_out })
         .await
         .unwrap();
     ordinary
@@ -412,7 +412,7 @@ async fn main_task_waits_for_a_change_beside_a_spinning_key(arbiters: usize) {
     let runtime = Runtime::builder().arbiters(arbiters).start();
     let hot = Arc::new(Hot::default());
     let h = hot.clone();
-    runtime.register_queue(move || Forever(h.clone())).await.unwrap();
+    runtime.register(move || Forever(h.clone())).await.unwrap();
     let state = runtime.state();
     state.create(Resource::new("hot", "hot", IntSpec(1))).await.unwrap();
     until_hot(&hot, 10 * ROUND_BUDGET as u64).await;

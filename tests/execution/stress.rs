@@ -165,10 +165,7 @@ async fn run(seed: u64, rate: f64) -> (Vec<String>, u64) {
         .register(move || Chaotic { inner: str_to_sentence(), chaos: c2.clone() })
         .await
         .unwrap();
-    runtime
-        .register_queue_on(Placement::Home, move || Lengths { chaos: c3.clone() })
-        .await
-        .unwrap();
+    runtime.register(move || Lengths { chaos: c3.clone() }).on(Placement::Home).await.unwrap();
     let state = runtime.state();
     let bound = Duration::from_secs(120);
 

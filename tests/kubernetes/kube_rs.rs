@@ -465,7 +465,7 @@ impl QueueController for Holder {
 #[actix::test]
 async fn kube_rs_delete_of_an_object_a_controller_holds_returns_and_it_is_gone_once_released() {
     let runtime = Runtime::start();
-    runtime.register_queue(|| Holder).await.unwrap();
+    runtime.register(|| Holder).await.unwrap();
     let state = runtime.state();
     let (server, links) = serve_links(&state).await;
     let bound = Duration::from_secs(20);

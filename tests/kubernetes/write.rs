@@ -538,7 +538,7 @@ impl QueueController for Holder {
 
 async fn kubectl_deletes_once_the_controller_lets_go(minor: u32) {
     let runtime = Runtime::start();
-    runtime.register_queue(|| Holder).await.unwrap();
+    runtime.register(|| Holder).await.unwrap();
     let state = runtime.state();
     let (server, addr) = serve(api(&state).server_version(1, minor)).await;
     let kubectl = Kubectl::new(addr);

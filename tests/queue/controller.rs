@@ -172,7 +172,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
     for (n, id) in ids.iter().enumerate() {
         state.create(Resource::new(NS, id.as_str(), IntSpec(n as i64))).await.unwrap();
     }
-    runtime.register_queue(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
+    runtime.register(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
     runtime.settled().await;
     assert_eq!(probe.attempts("Mirror/requeue-a"), 1, "a requested delay is not pending work");
     assert_eq!(probe.attempts("Mirror/cx-requeue-a"), 1);
@@ -224,7 +224,7 @@ async fn a_slow_key_does_not_block_the_others() {
     let state = runtime.state();
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
-    runtime.register_queue(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
+    runtime.register(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
     let mut outputs = state
         .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &Default::default())
         .await
@@ -255,7 +255,7 @@ async fn per_controller_concurrency_is_respected() {
     for i in 0..10 {
         state.create(Resource::new(NS, format!("gated{i}"), IntSpec(i))).await.unwrap();
     }
-    runtime.register_queue(mirror("Mirror", NS, 2, &probe, &gate)).await.unwrap();
+    runtime.register(mirror("Mirror", NS, 2, &probe, &gate)).await.unwrap();
     // Let the host hand out everything it may.
     for _ in 0..5 {
         state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap();
@@ -277,8 +277,8 @@ async fn the_shared_pool_cap_holds_across_two_controllers() {
         state.create(Resource::new("a", format!("gated{i}"), IntSpec(i))).await.unwrap();
         state.create(Resource::new("b", format!("gated{i}"), IntSpec(i))).await.unwrap();
     }
-    runtime.register_queue(mirror("A", "a", 4, &probe, &gate)).await.unwrap();
-    runtime.register_queue(mirror("B", "b", 4, &probe, &gate)).await.unwrap();
+    runtime.register(mirror("A", "a", 4, &probe, &gate)).await.unwrap();
+    runtime.register(mirror("B", "b", 4, &probe, &gate)).await.unwrap();
     for _ in 0..5 {
         state.list(&Kind::of::<IntSpec>("a"), &LabelQuery::all()).await.unwrap();
     }
@@ -344,7 +344,7 @@ async fn a_mapped_input_change_reconciles_the_primaries_it_maps_to() {
     let runtime = Runtime::start();
     let state = runtime.state();
     state.create(Resource::new(NS, "x", StrSpec("answer".into()))).await.unwrap();
-    runtime.register_queue(|| Joiner).await.unwrap();
+    runtime.register(|| Joiner).await.unwrap();
     runtime.settled().await;
     assert_eq!(joined(&state, "x").await, "answer=?");
     state.create(Resource::new(NS, "x", IntSpec(42))).await.unwrap();
@@ -362,7 +362,7 @@ async fn a_queue_handle_pushes_keys_from_any_source() {
     let state = runtime.state();
     let probe = Arc::new(Probe::default());
     let (_open, gate) = watch::channel(true);
-    let handle = runtime.register_queue(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
+    let handle = runtime.register(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
     assert_eq!(handle.name(), "Mirror");
     runtime.settled().await;
     state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
@@ -382,7 +382,7 @@ async fn stop_lets_in_flight_reconciles_finish() {
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
     state.create(Resource::new(NS, "slow", IntSpec(5))).await.unwrap();
-    runtime.register_queue(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
+    runtime.register(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
     state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap();
     let stopping = {
         let runtime = runtime.clone();
@@ -420,16 +420,16 @@ async fn queue_registration_rules() {
     let settings =
         |inputs: Vec<Input>, concurrency| QueueSettings { inputs, outputs: vec![], concurrency };
     let zero = settings(vec![Input::primary::<IntSpec>(NS)], 0);
-    let e = runtime.register_queue(move || Bad(zero.clone())).await.unwrap_err();
+    let e = runtime.register(move || Bad(zero.clone())).await.unwrap_err();
     assert!(matches!(e, RegistrationError::Invalid { .. }), "{e}");
     let no_primary = settings(vec![Input::mapped::<IntSpec>(NS)], 1);
-    let e = runtime.register_queue(move || Bad(no_primary.clone())).await.unwrap_err();
+    let e = runtime.register(move || Bad(no_primary.clone())).await.unwrap_err();
     assert!(matches!(e, RegistrationError::Invalid { .. }), "{e}");
     let weak = settings(vec![Input::primary::<IntSpec>(NS), Input::weak::<StrSpec>(NS)], 1);
-    let e = runtime.register_queue(move || Bad(weak.clone())).await.unwrap_err();
+    let e = runtime.register(move || Bad(weak.clone())).await.unwrap_err();
     assert!(matches!(e, RegistrationError::InvalidInputKind { .. }), "{e}");
     let ok = settings(vec![Input::primary::<IntSpec>(NS)], 1);
-    runtime.register_queue(move || Bad(ok.clone())).await.unwrap();
+    runtime.register(move || Bad(ok.clone())).await.unwrap();
 }
 
 /// Counts its instances; the first reconcile of the first instance panics
@@ -475,7 +475,7 @@ async fn a_panic_replaces_a_queue_controllers_instance_and_the_retry_runs_on_the
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (b, r) = (built.clone(), runs.clone());
     runtime
-        .register_queue(move || Poisoned {
+        .register(move || Poisoned {
             built: b.fetch_add(1, Ordering::SeqCst) + 1,
             lock: Mutex::new(()),
             runs: r.clone(),

@@ -101,7 +101,7 @@ async fn a_queue_controller_writing_an_undeclared_type_stops_every_key_and_names
     }
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
-    runtime.register_queue(move || WritesUndeclared { runs: r.clone() }).await.unwrap();
+    runtime.register(move || WritesUndeclared { runs: r.clone() }).await.unwrap();
 
     runtime.settled_within(Duration::from_secs(10)).await.unwrap();
     // A change after the failure runs nothing either.

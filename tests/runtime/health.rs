@@ -139,7 +139,7 @@ async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed
     let (initial, max) = (Duration::from_secs(600), Duration::from_secs(600));
     let backoff = Backoff { initial, max, jitter: 0.0, ..Backoff::default() };
     let runtime = Runtime::builder().backoff(backoff).start();
-    runtime.register_queue(fails_bad_keys).await.unwrap();
+    runtime.register(fails_bad_keys).await.unwrap();
     let state = runtime.state();
     state.create(Resource::new(NS, "bad-eth0", IntSpec(1))).await.unwrap();
     for i in 0..3 {
@@ -164,8 +164,8 @@ async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed
 async fn settled_within_names_what_holds_it_not_keys_waiting_for_their_time() {
     tokio::time::pause();
     let runtime = Runtime::start();
-    runtime.register_queue(fails_bad_keys).await.unwrap();
-    runtime.register_queue(hourly).await.unwrap();
+    runtime.register(fails_bad_keys).await.unwrap();
+    runtime.register(hourly).await.unwrap();
     runtime.state().create(Resource::new(NS, "bad-eth1", IntSpec(1))).await.unwrap();
     let busy = runtime.settled_within(Duration::from_secs(60)).await.unwrap_err();
     let names: Vec<&str> = busy.busy.iter().map(|c| c.controller.as_str()).collect();

@@ -109,7 +109,7 @@ async fn a_zero_requeue_of_a_queue_controller_is_pending_work_that_settled_waits
     let runtime = Runtime::start();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    let queue = runtime.register_queue(move || Counter(c.clone(), 5)).await.unwrap();
+    let queue = runtime.register(move || Counter(c.clone(), 5)).await.unwrap();
     let start = tokio::time::Instant::now();
     queue.enqueue(&Pointer::typed::<IntSpec>(NS, "again")).await.unwrap();
     runtime.settled().await;
@@ -123,7 +123,7 @@ async fn idle_waits_for_keys_enqueued_for_later() {
     let runtime = Runtime::start();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    let queue = runtime.register_queue(move || Counter(c.clone(), 1)).await.unwrap();
+    let queue = runtime.register(move || Counter(c.clone(), 1)).await.unwrap();
     runtime.settled().await;
     queue
         .enqueue_after(&Pointer::typed::<IntSpec>(NS, "later"), Duration::from_secs(60))

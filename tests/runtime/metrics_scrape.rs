@@ -204,7 +204,7 @@ async fn every_series_is_there_at_zero_from_the_first_scrape() {
     let runtime = runtime();
     let mut registry = Registry::default();
     runtime.register_metrics(&mut registry);
-    runtime.register_queue(|| Keys::new("Idle", "nothing-here")).await.unwrap();
+    runtime.register(|| Keys::new("Idle", "nothing-here")).await.unwrap();
     let scrape = Scrape::of(&registry);
     let c = "Idle";
     assert_eq!(scrape.results(c), [0.0; 4]);
@@ -340,7 +340,7 @@ async fn a_queue_controller_counts_every_key_outcome() {
     // The instances share their count of attempts: the panic replaces the
     // instance, and the retry must see the panic's attempt.
     let keys = Keys::new("Keys", NS);
-    runtime.register_queue(move || keys.clone()).await.unwrap();
+    runtime.register(move || keys.clone()).await.unwrap();
     runtime.idle(Duration::from_secs(60)).await.unwrap();
 
     let scrape = Scrape::of(&registry);
@@ -377,7 +377,7 @@ async fn running_work_shows_in_the_gauges_while_it_runs() {
     let keys = Keys { gate, ..Keys::new("Stuck", NS) };
     let mut entered = keys.entered.subscribe();
     create(&runtime, NS, &["stuck1", "stuck2", "stuck3"]).await;
-    runtime.register_queue(move || keys.clone()).await.unwrap();
+    runtime.register(move || keys.clone()).await.unwrap();
     entered.wait_for(|n| *n == 2).await.unwrap();
     tokio::time::advance(Duration::from_secs(3)).await;
 
@@ -413,7 +413,7 @@ async fn render_and_the_registered_collector_agree() {
     let mut registry = Registry::default();
     runtime.register_metrics(&mut registry);
     create(&runtime, NS, &["ok1", "fail1"]).await;
-    runtime.register_queue(|| Keys::new("Keys", NS)).await.unwrap();
+    runtime.register(|| Keys::new("Keys", NS)).await.unwrap();
     runtime.settled().await;
     let rendered = cosi_runtime::prometheus::render(&runtime.metrics().await);
     let scraped = Scrape::of(&registry).text;

@@ -54,21 +54,23 @@ async fn per_object_chain(runtime: &Runtime, placement: Placement) -> Arc<Atomic
     let reconciles = Arc::new(AtomicUsize::new(0));
     let (a, b) = (reconciles.clone(), reconciles.clone());
     runtime
-        .register_queue_on(placement, move || PerObject {
+        .register(move || PerObject {
             name: "IntToStr",
             map: |i: &IntSpec| StrSpec(i.0.to_string()),
             reconciles: a.clone(),
             _types: PhantomData,
         })
+        .on(placement)
         .await
         .unwrap();
     runtime
-        .register_queue_on(placement, move || PerObject {
+        .register(move || PerObject {
             name: "StrToSentence",
             map: |s: &StrSpec| SentenceSpec(format!("{} sentence", s.0)),
             reconciles: b.clone(),
             _types: PhantomData,
         })
+        .on(placement)
         .await
         .unwrap();
     reconciles

@@ -152,7 +152,7 @@ impl cosi_runtime::controller::QueueController for Reader {
 #[actix::test]
 async fn a_stopped_runtime_frees_its_state_and_controllers() {
     let runtime = Runtime::start();
-    runtime.register_queue(|| Reader).await.unwrap();
+    runtime.register(|| Reader).await.unwrap();
     let state = runtime.state();
     for k in 0..50 {
         state.create(int(&format!("r{k}"), k)).await.unwrap();

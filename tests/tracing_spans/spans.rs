@@ -124,7 +124,7 @@ async fn reconciles_run_in_spans_with_reference_reason_and_result() {
         runtime.state().create(Resource::new(NS, id, IntSpec(1))).await.unwrap();
     }
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
-    runtime.register_queue(move || Keys(seen.clone())).await.unwrap();
+    runtime.register(move || Keys(seen.clone())).await.unwrap();
     runtime.register(common::controllers::int_to_str).await.unwrap();
     runtime.settled().await;
 

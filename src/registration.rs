@@ -1,0 +1,184 @@
+//! [`Runtime::register`](crate::Runtime::register)'s one entry point: a factory of a
+//! [`Controller`] or of a [`QueueController`], registered as it is, with
+//! options chained before the `.await`.
+//!
+//! ```
+//! use cosi_runtime::Runtime;
+//! use cosi_runtime::execution::Placement;
+//! # use cosi_runtime::controller::{Controller, Input, Output, ReconcileContext, ReconcileResult};
+//! # struct Hasher;
+//! # impl Controller for Hasher {
+//! #     fn name(&self) -> &str { "Hasher" }
+//! #     fn inputs(&self) -> Vec<Input> { vec![] }
+//! #     fn outputs(&self) -> Vec<Output> { vec![] }
+//! #     async fn reconcile(&mut self, _: &mut ReconcileContext) -> ReconcileResult { Ok(()) }
+//! # }
+//!
+//! # actix::System::new().block_on(async {
+//! let runtime = Runtime::builder().arbiters(2).start();
+//! // A controller that computes a lot: on a thread of its own.
+//! runtime.register(|| Hasher).on(Placement::Spread).await?;
+//! runtime.settled().await;
+//! # Ok::<(), cosi_runtime::supervisor::RegistrationError>(())
+//! # }).unwrap();
+//! ```
+
+use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use crate::controller::{Controller, QueueController, QueueHandle};
+use crate::execution::Placement;
+use crate::supervisor::{
+    ControllerRegistration, QueueRegistration, Register, Registered, Registration,
+    RegistrationError, Supervisor,
+};
+
+/// What [`Runtime::register`](crate::Runtime::register) takes: a factory (`|| MyController::new(..)`,
+/// called again for a fresh instance after a panic) of a [`Controller`] or
+/// of a [`QueueController`]. `M` is [`Plain`] or [`Queue`], inferred from
+/// what the factory builds.
+pub trait Factory<M>: sealed::Sealed<M> + Send + 'static {
+    /// What a registration returns: `()` for a controller, a
+    /// [`QueueHandle`] (to push keys from other event sources) for a queue
+    /// controller.
+    type Handle;
+}
+
+/// [`Factory`]'s marker for a [`Controller`].
+#[derive(Debug)]
+pub enum Plain {}
+
+/// [`Factory`]'s marker for a [`QueueController`].
+#[derive(Debug)]
+pub enum Queue {}
+
+mod sealed {
+    use super::*;
+
+    /// A type-erased registration, as the supervisor takes it.
+    #[allow(missing_debug_implementations)]
+    pub struct Boxed(pub(crate) Box<dyn Registration>);
+
+    /// What the supervisor made of a registration.
+    #[allow(missing_debug_implementations)]
+    pub struct Made(pub(crate) Registered);
+
+    /// How a factory becomes a registration, and what it returns.
+    pub trait Sealed<M> {
+        /// What a registration returns.
+        type Out;
+        /// The type-erased registration the supervisor takes.
+        fn registration(self) -> Boxed;
+        /// The handle of what was registered.
+        fn handle(registered: Made) -> Result<Self::Out, RegistrationError>;
+    }
+
+    impl<C, F> Sealed<Plain> for F
+    where
+        C: Controller,
+        F: Fn() -> C + Send + 'static,
+    {
+        type Out = ();
+        fn registration(self) -> Boxed {
+            Boxed(Box::new(ControllerRegistration::new(self)))
+        }
+        fn handle(_: Made) -> Result<(), RegistrationError> {
+            Ok(())
+        }
+    }
+
+    impl<Q, F> Sealed<Queue> for F
+    where
+        Q: QueueController,
+        F: Fn() -> Q + Send + 'static,
+    {
+        type Out = QueueHandle;
+        fn registration(self) -> Boxed {
+            Boxed(Box::new(QueueRegistration::new(self)))
+        }
+        fn handle(Made(registered): Made) -> Result<QueueHandle, RegistrationError> {
+            match registered {
+                Registered::Queue(handle) => Ok(handle),
+                Registered::Controller => Err(RegistrationError::Invalid {
+                    controller: "<unknown>".into(),
+                    reason: "registered as a plain controller".into(),
+                }),
+            }
+        }
+    }
+}
+
+impl<C, F> Factory<Plain> for F
+where
+    C: Controller,
+    F: Fn() -> C + Send + 'static,
+{
+    type Handle = ();
+}
+
+impl<Q, F> Factory<Queue> for F
+where
+    Q: QueueController,
+    F: Fn() -> Q + Send + 'static,
+{
+    type Handle = QueueHandle;
+}
+
+/// A registration on its way: chain options, then `.await` it (see
+/// [`Runtime::register`](crate::Runtime::register)).
+#[must_use = "a registration does nothing until it is awaited"]
+pub struct Registering<'r, M, F> {
+    supervisor: &'r actix::Addr<Supervisor>,
+    factory: F,
+    placement: Placement,
+    _kind: PhantomData<fn() -> M>,
+}
+
+impl<M, F> std::fmt::Debug for Registering<'_, M, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registering").field("placement", &self.placement).finish_non_exhaustive()
+    }
+}
+
+impl<'r, M, F: Factory<M>> Registering<'r, M, F> {
+    pub(crate) fn new(
+        supervisor: &'r actix::Addr<Supervisor>,
+        factory: F,
+        placement: Placement,
+    ) -> Self {
+        Registering { supervisor, factory, placement, _kind: PhantomData }
+    }
+
+    /// Runs the controller on the arbiter `placement` picks (see
+    /// [`execution`](crate::execution)), instead of the runtime's default
+    /// placement: the factory is sent there, and the controller is built and
+    /// runs there. A queue controller's reconciles all run on that arbiter
+    /// (wrap it in [`Blocking`](crate::execution::Blocking) to spread them
+    /// over the blocking pool instead).
+    pub fn on(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+}
+
+impl<'r, M, F> IntoFuture for Registering<'r, M, F>
+where
+    M: 'r,
+    F: Factory<M> + sealed::Sealed<M, Out = <F as Factory<M>>::Handle>,
+{
+    type Output = Result<F::Handle, RegistrationError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + 'r>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let Registering { supervisor, factory, placement, .. } = self;
+        let sealed::Boxed(registration) = factory.registration();
+        Box::pin(async move {
+            let registered =
+                supervisor.send(Register(registration, placement)).await.unwrap_or_else(|_| {
+                    Err(RegistrationError::Stopped { controller: "<unknown>".into() })
+                })?;
+            F::handle(sealed::Made(registered))
+        })
+    }
+}
