@@ -160,7 +160,7 @@ async fn run(mode: Mode, n: usize) {
         };
         let mut r = Resource::new(NS, format!("link-{i:06}"), spec);
         r.metadata_mut().labels_mut().insert("tier", if i % 2 == 0 { "edge" } else { "core" });
-        cluster.create(r).await.unwrap();
+        cluster.create(r, None).await.unwrap();
     }
     let api = KubernetesApi::new(&cluster).expose(Expose::of::<LinkSpec>("v1")).unwrap();
     let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();

@@ -48,7 +48,7 @@ async fn writes(state: &State, n: u64, window: u64, base: u64) -> Duration {
         async move {
             let v = (base + k) as i64;
             state
-                .modify(&ptr(k), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = v)
+                .modify(&ptr(k), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = v, None)
                 .await
                 .expect("write");
         }
@@ -202,7 +202,7 @@ fn reopen(mode: &Mode, sys: &SystemRunner, n: u64, record: usize) {
             async move {
                 let mut r = Resource::new(NS, format!("resource-{k:06}"), IntSpec(k as i64));
                 r.metadata_mut().labels_mut().insert("app", "bench");
-                state.create(r).await.expect("create");
+                state.create(r, None).await.expect("create");
             }
         })
         .await;

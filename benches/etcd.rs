@@ -72,7 +72,10 @@ fn etcd_writes(c: &mut Criterion, sys: &SystemRunner, etcd: &TestEtcd) -> usize 
     let mut raw = sys.block_on(raw_client(etcd));
     // The first create, so that the value size is known before the raw writes.
     sys.block_on(async {
-        state.create(Resource::new(NS, format!("c{:09}", 0), IntSpec(0))).await.expect("create")
+        state
+            .create(Resource::new(NS, format!("c{:09}", 0), IntSpec(0)), None)
+            .await
+            .expect("create")
     });
     let value = vec![b'x'; sys.block_on(stored_value_bytes(&mut raw))];
     let mut created = 1u64;
@@ -90,7 +93,7 @@ fn etcd_writes(c: &mut Criterion, sys: &SystemRunner, etcd: &TestEtcd) -> usize 
                         let id = format!("c{:09}", base + k);
                         async move {
                             state
-                                .create(Resource::new(NS, id, IntSpec(k as i64)))
+                                .create(Resource::new(NS, id, IntSpec(k as i64)), None)
                                 .await
                                 .expect("create");
                         }
@@ -111,9 +114,11 @@ fn etcd_writes(c: &mut Criterion, sys: &SystemRunner, etcd: &TestEtcd) -> usize 
                         let v = (base + k) as i64;
                         async move {
                             state
-                                .modify(&modified(base + k), move |r: &mut Resource<IntSpec>| {
-                                    r.spec_mut().0 = v
-                                })
+                                .modify(
+                                    &modified(base + k),
+                                    move |r: &mut Resource<IntSpec>| r.spec_mut().0 = v,
+                                    None,
+                                )
                                 .await
                                 .expect("modify");
                         }
@@ -250,7 +255,7 @@ async fn state_watch_latency(etcd: &TestEtcd, n: u64) -> Vec<Duration> {
     let mut samples = Vec::with_capacity(n as usize);
     for i in 1..=n as i64 {
         let started = Instant::now();
-        let write = writer.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i);
+        let write = writer.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i, None);
         let seen = async {
             loop {
                 let event = watch.next().await.expect("the watch runs");

@@ -171,7 +171,10 @@ async fn cpu_run(layout: Layout, objects: u64, rounds: u64) -> Duration {
         pipelined(objects, 256, |k| {
             let (state, ns) = (state.clone(), ns.clone());
             async move {
-                state.create(Resource::new(ns, format!("n{k}"), IntSpec(k as i64))).await.unwrap();
+                state
+                    .create(Resource::new(ns, format!("n{k}"), IntSpec(k as i64)), None)
+                    .await
+                    .unwrap();
             }
         })
         .await;
@@ -301,7 +304,10 @@ async fn live_chain(runtime: Runtime, n: u64) -> Duration {
     pipelined(n, 1024, |k| {
         let state = state.clone();
         async move {
-            state.create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64))).await.unwrap();
+            state
+                .create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64)), None)
+                .await
+                .unwrap();
         }
     })
     .await;
@@ -431,13 +437,16 @@ async fn hot_key_run(hot: bool, ordinary: u64) -> Duration {
         .await
         .unwrap();
     if hot {
-        state.create(Resource::new(NS, "hot", IntSpec(-1))).await.unwrap();
+        state.create(Resource::new(NS, "hot", IntSpec(-1)), None).await.unwrap();
     }
     let t = Instant::now();
     pipelined(ordinary, 1024, |k| {
         let state = state.clone();
         async move {
-            state.create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64))).await.unwrap();
+            state
+                .create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64)), None)
+                .await
+                .unwrap();
         }
     })
     .await;
@@ -560,7 +569,7 @@ async fn latency_run(blocker: Option<bool>, first: u64, samples: u64) -> Vec<Dur
     for k in first..first + samples {
         let id = format!("n{k}");
         let t = Instant::now();
-        state.create(Resource::new("lat", id.clone(), IntSpec(k as i64))).await.unwrap();
+        state.create(Resource::new("lat", id.clone(), IntSpec(k as i64)), None).await.unwrap();
         loop {
             match events.next().await.expect("the watch goes on") {
                 Event::Created(r) if r.id() == id => break,

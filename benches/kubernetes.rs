@@ -108,7 +108,7 @@ async fn setup(n: u64) -> Setup {
     pipelined(n, 1024, |i| {
         let state = state.clone();
         async move {
-            state.create(link(i)).await.expect("create");
+            state.create(link(i), None).await.expect("create");
         }
     })
     .await;
@@ -563,7 +563,7 @@ async fn watch_round(setup: &mut Setup, route: Route) -> Duration {
         async move {
             let ptr = Pointer::typed::<LinkSpec>(NS, id(i));
             let r = state
-                .modify(&ptr, move |r: &mut Resource<LinkSpec>| r.spec_mut().mtu = mtu)
+                .modify(&ptr, move |r: &mut Resource<LinkSpec>| r.spec_mut().mtu = mtu, None)
                 .await
                 .expect("modify");
             highest.set(highest.get().max(r.metadata().revision()));

@@ -189,7 +189,7 @@ struct ChainRun {
 
 async fn create_ints(state: &State, n: u64) {
     pipelined(n, 1024, |k| async move {
-        state.create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64))).await.unwrap();
+        state.create(Resource::new(NS, format!("n{k}"), IntSpec(k as i64)), None).await.unwrap();
     })
     .await;
 }
@@ -515,7 +515,7 @@ async fn latency_run(runtime: Runtime, warmup: u64, samples: u64) -> Vec<Duratio
     for k in 0..warmup + samples {
         let id = format!("n{k}");
         let t = Instant::now();
-        state.create(Resource::new(NS, id.clone(), IntSpec(k as i64))).await.unwrap();
+        state.create(Resource::new(NS, id.clone(), IntSpec(k as i64)), None).await.unwrap();
         loop {
             match events.next().await.expect("the watch goes on") {
                 Event::Created(r) if r.id() == id => break,
@@ -675,7 +675,7 @@ async fn burst(updates: i64, busy: bool) -> BurstRun {
     let runtime = Runtime::start();
     let state = runtime.state();
     let hot = Pointer::typed::<IntSpec>(NS, "hot");
-    state.create(Resource::new(NS, "hot", IntSpec(0))).await.unwrap();
+    state.create(Resource::new(NS, "hot", IntSpec(0)), None).await.unwrap();
     let (open, gate) = watch::channel(true);
     let last_seen = Arc::new(AtomicI64::new(-1));
     if busy {
@@ -692,7 +692,10 @@ async fn burst(updates: i64, busy: bool) -> BurstRun {
     let heap0 = common::peak_start();
     let t = Instant::now();
     for k in 1..=updates {
-        state.modify(&hot, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = k).await.unwrap();
+        state
+            .modify(&hot, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = k, None)
+            .await
+            .unwrap();
     }
     let elapsed = t.elapsed();
     let peak = common::peak_stop();
@@ -834,7 +837,10 @@ async fn restarts(iters: u64, backoff: Duration) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         probe.panic_next.store(true, Ordering::SeqCst);
-        state.modify(&trigger, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1).await.unwrap();
+        state
+            .modify(&trigger, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None)
+            .await
+            .unwrap();
         total += rx.recv().await.expect("the fresh instance reports");
     }
     runtime.settled().await;

@@ -98,7 +98,7 @@ fn write_sequential(c: &mut Criterion, sys: &SystemRunner) {
                 let t = Instant::now();
                 for k in 0..iters {
                     let r = Resource::new(NS, id(k), IntSpec(k as i64));
-                    black_box(state.create(r).await.unwrap());
+                    black_box(state.create(r, None).await.unwrap());
                 }
                 t.elapsed()
             })
@@ -128,7 +128,7 @@ fn write_sequential(c: &mut Criterion, sys: &SystemRunner) {
                 let state = State::start();
                 common::quiesce().await;
                 let mut current: Resource<IntSpec> = state
-                    .create(Resource::new(NS, id(0), IntSpec(0)))
+                    .create(Resource::new(NS, id(0), IntSpec(0)), None)
                     .await
                     .unwrap()
                     .typed()
@@ -136,7 +136,7 @@ fn write_sequential(c: &mut Criterion, sys: &SystemRunner) {
                 let t = Instant::now();
                 for k in 0..iters {
                     current.spec_mut().0 = k as i64 + 1;
-                    let stored = state.update(current).await.unwrap();
+                    let stored = state.update(current, None).await.unwrap();
                     current = stored.typed().unwrap();
                 }
                 let e = t.elapsed();
@@ -157,7 +157,7 @@ fn write_sequential(c: &mut Criterion, sys: &SystemRunner) {
                     let v = k as i64 + 1;
                     black_box(
                         state
-                            .modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = v)
+                            .modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = v, None)
                             .await
                             .unwrap(),
                     );
@@ -201,7 +201,7 @@ fn write_pipelined(c: &mut Criterion, sys: &SystemRunner, window: u64) {
                     let state = &state;
                     async move {
                         let r = Resource::new(NS, id(k), IntSpec(k as i64));
-                        black_box(state.create(r).await.unwrap());
+                        black_box(state.create(r, None).await.unwrap());
                     }
                 })
                 .await;
@@ -291,7 +291,7 @@ fn fanout(c: &mut Criterion, sys: &SystemRunner, n: usize) {
         let state = State::start();
         common::quiesce().await;
         let hot = Pointer::typed::<IntSpec>(NS, "hot");
-        state.create(Resource::new(NS, "hot", IntSpec(0))).await.unwrap();
+        state.create(Resource::new(NS, "hot", IntSpec(0)), None).await.unwrap();
         let (subs, left, done) = subscribers(n);
         for s in &subs {
             state
@@ -313,7 +313,8 @@ fn fanout(c: &mut Criterion, sys: &SystemRunner, n: usize) {
                 for _ in 0..iters {
                     left.store(n, Ordering::Release);
                     let t = Instant::now();
-                    let write = state.modify(&hot, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1);
+                    let write =
+                        state.modify(&hot, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None);
                     let (written, ()) = futures::join!(write, done.notified());
                     total += t.elapsed();
                     written.unwrap();
@@ -339,14 +340,14 @@ fn memory(mode: &Mode, sys: &SystemRunner) {
         let state = State::start();
         common::quiesce().await;
         // Warm up: the first resource of the kind creates its collection.
-        state.create(Resource::new(NS, "warm", IntSpec(-1))).await.unwrap();
+        state.create(Resource::new(NS, "warm", IntSpec(-1)), None).await.unwrap();
         let rss0 = common::rss_bytes();
         let before = common::peak_start();
         pipelined(n, 1024, |k| {
             let state = &state;
             async move {
                 let r = Resource::new(NS, key(k), IntSpec(k as i64));
-                state.create(r).await.unwrap();
+                state.create(r, None).await.unwrap();
             }
         })
         .await;

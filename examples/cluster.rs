@@ -183,9 +183,11 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!("creating job-1 and job-2");
     for (i, id) in ["job-1", "job-2"].iter().enumerate() {
         state
-            .modify(&Pointer::typed::<Job>(NS, *id), move |j: &mut Resource<Job>| {
-                j.spec_mut().cpu = i as u32 + 1
-            })
+            .modify(
+                &Pointer::typed::<Job>(NS, *id),
+                move |j: &mut Resource<Job>| j.spec_mut().cpu = i as u32 + 1,
+                None,
+            )
             .await?;
     }
     let owner = assigned(&mut watch, |_, _| true).await;
@@ -206,7 +208,7 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("creating job-3: assigned by the new owner");
-    state.create(Resource::new(NS, "job-3", Job { cpu: 3 })).await?;
+    state.client().create(Resource::new(NS, "job-3", Job { cpu: 3 })).await?;
     assigned(&mut watch, |job, n| job == "job-3" && n == next).await;
     let jobs = state.list_typed::<Assignment>(NS, &LabelQuery::all()).await?;
     for a in &jobs {
@@ -221,7 +223,7 @@ async fn demo(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         state.client_as("scheduler").destroy(a.pointer()).await.ok();
     }
     for id in ["job-1", "job-2", "job-3"] {
-        state.destroy(&Pointer::typed::<Job>(NS, id)).await.ok();
+        state.client().destroy(&Pointer::typed::<Job>(NS, id)).await.ok();
     }
     println!("done: failover in {:.2} s", took.as_secs_f64());
     Ok(())

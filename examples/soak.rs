@@ -316,6 +316,7 @@ impl QueueController for Summarizer {
 
 /// One feeder: creates, updates and tears down the sources of its own ids.
 async fn feeder(state: State, ids: Vec<String>, seed: u64, tally: Arc<Tally>) {
+    let state = state.client();
     let mut rng = fastrand::Rng::with_seed(seed);
     while !tally.stop.load(Ordering::SeqCst) {
         let id = &ids[rng.usize(..ids.len())];
@@ -528,9 +529,9 @@ async fn run(o: Options) -> Result<bool, Box<dyn std::error::Error>> {
     // so issue it again, as the user would on restart.
     for source in runtime.state().list(&Kind::of::<Source>(NS), &LabelQuery::all()).await? {
         if source.phase() == Phase::TearingDown {
-            let (state, ptr) = (runtime.state(), source.pointer().clone());
+            let (user, ptr) = (runtime.state().client(), source.pointer().clone());
             actix::spawn(async move {
-                let _ = state.teardown_and_destroy(&ptr).await;
+                let _ = user.teardown_and_destroy(&ptr).await;
             });
         }
     }

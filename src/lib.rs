@@ -82,7 +82,7 @@
 //! }
 //!
 //! # actix::System::new().block_on(async {
-//! let state = State::start();
+//! let state = State::start().client(); // writes as the user
 //! let created = state.create(Resource::new("network", "hostname", Hostname("node-1".into()))).await?;
 //! assert_eq!(created.version().get(), 1);
 //! # Ok::<(), cosi_runtime::Error>(())
@@ -137,6 +137,8 @@ pub mod prelude {
         Controller, Input, InputKind, Outcome, Output, OutputKind, QueueController, QueueHandle,
         QueueSettings, ReconcileContext, ReconcileError, ReconcileResult, TerminalError, finalizer,
     };
+    #[doc(hidden)]
+    pub use crate::controller::{QController, QSettings};
     pub use crate::error::Error;
     pub use crate::resource::{
         AnyResource, Kind, LabelQuery, Metadata, Phase, Pointer, Resource, Spec, TypedPointer,
@@ -155,6 +157,8 @@ pub mod prelude {
 pub mod dev {
     pub use crate::finalizer::coordinator::FinalizerCoordinator;
     pub use crate::state::actor::{CloseResponse, StateActor, StateResponse};
+    #[doc(hidden)]
+    pub use crate::state::backend::CommitOutcome as Outcome;
     pub use crate::state::backend::{
         Backend, CommitOutcome, Feed, FeedChange, FeedMessage, Precondition, Snapshot, Write,
         WriteOp,

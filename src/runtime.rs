@@ -277,7 +277,7 @@ impl RuntimeBuilder {
 /// # actix::System::new().block_on(async {
 /// let runtime = Runtime::start();
 /// runtime.register(|| Doubler).await?;
-/// runtime.state().create(Resource::new("default", "x", Int(21))).await?;
+/// runtime.state().client().create(Resource::new("default", "x", Int(21))).await?;
 /// runtime.settled().await;
 /// let double = runtime.state().get_typed::<Double>(&Pointer::typed::<Double>("default", "x")).await?;
 /// assert_eq!(double.spec().0, 42);
@@ -372,6 +372,37 @@ impl Runtime {
     /// stopped. Nothing is left behind on error.
     pub fn register<M, F: Factory<M>>(&self, factory: F) -> Registering<'_, M, F> {
         Registering::new(&self.supervisor, factory, self.placement)
+    }
+
+    /// `register(factory).on(placement)`, the former name, kept for one release.
+    #[doc(hidden)]
+    pub fn register_on<M, F: Factory<M>>(
+        &self,
+        placement: Placement,
+        factory: F,
+    ) -> Registering<'_, M, F> {
+        self.register(factory).on(placement)
+    }
+
+    /// `register(factory)` of a queue controller, the former name, kept
+    /// for one release.
+    #[doc(hidden)]
+    pub fn register_queue<F: Factory<crate::controller::Queue>>(
+        &self,
+        factory: F,
+    ) -> Registering<'_, crate::controller::Queue, F> {
+        self.register(factory)
+    }
+
+    /// `register(factory).on(placement)` of a queue controller, the former
+    /// name, kept for one release.
+    #[doc(hidden)]
+    pub fn register_queue_on<F: Factory<crate::controller::Queue>>(
+        &self,
+        placement: Placement,
+        factory: F,
+    ) -> Registering<'_, crate::controller::Queue, F> {
+        self.register(factory).on(placement)
     }
 
     /// Resolves when nothing is in flight: no state request awaiting an

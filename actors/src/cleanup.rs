@@ -58,11 +58,11 @@ impl fmt::Debug for Dependents {
 ///
 /// # actix::System::new().block_on(async {
 /// let runtime = Runtime::start();
-/// let state = runtime.state();
+/// let state = runtime.state().client();
 /// // Addresses carry the label `link` = the id of their link.
 /// runtime
 ///     .register({
-///         let state = state.clone();
+///         let state = runtime.state();
 ///         move || {
 ///             Cleanup::<Link>::new(state.clone(), "LinkCleanup", "network")
 ///                 .remove_labelled(Kind::of::<Address>("network"), "link")

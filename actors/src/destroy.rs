@@ -25,7 +25,7 @@ use cosi_runtime::supervisor::RegistrationError;
 /// # actix::System::new().block_on(async {
 /// let runtime = Runtime::start();
 /// Destroy::<Route>::register(&runtime, "network").await?;
-/// let state = runtime.state();
+/// let state = runtime.state().client();
 /// let route = state.create(Resource::new("network", "default", Route)).await?;
 /// state.teardown(route.pointer()).await?;
 /// runtime.settled().await;

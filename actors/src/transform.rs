@@ -109,7 +109,7 @@ where
 ///         .with_input_finalizers()
 ///     })
 ///     .await?;
-/// let state = runtime.state();
+/// let state = runtime.state().client();
 /// state.create(Resource::new("config", "eth0", LinkConfig { mtu: 9000 })).await?;
 /// runtime.settled().await;
 /// let file = state.get_typed::<LinkFile>(&Pointer::typed::<LinkFile>("files", "link-eth0")).await?;
@@ -290,7 +290,7 @@ impl<I: Spec, O: Spec> Transform<I, O> {
     ///         .with_input_finalizers()
     ///     })
     ///     .await?;
-    /// let state = runtime.state();
+    /// let state = runtime.state().client();
     /// let servers = vec!["ntp1".to_owned(), "ntp2".to_owned()];
     /// state.create(Resource::new("config", "time", TimeConfig { servers })).await?;
     /// runtime.settled().await;

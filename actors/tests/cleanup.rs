@@ -51,15 +51,15 @@ async fn start(finalizer: bool) -> (Runtime, State) {
 #[actix::test]
 async fn a_destroyed_resource_takes_its_labelled_dependents_whoever_owns_them() {
     let (runtime, state) = start(false).await;
-    state.create(Resource::new(NS, "p", IntSpec(1))).await.unwrap();
-    state.create(Resource::new(NS, "q", IntSpec(2))).await.unwrap();
+    state.create(Resource::new(NS, "p", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new(NS, "q", IntSpec(2)), None).await.unwrap();
     dependent(&state, "d1", "p", None).await;
     dependent(&state, "d2", "p", Some("SomeController")).await;
     dependent(&state, "other", "q", None).await;
     runtime.settled().await;
     assert_eq!(remaining(&state).await, ["d1", "d2", "other"], "a running parent keeps them");
 
-    state.destroy(&parent()).await.unwrap();
+    state.destroy(&parent(), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(remaining(&state).await, ["other"]);
 }
@@ -67,7 +67,7 @@ async fn a_destroyed_resource_takes_its_labelled_dependents_whoever_owns_them() 
 #[actix::test]
 async fn with_a_finalizer_the_teardown_waits_until_held_dependents_are_destroyed() {
     let (runtime, state) = start(true).await;
-    state.create(Resource::new(NS, "p", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "p", IntSpec(1)), None).await.unwrap();
     dependent(&state, "d1", "p", None).await;
     state.add_finalizer(&dep("d1"), "Applier").await.unwrap();
     runtime.settled().await;
@@ -75,7 +75,7 @@ async fn with_a_finalizer_the_teardown_waits_until_held_dependents_are_destroyed
 
     let teardown = {
         let state = state.clone();
-        actix::spawn(async move { state.teardown_and_destroy(&parent()).await })
+        actix::spawn(async move { state.teardown_and_destroy(&parent(), None).await })
     };
     runtime.settled().await;
     assert_eq!(state.get(&dep("d1")).await.unwrap().phase(), Phase::TearingDown);
@@ -119,12 +119,12 @@ async fn mapped_dependents_are_found_by_the_function_and_waited_for() {
         })
         .await
         .unwrap();
-    state.create(Resource::new(NS, "p", IntSpec(1))).await.unwrap();
-    state.create(Resource::new(DEPS, "p-a", StrSpec::default())).await.unwrap();
+    state.create(Resource::new(NS, "p", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new(DEPS, "p-a", StrSpec::default()), None).await.unwrap();
     state.client_as("Owner").create(Resource::new(DEPS, "p-b", StrSpec::default())).await.unwrap();
-    state.create(Resource::new(DEPS, "q-a", StrSpec::default())).await.unwrap();
+    state.create(Resource::new(DEPS, "q-a", StrSpec::default()), None).await.unwrap();
     state.add_finalizer(&dep("p-b"), "Applier").await.unwrap();
-    state.destroy(&parent()).await.unwrap();
+    state.destroy(&parent(), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(remaining(&state).await, ["p-b", "q-a"], "p-b waits for its finalizer");
 

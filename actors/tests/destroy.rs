@@ -30,7 +30,7 @@ async fn a_torn_down_resource_without_finalizers_is_destroyed_as_its_owner() {
 #[actix::test]
 async fn running_resources_are_left_alone() {
     let (runtime, state) = start().await;
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(state.get(&ptr("a")).await.unwrap().phase(), Phase::Running);
 }
@@ -38,10 +38,10 @@ async fn running_resources_are_left_alone() {
 #[actix::test]
 async fn a_held_resource_is_destroyed_once_its_last_finalizer_goes() {
     let (runtime, state) = start().await;
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     state.add_finalizer(&ptr("a"), "One").await.unwrap();
     state.add_finalizer(&ptr("a"), "Two").await.unwrap();
-    state.teardown(&ptr("a")).await.unwrap();
+    state.teardown(&ptr("a"), None).await.unwrap();
     runtime.settled().await;
     state.remove_finalizer(&ptr("a"), "One").await.unwrap();
     runtime.settled().await;
@@ -56,8 +56,8 @@ async fn resources_torn_down_before_the_start_are_destroyed_at_start() {
     let runtime = Runtime::start();
     let state = runtime.state();
     for id in ["x", "y"] {
-        state.create(Resource::new(NS, id, IntSpec(1))).await.unwrap();
-        state.teardown(&ptr(id)).await.unwrap();
+        state.create(Resource::new(NS, id, IntSpec(1)), None).await.unwrap();
+        state.teardown(&ptr(id), None).await.unwrap();
     }
     Destroy::<IntSpec>::register(&runtime, NS).await.unwrap();
     runtime.settled().await;

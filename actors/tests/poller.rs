@@ -107,7 +107,7 @@ async fn the_poller_never_touches_resources_it_did_not_create() {
     tokio::time::pause();
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new(NS, "mine", IntSpec(7))).await.unwrap();
+    state.create(Resource::new(NS, "mine", IntSpec(7)), None).await.unwrap();
     Poller::register(&runtime, "P", NS, Duration::from_secs(10), || async {
         Ok(vec![("mine".to_owned(), IntSpec(1)), ("new".to_owned(), IntSpec(2))])
     })

@@ -57,8 +57,8 @@ fn holding() -> Transform<IntSpec, StrSpec> {
 #[actix::test]
 async fn each_input_makes_one_labelled_output_owned_by_the_transform() {
     let (runtime, state) = start(plain).await;
-    state.create(int("a", 1)).await.unwrap();
-    state.create(int("b", 2)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
+    state.create(int("b", 2), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("s-a".into(), "1".into()), ("s-b".into(), "2".into())]);
     let a = state.get(&out("s-a")).await.unwrap();
@@ -69,21 +69,25 @@ async fn each_input_makes_one_labelled_output_owned_by_the_transform() {
 #[actix::test]
 async fn a_changed_input_updates_its_output_and_an_unchanged_one_writes_nothing() {
     let (runtime, state) = start(plain).await;
-    let a = state.create(int("a", 1)).await.unwrap();
+    let a = state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
     let before = state.get(&out("s-a")).await.unwrap().version();
     let mut a = a.typed::<IntSpec>().unwrap();
     a.spec_mut().0 = 5;
-    state.update(a).await.unwrap();
+    state.update(a, None).await.unwrap();
     runtime.settled().await;
     let after = state.get_typed::<StrSpec>(&out("s-a")).await.unwrap();
     assert_eq!(after.spec().0, "5");
     assert_eq!(after.version().get(), before.get() + 1);
     // A label change on the input maps to the same output: no write.
     state
-        .modify(&Pointer::typed::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| {
-            r.metadata_mut().labels_mut().insert("touched", "yes");
-        })
+        .modify(
+            &Pointer::typed::<IntSpec>(NS, "a"),
+            |r: &mut Resource<IntSpec>| {
+                r.metadata_mut().labels_mut().insert("touched", "yes");
+            },
+            None,
+        )
         .await
         .unwrap();
     runtime.settled().await;
@@ -93,12 +97,12 @@ async fn a_changed_input_updates_its_output_and_an_unchanged_one_writes_nothing(
 #[actix::test]
 async fn a_mapping_to_nothing_removes_the_output_made_earlier() {
     let (runtime, state) = start(plain).await;
-    let a = state.create(int("a", 1)).await.unwrap();
+    let a = state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await.len(), 1);
     let mut a = a.typed::<IntSpec>().unwrap();
     a.spec_mut().0 = -1;
-    state.update(a).await.unwrap();
+    state.update(a, None).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty());
 }
@@ -115,11 +119,11 @@ async fn an_output_id_that_changes_replaces_the_old_output() {
         .await
         .unwrap();
     let state = runtime.state();
-    let a = state.create(int("a", 1)).await.unwrap();
+    let a = state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
     let mut a = a.typed::<IntSpec>().unwrap();
     a.spec_mut().0 = 2;
-    state.update(a).await.unwrap();
+    state.update(a, None).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("v2".into(), "a".into())]);
 }
@@ -127,9 +131,9 @@ async fn an_output_id_that_changes_replaces_the_old_output() {
 #[actix::test]
 async fn the_output_of_a_destroyed_input_is_removed() {
     let (runtime, state) = start(plain).await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
-    state.destroy(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>(NS, "a"), None).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty());
 }
@@ -138,7 +142,7 @@ async fn the_output_of_a_destroyed_input_is_removed() {
 async fn input_finalizers_hold_the_input_until_its_outputs_are_destroyed() {
     let (runtime, state) = start(holding).await;
     let a = Pointer::typed::<IntSpec>(NS, "a");
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
     let input = state.get(&a).await.unwrap();
     assert!(input.metadata().finalizers().contains("IntText"), "{input:?}");
@@ -147,7 +151,7 @@ async fn input_finalizers_hold_the_input_until_its_outputs_are_destroyed() {
     state.add_finalizer(&out("s-a"), "Applier").await.unwrap();
     let teardown = {
         let (state, a) = (state.clone(), a.clone());
-        actix::spawn(async move { state.teardown_and_destroy(&a).await })
+        actix::spawn(async move { state.teardown_and_destroy(&a, None).await })
     };
     runtime.settled().await;
     let held = state.get(&a).await.unwrap();
@@ -204,8 +208,8 @@ async fn a_failing_input_backs_off_alone_and_a_terminal_error_is_not_retried() {
         .await
         .unwrap();
     let state = runtime.state();
-    state.create(int("bad", 13)).await.unwrap();
-    state.create(int("good", 1)).await.unwrap();
+    state.create(int("bad", 13), None).await.unwrap();
+    state.create(int("good", 1), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("s-good".into(), "1".into())]);
     assert_eq!(calls.load(Ordering::Relaxed), 1, "a terminal error is not retried");
@@ -247,11 +251,11 @@ async fn an_extra_input_requeues_every_input_and_the_mapping_reads_it() {
         .await
         .unwrap();
     let state = runtime.state();
-    state.create(int("a", 1)).await.unwrap();
-    state.create(int("b", 2)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
+    state.create(int("b", 2), None).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty(), "no unit yet: nothing to make");
-    state.create(Resource::new(NS, "unit", SentenceSpec("kg".into()))).await.unwrap();
+    state.create(Resource::new(NS, "unit", SentenceSpec("kg".into())), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("a".into(), "1 kg".into()), ("b".into(), "2 kg".into())]);
 }
@@ -362,7 +366,7 @@ async fn a_change_of_an_output_made_by_its_owner_does_not_wake_the_transform() {
 #[actix::test]
 async fn an_output_destroyed_by_someone_else_is_made_again() {
     let (runtime, state) = start(plain).await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
     state.client_as("IntText").destroy(&out("s-a")).await.unwrap();
     runtime.settled().await;
@@ -386,13 +390,13 @@ async fn an_output_wanted_again_while_still_held_is_made_again_once_released() {
     let state = runtime.state();
     let a = Pointer::typed::<IntSpec>(NS, "a");
     let set = |n: i64| move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     runtime.settled().await;
     state.add_finalizer(&out("v1"), "Applier").await.unwrap();
-    state.modify(&a, set(2)).await.unwrap();
+    state.modify(&a, set(2), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(state.get(&out("v1")).await.unwrap().phase(), Phase::TearingDown);
-    state.modify(&a, set(1)).await.unwrap();
+    state.modify(&a, set(1), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(state.get(&out("v1")).await.unwrap().phase(), Phase::TearingDown, "still held");
     assert!(state.get(&out("v2")).await.unwrap_err().is_not_found());
@@ -416,15 +420,15 @@ async fn outputs_of_an_earlier_runtime_whose_input_vanished_meanwhile_are_remove
     let file = dir.path().join("state.redb");
     let first = Runtime::builder().open_durable(&file, [NS, OUT]).await.unwrap();
     first.register(plain).await.unwrap();
-    first.state().create(int("a", 1)).await.unwrap();
-    first.state().create(int("b", 2)).await.unwrap();
+    first.state().create(int("a", 1), None).await.unwrap();
+    first.state().create(int("b", 2), None).await.unwrap();
     first.settled().await;
     assert_eq!(texts(&first.state()).await.len(), 2);
     first.stop().await;
     first.state().close().await.unwrap();
 
     let offline = State::builder().durable(&file, [NS, OUT]).open().await.unwrap();
-    offline.destroy(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
+    offline.destroy(&Pointer::typed::<IntSpec>(NS, "a"), None).await.unwrap();
     offline.close().await.unwrap();
 
     let second = Runtime::builder().open_durable(&file, [NS, OUT]).await.unwrap();
@@ -473,8 +477,8 @@ async fn ids(state: &State) -> Vec<String> {
 #[actix::test]
 async fn many_makes_one_labelled_output_per_listed_item() {
     let (runtime, state) = start(parts).await;
-    state.create(int("a", 3)).await.unwrap();
-    state.create(int("b", 1)).await.unwrap();
+    state.create(int("a", 3), None).await.unwrap();
+    state.create(int("b", 1), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(ids(&state).await, ["a-0", "a-1", "a-2", "b-0"]);
     for id in ["a-0", "a-1", "a-2"] {
@@ -487,11 +491,15 @@ async fn many_makes_one_labelled_output_per_listed_item() {
 #[actix::test]
 async fn many_removes_an_output_no_longer_listed_and_keeps_the_others_untouched() {
     let (runtime, state) = start(parts).await;
-    state.create(int("a", 3)).await.unwrap();
+    state.create(int("a", 3), None).await.unwrap();
     runtime.settled().await;
     let kept = state.get(&out("a-0")).await.unwrap().version();
     state
-        .modify(&Pointer::typed::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2)
+        .modify(
+            &Pointer::typed::<IntSpec>(NS, "a"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2,
+            None,
+        )
         .await
         .unwrap();
     runtime.settled().await;
@@ -503,13 +511,13 @@ async fn many_removes_an_output_no_longer_listed_and_keeps_the_others_untouched(
 async fn many_input_teardown_removes_every_output_before_the_input_is_released() {
     let (runtime, state) = start(parts).await;
     let a = Pointer::typed::<IntSpec>(NS, "a");
-    state.create(int("a", 3)).await.unwrap();
-    state.create(int("b", 1)).await.unwrap();
+    state.create(int("a", 3), None).await.unwrap();
+    state.create(int("b", 1), None).await.unwrap();
     runtime.settled().await;
     state.add_finalizer(&out("a-1"), "Applier").await.unwrap();
     let teardown = {
         let (state, a) = (state.clone(), a.clone());
-        actix::spawn(async move { state.teardown_and_destroy(&a).await })
+        actix::spawn(async move { state.teardown_and_destroy(&a, None).await })
     };
     runtime.settled().await;
     assert_eq!(ids(&state).await, ["a-1", "b-0"], "the free outputs go at once");
@@ -569,13 +577,13 @@ async fn many_async_reads_through_the_context_and_makes_every_output() {
         .await
         .unwrap();
     let state = runtime.state();
-    state.create(int("a", 2)).await.unwrap();
+    state.create(int("a", 2), None).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty());
-    state.create(Resource::new(NS, "unit", SentenceSpec("kg".into()))).await.unwrap();
+    state.create(Resource::new(NS, "unit", SentenceSpec("kg".into())), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(texts(&state).await, [("a-0".into(), "0 kg".into()), ("a-1".into(), "1 kg".into())]);
-    state.destroy(&Pointer::typed::<SentenceSpec>(NS, "unit")).await.unwrap();
+    state.destroy(&Pointer::typed::<SentenceSpec>(NS, "unit"), None).await.unwrap();
     runtime.settled().await;
     assert!(texts(&state).await.is_empty(), "an empty list removes them all");
 }

@@ -49,8 +49,8 @@ async fn serving(expected: &[&str]) -> (Runtime, AdminServer) {
     runtime.register(|| Doubler).await.unwrap();
     let mut edge = Resource::new("default", "a", Int(1));
     edge.metadata_mut().labels_mut().insert("tier", "edge");
-    runtime.state().create(edge).await.unwrap();
-    runtime.state().create(Resource::new("default", "bb", Int(20))).await.unwrap();
+    runtime.state().create(edge, None).await.unwrap();
+    runtime.state().create(Resource::new("default", "bb", Int(20)), None).await.unwrap();
     runtime.settled().await;
     let server = Admin::new(&runtime)
         .expect_controllers(expected.iter().copied())
@@ -160,12 +160,12 @@ async fn watch_marks_created_and_destroyed_rows() {
     assert_eq!(next().await, "+   default     Ints.test.cosi.dev   bb   1");
 
     let state = runtime.state();
-    state.create(Resource::new("default", "c", Int(3))).await.unwrap();
+    state.create(Resource::new("default", "c", Int(3)), None).await.unwrap();
     assert_eq!(next().await, "+   default     Ints.test.cosi.dev   c    1");
     let ptr = Pointer::typed::<Int>("default", "a");
-    state.modify(&ptr, |r: &mut Resource<Int>| r.spec_mut().0 = 5).await.unwrap();
+    state.modify(&ptr, |r: &mut Resource<Int>| r.spec_mut().0 = 5, None).await.unwrap();
     assert_eq!(next().await, "    default     Ints.test.cosi.dev   a    2");
-    state.destroy(&Pointer::typed::<Int>("default", "bb")).await.unwrap();
+    state.destroy(&Pointer::typed::<Int>("default", "bb"), None).await.unwrap();
     assert_eq!(next().await, "-   default     Ints.test.cosi.dev   bb   1");
 
     // The server stops: the watch ends, and says why.

@@ -212,17 +212,17 @@ async fn admin_runtime() -> Runtime {
 async fn seed_links(state: &State) {
     let mut eth0 = Resource::new("config", "eth0", LinkConfig { mtu: 1500 });
     eth0.metadata_mut().labels_mut().insert("tier", "edge");
-    state.create(eth0).await.expect("eth0");
+    state.create(eth0, None).await.expect("eth0");
     let mut eth1 = Resource::new("config", "eth1", LinkConfig { mtu: 9000 });
     eth1.metadata_mut().finalizers_mut().add("net.cosi.dev/cleanup");
-    state.create(eth1).await.expect("eth1");
+    state.create(eth1, None).await.expect("eth1");
     let eth2 = Resource::new("config", "eth2", LinkConfig { mtu: 1280 });
     state.client_as("Linker").create(eth2).await.expect("eth2");
     let thing = cosi_runtime::resource::DynamicResource::new(
         cosi_runtime::resource::Metadata::new(Pointer::new("other", DYNAMIC, "t1")),
         serde_json::json!({"a": [1, 2, {"b": "c"}]}),
     );
-    state.create(thing.into_any()).await.expect("t1");
+    state.create(thing.into_any(), None).await.expect("t1");
 }
 
 /// Every resource of the fuzzed types in `namespaces`, as JSON (metadata

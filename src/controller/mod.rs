@@ -300,6 +300,12 @@ pub(crate) mod queue_host;
 mod spec;
 
 pub use crate::registration::{Factory, Plain, Queue, Registering};
+/// The former name of [`QueueController`], kept for one release.
+#[doc(hidden)]
+pub use queue::QueueController as QController;
+/// The former name of [`QueueSettings`], kept for one release.
+#[doc(hidden)]
+pub type QSettings = QueueSettings;
 pub(crate) use access::AccessRules;
 pub(crate) use context::Reach;
 pub use context::ReconcileContext;

@@ -79,7 +79,7 @@ impl FinalizerCoordinator {
         ctx.spawn(
             async move {
                 let _busy = busy;
-                state.destroy_as(&target, owner.as_deref()).await
+                state.destroy(&target, owner.as_deref()).await
             }
             .into_actor(self)
             .map({
@@ -120,8 +120,8 @@ impl Handler<TeardownAndDestroy> for FinalizerCoordinator {
         let me = ctx.address();
         Box::pin(async move {
             let TeardownAndDestroy { pointer, owner } = msg;
-            if state.teardown_as(&pointer, owner.as_deref()).await? {
-                match state.destroy_as(&pointer, owner.as_deref()).await {
+            if state.teardown(&pointer, owner.as_deref()).await? {
+                match state.destroy(&pointer, owner.as_deref()).await {
                     Ok(()) => return Ok(()),
                     Err(e) if e.is_not_found() => return Ok(()),
                     Err(e) if e.is_pending_finalizers() => {}

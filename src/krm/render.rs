@@ -322,7 +322,11 @@ impl FnController {
             futures::future::try_join_all(writes.iter().map(|(_, _, resource, update)| {
                 let (state, resource, update) = (self.state.clone(), resource.clone(), *update);
                 async move {
-                    if update { state.update(resource).await } else { state.create(resource).await }
+                    if update {
+                        state.update(resource, None).await
+                    } else {
+                        state.create(resource, None).await
+                    }
                 }
             }))
             .await?;
@@ -336,7 +340,7 @@ impl FnController {
             self.with_shared(|s| s.parsed.insert(ptr, (version, object)));
         }
         for ptr in before.into_keys() {
-            self.state.destroy(&ptr).await?;
+            self.state.destroy(&ptr, None).await?;
             seen.remove(&ptr);
             changed = true;
         }
@@ -451,7 +455,7 @@ pub async fn render(
         let (state, shared) = (state.clone(), shared.clone());
         loads.push(async move {
             let stored =
-                state.create(resource.into_any()).await.map_err(engine(ptr.to_string()))?;
+                state.create(resource.into_any(), None).await.map_err(engine(ptr.to_string()))?;
             // The first run of every function reads the objects as given, unparsed.
             let version = stored.version().get();
             shared

@@ -23,7 +23,7 @@ use crate::Error;
 /// struct Link { mtu: u32 }
 ///
 /// # actix::System::new().block_on(async {
-/// let state = State::start();
+/// let state = State::start().client();
 /// let eth0 = Pointer::typed::<Link>("network", "eth0");
 /// state.modify(&eth0, |link| link.spec_mut().mtu = 9000).await?; // `link: &mut Resource<Link>`
 /// let link = state.get(&eth0).await?; // a Resource<Link>
@@ -42,7 +42,8 @@ pub struct TypedPointer<S> {
 impl<S: Spec> TypedPointer<S> {
     /// The pointer to resource `id` of type `S` in `namespace` (users write
     /// [`Pointer::typed`]).
-    pub(crate) fn new(namespace: impl AsRef<str>, id: impl Into<Id>) -> Self {
+    #[doc(hidden)]
+    pub fn new(namespace: impl AsRef<str>, id: impl Into<Id>) -> Self {
         TypedPointer { pointer: Kind::of::<S>(namespace).pointer(id), _spec: PhantomData }
     }
 
@@ -134,6 +135,13 @@ impl<S> fmt::Display for TypedPointer<S> {
 }
 
 impl Pointer {
+    /// `Pointer::typed::<S>(namespace, id).erase()`: the former constructor
+    /// of a plain pointer from a spec type, kept for one release.
+    #[doc(hidden)]
+    pub fn of<S: Spec>(namespace: impl AsRef<str>, id: impl Into<Id>) -> Pointer {
+        Kind::of::<S>(namespace).pointer(id)
+    }
+
     /// A [`TypedPointer`]: the pointer to resource `id` of type `S` in
     /// `namespace`, keeping `S` for the calls that take it.
     pub fn typed<S: Spec>(namespace: impl AsRef<str>, id: impl Into<Id>) -> TypedPointer<S> {

@@ -52,13 +52,13 @@
 //! # }).unwrap();
 //! ```
 //!
-//! **One way to read and write.** A [`State`] (writing as the user), a
-//! [`Client`] (writing as the owner it was made for: `state.client_as("me")`),
-//! a controller's [`ReconcileContext`](crate::controller::ReconcileContext)
-//! (writing as the controller) and a test's
-//! [`Harness`](crate::testing::Harness) have the same calls, with the same
-//! arguments and results — the [`Access`] trait, which also lets you write a
-//! helper once for all of them:
+//! **One way to read and write.** A [`Client`] (a program, a feeder, a
+//! tool: `state.client()` writes as the user, `state.client_as("me")` as an
+//! owner), a controller's
+//! [`ReconcileContext`](crate::controller::ReconcileContext) (writing as the
+//! controller) and a test's [`Harness`](crate::testing::Harness) have the
+//! same calls, with the same arguments and results — the [`Access`] trait,
+//! which also lets you write a helper once for all of them:
 //!
 //! | call | |
 //! |---|---|
@@ -68,8 +68,12 @@
 //! | `modify(&ptr, change)` | read-modify-write, from `S::default()` when missing; `modify_or(&ptr, initial, change)` for a spec without `Default` |
 //! | `teardown(&ptr)`, `destroy(&ptr)`, `release(&ptr)` | `release` tears down, then destroys once nothing holds it (`true`: gone) |
 //!
-//! `State` and `Client` also have `teardown_and_destroy`, finalizers and
-//! watches. A
+//! [`State`] itself has the state contract's calls with the owner explicit,
+//! as their last argument (`state.create(r, None)`, `state.modify(&ptr,
+//! change, Some("me"))`): the raw contract, for the runtime's own writers,
+//! tools and tests that act as several owners at once. Programs write
+//! through a `Client`. `State` and `Client` also have `teardown_and_destroy`,
+//! finalizers and watches. A
 //! [`TypedPointer<S>`](crate::resource::TypedPointer) derefs to a plain
 //! `Pointer` and `erase()`s into one; reads through it come back typed and
 //! `modify` closures need no annotation.
@@ -222,7 +226,7 @@
 //! # let path = dir.path().join("state.redb");
 //! // Namespace "config" is durable, every other one stays in memory.
 //! let runtime = Runtime::builder().open_durable(&path, ["config"]).await?;
-//! runtime.state().create(Resource::new("config", "hostname", Hostname("node-1".into()))).await?;
+//! runtime.state().client().create(Resource::new("config", "hostname", Hostname("node-1".into()))).await?;
 //! runtime.stop().await;
 //! runtime.state().close().await?; // commits, releases the file
 //!
@@ -307,6 +311,9 @@ pub(crate) mod watch;
 
 // For backend and actor authors: re-exported in `crate::dev`, not here.
 pub(crate) use actor::StateActor;
+/// The former name of [`CommitOutcome`], kept for one release.
+#[doc(hidden)]
+pub use backend::CommitOutcome as Outcome;
 pub use backend::{
     Backend, CommitOutcome, Feed, FeedChange, FeedMessage, Precondition, Snapshot, Write, WriteOp,
 };

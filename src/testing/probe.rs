@@ -171,8 +171,11 @@ impl StateProbe {
 
     /// Puts a resource in the probe's store as a user would, then forgets the request.
     pub async fn seed(&self, resource: impl Into<AnyResource>) -> AnyResource {
-        let r =
-            self.state.create(resource).await.unwrap_or_else(|e| panic!("probe: seed failed: {e}"));
+        let r = self
+            .state
+            .create(resource, None)
+            .await
+            .unwrap_or_else(|e| panic!("probe: seed failed: {e}"));
         self.log.take();
         r
     }

@@ -25,7 +25,7 @@ async fn int(runtime: &Runtime, id: &str, n: i64, tier: Option<&str>) {
     if let Some(tier) = tier {
         r.metadata_mut().labels_mut().insert("tier", tier);
     }
-    runtime.state().create(r).await.unwrap();
+    runtime.state().create(r, None).await.unwrap();
 }
 
 /// A runtime with IntToStr and three integers, settled, and its endpoint.

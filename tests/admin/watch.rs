@@ -28,7 +28,7 @@ async fn a_bootstrap_and_a_burst_larger_than_the_buffer_reach_a_client_that_read
     // Five times the buffer exists already; as many more come in one burst.
     let n = 5 * 8;
     for k in 0..n {
-        state.create(Resource::new(NS, format!("r{k:02}"), IntSpec(k))).await.unwrap();
+        state.create(Resource::new(NS, format!("r{k:02}"), IntSpec(k)), None).await.unwrap();
     }
     let (server, addr) = serve(&runtime, 8).await;
     let mut watch = open(addr, "/api/v1/watch/default/ints").await;
@@ -39,7 +39,7 @@ async fn a_bootstrap_and_a_burst_larger_than_the_buffer_reach_a_client_that_read
     assert_eq!(watch.event().await.unwrap().event, "bootstrapped");
     let creates = (n..2 * n).map(|k| {
         let state = state.clone();
-        async move { state.create(Resource::new(NS, format!("r{k:02}"), IntSpec(k))).await }
+        async move { state.create(Resource::new(NS, format!("r{k:02}"), IntSpec(k)), None).await }
     });
     for created in futures::future::join_all(creates).await {
         created.unwrap();
@@ -56,7 +56,7 @@ async fn a_watch_lists_marks_bootstrapped_then_streams_changes() {
     let runtime = Runtime::start();
     let state = runtime.state();
     for (id, n) in [("b", 2), ("a", 1)] {
-        state.create(Resource::new(NS, id, IntSpec(n))).await.unwrap();
+        state.create(Resource::new(NS, id, IntSpec(n)), None).await.unwrap();
     }
     let (server, addr) = serve(&runtime, 64).await;
     let mut watch = open(addr, "/api/v1/watch/default/ints").await;
@@ -75,9 +75,9 @@ async fn a_watch_lists_marks_bootstrapped_then_streams_changes() {
     assert_eq!(marker.data["type"], "Ints.test.cosi.dev");
 
     let ptr = Pointer::typed::<IntSpec>(NS, "a");
-    state.modify(&ptr, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10).await.unwrap();
-    state.create(Resource::new(NS, "c", IntSpec(3))).await.unwrap();
-    state.destroy(&Pointer::typed::<IntSpec>(NS, "b")).await.unwrap();
+    state.modify(&ptr, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None).await.unwrap();
+    state.create(Resource::new(NS, "c", IntSpec(3)), None).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>(NS, "b"), None).await.unwrap();
     let updated = watch.event().await.unwrap();
     assert_eq!((updated.event.as_str(), updated.resource_id()), ("updated", "a"));
     assert_eq!(updated.data["spec"], 10);
@@ -95,8 +95,8 @@ async fn a_watch_of_one_resource_and_with_a_selector() {
     let state = runtime.state();
     let mut edge = Resource::new(NS, "e", IntSpec(1));
     edge.metadata_mut().labels_mut().insert("tier", "edge");
-    state.create(edge).await.unwrap();
-    state.create(Resource::new(NS, "x", IntSpec(2))).await.unwrap();
+    state.create(edge, None).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(2)), None).await.unwrap();
     let (server, addr) = serve(&runtime, 64).await;
 
     let mut one = open(addr, "/api/v1/watch/default/ints/x").await;
@@ -108,11 +108,19 @@ async fn a_watch_of_one_resource_and_with_a_selector() {
     }
     // Changes to other resources pass both by.
     state
-        .modify(&Pointer::typed::<IntSpec>(NS, "e"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5)
+        .modify(
+            &Pointer::typed::<IntSpec>(NS, "e"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 5,
+            None,
+        )
         .await
         .unwrap();
     state
-        .modify(&Pointer::typed::<IntSpec>(NS, "x"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 6)
+        .modify(
+            &Pointer::typed::<IntSpec>(NS, "x"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 6,
+            None,
+        )
         .await
         .unwrap();
     let x = one.event().await.unwrap();
@@ -132,12 +140,12 @@ async fn a_watch_of_one_resource_and_with_a_selector() {
 async fn a_watch_of_one_absent_resource_sees_it_come_and_go_and_resumes_with_only_its_changes() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new(NS, "other", IntSpec(0))).await.unwrap();
+    state.create(Resource::new(NS, "other", IntSpec(0)), None).await.unwrap();
     let (server, addr) = serve(&runtime, 64).await;
 
     let mut one = open(addr, "/api/v1/watch/default/ints/x").await;
     assert_eq!(one.event().await.unwrap().event, "bootstrapped", "nothing to list first");
-    state.create(Resource::new(NS, "y", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "y", IntSpec(1)), None).await.unwrap();
     set(&state, 2).await;
     let created = one.event().await.unwrap();
     assert_eq!(
@@ -148,10 +156,10 @@ async fn a_watch_of_one_absent_resource_sees_it_come_and_go_and_resumes_with_onl
     let last = created.id.clone().expect("a change carries its revision");
     drop(one);
 
-    state.create(Resource::new(NS, "z", IntSpec(3))).await.unwrap();
+    state.create(Resource::new(NS, "z", IntSpec(3)), None).await.unwrap();
     set(&state, 4).await;
-    state.teardown(&x()).await.unwrap();
-    state.destroy(&x()).await.unwrap();
+    state.teardown(&x(), None).await.unwrap();
+    state.destroy(&x(), None).await.unwrap();
     let mut resumed =
         open_with(addr, "/api/v1/watch/default/ints/x", &[("Last-Event-ID", &last)]).await;
     assert_eq!(resumed.status, 200);
@@ -183,7 +191,7 @@ async fn a_slow_reader_is_disconnected_and_never_holds_the_state_back() {
     for i in 0..400 {
         let mut r = Resource::new(NS, format!("r{i:03}"), IntSpec(i));
         r.metadata_mut().annotations_mut().insert("payload", big.as_str());
-        state.create(r).await.unwrap();
+        state.create(r, None).await.unwrap();
         // The fast reader keeps up and sees every change.
         let event = fast.event().await.unwrap();
         assert_eq!(
@@ -215,7 +223,7 @@ fn x() -> Pointer {
 }
 
 async fn set(state: &State, n: i64) {
-    state.modify(&x(), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await.unwrap();
+    state.modify(&x(), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
 }
 
 /// A watch of `path`, read past its bootstrap: `x`, the only resource, then
@@ -241,7 +249,7 @@ async fn a_client_reconnecting_with_last_event_id_gets_only_what_it_missed() {
     drop(watch); // the connection drops
 
     set(&state, 3).await;
-    state.create(Resource::new(NS, "y", IntSpec(7))).await.unwrap();
+    state.create(Resource::new(NS, "y", IntSpec(7)), None).await.unwrap();
     let mut resumed =
         open_with(addr, "/api/v1/watch/default/ints", &[("Last-Event-ID", &last)]).await;
     assert_eq!(resumed.status, 200);
@@ -334,7 +342,7 @@ async fn a_last_event_id_that_is_not_a_revision_is_a_bad_request() {
 async fn a_client_over_its_watch_limit_is_429_until_one_of_its_watches_ends() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     let server = Admin::new(&runtime)
         .kinds([Kind::of::<IntSpec>(NS)])
         .max_watches_per_client(2)
@@ -357,7 +365,10 @@ async fn a_client_over_its_watch_limit_is_429_until_one_of_its_watches_ends() {
     let ptr = Pointer::typed::<IntSpec>(NS, "a");
     let mut admitted = None;
     for n in 2..1_000 {
-        state.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await.unwrap();
+        state
+            .modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None)
+            .await
+            .unwrap();
         let again = open(addr, "/api/v1/watch/default/ints").await;
         if again.status == 200 {
             admitted = Some(again);

@@ -123,7 +123,7 @@ async fn a_stock_kube_runtime_controller_reconciles_our_resources_and_owns_their
     let state = runtime.state();
     let server = serve(&state).await;
     let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
-    state.create(parent("p1", "a")).await.unwrap();
+    state.create(parent("p1", "a"), None).await.unwrap();
 
     let (reconciled, mut seen) = watch::channel(Vec::new());
     let cx = Arc::new(Context { client: client.clone(), reconciled });
@@ -158,7 +158,7 @@ async fn a_stock_kube_runtime_controller_reconciles_our_resources_and_owns_their
     // `.owns()` brings the controller back to p1, which makes it again.
     let first_uid = child.uid();
     let reconciles = seen.borrow().len();
-    state.destroy(&Pointer::new(NS, CHILD, "p1-child")).await.unwrap();
+    state.destroy(&Pointer::new(NS, CHILD, "p1-child"), None).await.unwrap();
     // (`is_ok` at once: the `Ref` that `wait_for` returns holds the channel.)
     let again = tokio::time::timeout(BOUND, seen.wait_for(|r| r.len() > reconciles)).await.is_ok();
     assert!(again, "no reconcile of p1 after its child was deleted");
@@ -193,7 +193,7 @@ async fn kube_runtimes_finalizer_helper_holds_and_releases_a_deletion() {
     let server = serve(&state).await;
     let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
     let api: Api<DynamicObject> = Api::namespaced_with(client, NS, &parents());
-    state.create(parent("p2", "a")).await.unwrap();
+    state.create(parent("p2", "a"), None).await.unwrap();
     let cleaned = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let step = |api: Api<DynamicObject>, cleaned: Arc<std::sync::atomic::AtomicBool>| async move {
         let obj = Arc::new(api.get("p2").await.unwrap());

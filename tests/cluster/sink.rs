@@ -30,7 +30,7 @@ async fn serve(state: &State) -> (KubernetesServer, Client) {
 async fn greeting(state: &State, name: &str, whom: &str) {
     let md = Metadata::new(Pointer::new("default", TYPE, name));
     let r = DynamicResource::new(md, json!({"spec": {"name": whom}}));
-    state.create(r.into_any()).await.unwrap();
+    state.create(r.into_any(), None).await.unwrap();
 }
 
 async fn stored(state: &State, name: &str) -> Value {

@@ -97,12 +97,12 @@ async fn put(state: &State, ns: &str, name: &str, message: &str, labels: &[(&str
             g.metadata_mut().labels_mut().insert(k.as_str(), v.as_str());
         }
     };
-    state.modify(&Pointer::typed::<Stored>(ns, name), change).await.unwrap();
+    state.modify(&Pointer::typed::<Stored>(ns, name), change, None).await.unwrap();
 }
 
 /// Deletes a greeting from a cluster's state.
 async fn delete(state: &State, ns: &str, name: &str) {
-    state.destroy(&Pointer::new(ns, Stored::TYPE, name)).await.unwrap();
+    state.destroy(&Pointer::new(ns, Stored::TYPE, name), None).await.unwrap();
 }
 
 /// The mirrors in `ns`: name → message.
@@ -431,7 +431,7 @@ async fn an_object_that_does_not_decode_is_reported_and_the_others_are_mirrored(
     let cluster = Cluster::start().await;
     cluster.put("default", "good", "hi", &[]).await;
     let odd = Resource::new("default", "odd", Odd { message: vec![1, 2] });
-    cluster.state.create(odd).await.unwrap();
+    cluster.state.create(odd, None).await.unwrap();
     let runtime = Runtime::start();
     let source = Source::new(cluster.client(), runtime.state());
     let handle = source.mirror(Mirror::of::<Greeting>(greetings()).namespace("default"));
@@ -467,7 +467,7 @@ async fn a_k8s_openapi_type_reads_its_mirror_whole() {
     let md =
         cosi_runtime::resource::Metadata::new(Pointer::new("default", "Deployments.apps", "web"));
     let web = cosi_runtime::resource::DynamicResource::new(md, spec);
-    state.create(web.into_any()).await.unwrap();
+    state.create(web.into_any(), None).await.unwrap();
 
     let runtime = Runtime::start();
     let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();

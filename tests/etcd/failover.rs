@@ -112,7 +112,7 @@ async fn standby_takes_over_when_the_owner_is_killed() {
     let prefix = "failover";
     // The owner's runtime needs an input to stamp before it can say it owns.
     let setup = State::builder().etcd(config(&etcd.endpoint(), prefix)).open().await.unwrap();
-    setup.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    setup.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
 
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -147,7 +147,11 @@ async fn standby_takes_over_when_the_owner_is_killed() {
     let mut watch = stamps(&standby.state()).await;
     // A write in this process reaches the owner's controller in the child.
     setup
-        .modify(&Pointer::typed::<IntSpec>(NS, "a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2)
+        .modify(
+            &Pointer::typed::<IntSpec>(NS, "a"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(stamped_by(&mut watch, "child:2").await, "child:2", "the owner reconciled");
@@ -173,7 +177,7 @@ async fn a_stale_owner_cannot_write_after_losing_its_lease() {
     let prefix = "fenced";
     let a = runtime(&etcd.endpoint(), prefix, "a").await;
     let mut watch = stamps(&a.state()).await;
-    a.state().create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
+    a.state().create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
     stamped_by(&mut watch, "a:1").await;
     let b = runtime(&etcd.endpoint(), prefix, "b").await;
     assert!(!b.claims().await[0].owner);
@@ -246,11 +250,11 @@ async fn a_standby_queue_controller_queues_keys_and_reconciles_them_all_on_takeo
     let prefix = "queue-failover";
     let a = queue_runtime(&etcd.endpoint(), prefix, "a").await;
     let mut watch = stamps(&a.state()).await;
-    a.state().create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
+    a.state().create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
     stamped_by(&mut watch, "a:1").await;
     let b = queue_runtime(&etcd.endpoint(), prefix, "b").await;
     // Keys reach the standby's queue but do not run; settled() is not held up.
-    a.state().create(Resource::new(NS, "y", IntSpec(2))).await.unwrap();
+    a.state().create(Resource::new(NS, "y", IntSpec(2)), None).await.unwrap();
     stamped_by(&mut watch, "a:2").await;
     b.settled().await;
     let m = &b.metrics().await[0];
@@ -275,7 +279,7 @@ async fn a_standby_queue_controller_queues_keys_and_reconciles_them_all_on_takeo
 async fn claims_on_a_state_one_process_owns_are_not_needed() {
     let runtime = Runtime::start();
     runtime.register(|| Stamper { who: "solo".into() }).await.unwrap();
-    runtime.state().create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert!(runtime.claims().await.is_empty());
     let x = runtime.state().get(&stamp("x")).await.unwrap();
@@ -288,7 +292,7 @@ async fn a_stopped_owner_gives_up_its_claim_at_once_and_the_standby_takes_over()
     let prefix = "handover";
     let a = runtime(&etcd.endpoint(), prefix, "a").await;
     let mut watch = stamps(&a.state()).await;
-    a.state().create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
+    a.state().create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
     stamped_by(&mut watch, "a:1").await;
     let b = runtime(&etcd.endpoint(), prefix, "b").await;
     assert!(!b.claims().await[0].owner);

@@ -264,7 +264,7 @@ async fn two_nodes_share_the_cluster_namespace_and_keep_their_own() {
         .await
         .unwrap();
     let mut plans = watch_of::<Plan>(&cluster, "cluster").await;
-    cluster.create(Resource::new("cluster", "main", Config(1))).await.unwrap();
+    cluster.create(Resource::new("cluster", "main", Config(1)), None).await.unwrap();
 
     let mut a = Node::start(&etcd, prefix, "a", &file_a);
     a.said("READY").await;
@@ -276,7 +276,7 @@ async fn two_nodes_share_the_cluster_namespace_and_keep_their_own() {
     b.said("HEALTH applied a:1").await;
 
     let cfg = Pointer::typed::<Config>("cluster", "main");
-    cluster.modify(&cfg, |r: &mut Resource<Config>| r.spec_mut().0 = 2).await.unwrap();
+    cluster.modify(&cfg, |r: &mut Resource<Config>| r.spec_mut().0 = 2, None).await.unwrap();
     plan_reads(&mut plans, "a:2").await;
     a.said("HEALTH applied a:2").await;
     b.said("HEALTH applied a:2").await;
@@ -311,7 +311,10 @@ async fn a_namespace_routed_elsewhere_ignores_what_others_keep_on_the_shared_sto
     let prefix = "routes";
     let everything = State::builder().etcd(config(&etcd.endpoint(), prefix)).open().await.unwrap();
     let node_ptr = Pointer::typed::<Applied>("node", "plan");
-    everything.create(Resource::new("node", "plan", Applied("on etcd".into()))).await.unwrap();
+    everything
+        .create(Resource::new("node", "plan", Applied("on etcd".into())), None)
+        .await
+        .unwrap();
 
     let mine = State::builder()
         .etcd_namespaces(config(&etcd.endpoint(), prefix), ["cluster"])
@@ -326,12 +329,12 @@ async fn a_namespace_routed_elsewhere_ignores_what_others_keep_on_the_shared_sto
     // Live: a change to `node` on etcd, then one to `cluster`. The cluster
     // change reaches this state; the node change never does.
     let changed = |r: &mut Resource<Applied>| r.spec_mut().0 = "changed on etcd".into();
-    everything.modify(&node_ptr, changed).await.unwrap();
-    everything.create(Resource::new("cluster", "main", Config(3))).await.unwrap();
+    everything.modify(&node_ptr, changed, None).await.unwrap();
+    everything.create(Resource::new("cluster", "main", Config(3)), None).await.unwrap();
     while next_text::<Config>(&mut clusters, |c| c.0.to_string()).await != "3" {}
     assert!(mine.get(&node_ptr).await.unwrap_err().is_not_found(), "not fed live");
     // This state's own `node` namespace lives in memory, apart.
-    mine.create(Resource::new("node", "plan", Applied("in memory".into()))).await.unwrap();
+    mine.create(Resource::new("node", "plan", Applied("in memory".into())), None).await.unwrap();
     assert_eq!(next_text::<Applied>(&mut nodes, |a| a.0.clone()).await, "in memory");
     let theirs = everything.get(&node_ptr).await.unwrap();
     assert_eq!(theirs.spec().0, "changed on etcd");

@@ -275,10 +275,10 @@ fn writes_fail_unavailable_during_an_outage_and_succeed_again_on_the_same_state(
         let state = open(etcd.config(&prefix)).await;
         let mut view = View::open(&state).await;
         for (i, id) in ["a", "b", "c", "d"].into_iter().enumerate() {
-            state.create(int(id, i as i64)).await.expect("create");
+            state.create(int(id, i as i64), None).await.expect("create");
         }
         let b = state
-            .modify(&ptr("b"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10)
+            .modify(&ptr("b"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None)
             .await
             .expect("modify");
         let acked: BTreeMap<String, i64> =
@@ -286,16 +286,16 @@ fn writes_fail_unavailable_during_an_outage_and_succeed_again_on_the_same_state(
         view.converge_to(&acked).await;
 
         etcd.kill();
-        fails_unavailable("create", state.create(int("e", 4))).await;
+        fails_unavailable("create", state.create(int("e", 4), None)).await;
         fails_unavailable(
             "modify",
-            state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20),
+            state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20, None),
         )
         .await;
         let mut b_next = b.clone();
         b_next.spec_mut().0 = 11;
-        fails_unavailable("update", state.update(b_next.clone())).await;
-        fails_unavailable("destroy", state.destroy(&ptr("c"))).await;
+        fails_unavailable("update", state.update(b_next.clone(), None)).await;
+        fails_unavailable("destroy", state.destroy(&ptr("c"), None)).await;
         // Nothing failed was applied; reads answer from the cache meanwhile.
         assert_eq!(contents(&state).await, acked, "the cache holds what was acknowledged");
 
@@ -304,20 +304,20 @@ fn writes_fail_unavailable_during_an_outage_and_succeed_again_on_the_same_state(
         // watch sees that, its change feed is back.
         let other = open(etcd.config(&prefix)).await;
         assert_eq!(contents(&other).await, acked, "every acknowledged write survived");
-        other.create(int("beacon", 99)).await.expect("a write after the restart");
+        other.create(int("beacon", 99), None).await.expect("a write after the restart");
         let mut expected = acked.clone();
         expected.insert("beacon".into(), 99);
         view.converge_to(&expected).await;
 
         // The same State writes again: every kind of write, no reopen.
-        state.create(int("e", 4)).await.expect("create after the restart");
+        state.create(int("e", 4), None).await.expect("create after the restart");
         state
-            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20)
+            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20, None)
             .await
             .expect("modify after the restart");
-        let b_stored = state.update(b_next).await.expect("update after the restart");
+        let b_stored = state.update(b_next, None).await.expect("update after the restart");
         assert_eq!(b_stored.version().get(), 3, "the update was based on version 2");
-        state.destroy(&ptr("c")).await.expect("destroy after the restart");
+        state.destroy(&ptr("c"), None).await.expect("destroy after the restart");
         expected.extend([("e".into(), 4), ("a".into(), 20), ("b".into(), 11)]);
         expected.remove("c");
         assert_eq!(contents(&state).await, expected, "this state reads its own writes");
@@ -343,7 +343,7 @@ fn a_watch_open_before_an_outage_converges_to_the_true_state() {
         let mut view = View::open(&state).await;
         let mut expected = BTreeMap::new();
         for i in 0..6 {
-            state.create(int(&format!("r{i}"), i)).await.expect("create");
+            state.create(int(&format!("r{i}"), i), None).await.expect("create");
             expected.insert(format!("r{i}"), i);
         }
         view.converge_to(&expected).await;
@@ -353,11 +353,11 @@ fn a_watch_open_before_an_outage_converges_to_the_true_state() {
         // Right after the restart, while this state's feed is reconnecting.
         let other = open(etcd.config(&prefix)).await;
         other
-            .modify(&ptr("r0"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 100)
+            .modify(&ptr("r0"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 100, None)
             .await
             .expect("update");
-        other.destroy(&ptr("r1")).await.expect("destroy");
-        let last = other.create(int("r9", 9)).await.expect("create");
+        other.destroy(&ptr("r1"), None).await.expect("destroy");
+        let last = other.create(int("r9", 9), None).await.expect("create");
         let mut raw = etcd_client::Client::connect([etcd.endpoint()], None).await.expect("connect");
         raw.compact(etcd_revision(last.metadata().revision()) as i64, None).await.expect("compact");
         expected.insert("r0".into(), 100);
@@ -371,7 +371,7 @@ fn a_watch_open_before_an_outage_converges_to_the_true_state() {
 
         // This state writes again, and its watch and the others' see it.
         state
-            .modify(&ptr("r2"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 200)
+            .modify(&ptr("r2"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 200, None)
             .await
             .expect("a write after the outage");
         expected.insert("r2".into(), 200);
@@ -405,8 +405,11 @@ fn writes_acknowledged_before_a_kill_mid_run_are_there_after_the_restart() {
             actix_rt::spawn(async move {
                 let counter = ptr(&format!("counter-{w}"));
                 loop {
-                    let write =
-                        state.modify(&counter, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1);
+                    let write = state.modify(
+                        &counter,
+                        |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1,
+                        None,
+                    );
                     let Ok(written) = tokio::time::timeout(REQUEST_TIMEOUT + GRACE, write).await
                     else {
                         panic!("writer {w}: a write hung while etcd was down");
@@ -464,14 +467,14 @@ fn writes_acknowledged_before_a_kill_mid_run_are_there_after_the_restart() {
         }
         // The same state serves again: its cache converges (the other
         // client's write shows that its feed is back), and it writes.
-        fresh.create(int("beacon", 0)).await.expect("a write after the restart");
+        fresh.create(int("beacon", 0), None).await.expect("a write after the restart");
         let mut truth: BTreeMap<String, i64> =
             stored.iter().map(|(id, (_, value))| (id.clone(), *value)).collect();
         truth.insert("beacon".into(), 0);
         let mut view = View::open(&state).await;
         view.converge_to(&truth).await;
         let after = state
-            .modify(&ptr("counter-0"), |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1)
+            .modify(&ptr("counter-0"), |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None)
             .await
             .expect("a write after the restart");
         assert_eq!(after.spec().0, truth.get("counter-0").copied().unwrap_or(0) + 1);
@@ -500,20 +503,20 @@ fn writes_fail_unavailable_within_the_request_timeout_while_etcd_does_not_answer
     block_on(async move {
         let state = open(config).await;
         let mut view = View::open(&state).await;
-        state.create(int("a", 1)).await.expect("create");
-        state.create(int("b", 2)).await.expect("create");
+        state.create(int("a", 1), None).await.expect("create");
+        state.create(int("b", 2), None).await.expect("create");
         let mut expected: BTreeMap<String, i64> = [("a".to_owned(), 1), ("b".to_owned(), 2)].into();
         view.converge_to(&expected).await;
 
         proxy.freeze();
         // Three writes in flight at once, to three resources.
         let (a, b) = (ptr("a"), ptr("b"));
-        let create = fails_unavailable("create", state.create(int("c", 3)));
+        let create = fails_unavailable("create", state.create(int("c", 3), None));
         let modify = fails_unavailable(
             "modify",
-            state.modify(&a, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10),
+            state.modify(&a, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None),
         );
-        let destroy = fails_unavailable("destroy", state.destroy(&b));
+        let destroy = fails_unavailable("destroy", state.destroy(&b, None));
         futures::join!(create, modify, destroy);
         assert_eq!(contents(&state).await, expected, "reads answer from the cache meanwhile");
 
@@ -521,15 +524,15 @@ fn writes_fail_unavailable_within_the_request_timeout_while_etcd_does_not_answer
         // The timed-out writes may reach etcd now, or may never have: the
         // caller retries them, and the rules make the retries safe whatever
         // happened (a create that finds the resource, a destroy that does not).
-        match state.create(int("c", 3)).await {
+        match state.create(int("c", 3), None).await {
             Ok(_) => {}
             Err(e) => assert!(e.is_already_exists(), "retried create: {e}"),
         }
         state
-            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10)
+            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 10, None)
             .await
             .expect("retried modify");
-        match state.destroy(&ptr("b")).await {
+        match state.destroy(&ptr("b"), None).await {
             Ok(()) => {}
             Err(e) => assert!(e.is_not_found(), "retried destroy: {e}"),
         }
@@ -541,7 +544,7 @@ fn writes_fail_unavailable_within_the_request_timeout_while_etcd_does_not_answer
 
         // The same state writes on.
         state
-            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20)
+            .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 20, None)
             .await
             .expect("a write once etcd answers again");
         expected.insert("a".into(), 20);
@@ -579,7 +582,7 @@ fn writes_are_answered_within_the_request_timeout_while_the_feed_stalls() {
         let mut feed = None;
         for i in 0..100 {
             let before = proxies.each_ref().map(Proxy::down);
-            state.create(int(&format!("probe-{i}"), i)).await.expect("create");
+            state.create(int(&format!("probe-{i}"), i), None).await.expect("create");
             let moved = [0, 1].map(|p| proxies[p].down() > before[p]);
             if moved[0] != moved[1] {
                 feed = Some(if moved[0] { 0 } else { 1 });
@@ -593,7 +596,7 @@ fn writes_are_answered_within_the_request_timeout_while_the_feed_stalls() {
         // Enough writes that the balanced channel sends some through the other proxy.
         for i in 0..12 {
             let started = Instant::now();
-            let write = state.create(int(&format!("r{i}"), i));
+            let write = state.create(int(&format!("r{i}"), i), None);
             let outcome = tokio::time::timeout(REQUEST_TIMEOUT + GRACE, write).await;
             let took = started.elapsed();
             outcomes.push(match outcome {
@@ -629,10 +632,10 @@ fn a_write_etcd_refuses_as_too_large_is_not_reported_as_unavailable() {
         let state = open(etcd.config(&prefix)).await;
         let mut huge = int("huge", 1);
         huge.metadata_mut().labels_mut().insert("pad", "x".repeat(2_000_000).as_str());
-        let err = state.create(huge).await.expect_err("etcd refuses 2 MB");
+        let err = state.create(huge, None).await.expect_err("etcd refuses 2 MB");
         assert_ne!(err.storage_failure(), Some(StorageFailure::Unavailable), "{err}");
         assert!(state.get(&ptr("huge")).await.unwrap_err().is_not_found());
-        state.create(int("small", 1)).await.expect("the state serves on");
+        state.create(int("small", 1), None).await.expect("the state serves on");
         state.close().await.expect("close");
     });
 }

@@ -173,14 +173,14 @@ async fn child_watcher(state: &State, mut commands: UnboundedReceiver<String>) {
 /// Creates `w` (1), updates it (2), destroys it, printing `ACK <describe>`
 /// of the first two.
 async fn child_writer(state: &State) {
-    let created = state.create(Resource::new(NS, "w", IntSpec(1))).await.expect("create");
+    let created = state.create(Resource::new(NS, "w", IntSpec(1)), None).await.expect("create");
     say(format!(
         "ACK {}",
         describe(&Event::Created(created.clone()), created.metadata().revision())
     ));
     let mut next = created.typed::<IntSpec>().expect("typed");
     next.spec_mut().0 = 2;
-    let updated = state.update(next).await.expect("update");
+    let updated = state.update(next, None).await.expect("update");
     say(format!(
         "ACK {}",
         describe(
@@ -188,7 +188,7 @@ async fn child_writer(state: &State) {
             updated.metadata().revision()
         )
     ));
-    state.destroy(&ptr("w")).await.expect("destroy");
+    state.destroy(&ptr("w"), None).await.expect("destroy");
     say("ACK destroyed");
 }
 
@@ -208,7 +208,7 @@ async fn child_updater(state: &State, mut commands: UnboundedReceiver<String>, i
         let i: usize = command.strip_prefix("GO ").and_then(|i| i.parse().ok()).expect("GO <i>");
         let mut r = read.remove(&i).expect("one update per race");
         r.spec_mut().0 = 100 + index;
-        match state.update(r).await {
+        match state.update(r, None).await {
             Ok(stored) => say(format!("RESULT {i} OK {}", stored.version().get())),
             Err(Error::VersionConflict { sent, stored, .. }) => {
                 say(format!("RESULT {i} CONFLICT {} {}", sent.get(), stored.get()));
@@ -230,7 +230,7 @@ async fn child_incrementer(state: &State, mut commands: UnboundedReceiver<String
         let batch = IN_FLIGHT.min(INCREMENTS - started);
         started += batch;
         let acks = (0..batch)
-            .map(|_| state.modify(&counter, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1));
+            .map(|_| state.modify(&counter, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None));
         for stored in futures::future::join_all(acks).await {
             let stored = stored.expect("an increment");
             say(format!("ACK {}", stored.spec().0));
@@ -399,11 +399,13 @@ fn the_parents_writes_reach_a_watch_in_a_child() {
         let mut watcher = ChildProcess::spawn("watcher", &etcd, &prefix, 0);
         watcher.expect("READY").await;
 
-        let created = state.create(Resource::new(NS, "p", IntSpec(1))).await.unwrap();
-        let updated =
-            state.modify(&ptr("p"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
+        let created = state.create(Resource::new(NS, "p", IntSpec(1)), None).await.unwrap();
+        let updated = state
+            .modify(&ptr("p"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
+            .await
+            .unwrap();
         let mut watch = watch_after_bootstrap(&state).await;
-        state.destroy(&ptr("p")).await.unwrap();
+        state.destroy(&ptr("p"), None).await.unwrap();
         let destroyed = next_event(&mut watch).await;
         assert!(matches!(destroyed, Event::Destroyed(_)));
 
@@ -426,7 +428,7 @@ fn concurrent_updates_from_three_processes_have_one_winner_and_version_conflicts
     block_on(async move {
         let state = open(etcd.config(&prefix)).await;
         for i in 0..RACES {
-            state.create(Resource::new(NS, format!("race-{i}"), IntSpec(0))).await.unwrap();
+            state.create(Resource::new(NS, format!("race-{i}"), IntSpec(0)), None).await.unwrap();
         }
         let mut watch = watch_after_bootstrap(&state).await;
         let mut children: Vec<_> =
@@ -539,7 +541,7 @@ fn a_process_opening_a_large_shared_state_reads_all_of_it() {
             let creates = window.iter().map(|i| {
                 let mut r = Resource::new(NS, format!("r{i:06}"), IntSpec(*i as i64));
                 r.metadata_mut().labels_mut().insert("pad", pad.as_str());
-                state.create(r)
+                state.create(r, None)
             });
             for created in futures::future::join_all(creates).await {
                 created.expect("create");

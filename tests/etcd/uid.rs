@@ -55,14 +55,14 @@ async fn an_update_from_an_incarnation_another_process_replaced_is_a_version_con
     let here = open(&etcd, &prefix).await;
     let there = open(&etcd, &prefix).await;
 
-    let created = here.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    let created = here.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     let first = created.metadata().uid().expect("a uid");
     let read = until_uid(&there, &ptr("a"), first).await;
     let stale = read.typed::<IntSpec>().unwrap();
 
     // Another process destroys it and creates it again: version 1 again.
-    here.destroy(&ptr("a")).await.unwrap();
-    let again = here.create(Resource::new(NS, "a", IntSpec(2))).await.unwrap();
+    here.destroy(&ptr("a"), None).await.unwrap();
+    let again = here.create(Resource::new(NS, "a", IntSpec(2)), None).await.unwrap();
     let second = again.metadata().uid().expect("a uid");
     assert_ne!(first, second);
     assert_eq!(again.version(), stale.version());
@@ -73,7 +73,7 @@ async fn an_update_from_an_incarnation_another_process_replaced_is_a_version_con
     until_uid(&there, &ptr("a"), second).await;
     let mut update = stale.clone();
     update.spec_mut().0 = 99;
-    let e = there.update(update).await.unwrap_err();
+    let e = there.update(update, None).await.unwrap_err();
     assert!(e.is_version_conflict(), "{e}");
     let now = there.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
     assert_eq!(now.spec(), &IntSpec(2), "untouched");
@@ -128,7 +128,7 @@ async fn a_value_written_before_uids_gets_the_same_uid_in_every_process() {
     // The next write stores it; the other process keeps seeing the same uid.
     let mut next = read.clone();
     next.spec_mut().0 = 6;
-    let updated = here.update(next).await.unwrap();
+    let updated = here.update(next, None).await.unwrap();
     assert_eq!(updated.metadata().uid(), Some(uid));
     // Waited for by version: the uid alone was there before the update.
     let version = updated.version();

@@ -121,6 +121,7 @@ async fn settled_waits_for_work_on_every_arbiter() {
                 .modify(
                     &Pointer::typed::<IntSpec>(NS, format!("n{i}")),
                     move |r: &mut Resource<IntSpec>| r.spec_mut().0 = 100 * round + i,
+                    None,
                 )
                 .await
                 .unwrap();
@@ -173,9 +174,11 @@ async fn changes_to_a_controller_on_another_arbiter_coalesce_while_it_reconciles
     let state = runtime.state();
     for i in 0..1_000 {
         state
-            .modify(&Pointer::typed::<IntSpec>(NS, "x"), move |r: &mut Resource<IntSpec>| {
-                r.spec_mut().0 = i
-            })
+            .modify(
+                &Pointer::typed::<IntSpec>(NS, "x"),
+                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i,
+                None,
+            )
             .await
             .unwrap();
     }

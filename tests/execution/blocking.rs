@@ -53,7 +53,7 @@ async fn a_blocking_controller_reconciles_off_the_arbiter_thread() {
     let threads = Arc::new(Mutex::new(HashSet::new()));
     let seen = threads.clone();
     runtime.register(move || Blocking::new(Mirror { threads: seen.clone() })).await.unwrap();
-    runtime.state().create(Resource::new(NS, "a", IntSpec(7))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(7)), None).await.unwrap();
     runtime.settled().await;
 
     assert_eq!(text(&runtime.state(), "a").await, "7");
@@ -114,9 +114,11 @@ async fn a_blocking_queue_controller_reconciles_every_key_off_the_arbiter_thread
         for i in 0..50 {
             let id = format!("k{i}");
             state
-                .modify(&Pointer::typed::<IntSpec>(NS, &id), move |r: &mut Resource<IntSpec>| {
-                    r.spec_mut().0 = i * 10 + round
-                })
+                .modify(
+                    &Pointer::typed::<IntSpec>(NS, &id),
+                    move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i * 10 + round,
+                    None,
+                )
                 .await
                 .unwrap();
         }
@@ -195,8 +197,8 @@ async fn a_blocked_reconcile_leaves_the_other_controllers_running() {
     runtime.settled().await;
 
     let state = runtime.state();
-    state.create(Resource::new("blocking", "b", IntSpec(1))).await.unwrap();
-    state.create(Resource::new("quiet", "q", StrSpec("q".into()))).await.unwrap();
+    state.create(Resource::new("blocking", "b", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new("quiet", "q", StrSpec("q".into())), None).await.unwrap();
     let ran = outcome.wait_for(Option::is_some).await.unwrap().unwrap();
     assert!(ran, "the quiet controller did not run while the other one blocked");
     runtime.settled().await;

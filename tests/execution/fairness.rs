@@ -104,7 +104,7 @@ async fn trigger_quiet(
     seen: &mut watch::Receiver<Option<u64>>,
 ) -> (u64, u64) {
     let before = hot.count();
-    runtime.state().create(Resource::new("quiet", "y", StrSpec("y".into()))).await.unwrap();
+    runtime.state().create(Resource::new("quiet", "y", StrSpec("y".into())), None).await.unwrap();
     let at = seen.wait_for(Option::is_some).await.unwrap().unwrap();
     (before, at)
 }
@@ -192,7 +192,7 @@ async fn a_key_requeued_at_zero_delay_leaves_other_controllers_running() {
     let hot = Arc::new(Hot::default());
     let mut seen = quiet(&runtime, &hot).await;
     spinner(&runtime, &hot, 0).await;
-    runtime.state().create(Resource::new("hot", "hot", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new("hot", "hot", IntSpec(1)), None).await.unwrap();
     until_hot(&hot, 10 * ROUND_BUDGET as u64).await;
 
     let (before, at) = trigger_quiet(&runtime, &hot, &mut seen).await;
@@ -215,10 +215,10 @@ async fn a_key_requeued_at_zero_delay_leaves_the_other_keys_of_its_queue_running
     let hot = Arc::new(Hot::default());
     let ordinary = spinner(&runtime, &hot, KEYS as usize).await;
     let state = runtime.state();
-    state.create(Resource::new("hot", "hot", IntSpec(1))).await.unwrap();
+    state.create(Resource::new("hot", "hot", IntSpec(1)), None).await.unwrap();
     until_hot(&hot, 10 * ROUND_BUDGET as u64).await;
 
-    state.create(Resource::new("trigger", "t", StrSpec("t".into()))).await.unwrap();
+    state.create(Resource::new("trigger", "t", StrSpec("t".into())), None).await.unwrap();
     let first = loop {
         if let Some(at) = ordinary.first_at() {
             break at;
@@ -248,7 +248,7 @@ async fn a_burst_of_a_hundred_thousand_keys_leaves_other_controllers_running() {
     let ordinary = spinner(&runtime, &hot, BURST).await;
     runtime.settled().await;
 
-    runtime.state().create(Resource::new("trigger", "t", StrSpec("t".into()))).await.unwrap();
+    runtime.state().create(Resource::new("trigger", "t", StrSpec("t".into())), None).await.unwrap();
     until_hot(&hot, 1).await;
     let (before, at) = trigger_quiet(&runtime, &hot, &mut seen).await;
     assert!(at < BURST as u64, "the burst was over before the quiet controller ran");
@@ -297,14 +297,14 @@ async fn an_input_that_changes_without_pause_leaves_other_controllers_running() 
     runtime.register(|| Follower).await.unwrap();
     let state = runtime.state();
     let x = Pointer::typed::<IntSpec>("busy", "x");
-    state.create(Resource::new("busy", "x", IntSpec(0))).await.unwrap();
+    state.create(Resource::new("busy", "x", IntSpec(0)), None).await.unwrap();
     let feeder = {
         let (state, writes, x) = (state.clone(), writes.clone(), x.clone());
         actix::spawn(async move {
             while writes.keep_going() {
                 let n = writes.done.fetch_add(1, Ordering::SeqCst) as i64 + 1;
                 state
-                    .modify(&x, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n)
+                    .modify(&x, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None)
                     .await
                     .unwrap();
             }
@@ -414,13 +414,13 @@ async fn main_task_waits_for_a_change_beside_a_spinning_key(arbiters: usize) {
     let h = hot.clone();
     runtime.register(move || Forever(h.clone())).await.unwrap();
     let state = runtime.state();
-    state.create(Resource::new("hot", "hot", IntSpec(1))).await.unwrap();
+    state.create(Resource::new("hot", "hot", IntSpec(1)), None).await.unwrap();
     until_hot(&hot, 10 * ROUND_BUDGET as u64).await;
 
     let watched = Pointer::typed::<StrSpec>("main", "m");
     let mut changes = state.watch_stream(&watched).await.unwrap();
     let before = hot.count();
-    state.create(Resource::new("main", "m", StrSpec("m".into()))).await.unwrap();
+    state.create(Resource::new("main", "m", StrSpec("m".into())), None).await.unwrap();
     loop {
         let event = changes.next().await.expect("the watch delivers the create");
         if matches!(event, Event::Created(_)) {

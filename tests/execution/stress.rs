@@ -170,7 +170,7 @@ async fn run(seed: u64, rate: f64) -> (Vec<String>, u64) {
     let bound = Duration::from_secs(120);
 
     for i in 0..100 {
-        state.create(Resource::new(NS, format!("n{i}"), IntSpec(i))).await.unwrap();
+        state.create(Resource::new(NS, format!("n{i}"), IntSpec(i)), None).await.unwrap();
     }
     runtime.idle(bound).await.expect("the chain settles after the creates");
     for i in (0..100).step_by(2) {
@@ -178,6 +178,7 @@ async fn run(seed: u64, rate: f64) -> (Vec<String>, u64) {
             .modify(
                 &Pointer::typed::<IntSpec>(NS, format!("n{i}")),
                 move |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1_000 + i,
+                None,
             )
             .await
             .unwrap();
@@ -185,7 +186,7 @@ async fn run(seed: u64, rate: f64) -> (Vec<String>, u64) {
     runtime.idle(bound).await.expect("the chain settles after the updates");
     for i in (0..100).step_by(5) {
         let ptr = Pointer::typed::<IntSpec>(NS, format!("n{i}"));
-        tokio::time::timeout(bound, state.teardown_and_destroy(&ptr))
+        tokio::time::timeout(bound, state.teardown_and_destroy(&ptr, None))
             .await
             .expect("a teardown completes")
             .unwrap();

@@ -38,7 +38,7 @@ fn certificate() -> (String, String) {
 
 async fn seed(state: &State) {
     for id in ["eth0", "eth1"] {
-        state.create(Resource::new("config", id, LinkConfig { mtu: 1500 })).await.unwrap();
+        state.create(Resource::new("config", id, LinkConfig { mtu: 1500 }), None).await.unwrap();
     }
 }
 

@@ -98,7 +98,7 @@ impl Fixture {
             .unwrap();
         let state = runtime.state();
         for (id, mtu) in [("eth0", 1500), ("eth1", 9000)] {
-            state.create(Resource::new("config", id, LinkConfig { mtu })).await.unwrap();
+            state.create(Resource::new("config", id, LinkConfig { mtu }), None).await.unwrap();
         }
         let api = KubernetesApi::new(&state)
             .expose(Expose::of::<LinkConfig>("v1alpha1").short_names(["lc"]).namespaces(["config"]))
@@ -630,7 +630,8 @@ async fn failed_tests_and_stale_versions(fx: &Fixture) {
     let stale = read["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
     // A change after the read: the read's version is stale now.
     let ptr = link_ptr("eth0");
-    let modify = fx.state.modify(&ptr, |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = 1400);
+    let modify =
+        fx.state.modify(&ptr, |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = 1400, None);
     modify.await.unwrap();
     fx.expect_summary(2, 10_400).await;
     let before = fx.fingerprint().await;
@@ -779,10 +780,14 @@ async fn a_watch_that_never_reads(fx: &Fixture) {
     let ptr = link_ptr("eth1");
     for i in 1..=400u32 {
         let payload = format!("{i}{big}");
-        let modify = fx.state.modify(&ptr, move |r: &mut Resource<LinkConfig>| {
-            r.spec_mut().mtu = 9000 + i;
-            r.metadata_mut().annotations_mut().insert("payload", payload.as_str());
-        });
+        let modify = fx.state.modify(
+            &ptr,
+            move |r: &mut Resource<LinkConfig>| {
+                r.spec_mut().mtu = 9000 + i;
+                r.metadata_mut().annotations_mut().insert("payload", payload.as_str());
+            },
+            None,
+        );
         modify.await.unwrap();
         if i % 50 == 0 {
             fx.expect_summary(count, others + 9000 + u64::from(i)).await;
@@ -791,7 +796,8 @@ async fn a_watch_that_never_reads(fx: &Fixture) {
     // The server ended the slow watch: the state's watch is gone...
     watches_come_to(&fx.state, baseline).await;
     // ...while the runtime kept reconciling, and still does.
-    let modify = fx.state.modify(&ptr, |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = 1280);
+    let modify =
+        fx.state.modify(&ptr, |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = 1280, None);
     modify.await.unwrap();
     fx.expect_summary(count, others + 1280).await;
     // Reading at last: what the buffers held, then the end of the stream,
@@ -849,8 +855,11 @@ async fn too_many_watches(fx: &Fixture) {
     let eth0 = link_ptr("eth0");
     let admitted = async {
         for mtu in 1400.. {
-            let modify =
-                fx.state.modify(&eth0, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
+            let modify = fx.state.modify(
+                &eth0,
+                move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu,
+                None,
+            );
             modify.await.unwrap();
             let (status, stream) = open_watch(fx.addr, &format!("{LINKS}?watch=true")).await;
             if status == 200 {

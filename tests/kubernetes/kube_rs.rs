@@ -40,12 +40,12 @@ fn link(ns: &str, id: &str, mtu: u32) -> Resource<LinkConfig> {
 }
 
 async fn create(state: &State, id: &str, mtu: u32) -> u64 {
-    state.create(link("config", id, mtu)).await.unwrap().metadata().revision()
+    state.create(link("config", id, mtu), None).await.unwrap().metadata().revision()
 }
 
 async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
     let ptr = Pointer::typed::<LinkConfig>("config", id);
-    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
+    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None);
     r.await.unwrap().metadata().revision()
 }
 
@@ -117,7 +117,7 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     let state = State::builder().history(16).open().await.unwrap();
     create(&state, "eth0", 1500).await;
     create(&state, "eth1", 9000).await;
-    state.create(link("edge", "wan0", 1400)).await.unwrap();
+    state.create(link("edge", "wan0", 1400), None).await.unwrap();
     let api = KubernetesApi::new(&state)
         .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config", "edge"]))
         .unwrap()
@@ -160,7 +160,7 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     // ...then the changes made while it runs.
     let modified = set_mtu(&state, "eth0", 1280).await;
     let added = create(&state, "eth2", 1500).await;
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1"), None).await.unwrap();
     let mut changes = Vec::new();
     for _ in 0..3 {
         match next(&mut events).await.unwrap() {
@@ -187,9 +187,13 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     for i in 0..400 {
         let payload = format!("{i}{big}");
         let ptr = Pointer::typed::<LinkConfig>("config", "eth2");
-        let modify = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| {
-            r.metadata_mut().annotations_mut().insert("payload", payload.as_str());
-        });
+        let modify = state.modify(
+            &ptr,
+            move |r: &mut Resource<LinkConfig>| {
+                r.metadata_mut().annotations_mut().insert("payload", payload.as_str());
+            },
+            None,
+        );
         modify.await.unwrap();
     }
     let cut = async {
@@ -201,7 +205,7 @@ async fn kube_rs_discovers_lists_gets_and_its_watcher_follows_changes_and_relist
     };
     tokio::time::timeout(Duration::from_secs(10), cut).await.expect("the slow watch is cut off");
     set_mtu(&state, "eth2", 1400).await;
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth0")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth0"), None).await.unwrap();
     create(&state, "eth3", 576).await;
 
     // Reading again: what the buffers held, the end of the watch, a re-watch
@@ -248,7 +252,7 @@ async fn a_streaming_list_watcher_over_all_namespaces_feeds_a_reflector() {
     let state = State::start();
     create(&state, "eth0", 1500).await;
     create(&state, "eth1", 9000).await;
-    state.create(link("edge", "wan0", 1400)).await.unwrap();
+    state.create(link("edge", "wan0", 1400), None).await.unwrap();
     let api = KubernetesApi::new(&state)
         .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config", "edge"]))
         .unwrap();
@@ -280,8 +284,8 @@ async fn a_streaming_list_watcher_over_all_namespaces_feeds_a_reflector() {
     assert_eq!(reader.state().len(), 3);
 
     set_mtu(&state, "eth0", 1280).await;
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
-    state.create(link("edge", "wan1", 1400)).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1"), None).await.unwrap();
+    state.create(link("edge", "wan1", 1400), None).await.unwrap();
     for _ in 0..3 {
         assert!(matches!(next(&mut events).await, Ok(Event::Apply(_) | Event::Delete(_))));
     }
@@ -581,7 +585,7 @@ async fn metadata_only_lists_gets_and_a_metadata_watcher_carry_no_specs() {
     assert_eq!(changed.name_any(), "eth0");
     assert_eq!(changed.resource_version(), Some(revision.to_string()));
     assert_eq!(changed.metadata.generation, Some(2));
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1"), None).await.unwrap();
     let Event::Delete(gone) = next_meta(&mut events).await else { panic!("a delete") };
     assert_eq!(gone.name_any(), "eth1");
     drop(events);
@@ -599,11 +603,13 @@ async fn metadata_only_lists_gets_and_a_metadata_watcher_carry_no_specs() {
 async fn a_watcher_relists_when_the_server_restarts_on_a_fresh_state() {
     let old = State::start();
     for (id, mtu) in [("eth0", 1500), ("eth1", 9000), ("eth2", 1400)] {
-        old.create(link("config", id, mtu)).await.unwrap();
+        old.create(link("config", id, mtu), None).await.unwrap();
     }
     for mtu in 1..=10 {
         let ptr = Pointer::typed::<LinkConfig>("config", "eth0");
-        old.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu).await.unwrap();
+        old.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None)
+            .await
+            .unwrap();
     }
     let expose = || Expose::of::<LinkConfig>("v1alpha1").namespaces(["config"]);
     let server = KubernetesApi::new(&old).expose(expose()).unwrap();
@@ -629,8 +635,8 @@ async fn a_watcher_relists_when_the_server_restarts_on_a_fresh_state() {
 
     // The same address, a fresh state: two objects, revisions 1 and 2.
     let new = State::start();
-    new.create(link("config", "lo", 65536)).await.unwrap();
-    new.create(link("config", "wg0", 1420)).await.unwrap();
+    new.create(link("config", "lo", 65536), None).await.unwrap();
+    new.create(link("config", "wg0", 1420), None).await.unwrap();
     assert!(last > 2, "the watcher's version is beyond the new state's");
     let server = KubernetesApi::new(&new).expose(expose()).unwrap().serve(addr).await.unwrap();
 

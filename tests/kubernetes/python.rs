@@ -59,12 +59,12 @@ fn link(ns: &str, id: &str, mtu: u32) -> Resource<LinkConfig> {
 
 async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
     let ptr = Pointer::typed::<LinkConfig>("config", id);
-    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
+    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None);
     r.await.unwrap().metadata().revision()
 }
 
 async fn create(state: &State, id: &str, mtu: u32) -> u64 {
-    state.create(link("config", id, mtu)).await.unwrap().metadata().revision()
+    state.create(link("config", id, mtu), None).await.unwrap().metadata().revision()
 }
 
 /// The script, running: its stdout as JSON lines, its stdin, killed on drop.
@@ -145,7 +145,7 @@ async fn python_lists_watches_with_bookmarks_gets_410_from_a_compacted_version_a
     let state = State::builder().history(8).open().await.unwrap();
     create(&state, "eth0", 1500).await;
     create(&state, "eth1", 9000).await;
-    state.create(link("edge", "wan0", 1400)).await.unwrap();
+    state.create(link("edge", "wan0", 1400), None).await.unwrap();
     let api = KubernetesApi::new(&state)
         .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config", "edge"]))
         .unwrap()
@@ -166,7 +166,7 @@ async fn python_lists_watches_with_bookmarks_gets_410_from_a_compacted_version_a
     // Changes while the watch runs (or before it connects: it resumes from 3).
     let modified = set_mtu(&state, "eth0", 1280).await;
     let added = create(&state, "eth2", 1500).await;
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth1"), None).await.unwrap();
 
     // Quiet until the watch has sent a periodic bookmark (every 100 ms),
     // then the last change.

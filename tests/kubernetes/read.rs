@@ -38,7 +38,7 @@ async fn seed(state: &State) {
         link("config", "eth1", 9000, "edge"),
         link("edge", "wan0", 1400, "edge"),
     ] {
-        state.create(r).await.unwrap();
+        state.create(r, None).await.unwrap();
     }
 }
 
@@ -108,7 +108,7 @@ async fn watch(addr: SocketAddr, path: &str) -> Lines {
 
 async fn set_mtu(state: &State, id: &str, mtu: u32) -> u64 {
     let ptr = Pointer::typed::<LinkConfig>("config", id);
-    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu);
+    let r = state.modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None);
     r.await.unwrap().metadata().revision()
 }
 
@@ -183,7 +183,7 @@ async fn a_list_carries_its_snapshot_revision_and_a_watch_from_it_sees_exactly_t
     assert_eq!((e["type"].as_str(), name(&e["object"]).as_str()), (Some("MODIFIED"), "eth0"));
     assert_eq!(e["object"]["spec"]["mtu"], 1280);
     assert_eq!(revision(&e["object"]), modified_at);
-    state.create(link("config", "eth2", 1500, "core")).await.unwrap();
+    state.create(link("config", "eth2", 1500, "core"), None).await.unwrap();
     assert_eq!(w.next_named().await, ("ADDED".into(), "eth2".into()));
     server.stop().await;
 }
@@ -193,7 +193,7 @@ async fn a_watch_without_a_version_starts_with_everything_in_ascending_revision(
     let state = State::start();
     // Created in an order that their ids do not sort in.
     for id in ["c", "a", "b"] {
-        state.create(link("config", id, 1500, "core")).await.unwrap();
+        state.create(link("config", id, 1500, "core"), None).await.unwrap();
     }
     let (server, addr) = serve(api(&state)).await;
     let mut w = watch(addr, &format!("{LINKS}?watch=1")).await;
@@ -238,7 +238,7 @@ async fn a_watch_without_a_version_sends_every_initial_object_even_past_the_watc
     let state = State::start();
     let n = 5 * 64;
     for k in 0..n {
-        state.create(link("config", &format!("l{k}"), 1500, "core")).await.unwrap();
+        state.create(link("config", &format!("l{k}"), 1500, "core"), None).await.unwrap();
     }
     let (server, addr) = serve(api(&state).watch_buffer(64)).await;
     let mut w = watch(addr, &format!("{LINKS}?watch=1")).await;
@@ -250,7 +250,7 @@ async fn a_watch_without_a_version_sends_every_initial_object_even_past_the_watc
     }
     assert_eq!(seen, (1..=n as u64).collect::<Vec<_>>(), "every object once, by revision");
     // And the watch goes on past its initial events.
-    state.create(link("config", "late", 1500, "core")).await.unwrap();
+    state.create(link("config", "late", 1500, "core"), None).await.unwrap();
     assert_eq!(w.next_named().await, ("ADDED".into(), "late".into()));
     server.stop().await;
 }
@@ -266,10 +266,13 @@ async fn a_burst_of_changes_larger_than_the_watch_buffer_reaches_a_client_that_r
     let writer = {
         let state = state.clone();
         actix::spawn(async move {
-            let creates = (0..n).map(|k| {
-                let state = state.clone();
-                async move { state.create(link("config", &format!("l{k}"), 1500, "core")).await }
-            });
+            let creates =
+                (0..n).map(|k| {
+                    let state = state.clone();
+                    async move {
+                        state.create(link("config", &format!("l{k}"), 1500, "core"), None).await
+                    }
+                });
             for created in futures::future::join_all(creates).await {
                 created.unwrap();
             }
@@ -297,7 +300,7 @@ async fn a_deleted_event_carries_the_destroys_revision_and_revisions_never_go_ba
         last = last.max(revision(&e["object"]));
     }
     set_mtu(&state, "eth1", 1400).await;
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth0")).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth0"), None).await.unwrap();
     let modified = w.next().await.unwrap();
     assert_eq!(modified["type"], "MODIFIED");
     let deleted = w.next().await.unwrap();
@@ -342,7 +345,7 @@ async fn a_watch_of_a_quiet_namespace_resumes_after_another_namespace_overflowed
     for mtu in 1..=20 {
         let ptr = Pointer::typed::<LinkConfig>("edge", "wan0");
         state
-            .modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu)
+            .modify(&ptr, move |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = mtu, None)
             .await
             .unwrap();
     }
@@ -454,7 +457,7 @@ async fn python_style_booleans_start_a_watch() {
         revision(&list)
     );
     let mut w = watch(addr, &path).await;
-    state.create(link("config", "eth7", 1500, "core")).await.unwrap();
+    state.create(link("config", "eth7", 1500, "core"), None).await.unwrap();
     assert_eq!(w.next_named().await, ("ADDED".into(), "eth7".into()));
     assert_eq!(get(addr, &format!("{LINKS}?watch=yes")).await.status, 400);
     server.stop().await;
@@ -531,8 +534,8 @@ async fn a_watch_of_one_name_sees_that_object_only_from_now_or_from_a_version() 
     // An object that does not exist yet: nothing at first, then its life.
     let mut absent = watch(addr, &by_name("eth9")).await;
     set_mtu(&state, "eth0", 1400).await;
-    state.create(link("config", "eth9", 1500, "core")).await.unwrap();
-    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth9")).await.unwrap();
+    state.create(link("config", "eth9", 1500, "core"), None).await.unwrap();
+    state.destroy(&Pointer::typed::<LinkConfig>("config", "eth9"), None).await.unwrap();
     assert_eq!(absent.next_named().await, ("ADDED".into(), "eth9".into()));
     assert_eq!(absent.next_named().await, ("DELETED".into(), "eth9".into()));
 
@@ -670,7 +673,7 @@ async fn a_watch_client_that_stops_reading_is_cut_off_and_never_holds_the_state_
     for i in 0..400 {
         let mut r = link("config", &format!("r{i:03}"), 1500, "core");
         r.metadata_mut().annotations_mut().insert("payload", big.as_str());
-        state.create(r).await.unwrap();
+        state.create(r, None).await.unwrap();
         // The fast reader keeps up and sees every change.
         assert_eq!(w_name(&mut fast).await, format!("r{i:03}"));
     }
@@ -811,7 +814,7 @@ async fn kubectl_watches(minor: u32) {
     assert_eq!(words(&next().await)[..2], ["eth1", "9000"]);
     // kubectl is watching (from the list's revision) once it printed the list;
     // changes made now arrive as rows.
-    state.create(link("config", "eth5", 4000, "core")).await.unwrap();
+    state.create(link("config", "eth5", 4000, "core"), None).await.unwrap();
     assert_eq!(words(&next().await)[..2], ["eth5", "4000"]);
     set_mtu(&state, "eth0", 1280).await;
     assert_eq!(words(&next().await)[..2], ["eth0", "1280"]);

@@ -364,7 +364,10 @@ async fn generation_moves_on_spec_changes_only_as_on_the_apiserver() {
     // A write through the state (a controller's) moves it whatever it
     // changed: a spec change made in process is never hidden from clients.
     let ptr = Pointer::typed::<Greeting>("config", "hello");
-    state.modify(&ptr, |g: &mut Resource<Greeting>| g.spec_mut().status = None).await.unwrap();
+    state
+        .modify(&ptr, |g: &mut Resource<Greeting>| g.spec_mut().status = None, None)
+        .await
+        .unwrap();
     assert_eq!(generation(&greetings.get("hello").await.unwrap()), 4);
     let written = greetings.patch_status("hello", &params, &Patch::Merge(&status)).await.unwrap();
     assert_eq!(generation(&written), 4);
@@ -391,8 +394,8 @@ async fn generation_moves_on_spec_changes_only_as_on_the_apiserver() {
 #[actix::test]
 async fn status_paths_answer_like_the_apiserver_and_types_without_the_subresource_are_unchanged() {
     let state = State::start();
-    state.create(greeting("g1", "hi", Some(1))).await.unwrap();
-    state.create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 })).await.unwrap();
+    state.create(greeting("g1", "hi", Some(1)), None).await.unwrap();
+    state.create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 }), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
 
     // Served objects: spec and status apart.
@@ -493,9 +496,9 @@ async fn status_paths_answer_like_the_apiserver_and_types_without_the_subresourc
 #[actix::test]
 async fn discovery_openapi_and_table_columns_know_the_status() {
     let state = State::start();
-    state.create(greeting("g1", "hi", Some(3))).await.unwrap();
-    state.create(greeting("g2", "yo", None)).await.unwrap();
-    state.create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 })).await.unwrap();
+    state.create(greeting("g1", "hi", Some(3)), None).await.unwrap();
+    state.create(greeting("g2", "yo", None), None).await.unwrap();
+    state.create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 }), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
 
     let resources = get(addr, "/apis/demo.cosi.dev/v1").await.body;
@@ -565,7 +568,7 @@ async fn json_patches_edit_owner_references() {
 /// `kubectl patch --subresource=status` writes it.
 async fn kubectl_reads_and_patches_the_status(minor: u32) {
     let state = State::start();
-    state.create(greeting("g1", "hi", Some(3))).await.unwrap();
+    state.create(greeting("g1", "hi", Some(3)), None).await.unwrap();
     let (server, addr) = serve(api(&state).server_version(1, minor)).await;
     let kubectl = Kubectl::new(addr);
     let (ok, out) =

@@ -171,7 +171,7 @@ async fn post_creates_with_201_and_a_second_post_is_409_already_exists() {
 #[actix::test]
 async fn put_with_the_current_resource_version_replaces_spec_and_labels() {
     let state = State::start();
-    state.create(link("eth0", 1500)).await.unwrap();
+    state.create(link("eth0", 1500), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let current = get(addr, &format!("{LINKS}/eth0")).await.body;
     let mut body = object("eth0", json!({"mtu": 9000}));
@@ -191,11 +191,11 @@ async fn put_with_the_current_resource_version_replaces_spec_and_labels() {
 #[actix::test]
 async fn a_put_with_a_stale_resource_version_is_409_conflict_and_changes_nothing() {
     let state = State::start();
-    state.create(link("eth0", 1500)).await.unwrap();
+    state.create(link("eth0", 1500), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let read = get(addr, &format!("{LINKS}/eth0")).await.body;
     state
-        .modify(&ptr("eth0"), |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = 1600)
+        .modify(&ptr("eth0"), |r: &mut Resource<LinkConfig>| r.spec_mut().mtu = 1600, None)
         .await
         .unwrap();
     let before = state.get(&ptr("eth0")).await.unwrap();
@@ -216,7 +216,7 @@ async fn a_put_with_a_stale_resource_version_is_409_conflict_and_changes_nothing
 #[actix::test]
 async fn a_spec_that_does_not_decode_is_422_invalid_and_changes_nothing() {
     let state = State::start();
-    state.create(link("eth0", 1500)).await.unwrap();
+    state.create(link("eth0", 1500), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let bad = post(addr, LINKS, &object("eth1", json!({"mtu": "jumbo"}))).await;
     assert_eq!((bad.status, bad.reason()), (422, "Invalid"), "{:?}", bad.body);
@@ -278,7 +278,7 @@ async fn the_dynamic_form_accepts_any_object_spec() {
 #[actix::test]
 async fn merge_and_json_patches_apply_and_a_failed_test_is_422_changing_nothing() {
     let state = State::start();
-    state.create(link("eth0", 1500)).await.unwrap();
+    state.create(link("eth0", 1500), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let path = format!("{LINKS}/eth0");
     let merged = patch(
@@ -322,7 +322,7 @@ async fn merge_and_json_patches_apply_and_a_failed_test_is_422_changing_nothing(
 #[actix::test]
 async fn strategic_merge_is_415_unsupported_media_type() {
     let state = State::start();
-    state.create(link("eth0", 1500)).await.unwrap();
+    state.create(link("eth0", 1500), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let smp = "application/strategic-merge-patch+json";
     let r = patch(addr, &format!("{LINKS}/eth0"), smp, &json!({"spec": {"mtu": 1}})).await;
@@ -372,7 +372,7 @@ async fn a_resource_owned_by_a_controller_is_403_forbidden_to_writes() {
 #[actix::test]
 async fn delete_without_finalizers_destroys_at_once() {
     let state = State::start();
-    state.create(link("eth0", 1500)).await.unwrap();
+    state.create(link("eth0", 1500), None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let deleted = send(addr, "DELETE", &format!("{LINKS}/eth0"), "application/json", "").await;
     assert_eq!(deleted.status, 200, "{:?}", deleted.body);
@@ -388,7 +388,7 @@ async fn delete_with_a_finalizer_shows_a_deletion_timestamp_until_it_is_released
     let state = State::start();
     let mut r = link("eth0", 1500);
     r.metadata_mut().finalizers_mut().add("LinkController");
-    state.create(r).await.unwrap();
+    state.create(r, None).await.unwrap();
     let (server, addr) = serve(api(&state)).await;
     let path = format!("{LINKS}/eth0");
     let body = json!({"propagationPolicy": "Background"}).to_string();

@@ -170,7 +170,7 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
         )
         .collect();
     for (n, id) in ids.iter().enumerate() {
-        state.create(Resource::new(NS, id.as_str(), IntSpec(n as i64))).await.unwrap();
+        state.create(Resource::new(NS, id.as_str(), IntSpec(n as i64)), None).await.unwrap();
     }
     runtime.register(mirror("Mirror", NS, 4, &probe, &gate)).await.unwrap();
     runtime.settled().await;
@@ -207,12 +207,14 @@ async fn mirrors_every_key_through_failures_panics_and_requeues() {
 
     // Changes and removals flow too.
     state
-        .modify(&Pointer::typed::<IntSpec>(NS, "plain0"), |r: &mut Resource<IntSpec>| {
-            r.spec_mut().0 = 100
-        })
+        .modify(
+            &Pointer::typed::<IntSpec>(NS, "plain0"),
+            |r: &mut Resource<IntSpec>| r.spec_mut().0 = 100,
+            None,
+        )
         .await
         .unwrap();
-    state.destroy(&Pointer::typed::<IntSpec>(NS, "plain1")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>(NS, "plain1"), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(mirrored(&state, NS, "plain0").await.as_deref(), Some("100"));
     assert_eq!(mirrored(&state, NS, "plain1").await, None);
@@ -229,9 +231,9 @@ async fn a_slow_key_does_not_block_the_others() {
         .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &Default::default())
         .await
         .unwrap();
-    state.create(Resource::new(NS, "slow", IntSpec(0))).await.unwrap();
+    state.create(Resource::new(NS, "slow", IntSpec(0)), None).await.unwrap();
     for i in 0..10 {
-        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i))).await.unwrap();
+        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i)), None).await.unwrap();
     }
     let mut done = HashSet::new();
     while done.len() < 10 {
@@ -253,7 +255,7 @@ async fn per_controller_concurrency_is_respected() {
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
     for i in 0..10 {
-        state.create(Resource::new(NS, format!("gated{i}"), IntSpec(i))).await.unwrap();
+        state.create(Resource::new(NS, format!("gated{i}"), IntSpec(i)), None).await.unwrap();
     }
     runtime.register(mirror("Mirror", NS, 2, &probe, &gate)).await.unwrap();
     // Let the host hand out everything it may.
@@ -274,8 +276,8 @@ async fn the_shared_pool_cap_holds_across_two_controllers() {
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
     for i in 0..8 {
-        state.create(Resource::new("a", format!("gated{i}"), IntSpec(i))).await.unwrap();
-        state.create(Resource::new("b", format!("gated{i}"), IntSpec(i))).await.unwrap();
+        state.create(Resource::new("a", format!("gated{i}"), IntSpec(i)), None).await.unwrap();
+        state.create(Resource::new("b", format!("gated{i}"), IntSpec(i)), None).await.unwrap();
     }
     runtime.register(mirror("A", "a", 4, &probe, &gate)).await.unwrap();
     runtime.register(mirror("B", "b", 4, &probe, &gate)).await.unwrap();
@@ -343,15 +345,15 @@ async fn joined(state: &State, id: &str) -> String {
 async fn a_mapped_input_change_reconciles_the_primaries_it_maps_to() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new(NS, "x", StrSpec("answer".into()))).await.unwrap();
+    state.create(Resource::new(NS, "x", StrSpec("answer".into())), None).await.unwrap();
     runtime.register(|| Joiner).await.unwrap();
     runtime.settled().await;
     assert_eq!(joined(&state, "x").await, "answer=?");
-    state.create(Resource::new(NS, "x", IntSpec(42))).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(42)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(joined(&state, "x").await, "answer=42");
     // A mapped change with no matching primary reconciles a missing key: harmless.
-    state.create(Resource::new(NS, "y", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "y", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert!(state.get(&Pointer::typed::<SentenceSpec>(NS, "y")).await.is_err());
 }
@@ -365,7 +367,7 @@ async fn a_queue_handle_pushes_keys_from_any_source() {
     let handle = runtime.register(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
     assert_eq!(handle.name(), "Mirror");
     runtime.settled().await;
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(probe.attempts("Mirror/a"), 1);
     handle.enqueue(&Pointer::typed::<IntSpec>(NS, "a")).await.unwrap();
@@ -381,7 +383,7 @@ async fn stop_lets_in_flight_reconciles_finish() {
     let state = runtime.state();
     let probe = Arc::new(Probe::default());
     let (open, gate) = watch::channel(false);
-    state.create(Resource::new(NS, "slow", IntSpec(5))).await.unwrap();
+    state.create(Resource::new(NS, "slow", IntSpec(5)), None).await.unwrap();
     runtime.register(mirror("Mirror", NS, 1, &probe, &gate)).await.unwrap();
     state.list(&Kind::of::<IntSpec>(NS), &LabelQuery::all()).await.unwrap();
     let stopping = {
@@ -470,7 +472,7 @@ async fn a_panic_replaces_a_queue_controllers_instance_and_the_retry_runs_on_the
     tokio::time::pause();
     let runtime = runtime();
     let state = runtime.state();
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     let built = Arc::new(AtomicUsize::new(0));
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (b, r) = (built.clone(), runs.clone());

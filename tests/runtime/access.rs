@@ -57,8 +57,8 @@ async fn first_result(runtime: &Runtime, inputs: Vec<Input>, script: Script) -> 
 async fn run(script: Script) -> (Runtime, Result<(), Error>) {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new(NS, "i", IntSpec(1))).await.unwrap();
-    state.create(Resource::new(NS, "only", StrSpec("s".into()))).await.unwrap();
+    state.create(Resource::new(NS, "i", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new(NS, "only", StrSpec("s".into())), None).await.unwrap();
     let inputs = vec![Input::weak::<IntSpec>(NS), Input::strong::<StrSpec>(NS).with_id("only")];
     let first = first_result(&runtime, inputs, script).await;
     (runtime, first)
@@ -217,7 +217,7 @@ async fn an_output_created_by_someone_else_cannot_be_changed() {
     let runtime = Runtime::start();
     runtime
         .state()
-        .create(Resource::new(NS, "user", SentenceSpec("by hand".into())))
+        .create(Resource::new(NS, "user", SentenceSpec("by hand".into())), None)
         .await
         .unwrap();
     let r = first_result(&runtime, vec![], |cx| {

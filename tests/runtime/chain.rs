@@ -25,7 +25,7 @@ async fn integers_flow_through_both_levels() {
     let runtime = chain().await;
     let state = runtime.state();
     for n in [1, 2, 3] {
-        state.create(Resource::new(NS, format!("n{n}"), IntSpec(n))).await.unwrap();
+        state.create(Resource::new(NS, format!("n{n}"), IntSpec(n)), None).await.unwrap();
     }
     runtime.settled().await;
     for n in [1, 2, 3] {
@@ -43,10 +43,10 @@ async fn updates_flow_through_both_levels() {
     let runtime = chain().await;
     let state = runtime.state();
     let p = Pointer::typed::<IntSpec>(NS, "x");
-    state.create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     for n in 2..=5 {
-        state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await.unwrap();
+        state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
         runtime.settled().await;
         assert_eq!(sentence(&state, "x").await.unwrap(), format!("{n} sentence"));
     }
@@ -56,8 +56,8 @@ async fn updates_flow_through_both_levels() {
 async fn teardown_and_destroy_cascades_and_waits_for_both_controllers() {
     let runtime = chain().await;
     let state = runtime.state();
-    state.create(Resource::new(NS, "x", IntSpec(7))).await.unwrap();
-    state.create(Resource::new(NS, "y", IntSpec(8))).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(7)), None).await.unwrap();
+    state.create(Resource::new(NS, "y", IntSpec(8)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(sentence(&state, "x").await.unwrap(), "7 sentence");
 
@@ -65,7 +65,7 @@ async fn teardown_and_destroy_cascades_and_waits_for_both_controllers() {
     let mut strs = state.watch_stream(&Pointer::typed::<StrSpec>(NS, "x")).await.unwrap();
     let mut sentences = state.watch_stream(&Pointer::typed::<SentenceSpec>(NS, "x")).await.unwrap();
 
-    state.teardown_and_destroy(&Pointer::typed::<IntSpec>(NS, "x")).await.unwrap();
+    state.teardown_and_destroy(&Pointer::typed::<IntSpec>(NS, "x"), None).await.unwrap();
 
     // When the call returns, both levels have released and are gone.
     assert!(state.get(&Pointer::typed::<IntSpec>(NS, "x")).await.unwrap_err().is_not_found());
@@ -93,10 +93,10 @@ async fn an_input_recreated_after_teardown_flows_again() {
     let runtime = chain().await;
     let state = runtime.state();
     let p = Pointer::typed::<IntSpec>(NS, "x");
-    state.create(Resource::new(NS, "x", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
-    state.teardown_and_destroy(&p).await.unwrap();
-    state.create(Resource::new(NS, "x", IntSpec(2))).await.unwrap();
+    state.teardown_and_destroy(&p, None).await.unwrap();
+    state.create(Resource::new(NS, "x", IntSpec(2)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(sentence(&state, "x").await.unwrap(), "2 sentence");
 }

@@ -69,7 +69,7 @@ async fn a_plain_controller_reading_an_undeclared_kind_fails_at_once_and_names_t
  {
     tokio::time::pause();
     let runtime = Runtime::start();
-    runtime.state().create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     runtime.register(move || ReadsUndeclared { runs: r.clone() }).await.unwrap();
@@ -97,7 +97,7 @@ async fn a_queue_controller_writing_an_undeclared_type_stops_every_key_and_names
     let runtime = Runtime::start();
     let state = runtime.state();
     for id in ["a", "b", "c"] {
-        state.create(Resource::new(NS, id, IntSpec(1))).await.unwrap();
+        state.create(Resource::new(NS, id, IntSpec(1)), None).await.unwrap();
     }
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
@@ -105,7 +105,7 @@ async fn a_queue_controller_writing_an_undeclared_type_stops_every_key_and_names
 
     runtime.settled_within(Duration::from_secs(10)).await.unwrap();
     // A change after the failure runs nothing either.
-    state.create(Resource::new(NS, "d", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "d", IntSpec(1)), None).await.unwrap();
     runtime.idle(Duration::from_secs(3600)).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the first denial stops the controller");
 
@@ -190,7 +190,7 @@ async fn a_controller_that_writes_its_own_input_once_per_change_is_not_a_loop() 
     runtime.register(|| Converging).await.unwrap();
     let state = runtime.state();
     for i in 0..5 {
-        state.create(Resource::new(NS, format!("i{i}"), IntSpec(i))).await.unwrap();
+        state.create(Resource::new(NS, format!("i{i}"), IntSpec(i)), None).await.unwrap();
         runtime.settled_within(Duration::from_secs(10)).await.unwrap();
     }
     let health = runtime.health().await;

@@ -38,9 +38,9 @@ impl Controller for Holder {
 async fn holding_an_input_that_is_gone_or_tearing_down_answers_false_and_adds_nothing() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new(NS, "running", IntSpec(1))).await.unwrap();
-    state.create(Resource::new(NS, "leaving", IntSpec(2))).await.unwrap();
-    state.teardown(&Pointer::typed::<IntSpec>(NS, "leaving")).await.unwrap();
+    state.create(Resource::new(NS, "running", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new(NS, "leaving", IntSpec(2)), None).await.unwrap();
+    state.teardown(&Pointer::typed::<IntSpec>(NS, "leaving"), None).await.unwrap();
     let answers = Arc::new(Mutex::new(Vec::new()));
     let a = answers.clone();
     runtime
@@ -74,17 +74,17 @@ async fn a_chain_whose_inputs_are_created_and_destroyed_rapidly_converges_withou
         for i in 0..10 {
             let id = format!("n{i}");
             let ptr = Pointer::typed::<IntSpec>(NS, &id);
-            if state.create(Resource::new(NS, id, IntSpec(round))).await.is_err() {
+            if state.create(Resource::new(NS, id, IntSpec(round)), None).await.is_err() {
                 continue; // still tearing down from an earlier round
             }
             if round % 2 == 0 {
                 continue; // every other round, let it live a while
             }
-            match state.destroy(&ptr).await {
+            match state.destroy(&ptr, None).await {
                 Err(e) if e.is_pending_finalizers() => {
                     let s = state.clone();
                     actix::spawn(async move {
-                        let _ = s.teardown_and_destroy(&ptr).await;
+                        let _ = s.teardown_and_destroy(&ptr, None).await;
                     });
                 }
                 _ => {}

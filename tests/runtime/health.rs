@@ -51,7 +51,7 @@ async fn failing(terminal: bool) -> (Runtime, Arc<AtomicUsize>) {
 #[actix::test]
 async fn a_terminal_error_fails_a_plain_controller_without_retries() {
     let (runtime, runs) = failing(true).await;
-    runtime.state().create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.idle(Duration::from_secs(3600)).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1, "never retried, not even after an hour");
     let health = runtime.health().await;
@@ -141,9 +141,9 @@ async fn a_queue_key_that_keeps_failing_stays_in_health_while_other_keys_succeed
     let runtime = Runtime::builder().backoff(backoff).start();
     runtime.register(fails_bad_keys).await.unwrap();
     let state = runtime.state();
-    state.create(Resource::new(NS, "bad-eth0", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "bad-eth0", IntSpec(1)), None).await.unwrap();
     for i in 0..3 {
-        state.create(Resource::new(NS, format!("good-{i}"), IntSpec(i))).await.unwrap();
+        state.create(Resource::new(NS, format!("good-{i}"), IntSpec(i)), None).await.unwrap();
     }
     // A key backing off is work still to do: the runtime does not settle
     // within a virtual minute, and says which controller holds it.
@@ -166,7 +166,7 @@ async fn settled_within_names_what_holds_it_not_keys_waiting_for_their_time() {
     let runtime = Runtime::start();
     runtime.register(fails_bad_keys).await.unwrap();
     runtime.register(hourly).await.unwrap();
-    runtime.state().create(Resource::new(NS, "bad-eth1", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "bad-eth1", IntSpec(1)), None).await.unwrap();
     let busy = runtime.settled_within(Duration::from_secs(60)).await.unwrap_err();
     let names: Vec<&str> = busy.busy.iter().map(|c| c.controller.as_str()).collect();
     assert_eq!(names, ["FailsBadKeys"], "{busy}");

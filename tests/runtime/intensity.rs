@@ -53,7 +53,7 @@ async fn past_the_limit_the_controller_is_marked_failed_and_the_rest_goes_on() {
     );
 
     // Nobody else noticed.
-    runtime.state().create(Resource::new(NS, "a", IntSpec(5))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(5)), None).await.unwrap();
     runtime.settled().await;
     let s =
         runtime.state().get_typed::<StrSpec>(&Pointer::typed::<StrSpec>(NS, "a")).await.unwrap();
@@ -112,7 +112,7 @@ async fn a_terminal_error_marks_its_controller_failed_even_under_the_stop_policy
     let metrics = runtime.metrics().await;
     assert_eq!(metrics[1].status, ControllerStatus::Failed);
     assert_eq!(runtime.stop_reason(), None, "the runtime goes on");
-    runtime.state().create(Resource::new(NS, "a", IntSpec(7))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(7)), None).await.unwrap();
     runtime.settled().await;
     let s =
         runtime.state().get_typed::<StrSpec>(&Pointer::typed::<StrSpec>(NS, "a")).await.unwrap();
@@ -145,9 +145,11 @@ async fn restarts_outside_the_window_do_not_count() {
         tokio::time::advance(Duration::from_secs(61)).await;
         runtime
             .state()
-            .modify(&Pointer::typed::<IntSpec>(NS, "x"), move |r: &mut Resource<IntSpec>| {
-                r.spec_mut().0 = n
-            })
+            .modify(
+                &Pointer::typed::<IntSpec>(NS, "x"),
+                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n,
+                None,
+            )
             .await
             .unwrap();
     }

@@ -52,10 +52,10 @@ async fn a_destroy_ready_input_triggers_only_when_torn_down_with_no_finalizers()
 
     let mut r = Resource::new(NS, "a", IntSpec(1));
     r.metadata_mut().finalizers_mut().add("held");
-    state.create(r).await.unwrap();
+    state.create(r, None).await.unwrap();
     let p = Pointer::typed::<IntSpec>(NS, "a");
-    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
-    state.teardown(&p).await.unwrap();
+    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
+    state.teardown(&p, None).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 1, "running or held: no trigger");
 
@@ -69,10 +69,10 @@ async fn an_id_specific_input_triggers_only_for_that_id() {
     let runtime = Runtime::start();
     let state = runtime.state();
     let reconciles = counting(&runtime, vec![Input::weak::<IntSpec>(NS).with_id("watched")]).await;
-    state.create(Resource::new(NS, "other", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "other", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 1);
-    state.create(Resource::new(NS, "watched", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "watched", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 2);
 }
@@ -113,7 +113,7 @@ async fn update_inputs_changes_what_triggers_and_what_may_be_read() {
     runtime.register(move || Grows { reconciles: r.clone() }).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 2, "one more reconcile after new inputs");
-    runtime.state().create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(reconciles.load(Ordering::SeqCst), 3, "the new input triggers");
     let graph = runtime.graph().await;
@@ -152,7 +152,7 @@ async fn stop_lets_a_running_reconcile_finish_then_stops_the_controller() {
     stopping.await.unwrap();
     assert_eq!(done.load(Ordering::SeqCst), 1, "the running reconcile finished");
     assert_eq!(runtime.metrics().await[0].status, ControllerStatus::Stopped);
-    runtime.state().create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(done.load(Ordering::SeqCst), 1, "a stopped controller does not reconcile");
     assert_eq!(runtime.stopped().await, cosi_runtime::supervisor::StopReason::Requested);
@@ -162,7 +162,7 @@ async fn stop_lets_a_running_reconcile_finish_then_stops_the_controller() {
 async fn metrics_count_wakeups_reconciles_reads_and_writes() {
     let runtime = Runtime::start();
     runtime.register(int_to_str).await.unwrap();
-    runtime.state().create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     let m = &runtime.metrics().await[0];
     assert_eq!(m.controller, "IntToStr");

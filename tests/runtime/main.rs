@@ -13,6 +13,7 @@ mod closure_controllers;
 mod coalescing;
 mod declaration_errors;
 mod finalizers;
+mod former_names;
 mod health;
 mod idle;
 mod intensity;

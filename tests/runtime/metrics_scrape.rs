@@ -187,7 +187,7 @@ fn runtime() -> Runtime {
 
 async fn create(runtime: &Runtime, namespace: &str, ids: &[&str]) {
     for id in ids {
-        runtime.state().create(Resource::new(namespace, *id, IntSpec(1))).await.unwrap();
+        runtime.state().create(Resource::new(namespace, *id, IntSpec(1)), None).await.unwrap();
     }
 }
 

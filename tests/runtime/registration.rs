@@ -129,7 +129,7 @@ async fn a_failed_registration_leaves_nothing_behind() {
 async fn controllers_can_register_after_the_runtime_started_running() {
     let runtime = Runtime::start();
     register(&runtime, Declared::new("First").input(Input::weak::<IntSpec>(NS))).await.unwrap();
-    runtime.state().create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     runtime.settled().await;
     register(&runtime, Declared::new("Later").input(Input::weak::<IntSpec>(NS))).await.unwrap();
     runtime.settled().await;

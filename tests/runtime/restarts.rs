@@ -129,9 +129,11 @@ async fn a_neighbour_keeps_reconciling_while_another_controller_panics() {
         .unwrap();
     for n in 1..=3 {
         state
-            .modify(&Pointer::typed::<IntSpec>(NS, "a"), move |r: &mut Resource<IntSpec>| {
-                r.spec_mut().0 = n
-            })
+            .modify(
+                &Pointer::typed::<IntSpec>(NS, "a"),
+                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n,
+                None,
+            )
             .await
             .unwrap();
         loop {

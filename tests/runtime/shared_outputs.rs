@@ -22,11 +22,11 @@ async fn a_controller_sums_its_weak_inputs() {
     let state = runtime.state();
     runtime.register(|| sum("total", "numbers")).await.unwrap();
     for (id, n) in [("a", 1), ("b", 2), ("c", 3)] {
-        state.create(Resource::new("numbers", id, IntSpec(n))).await.unwrap();
+        state.create(Resource::new("numbers", id, IntSpec(n)), None).await.unwrap();
     }
     runtime.settled().await;
     assert_eq!(total(&state, "total").await, 6);
-    state.destroy(&Pointer::typed::<IntSpec>("numbers", "b")).await.unwrap();
+    state.destroy(&Pointer::typed::<IntSpec>("numbers", "b"), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(total(&state, "total").await, 4);
 }
@@ -35,9 +35,9 @@ async fn a_controller_sums_its_weak_inputs() {
 async fn several_summing_controllers_share_one_output_type_registered_after_start() {
     let runtime = Runtime::start();
     let state = runtime.state();
-    state.create(Resource::new("odd", "one", IntSpec(1))).await.unwrap();
-    state.create(Resource::new("odd", "three", IntSpec(3))).await.unwrap();
-    state.create(Resource::new("even", "two", IntSpec(2))).await.unwrap();
+    state.create(Resource::new("odd", "one", IntSpec(1)), None).await.unwrap();
+    state.create(Resource::new("odd", "three", IntSpec(3)), None).await.unwrap();
+    state.create(Resource::new("even", "two", IntSpec(2)), None).await.unwrap();
     runtime.settled().await;
 
     runtime.register(|| sum("odds", "odd")).await.unwrap();
@@ -59,7 +59,7 @@ async fn several_summing_controllers_share_one_output_type_registered_after_star
         ]
     );
 
-    state.create(Resource::new("even", "four", IntSpec(4))).await.unwrap();
+    state.create(Resource::new("even", "four", IntSpec(4)), None).await.unwrap();
     runtime.settled().await;
     assert_eq!(total(&state, "evens").await, 6);
     assert_eq!(total(&state, "odds").await, 4);
@@ -91,7 +91,7 @@ async fn a_shared_output_of_one_controller_is_not_writable_by_another() {
         }
     }
     let runtime = Runtime::start();
-    runtime.state().create(Resource::new("odd", "one", IntSpec(1))).await.unwrap();
+    runtime.state().create(Resource::new("odd", "one", IntSpec(1)), None).await.unwrap();
     runtime.register(|| sum("odds", "odd")).await.unwrap();
     runtime.settled().await;
     runtime.register(|| Thief).await.unwrap();

@@ -78,7 +78,8 @@ async fn per_object_chain(runtime: &Runtime, placement: Placement) -> Arc<Atomic
 
 /// Creates integers `n0`..`n{n-1}`, all in flight at once.
 async fn create_all_at_once(state: &State, n: i64) {
-    let creates = (0..n).map(|k| state.create(Resource::new(NS, format!("n{k}"), IntSpec(k))));
+    let creates =
+        (0..n).map(|k| state.create(Resource::new(NS, format!("n{k}"), IntSpec(k)), None));
     for created in futures::future::join_all(creates).await {
         created.unwrap();
     }
@@ -115,7 +116,7 @@ async fn settled_right_after_a_create_waits_for_the_reconciles_it_caused() {
     runtime.settled().await;
     for k in 0..200 {
         let id = format!("n{k}");
-        state.create(Resource::new(NS, id.as_str(), IntSpec(k))).await.unwrap();
+        state.create(Resource::new(NS, id.as_str(), IntSpec(k)), None).await.unwrap();
         // The change was on its way to the controller before the reply came.
         runtime.settled().await;
         let sentence = state.get(&Pointer::typed::<SentenceSpec>(NS, id.as_str())).await.unwrap();
@@ -137,11 +138,14 @@ async fn writers_on_other_threads_are_answered_while_controllers_run_on_others()
         let state = state.clone();
         let done = done_tx.clone();
         arbiters[w as usize % 2].spawn(async move {
-            let creates = (0..500).map(|k| {
-                let state = state.clone();
-                let n = w * 500 + k;
-                async move { state.create(Resource::new(NS, format!("n{n}"), IntSpec(n))).await }
-            });
+            let creates =
+                (0..500).map(|k| {
+                    let state = state.clone();
+                    let n = w * 500 + k;
+                    async move {
+                        state.create(Resource::new(NS, format!("n{n}"), IntSpec(n)), None).await
+                    }
+                });
             let results = futures::stream::iter(creates).buffer_unordered(64);
             let results: Vec<_> = results.collect().await;
             let failed = results.into_iter().filter(Result::is_err).count();

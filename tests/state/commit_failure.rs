@@ -100,7 +100,7 @@ async fn open(shared: &Arc<Shared>) -> State {
 async fn a_failed_commit_reports_storage_errors_rolls_back_and_publishes_nothing() {
     let shared = Arc::new(Shared::default());
     let state = open(&shared).await;
-    state.create(Resource::new(NS, "kept", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "kept", IntSpec(1)), None).await.unwrap();
     let mut watch = state
         .watch_kind_stream(&Kind::of::<IntSpec>(NS), LabelQuery::all(), &Default::default())
         .await
@@ -108,12 +108,17 @@ async fn a_failed_commit_reports_storage_errors_rolls_back_and_publishes_nothing
 
     shared.fail.store(true, Ordering::SeqCst);
     // Several callers in one batch: creates, an update and a destroy.
-    let creates = join_all((0..8).map(|i| {
-        let state = state.clone();
-        async move { state.create(Resource::new(NS, format!("new-{i}"), IntSpec(i))).await }
-    }));
+    let creates =
+        join_all(
+            (0..8).map(|i| {
+                let state = state.clone();
+                async move {
+                    state.create(Resource::new(NS, format!("new-{i}"), IntSpec(i)), None).await
+                }
+            }),
+        );
     let kept = ptr("kept");
-    let update = state.modify(&kept, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 99);
+    let update = state.modify(&kept, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 99, None);
     let (creates, update) = futures::join!(creates, update);
     for (i, result) in creates.into_iter().enumerate() {
         let err = result.unwrap_err();
@@ -126,7 +131,7 @@ async fn a_failed_commit_reports_storage_errors_rolls_back_and_publishes_nothing
     }
     let err = update.unwrap_err();
     assert!(err.is_storage() && err.to_string().contains("kept"), "{err}");
-    let err = state.destroy(&ptr("kept")).await.unwrap_err();
+    let err = state.destroy(&ptr("kept"), None).await.unwrap_err();
     assert!(err.is_storage(), "{err}");
 
     // The cache rolled back: it matches the store.
@@ -140,8 +145,10 @@ async fn a_failed_commit_reports_storage_errors_rolls_back_and_publishes_nothing
 
     // The next batch succeeds, and it is the first thing the watcher sees.
     shared.fail.store(false, Ordering::SeqCst);
-    let next =
-        state.modify(&ptr("kept"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
+    let next = state
+        .modify(&ptr("kept"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
+        .await
+        .unwrap();
     assert_eq!(next.version().get(), 2);
     match watch.next().await {
         Some(Event::Updated { old, new }) => {
@@ -160,7 +167,7 @@ async fn writes_of_one_mailbox_drain_are_committed_as_one_batch() {
     let before = shared.batches.load(Ordering::SeqCst);
     let results = join_all((0..64).map(|i| {
         let state = state.clone();
-        async move { state.create(Resource::new(NS, format!("r{i}"), IntSpec(i))).await }
+        async move { state.create(Resource::new(NS, format!("r{i}"), IntSpec(i)), None).await }
     }))
     .await;
     assert!(results.iter().all(Result::is_ok));
@@ -173,14 +180,14 @@ async fn writes_of_one_mailbox_drain_are_committed_as_one_batch() {
 async fn reads_of_a_namespace_in_memory_never_wait_for_a_commit() {
     let shared = Arc::new(Shared::default());
     let state = State::builder().backend(["config"], Flaky(shared.clone())).open().await.unwrap();
-    state.create(Resource::new(NS, "status", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "status", IntSpec(1)), None).await.unwrap();
     assert!(shared.stored.lock().unwrap().is_empty(), "memory namespaces are not stored");
-    state.create(Resource::new("config", "c", IntSpec(1))).await.unwrap();
+    state.create(Resource::new("config", "c", IntSpec(1)), None).await.unwrap();
     assert_eq!(shared.stored.lock().unwrap().len(), 1, "durable namespaces are");
     shared.fail.store(true, Ordering::SeqCst);
-    assert!(state.create(Resource::new("config", "d", IntSpec(1))).await.is_err());
+    assert!(state.create(Resource::new("config", "d", IntSpec(1)), None).await.is_err());
     // A failing disk does not hold back the in-memory namespaces.
-    state.create(Resource::new(NS, "other", IntSpec(2))).await.unwrap();
+    state.create(Resource::new(NS, "other", IntSpec(2)), None).await.unwrap();
 }
 
 /// Two stores in one state, and a batch with writes to both: the one whose
@@ -203,8 +210,8 @@ async fn a_batch_over_two_stores_stands_in_the_one_that_committed() {
         .unwrap();
     failing.fail.store(true, Ordering::SeqCst);
     let (in_a, in_b) = futures::join!(
-        state.create(Resource::new("a", "x", IntSpec(1))),
-        state.create(Resource::new("b", "y", IntSpec(2))),
+        state.create(Resource::new("a", "x", IntSpec(1)), None),
+        state.create(Resource::new("b", "y", IntSpec(2)), None),
     );
     assert_eq!(in_a.unwrap().version().get(), 1);
     let err = in_b.unwrap_err();
@@ -215,6 +222,6 @@ async fn a_batch_over_two_stores_stands_in_the_one_that_committed() {
     assert!(matches!(watch.next().await, Some(Event::Created(r)) if r.id() == "x"));
     // The next write to a's resource finds its store as the cache says.
     let x = Pointer::typed::<IntSpec>("a", "x");
-    let next = state.modify(&x, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3).await;
+    let next = state.modify(&x, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3, None).await;
     assert_eq!(next.unwrap().version().get(), 2);
 }

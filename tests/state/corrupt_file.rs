@@ -60,7 +60,7 @@ async fn write_a_state_file(file: &std::path::Path) -> usize {
     let state = State::open_durable(file, ["config"]).await.unwrap();
     for i in 0..50 {
         let r = Resource::new("config", format!("r{i}"), Blob("x".repeat(200)));
-        state.create(r).await.unwrap();
+        state.create(r, None).await.unwrap();
     }
     state.close().await.unwrap();
     std::fs::metadata(file).unwrap().len() as usize

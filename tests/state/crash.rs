@@ -62,6 +62,7 @@ fn crash_child_writer() {
                                 move || Resource::new("config", id.clone(), IntSpec(-1))
                             },
                             |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1,
+                            None,
                             ExpectedPhase::Running,
                         )
                         .await

@@ -60,11 +60,11 @@ async fn a_read_never_sees_a_write_before_its_commit() {
     let backend = Gated { gate: gate.clone(), commits: commits.clone() };
     let state = State::builder().backend(Namespaces::All, backend).open().await.unwrap();
     // The first commit passes the gate; the second waits on it.
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
 
     let writer = state.clone();
     let write = actix::spawn(async move {
-        writer.modify(&ptr("a"), |r| r.spec_mut().0 = 2).await.unwrap();
+        writer.modify(&ptr("a"), |r| r.spec_mut().0 = 2, None).await.unwrap();
     });
     yield_until(|| commits.load(Ordering::SeqCst) == 2).await;
 
@@ -93,10 +93,10 @@ async fn a_writer_reads_its_own_write_at_once_from_another_arbiter() {
         let mut seen = Vec::new();
         for k in 0..100 {
             let id = format!("n{k}");
-            remote.create(Resource::new(NS, id.as_str(), IntSpec(k))).await.unwrap();
+            remote.create(Resource::new(NS, id.as_str(), IntSpec(k)), None).await.unwrap();
             let read = remote.get(&ptr(&id)).await.unwrap();
             seen.push(read.spec().0);
-            remote.modify(&ptr(&id), move |r| r.spec_mut().0 = -k).await.unwrap();
+            remote.modify(&ptr(&id), move |r| r.spec_mut().0 = -k, None).await.unwrap();
             let read = remote.get(&ptr(&id)).await.unwrap();
             seen.push(read.spec().0);
         }
@@ -113,14 +113,14 @@ async fn a_writer_reads_its_own_write_at_once_from_another_arbiter() {
 #[actix::test]
 async fn a_closed_state_answers_unavailable_to_reads_and_writes() {
     let state = State::start();
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     state.close().await.unwrap();
     let e = state.get(&ptr("a")).await.unwrap_err();
     assert!(matches!(e, Error::Unavailable { .. }), "{e}");
     let e = state.list_typed::<IntSpec>(NS, &LabelQuery::all()).await.unwrap_err();
     assert!(matches!(e, Error::Unavailable { .. }), "{e}");
     // Writes too, and the error names the resource.
-    let e = state.create(Resource::new(NS, "after-close", IntSpec(2))).await.unwrap_err();
+    let e = state.create(Resource::new(NS, "after-close", IntSpec(2)), None).await.unwrap_err();
     assert!(matches!(e, Error::Unavailable { .. }) && e.to_string().contains("after-close"), "{e}");
 }
 

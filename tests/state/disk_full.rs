@@ -25,7 +25,7 @@ fn blob(ns: &str, i: usize) -> Resource<Blob> {
 /// Creates blobs from `from` on until one fails: its number and error.
 async fn fill(state: &State, from: usize, acked: &mut Vec<AnyResource>) -> (usize, Error) {
     for i in from..2_000 {
-        match state.create(blob("config", i)).await {
+        match state.create(blob("config", i), None).await {
             Ok(r) => acked.push(r),
             Err(e) => return (i, e),
         }
@@ -46,7 +46,7 @@ async fn a_full_disk_fails_writes_as_full_keeps_reads_and_recovers_when_space_re
         StateBuilder::new().backend(["config"], disk.backend(&path).unwrap()).open().await.unwrap();
     let mut acked = Vec::new();
     for i in 0..4 {
-        acked.push(state.create(blob("config", i)).await.unwrap());
+        acked.push(state.create(blob("config", i), None).await.unwrap());
     }
     // The disk is full: the file may not grow any more.
     disk.set_limit(disk.used());
@@ -66,14 +66,18 @@ async fn a_full_disk_fails_writes_as_full_keeps_reads_and_recovers_when_space_re
     let (i, again) = fill(&state, i, &mut acked).await;
     assert!(is_full(&again), "{again}");
     // A namespace in memory is not on that disk: it keeps working.
-    state.create(blob("status", 0)).await.unwrap();
+    state.create(blob("status", 0), None).await.unwrap();
 
     // Space returns: writes resume, on their own.
     disk.set_limit(u64::MAX);
-    let created = state.create(blob("config", i)).await.unwrap();
+    let created = state.create(blob("config", i), None).await.unwrap();
     acked.push(created);
     let updated = state
-        .modify(&acked[0].pointer().clone(), |r: &mut Resource<Blob>| r.spec_mut().0.push('!'))
+        .modify(
+            &acked[0].pointer().clone(),
+            |r: &mut Resource<Blob>| r.spec_mut().0.push('!'),
+            None,
+        )
         .await
         .unwrap();
     acked[0] = updated.into_any();

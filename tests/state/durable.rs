@@ -46,7 +46,7 @@ async fn a_typed_spec_reads_back_typed_after_a_reopen_without_registration() {
     assert_eq!(back.metadata().revision(), stored.metadata().revision());
     assert_eq!(back.metadata().phase(), Phase::TearingDown);
     // The store revision went on from where it was.
-    let next = state.create(Resource::new("config", "second", route)).await.unwrap();
+    let next = state.create(Resource::new("config", "second", route), None).await.unwrap();
     assert!(next.metadata().revision() > stored.metadata().revision());
 }
 
@@ -56,8 +56,8 @@ async fn only_the_durable_namespaces_survive_a_reopen() {
     let file = dir.path().join("state.redb");
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     let route = Route::default();
-    state.create(Resource::new("config", "kept", route.clone())).await.unwrap();
-    state.create(Resource::new("status", "lost", route)).await.unwrap();
+    state.create(Resource::new("config", "kept", route.clone()), None).await.unwrap();
+    state.create(Resource::new("status", "lost", route), None).await.unwrap();
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     assert!(state.get(&Pointer::typed::<Route>("config", "kept")).await.is_ok());
@@ -71,12 +71,12 @@ async fn a_file_open_elsewhere_is_locked_and_stays_usable() {
     let dir = ScratchDir::new();
     let file = dir.path().join("state.redb");
     let state = State::open_durable(&file, ["config"]).await.unwrap();
-    state.create(Resource::new("config", "a", Route::default())).await.unwrap();
+    state.create(Resource::new("config", "a", Route::default()), None).await.unwrap();
     let err = State::open_durable(&file, ["config"]).await.unwrap_err();
     assert_eq!(failure(&err), Some(StorageFailure::Locked), "{err}");
     assert!(err.to_string().contains("state.redb"), "names the file: {err}");
     // The first state goes on, and after it closes the file opens.
-    state.create(Resource::new("config", "b", Route::default())).await.unwrap();
+    state.create(Resource::new("config", "b", Route::default()), None).await.unwrap();
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     assert_eq!(
@@ -102,7 +102,10 @@ async fn a_damaged_state_file_is_refused_and_left_untouched() {
     let file = dir.path().join("state.redb");
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     for i in 0..50 {
-        state.create(Resource::new("config", format!("r{i}"), Route::default())).await.unwrap();
+        state
+            .create(Resource::new("config", format!("r{i}"), Route::default()), None)
+            .await
+            .unwrap();
     }
     state.close().await.unwrap();
     // Keep redb's header, scramble everything after it.
@@ -157,7 +160,7 @@ async fn a_runtime_opens_a_durable_state_in_one_line() {
     let dir = ScratchDir::new();
     let file = dir.path().join("state.redb");
     let runtime = Runtime::builder().open_durable(&file, ["config"]).await.unwrap();
-    runtime.state().create(Resource::new("config", "r", Route::default())).await.unwrap();
+    runtime.state().create(Resource::new("config", "r", Route::default()), None).await.unwrap();
     runtime.settled().await;
     runtime.stop().await;
     runtime.state().close().await.unwrap();
@@ -213,7 +216,7 @@ async fn a_file_written_before_uids_opens_with_stable_uids_and_refuses_stale_upd
     // ... and stored by the next write.
     let mut next = read.clone();
     next.spec_mut().metric = 2;
-    let updated = state.update(next).await.unwrap();
+    let updated = state.update(next, None).await.unwrap();
     assert_eq!(updated.metadata().uid(), Some(uid));
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
@@ -221,12 +224,12 @@ async fn a_file_written_before_uids_opens_with_stable_uids_and_refuses_stale_upd
     assert_eq!(stored.metadata().uid(), Some(uid));
 
     // A copy read from it is refused once it was destroyed and created again.
-    state.destroy(&p).await.unwrap();
-    let again = state.create(Resource::new("config", "old", Route::default())).await.unwrap();
+    state.destroy(&p, None).await.unwrap();
+    let again = state.create(Resource::new("config", "old", Route::default()), None).await.unwrap();
     assert_ne!(again.metadata().uid(), Some(uid));
     let mut stale = stored;
     stale.metadata_mut().set_version(again.version());
-    let e = state.update(stale).await.unwrap_err();
+    let e = state.update(stale, None).await.unwrap_err();
     assert!(e.is_version_conflict(), "{e}");
     assert_eq!(state.get_typed::<Route>(&p).await.unwrap().spec(), &Route::default());
 }
@@ -249,27 +252,27 @@ async fn the_store_revision_survives_a_reopen_whatever_the_newest_write_was() {
 
     // The newest write is a destroy.
     let state = State::open_durable(&file, ["config"]).await.unwrap();
-    state.create(Resource::new("config", "a", route())).await.unwrap();
-    let b = state.create(Resource::new("config", "b", route())).await.unwrap();
-    state.destroy(&p("b")).await.unwrap();
+    state.create(Resource::new("config", "a", route()), None).await.unwrap();
+    let b = state.create(Resource::new("config", "b", route()), None).await.unwrap();
+    state.destroy(&p("b"), None).await.unwrap();
     let destroyed = revision(state.clone()).await;
     assert!(destroyed > b.metadata().revision());
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     assert_eq!(revision(state.clone()).await, destroyed, "not the newest record's revision");
-    let c = state.create(Resource::new("config", "c", route())).await.unwrap();
+    let c = state.create(Resource::new("config", "c", route()), None).await.unwrap();
     assert!(c.metadata().revision() > destroyed);
 
     // Puts after a destroy, then a destroy and puts in one batch.
-    let d = state.create(Resource::new("config", "d", route())).await.unwrap();
+    let d = state.create(Resource::new("config", "d", route()), None).await.unwrap();
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     assert_eq!(revision(state.clone()).await, d.metadata().revision());
     let d_ptr = p("d");
     let (e, gone, f) = futures::join!(
-        state.create(Resource::new("config", "e", route())),
-        state.destroy(&d_ptr),
-        state.create(Resource::new("config", "f", route())),
+        state.create(Resource::new("config", "e", route()), None),
+        state.destroy(&d_ptr, None),
+        state.create(Resource::new("config", "f", route()), None),
     );
     gone.unwrap();
     let newest = e.unwrap().metadata().revision().max(f.unwrap().metadata().revision());
@@ -278,7 +281,7 @@ async fn the_store_revision_survives_a_reopen_whatever_the_newest_write_was() {
     state.close().await.unwrap();
     let state = State::open_durable(&file, ["config"]).await.unwrap();
     assert_eq!(revision(state.clone()).await, before);
-    let g = state.create(Resource::new("config", "g", route())).await.unwrap();
+    let g = state.create(Resource::new("config", "g", route()), None).await.unwrap();
     assert!(g.metadata().revision() > before);
     state.close().await.unwrap();
 }

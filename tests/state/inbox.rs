@@ -22,17 +22,16 @@ async fn requests_sent_together_are_served_in_the_order_they_were_sent() {
     let state = State::start();
     let ptr = Pointer::typed::<IntSpec>(NS, "counter");
     // Sent before any answer comes back: the create, then ten modifies.
-    let create = state.create(int("counter", 0));
-    let modifies: Vec<_> =
-        (1..=10)
-            .map(|k| {
-                let ptr = ptr.clone();
-                let state = state.clone();
-                async move {
-                    state.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = k).await
-                }
-            })
-            .collect();
+    let create = state.create(int("counter", 0), None);
+    let modifies: Vec<_> = (1..=10)
+        .map(|k| {
+            let ptr = ptr.clone();
+            let state = state.clone();
+            async move {
+                state.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = k, None).await
+            }
+        })
+        .collect();
     let (created, modified) = futures::join!(create, futures::future::join_all(modifies));
     assert_eq!(created.unwrap().version().get(), 1);
     let versions: Vec<u64> = modified.into_iter().map(|m| m.unwrap().version().get()).collect();
@@ -51,7 +50,7 @@ async fn requests_from_other_threads_are_answered() {
         let (tx, rx) = oneshot::channel();
         arbiter.spawn(async move {
             for k in 0..100 {
-                state.create(int(&format!("t{t}-{k}"), k)).await.unwrap();
+                state.create(int(&format!("t{t}-{k}"), k), None).await.unwrap();
             }
             let _ = tx.send(());
         });
@@ -104,7 +103,7 @@ async fn assert_freed(stopped: oneshot::Receiver<()>, what: &str) {
 #[actix::test]
 async fn a_state_whose_handles_are_all_gone_stops_and_frees_what_it_held() {
     let state = State::start();
-    state.create(int("kept", 1)).await.unwrap();
+    state.create(int("kept", 1), None).await.unwrap();
     let stopped = subscribed(&state).await;
     drop(state);
     assert_freed(stopped, "the state stopped once its last handle was dropped").await;
@@ -115,7 +114,7 @@ async fn a_dropped_handle_leaves_the_other_handles_working() {
     let state = State::start();
     let other = Arc::new(state.clone());
     drop(state);
-    other.create(int("still", 1)).await.unwrap();
+    other.create(int("still", 1), None).await.unwrap();
     assert_eq!(
         other.get_typed::<IntSpec>(&Pointer::typed::<IntSpec>(NS, "still")).await.unwrap().spec().0,
         1
@@ -155,7 +154,7 @@ async fn a_stopped_runtime_frees_its_state_and_controllers() {
     runtime.register(|| Reader).await.unwrap();
     let state = runtime.state();
     for k in 0..50 {
-        state.create(int(&format!("r{k}"), k)).await.unwrap();
+        state.create(int(&format!("r{k}"), k), None).await.unwrap();
     }
     runtime.settled().await;
     let stopped = subscribed(&state).await;

@@ -32,20 +32,19 @@ where
 /// 200 creates at once, then 100 modifies of one resource at once: the
 /// modifies' versions, in the order they were sent.
 async fn burst(state: State, tag: &'static str) -> Vec<u64> {
-    let creates =
-        (0..200).map(|i| {
-            let state = state.clone();
-            async move {
-                state.create(Resource::new(NS, format!("{tag}-{i}"), IntSpec(i))).await.unwrap()
-            }
-        });
+    let creates = (0..200).map(|i| {
+        let state = state.clone();
+        async move {
+            state.create(Resource::new(NS, format!("{tag}-{i}"), IntSpec(i)), None).await.unwrap()
+        }
+    });
     let created = futures::future::join_all(creates).await;
     assert_eq!(created.len(), 200);
     let ptr = Pointer::typed::<IntSpec>(NS, format!("{tag}-0"));
     let modifies = (1..=100).map(|i| {
         let (state, ptr) = (state.clone(), ptr.clone());
         async move {
-            let r = state.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i);
+            let r = state.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i, None);
             r.await.unwrap().version().get()
         }
     });
@@ -80,7 +79,7 @@ async fn a_caller_on_a_thread_without_an_arbiter_is_answered_directly() {
     let state = StateBuilder::new().open().await.unwrap();
     let remote = state.clone();
     let created = std::thread::spawn(move || {
-        futures::executor::block_on(remote.create(Resource::new(NS, "plain", IntSpec(7))))
+        futures::executor::block_on(remote.create(Resource::new(NS, "plain", IntSpec(7)), None))
     });
     // The state actor runs on this thread: let it serve while the other waits.
     let created = loop {

@@ -9,7 +9,7 @@ use cosi_runtime::state::WatchOptions;
 #[actix::test]
 async fn dropped_watch_streams_on_a_quiet_kind_are_unregistered() {
     let state = State::start();
-    state.create(Resource::new(NS, "quiet", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "quiet", IntSpec(1)), None).await.unwrap();
     let kind = Kind::of::<IntSpec>(NS);
     for i in 0..100_000 {
         let options = if i % 2 == 0 { WatchOptions::bootstrap() } else { WatchOptions::default() };

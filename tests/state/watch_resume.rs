@@ -13,7 +13,7 @@ async fn quiet_kind_seen() -> (State, u64) {
     let state = State::builder().history(16).open().await.unwrap();
     let mut watch =
         state.watch_kind_stream(&Kind::of::<IntSpec>(NS), LabelQuery::all(), true).await.unwrap();
-    state.create(Resource::new(NS, "a", IntSpec(1))).await.unwrap();
+    state.create(Resource::new(NS, "a", IntSpec(1)), None).await.unwrap();
     loop {
         match watch.next().await.unwrap() {
             Event::Created(r) if r.pointer().id() == "a" => break,
@@ -32,7 +32,10 @@ async fn resume<S: Spec>(state: &State, revision: u64) -> Result<WatchStream, Er
 /// 100 changes of another kind: far more than the history keeps.
 async fn churn_strings(state: &State) {
     for i in 0..100 {
-        state.create(Resource::new(NS, format!("s{i}"), StrSpec(i.to_string()))).await.unwrap();
+        state
+            .create(Resource::new(NS, format!("s{i}"), StrSpec(i.to_string())), None)
+            .await
+            .unwrap();
     }
 }
 
@@ -40,7 +43,7 @@ async fn churn_strings(state: &State) {
 async fn a_quiet_kind_resumes_from_its_last_event_after_other_kinds_overflowed_the_history() {
     let (state, seen) = quiet_kind_seen().await;
     churn_strings(&state).await;
-    state.create(Resource::new(NS, "b", IntSpec(2))).await.unwrap();
+    state.create(Resource::new(NS, "b", IntSpec(2)), None).await.unwrap();
     let mut resumed =
         resume::<IntSpec>(&state, seen).await.expect("nothing of this kind was dropped since");
     match resumed.next().await.unwrap() {

@@ -121,7 +121,7 @@ async fn reconciles_run_in_spans_with_reference_reason_and_result() {
         .backoff(Backoff { initial: Duration::from_millis(10), jitter: 0.0, ..Backoff::default() })
         .start();
     for id in ["ok", "fail", "panic"] {
-        runtime.state().create(Resource::new(NS, id, IntSpec(1))).await.unwrap();
+        runtime.state().create(Resource::new(NS, id, IntSpec(1)), None).await.unwrap();
     }
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     runtime.register(move || Keys(seen.clone())).await.unwrap();

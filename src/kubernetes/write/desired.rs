@@ -396,7 +396,7 @@ pub(super) async fn update_over(
             .annotations_mut()
             .insert(GENERATION_OFFSET_ANNOTATION, offset.to_string());
     }
-    match shared.state.update_with_phase(resource, phase).await {
+    match shared.state.update_with_phase(resource, None, phase).await {
         Ok(r) => Ok(Some(r)),
         Err(crate::Error::VersionConflict { .. } | crate::Error::PhaseConflict { .. }) => Ok(None),
         Err(e) => Err(target.error(e)),

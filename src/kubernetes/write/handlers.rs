@@ -40,7 +40,7 @@ pub(in crate::kubernetes) async fn create(
     // With a status subresource, a create stores no status.
     let value = stored_value(&target, &desired, None, Part::Object)?;
     let resource = AnyResource::from_dynamic(desired.metadata, value);
-    let stored = shared.state.create(resource).await.map_err(|e| target.error(e))?;
+    let stored = shared.state.create(resource, None).await.map_err(|e| target.error(e))?;
     target.respond(&stored, true)
 }
 
@@ -193,7 +193,7 @@ async fn patch_part(
             let desired = desired_of(&patch)?;
             let value = stored_value(&target, &desired, None, Part::Object)?;
             let resource = AnyResource::from_dynamic(desired.metadata, value);
-            match shared.state.create(resource).await {
+            match shared.state.create(resource, None).await {
                 Ok(created) => return target.respond(&created, true),
                 Err(crate::Error::AlreadyExists { .. }) => continue,
                 Err(e) => return Err(target.error(e)),
@@ -251,16 +251,19 @@ pub(in crate::kubernetes) async fn delete(
         return Err(target.conflict(&format!("Precondition failed: UID in precondition: {uid}")));
     }
     let ptr = target.pointer();
-    shared.state.teardown(&ptr).await.map_err(|e| target.error(e))?;
+    shared.state.teardown(&ptr, None).await.map_err(|e| target.error(e))?;
     let torn = target.stored(&shared).await?.unwrap_or(stored);
     // Destroyed at once when nothing holds it; else (or when a finalizer
     // came in between) in the background, once the finalizers are gone.
     let held = !torn.metadata().finalizers().is_empty()
-        || matches!(shared.state.destroy(&ptr).await, Err(crate::Error::PendingFinalizers { .. }));
+        || matches!(
+            shared.state.destroy(&ptr, None).await,
+            Err(crate::Error::PendingFinalizers { .. })
+        );
     if held {
         let state = shared.state.clone();
         actix::spawn(async move {
-            match state.teardown_and_destroy(&ptr).await {
+            match state.teardown_and_destroy(&ptr, None).await {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => {}
                 Err(e) => tracing::warn!("Kubernetes API: deleting {ptr}: {e}"),

@@ -10,9 +10,8 @@ use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo
 use crate::state::ExpectedPhase;
 
 /// The one way to read and write resources as one owner: the same calls,
-/// with the same arguments and results, on a [`State`](crate::state::State)
-/// (as the user), a [`Client`](super::Client) (a program, a feeder, a tool,
-/// as the owner it was made for), a controller's
+/// with the same arguments and results, on a [`Client`](super::Client) (a
+/// program, a feeder, a tool, as the owner it was made for), a controller's
 /// [`ReconcileContext`](crate::controller::ReconcileContext) (access-checked,
 /// writing as the controller) and a test's
 /// [`Harness`](crate::testing::Harness) (writing as the user).
@@ -37,8 +36,10 @@ use crate::state::ExpectedPhase;
 /// names a concrete handle needs no import; take an `&impl Access` to write a
 /// helper that works on all of them.
 ///
-/// A [`State`](crate::state::State) writes as the user (no owner); a
-/// [`Client`](super::Client) from `state.client_as(owner)` writes as `owner`.
+/// [`State`](crate::state::State) keeps the state contract's calls with the
+/// owner explicit, as their last argument (`state.modify(&ptr, change,
+/// owner)`); a [`Client`](super::Client) is those calls with the owner bound
+/// once (`state.client()` for the user, `state.client_as(owner)`).
 ///
 /// ```
 /// use cosi_runtime::prelude::*;

@@ -83,7 +83,7 @@ impl Client {
     /// # Errors
     /// As [`State::create`].
     pub async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        self.state.create_as(resource, self.owner()).await
+        self.state.create(resource, self.owner()).await
     }
 
     /// As [`State::update_with_phase`], as this handle's owner.
@@ -95,7 +95,7 @@ impl Client {
         resource: impl Into<AnyResource>,
         expected_phase: ExpectedPhase,
     ) -> Result<AnyResource, Error> {
-        self.state.update_with_phase_as(resource, self.owner(), expected_phase).await
+        self.state.update_with_phase(resource, self.owner(), expected_phase).await
     }
 
     /// As [`State::modify_with`], as this handle's owner.
@@ -115,7 +115,7 @@ impl Client {
         E: Fn() -> Resource<S> + Send + 'static,
         F: Fn(&mut Resource<S>) + Send + 'static,
     {
-        self.state.modify_with_as(ptr, empty, change, self.owner(), expected_phase).await
+        self.state.modify_with(ptr, empty, change, self.owner(), expected_phase).await
     }
 
     /// As [`State::destroy`], as this handle's owner.
@@ -123,7 +123,7 @@ impl Client {
     /// # Errors
     /// As [`State::destroy`].
     pub async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
-        self.state.destroy_as(ptr, self.owner()).await
+        self.state.destroy(ptr, self.owner()).await
     }
 
     /// As [`State::teardown`], as this handle's owner.
@@ -131,7 +131,7 @@ impl Client {
     /// # Errors
     /// As [`State::teardown`].
     pub async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
-        self.state.teardown_as(ptr, self.owner()).await
+        self.state.teardown(ptr, self.owner()).await
     }
 
     /// As [`State::teardown_and_destroy`], as this handle's owner: tears the
@@ -140,7 +140,7 @@ impl Client {
     /// # Errors
     /// As [`State::teardown_and_destroy`].
     pub async fn teardown_and_destroy(&self, ptr: &Pointer) -> Result<(), Error> {
-        self.state.teardown_and_destroy_as(ptr, self.owner()).await
+        self.state.teardown_and_destroy(ptr, self.owner()).await
     }
 
     /// As [`State::add_finalizer`] (finalizers ignore owners).

@@ -1,8 +1,9 @@
 //! [`Decoded`]: a typed list that keeps the resources that decode apart from
-//! those that do not ([`Access::list_decoded`](crate::state::Access::list_decoded) reads one).
+//! those that don't, and [`State::list_decoded`], which reads one.
 
 use crate::Error;
-use crate::resource::{AnyResource, Pointer, Resource, Spec};
+use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::state::State;
 
 /// A typed list that does not fail for one bad resource: every resource
 /// whose spec decodes as `S`, and for each one that does not (written
@@ -29,12 +30,25 @@ impl<S: Spec> Decoded<S> {
     }
 }
 
+impl State {
+    /// Every resource of `S` in `namespace` matching `query`, decoded one by
+    /// one: a resource that does not decode as `S` is reported, not fatal.
+    ///
+    /// # Errors
+    /// As [`list`](State::list).
+    pub async fn list_decoded<S: Spec>(
+        &self,
+        namespace: &str,
+        query: &LabelQuery,
+    ) -> Result<Decoded<S>, Error> {
+        Ok(Decoded::from_list(self.list(&Kind::of::<S>(namespace), query).await?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_specs::Mtu;
     use super::*;
-    use crate::resource::LabelQuery;
-    use crate::state::State;
 
     #[actix::test]
     async fn a_typed_list_keeps_every_resource_that_decodes_and_names_the_bad_one() {

@@ -5,7 +5,6 @@
 //! import.
 
 use super::Client;
-use crate::state::State;
 
 /// Implements [`Access`]'s core for a type whose inherent methods of the
 /// same names already are that core (`Client`, `ReconcileContext`), with
@@ -74,8 +73,6 @@ macro_rules! core_by_inherent {
 pub(crate) use core_by_inherent;
 
 core_by_inherent!(Client, |client| client.owner.as_deref());
-// A `State` writes as the user.
-core_by_inherent!(State, |_state| None);
 
 /// The derived [`Access`] calls as methods of each implementor's own, so
 /// that code naming a `Client` or a `ReconcileContext` needs no import. Each
@@ -177,4 +174,4 @@ macro_rules! derived_calls {
 
 pub(crate) use derived_calls;
 
-derived_calls!(Client, State);
+derived_calls!(Client);

@@ -1,7 +1,6 @@
 //! The user surface, the top layer of the state. [`Access`]: the one surface
-//! for reading and writing resources, the same on a
-//! [`State`](super::State) (as the user), a [`Client`] (as its owner), a
-//! controller's [`ReconcileContext`](crate::controller::ReconcileContext)
+//! for reading and writing resources, the same on a [`Client`] (as its
+//! owner), a controller's [`ReconcileContext`](crate::controller::ReconcileContext)
 //! and a test [`Harness`](crate::testing::Harness); [`Client`], a state
 //! handle with its owner bound once; and [`Decoded`], a typed list that
 //! keeps the resources that decode apart from those that don't.
@@ -9,9 +8,8 @@
 //! - [`access`]: the [`Access`] trait, its core and the calls derived from it.
 //! - [`as_owner`]: [`Client`] and how a [`State`](super::State) makes one.
 //! - [`decoded`]: the [`Decoded`] list.
-//! - [`implementors`]: [`Access`] for a [`State`](super::State) and a
-//!   [`Client`] (a controller's context invokes the same macros), and the
-//!   derived calls as their own methods.
+//! - [`implementors`]: [`Access`] for a [`Client`] (a controller's context
+//!   invokes the same macros), and the derived calls as their own methods.
 
 mod access;
 mod as_owner;

@@ -30,10 +30,12 @@ pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 /// clone it into every task or future that needs it.
 ///
 /// All operations go to one [`StateActor`](crate::dev::StateActor) that applies them one at a time;
-/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). A `State`
-/// writes as the user (no owner), through the calls of
-/// [`Access`](crate::state::Access); [`client_as`](State::client_as) gives a
-/// handle that writes as an owner (a controller's name).
+/// `teardown_and_destroy` goes to the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator). Its writes
+/// take the owner explicitly, as the state contract states them (controller
+/// names; the user is `None`); programs write through a
+/// [`Client`](crate::state::Client) ([`client`](State::client),
+/// [`client_as`](State::client_as)), the one write surface
+/// ([`Access`](crate::state::Access)) they share with controllers and tests.
 ///
 /// ```
 /// use cosi_runtime::State;
@@ -44,12 +46,12 @@ pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};
 ///
 /// # actix::System::new().block_on(async {
 /// let state = State::start();
-/// state.create(Resource::new("net", "eth0", Mtu(1500))).await?;
+/// state.create(Resource::new("net", "eth0", Mtu(1500)), None).await?;
 /// let updated = state
-///     .modify(&Pointer::typed::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000)
+///     .modify(&Pointer::typed::<Mtu>("net", "eth0"), |r: &mut Resource<Mtu>| r.spec_mut().0 = 9000, None)
 ///     .await?;
 /// assert_eq!(updated.version().get(), 2);
-/// state.teardown_and_destroy(updated.pointer()).await?;
+/// state.teardown_and_destroy(updated.pointer(), None).await?;
 /// assert!(state.get(updated.pointer()).await.unwrap_err().is_not_found());
 /// # Ok::<(), cosi_runtime::Error>(())
 /// # }).unwrap();

@@ -5,7 +5,7 @@ use super::State;
 use super::send::unexpected;
 use crate::Error;
 use crate::resource::validate;
-use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer};
+use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
 use crate::state::request::{StateReply, StateRequest};
 
 impl State {
@@ -28,6 +28,14 @@ impl State {
             }
         }
         self.resource(StateRequest::Get { pointer: ptr.clone() }).await
+    }
+
+    /// The resource at `ptr` as spec type `S`.
+    ///
+    /// # Errors
+    /// As [`get`](State::get), and [`Error::TypeMismatch`].
+    pub async fn get_typed<S: Spec>(&self, ptr: &Pointer) -> Result<Resource<S>, Error> {
+        self.get(ptr).await?.typed()
     }
 
     /// The resources of `kind` matching `query`, sorted by id.
@@ -77,7 +85,7 @@ impl State {
     /// # struct Motd(String);
     /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
     /// let state = State::start();
-    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any()).await?;
+    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any(), None).await?;
     /// let kind = Kind::of::<Motd>("default");
     /// let (items, revision) = state.list_with_revision(&kind, &LabelQuery::all()).await?;
     /// assert_eq!((items.len(), revision), (1, 1));
@@ -118,7 +126,7 @@ impl State {
     /// # struct Motd(String);
     /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
     /// let state = State::start();
-    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any()).await?;
+    /// state.create(Resource::new("default", "a", Motd("hi".into())).into_any(), None).await?;
     /// let (found, revision) = state.get_with_revision(&Pointer::typed::<Motd>("default", "a")).await?;
     /// assert_eq!((found.map(|r| r.id().to_owned()), revision), (Some("a".into()), 1));
     /// let (none, _) = state.get_with_revision(&Pointer::typed::<Motd>("default", "b")).await?;
@@ -139,5 +147,19 @@ impl State {
             StateReply::Listed { mut resources, revision } => Ok((resources.pop(), revision)),
             other => Err(unexpected(other, "get_with_revision")),
         }
+    }
+
+    /// The resources of spec type `S` in `namespace` matching `query`, sorted by id.
+    ///
+    /// # Errors
+    /// As [`list`](State::list), and [`Error::TypeMismatch`] naming the
+    /// first resource that does not decode as `S` (use
+    /// [`list_decoded`](State::list_decoded) to read the others).
+    pub async fn list_typed<S: Spec>(
+        &self,
+        namespace: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<Resource<S>>, Error> {
+        self.list(&Kind::of::<S>(namespace), query).await?.iter().map(AnyResource::typed).collect()
     }
 }

@@ -1,7 +1,6 @@
 //! The writes of a [`State`] handle: create, update, modify, destroy,
 //! teardown and finalizers.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use super::State;
@@ -39,23 +38,21 @@ impl State {
         })
     }
 
-    /// Creates `resource` as the user (no owner). The state sets version 1
-    /// and the timestamps; returns the stored resource. The one write surface
-    /// is [`Access`](crate::state::Access): a `State` writes as the user, a
-    /// [`Client`](crate::state::Client) from [`client_as`](State::client_as)
-    /// as an owner.
+    /// Creates `resource` owned by `owner`. The state sets version 1, the owner
+    /// and the timestamps; returns the stored resource.
     ///
     /// # Errors
     /// [`Error::AlreadyExists`]; [`Error::InvalidInput`].
-    pub fn create(
+    pub async fn create(
         &self,
         resource: impl Into<AnyResource>,
-    ) -> impl Future<Output = Result<AnyResource, Error>> + '_ {
-        self.resource(StateRequest::create(resource.into(), None))
+        owner: Option<&str>,
+    ) -> Result<AnyResource, Error> {
+        self.resource(StateRequest::create(resource.into(), owner_arc(owner))).await
     }
 
-    /// Updates `resource` as the user, which must carry the version it was
-    /// read at, expecting the stored resource in `expected_phase`.
+    /// Updates `resource`, which must carry the version it was read at, with
+    /// `owner` and expecting the stored resource to be running.
     ///
     /// A resource read from the state also carries its incarnation's
     /// [`uid`](crate::resource::Metadata::uid): if the resource was destroyed
@@ -66,99 +63,19 @@ impl State {
     /// # Errors
     /// In this order: [`Error::NotFound`], [`Error::OwnerConflict`],
     /// [`Error::VersionConflict`], [`Error::PhaseConflict`]; and [`Error::InvalidInput`].
-    pub fn update_with_phase(
-        &self,
-        resource: impl Into<AnyResource>,
-        expected_phase: ExpectedPhase,
-    ) -> impl Future<Output = Result<AnyResource, Error>> + '_ {
-        self.resource(StateRequest::update(resource.into(), None, expected_phase, false))
-    }
-
-    /// The general read-modify-write as the user: applies `f` to the
-    /// resource at `ptr`, or to `empty()` when it is missing, expecting
-    /// `expected_phase`.
-    ///
-    /// `f` runs inside the state actor, atomically with the write, so there is
-    /// never a version conflict to retry; keep it short and non-blocking. It is
-    /// `Fn`: a backend shared with other processes re-runs it on fresh data when
-    /// the stored resource changed under it. If the result equals the stored
-    /// resource, nothing is written and no event is sent. If `f` panics, the
-    /// panic resumes in the caller.
-    ///
-    /// # Errors
-    /// [`Error::OwnerConflict`]; [`Error::PhaseConflict`]; [`Error::TypeMismatch`];
-    /// [`Error::InvalidInput`].
-    pub async fn modify_with<S, P, E, F>(
-        &self,
-        ptr: &P,
-        empty: E,
-        f: F,
-        expected_phase: ExpectedPhase,
-    ) -> Result<Resource<S>, Error>
-    where
-        S: Spec,
-        P: PointerTo<S> + ?Sized,
-        E: Fn() -> Resource<S> + Send + 'static,
-        F: Fn(&mut Resource<S>) + Send + 'static,
-    {
-        self.modify_with_as(ptr, empty, f, None, expected_phase).await
-    }
-
-    /// Destroys the resource at `ptr` as the user. It need not be tearing
-    /// down, but it must have no finalizers.
-    ///
-    /// # Errors
-    /// [`Error::NotFound`]; [`Error::OwnerConflict`]; [`Error::PendingFinalizers`].
-    pub fn destroy(&self, ptr: &Pointer) -> impl Future<Output = Result<(), Error>> + '_ {
-        self.done(StateRequest::destroy(ptr, None))
-    }
-
-    /// Moves the resource at `ptr` to `TearingDown` as the user (idempotent)
-    /// and returns whether it is ready to destroy (no finalizers).
-    ///
-    /// # Errors
-    /// [`Error::NotFound`]; [`Error::OwnerConflict`].
-    pub async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
-        self.teardown_as(ptr, None).await
-    }
-
-    /// Tears the resource down as the user, waits until its finalizers are
-    /// gone, and destroys it.
-    ///
-    /// Served by the [`FinalizerCoordinator`](crate::dev::FinalizerCoordinator); see its documentation for the
-    /// lifecycle. A resource that is destroyed by someone else while this waits
-    /// counts as success, so many concurrent calls for one resource all finish
-    /// without error (or with `NotFound` if it was already gone when they started).
-    ///
-    /// # Errors
-    /// [`Error::NotFound`] if it does not exist; [`Error::OwnerConflict`];
-    /// [`Error::Unavailable`] if this handle has no coordinator.
-    pub async fn teardown_and_destroy(&self, ptr: &Pointer) -> Result<(), Error> {
-        self.teardown_and_destroy_as(ptr, None).await
-    }
-
-    // The same writes as `owner`: for the crate's own writers (a
-    // controller's context, the finalizer coordinator, the API servers).
-    // Users write as an owner through `client_as`.
-
-    /// Creates `resource` owned by `owner`. The state sets version 1, the owner
-    /// and the timestamps; returns the stored resource.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyExists`]; [`Error::InvalidInput`].
-    pub(crate) async fn create_as(
+    pub async fn update(
         &self,
         resource: impl Into<AnyResource>,
         owner: Option<&str>,
     ) -> Result<AnyResource, Error> {
-        self.resource(StateRequest::create(resource.into(), owner_arc(owner))).await
+        self.update_with_phase(resource, owner, ExpectedPhase::Running).await
     }
 
-    /// [`update_as`](State::update_as) with another expected phase.
+    /// [`update`](State::update) with another expected phase.
     ///
     /// # Errors
-    /// As [`update_as`](State::update_as).
-    pub(crate) async fn update_with_phase_as(
+    /// As [`update`](State::update).
+    pub async fn update_with_phase(
         &self,
         resource: impl Into<AnyResource>,
         owner: Option<&str>,
@@ -168,12 +85,48 @@ impl State {
         self.resource(req).await
     }
 
-    /// [`modify_as`](State::modify_as) with an explicit starting resource for the
+    /// Creates or updates the resource at `ptr` by applying `f` to its current
+    /// state (or to a new resource with `S::default()` if it is missing).
+    ///
+    /// `f` runs inside the state actor, atomically with the write, so there is
+    /// never a version conflict to retry; keep it short and non-blocking. It is
+    /// `Fn`: a backend shared with other processes re-runs it on fresh data when
+    /// the stored resource changed under it. If the
+    /// result equals the stored resource, nothing is written and no event is
+    /// sent. If `f` panics, the panic resumes in the caller.
+    ///
+    /// # Errors
+    /// [`Error::OwnerConflict`]; [`Error::PhaseConflict`] if the resource is
+    /// tearing down; [`Error::TypeMismatch`]; [`Error::InvalidInput`].
+    pub async fn modify<S, P, F>(
+        &self,
+        ptr: &P,
+        f: F,
+        owner: Option<&str>,
+    ) -> Result<Resource<S>, Error>
+    where
+        S: Spec + Default,
+        P: PointerTo<S> + ?Sized,
+        F: Fn(&mut Resource<S>) + Send + 'static,
+    {
+        let ptr = ptr.pointer();
+        let at = ptr.clone();
+        self.modify_with(
+            ptr,
+            move || Resource::at(at.clone(), S::default()),
+            f,
+            owner,
+            ExpectedPhase::Running,
+        )
+        .await
+    }
+
+    /// [`modify`](State::modify) with an explicit starting resource for the
     /// missing case (for specs without `Default`) and an expected phase.
     ///
     /// # Errors
-    /// As [`modify_as`](State::modify_as).
-    pub(crate) async fn modify_with_as<S, P, E, F>(
+    /// As [`modify`](State::modify).
+    pub async fn modify_with<S, P, E, F>(
         &self,
         ptr: &P,
         empty: E,
@@ -197,7 +150,7 @@ impl State {
     ///
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`]; [`Error::PendingFinalizers`].
-    pub(crate) async fn destroy_as(&self, ptr: &Pointer, owner: Option<&str>) -> Result<(), Error> {
+    pub async fn destroy(&self, ptr: &Pointer, owner: Option<&str>) -> Result<(), Error> {
         self.done(StateRequest::destroy(ptr, owner_arc(owner))).await
     }
 
@@ -206,11 +159,7 @@ impl State {
     ///
     /// # Errors
     /// [`Error::NotFound`]; [`Error::OwnerConflict`].
-    pub(crate) async fn teardown_as(
-        &self,
-        ptr: &Pointer,
-        owner: Option<&str>,
-    ) -> Result<bool, Error> {
+    pub async fn teardown(&self, ptr: &Pointer, owner: Option<&str>) -> Result<bool, Error> {
         reply_ready(self.send(StateRequest::teardown(ptr, owner_arc(owner))).await?)
     }
 
@@ -240,7 +189,7 @@ impl State {
     /// # Errors
     /// [`Error::NotFound`] if it does not exist; [`Error::OwnerConflict`];
     /// [`Error::Unavailable`] if this handle has no coordinator.
-    pub(crate) async fn teardown_and_destroy_as(
+    pub async fn teardown_and_destroy(
         &self,
         ptr: &Pointer,
         owner: Option<&str>,

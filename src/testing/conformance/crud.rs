@@ -10,7 +10,7 @@ use crate::prelude::*;
 /// Checks that get returns the resource or not found.
 pub async fn check_get_returns_the_resource_or_not_found(t: &mut dyn Target) {
     let state = t.open().await;
-    let created = state.create(int("a", 1)).await.unwrap();
+    let created = state.create(int("a", 1), None).await.unwrap();
     let got = state.get(&ptr("a")).await.unwrap();
     let state = t.reopen(state).await;
     assert_eq!(state.get(&ptr("a")).await.unwrap(), got, "a reopened state has it too");
@@ -24,11 +24,11 @@ pub async fn check_get_returns_the_resource_or_not_found(t: &mut dyn Target) {
 /// Checks that create of an existing id is already exists.
 pub async fn check_create_of_an_existing_id_is_already_exists(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
-    let err = state.create(int("a", 2)).await.unwrap_err();
+    state.create(int("a", 1), None).await.unwrap();
+    let err = state.create(int("a", 2), None).await.unwrap_err();
     assert!(err.is_already_exists(), "{err}");
     let state = t.reopen(state).await;
-    assert!(state.create(int("a", 2)).await.unwrap_err().is_already_exists());
+    assert!(state.create(int("a", 2), None).await.unwrap_err().is_already_exists());
     let stored = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
     assert_eq!(stored.spec(), &IntSpec(1), "the first create stands");
 }
@@ -59,34 +59,34 @@ pub async fn check_versions_are_owned_by_the_state(t: &mut dyn Target) {
     let state = t.open().await;
     let mut r = int("a", 1);
     r.metadata_mut().set_version(Version::new(42));
-    let created = state.create(r).await.unwrap();
+    let created = state.create(r, None).await.unwrap();
     assert_eq!(created.version(), Version::new(1), "create sets 1 whatever was sent");
 
     // An update must send the version it read: not the pre-create version,
     // not a bumped one, exactly the stored one.
     let mut unset = int("a", 2);
     unset.metadata_mut().set_version(Version::UNSET);
-    assert!(state.update(unset).await.unwrap_err().is_version_conflict());
+    assert!(state.update(unset, None).await.unwrap_err().is_version_conflict());
     let mut bumped = created.typed::<IntSpec>().unwrap();
     bumped.metadata_mut().set_version(Version::new(2));
-    assert!(state.update(bumped).await.unwrap_err().is_version_conflict());
+    assert!(state.update(bumped, None).await.unwrap_err().is_version_conflict());
 
     let mut exact = created.typed::<IntSpec>().unwrap();
     exact.spec_mut().0 = 2;
-    let updated = state.update(exact).await.unwrap();
+    let updated = state.update(exact, None).await.unwrap();
     assert_eq!(updated.version(), Version::new(2));
     let state = t.reopen(state).await;
     let again = updated.typed::<IntSpec>().unwrap();
-    assert_eq!(state.update(again).await.unwrap().version(), Version::new(3));
+    assert_eq!(state.update(again, None).await.unwrap().version(), Version::new(3));
 }
 
 /// Checks that update keeps created and moves updated.
 pub async fn check_update_keeps_created_and_moves_updated(t: &mut dyn Target) {
     let state = t.open().await;
-    let created = state.create(int("a", 1)).await.unwrap();
+    let created = state.create(int("a", 1), None).await.unwrap();
     let mut next = created.typed::<IntSpec>().unwrap();
     next.spec_mut().0 = 2;
-    let updated = state.update(next).await.unwrap();
+    let updated = state.update(next, None).await.unwrap();
     assert_eq!(updated.metadata().created(), created.metadata().created());
     assert!(updated.metadata().updated() >= created.metadata().updated());
 }
@@ -109,7 +109,7 @@ pub async fn check_update_checks_not_found_owner_version_phase_in_order(t: &mut 
     let e = state.client_as("other").update(stale.clone()).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
     // None matches only none.
-    let e = state.update(stale.clone()).await.unwrap_err();
+    let e = state.update(stale.clone(), None).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
     // Right owner, stale version, wrong phase: version next.
     let e = state.client_as("owner").update(stale).await.unwrap_err();
@@ -168,9 +168,9 @@ pub async fn check_uids_are_the_states_and_differ_across_incarnations(t: &mut dy
     let mut events = state.watch_stream(&ptr("a")).await.unwrap();
     assert!(matches!(events.next().await, Some(Event::Destroyed(_))), "a tombstone first");
     let mut sent = int("a", 1);
-    let elsewhere = state.create(int("elsewhere", 1)).await.unwrap();
+    let elsewhere = state.create(int("elsewhere", 1), None).await.unwrap();
     sent.metadata_mut().set_uid(elsewhere.metadata().uid());
-    let created = state.create(sent).await.unwrap();
+    let created = state.create(sent, None).await.unwrap();
     let uid = created.metadata().uid().expect("a stored resource has a uid");
     assert_ne!(Some(uid), elsewhere.metadata().uid(), "a create replaces the caller's uid");
     match events.next().await {
@@ -183,21 +183,23 @@ pub async fn check_uids_are_the_states_and_differ_across_incarnations(t: &mut dy
 
     let mut next = got.typed::<IntSpec>().unwrap();
     next.spec_mut().0 = 2;
-    let updated = state.update(next).await.unwrap();
+    let updated = state.update(next, None).await.unwrap();
     assert_eq!(updated.metadata().uid(), Some(uid), "update keeps it");
-    let modified =
-        state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3).await.unwrap();
+    let modified = state
+        .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 3, None)
+        .await
+        .unwrap();
     assert_eq!(modified.metadata().uid(), Some(uid), "modify keeps it");
     state.add_finalizer(&ptr("a"), "f").await.unwrap();
-    state.teardown(&ptr("a")).await.unwrap();
+    state.teardown(&ptr("a"), None).await.unwrap();
     state.remove_finalizer(&ptr("a"), "f").await.unwrap();
     let state = t.reopen(state).await;
     let kept = state.get(&ptr("a")).await.unwrap();
     assert_eq!(kept.metadata().uid(), Some(uid), "finalizer edits and teardown keep it");
     assert_eq!(kept.version(), Version::new(6));
 
-    state.destroy(&ptr("a")).await.unwrap();
-    let again = state.create(int("a", 1)).await.unwrap();
+    state.destroy(&ptr("a"), None).await.unwrap();
+    let again = state.create(int("a", 1), None).await.unwrap();
     let other = again.metadata().uid().expect("a stored resource has a uid");
     assert_ne!(other, uid, "another incarnation, another uid");
     let state = t.reopen(state).await;
@@ -227,7 +229,8 @@ pub async fn check_modify_creates_then_updates(t: &mut dyn Target) {
         .unwrap();
     assert_eq!(updated.spec(), &IntSpec(6));
     assert_eq!(updated.version(), Version::new(2));
-    let e = state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1).await.unwrap_err();
+    let e =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
 }
 
@@ -235,23 +238,28 @@ pub async fn check_modify_creates_then_updates(t: &mut dyn Target) {
 pub async fn check_no_op_modify_writes_nothing_and_emits_nothing(t: &mut dyn Target) {
     let state = t.open().await;
     let p = ptr("m");
-    state.create(int("m", 1)).await.unwrap();
+    state.create(int("m", 1), None).await.unwrap();
     let mut events = state.watch_stream(&p).await.unwrap();
     assert!(matches!(events.next().await, Some(Event::Created(_))));
 
-    let same = state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1).await.unwrap();
+    let same =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None).await.unwrap();
     assert_eq!(same.version(), Version::new(1), "no version bump");
     let unchanged = state
-        .modify(&p, |r: &mut Resource<IntSpec>| {
-            r.metadata_mut().labels_mut().insert("x", "1");
-            r.metadata_mut().labels_mut().remove("x");
-        })
+        .modify(
+            &p,
+            |r: &mut Resource<IntSpec>| {
+                r.metadata_mut().labels_mut().insert("x", "1");
+                r.metadata_mut().labels_mut().remove("x");
+            },
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(unchanged.version(), Version::new(1));
 
     // The next event is the real change: nothing was emitted in between.
-    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
+    state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
     match events.next().await {
         Some(Event::Updated { old, new }) => {
             assert_eq!(old.version(), Version::new(1));
@@ -267,15 +275,17 @@ pub async fn check_modify_of_a_torn_down_resource_is_a_phase_conflict_unless_exp
 ) {
     let state = t.open().await;
     let p = ptr("m");
-    state.create(int("m", 1)).await.unwrap();
-    state.teardown(&p).await.unwrap();
-    let e = state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap_err();
+    state.create(int("m", 1), None).await.unwrap();
+    state.teardown(&p, None).await.unwrap();
+    let e =
+        state.modify(&p, |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap_err();
     assert!(e.is_phase_conflict(), "{e}");
     let r = state
         .modify_with(
             &p,
             || int("m", 0),
             |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2,
+            None,
             ExpectedPhase::TearingDown,
         )
         .await
@@ -288,10 +298,10 @@ pub async fn check_modify_of_a_torn_down_resource_is_a_phase_conflict_unless_exp
 pub async fn check_list_is_sorted_by_id(t: &mut dyn Target) {
     let state = t.open().await;
     for id in ["delta", "alpha", "charlie", "bravo", "10", "9"] {
-        state.create(int(id, 0)).await.unwrap();
+        state.create(int(id, 0), None).await.unwrap();
     }
-    state.create(Resource::new(NS, "zulu", StrSpec("other type".into()))).await.unwrap();
-    state.create(Resource::new("elsewhere", "echo", IntSpec(0))).await.unwrap();
+    state.create(Resource::new(NS, "zulu", StrSpec("other type".into())), None).await.unwrap();
+    state.create(Resource::new("elsewhere", "echo", IntSpec(0)), None).await.unwrap();
     let state = t.reopen(state).await;
     let ids: Vec<String> = state
         .list(&kind(), &LabelQuery::all())
@@ -318,7 +328,7 @@ pub async fn check_label_queries_filter_lists(t: &mut dyn Target) {
     for (id, labels) in labelled {
         let mut r = int(id, 0);
         r.metadata_mut().labels_mut().extend(labels);
-        state.create(r).await.unwrap();
+        state.create(r, None).await.unwrap();
     }
     let ids = |q: LabelQuery| {
         let state = state.clone();

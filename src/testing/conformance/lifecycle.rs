@@ -33,32 +33,33 @@ pub async fn check_teardown_is_idempotent_and_reports_readiness(t: &mut dyn Targ
     let state = t.open().await;
     let mut r = int("a", 1);
     r.metadata_mut().finalizers_mut().add("f1");
-    state.create(r).await.unwrap();
-    assert!(!state.teardown(&ptr("a")).await.unwrap(), "held by f1");
-    assert!(!state.teardown(&ptr("a")).await.unwrap(), "still held");
+    state.create(r, None).await.unwrap();
+    assert!(!state.teardown(&ptr("a"), None).await.unwrap(), "held by f1");
+    assert!(!state.teardown(&ptr("a"), None).await.unwrap(), "still held");
     let v = state.get(&ptr("a")).await.unwrap().version();
     assert_eq!(v, Version::new(2), "the second teardown wrote nothing");
     state.remove_finalizer(&ptr("a"), "f1").await.unwrap();
-    assert!(state.teardown(&ptr("a")).await.unwrap(), "ready now");
+    assert!(state.teardown(&ptr("a"), None).await.unwrap(), "ready now");
     let e = state.client_as("x").teardown(&ptr("a")).await.unwrap_err();
     assert!(e.is_owner_conflict(), "{e}");
-    assert!(state.teardown(&ptr("zz")).await.unwrap_err().is_not_found());
+    assert!(state.teardown(&ptr("zz"), None).await.unwrap_err().is_not_found());
 }
 
 /// Checks that phase conflict after teardown and expected phase override.
 pub async fn check_phase_conflict_after_teardown_and_expected_phase_override(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
-    state.teardown(&ptr("a")).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
+    state.teardown(&ptr("a"), None).await.unwrap();
     let mut r = state.get_typed::<IntSpec>(&ptr("a")).await.unwrap();
     r.spec_mut().0 = 2;
-    let e = state.update(r.clone()).await.unwrap_err();
+    let e = state.update(r.clone(), None).await.unwrap_err();
     assert!(e.is_phase_conflict(), "{e}");
-    let updated = state.update_with_phase(r.clone(), ExpectedPhase::TearingDown).await.unwrap();
+    let updated =
+        state.update_with_phase(r.clone(), None, ExpectedPhase::TearingDown).await.unwrap();
     assert_eq!(updated.phase(), Phase::TearingDown);
     let mut back = updated.typed::<IntSpec>().unwrap();
     back.metadata_mut().set_phase(Phase::Running);
-    let e = state.update_with_phase(back, ExpectedPhase::Any).await.unwrap_err();
+    let e = state.update_with_phase(back, None, ExpectedPhase::Any).await.unwrap_err();
     assert!(e.is_invalid_input(), "never back to running: {e}");
 }
 
@@ -84,7 +85,7 @@ pub async fn check_finalizer_operations_ignore_owner_and_phase(t: &mut dyn Targe
 /// Checks that concurrent finalizer adds and removes converge.
 pub async fn check_concurrent_finalizer_adds_and_removes_converge(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     let adds = (0..8).map(|i| {
         let state = state.clone();
         async move { state.add_finalizer(&ptr("a"), &format!("f{i}")).await }
@@ -106,10 +107,10 @@ pub async fn check_concurrent_finalizer_adds_and_removes_converge(t: &mut dyn Ta
 /// Checks that parallel destroys one succeeds the rest not found.
 pub async fn check_parallel_destroys_one_succeeds_the_rest_not_found(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     let results = join_all((0..10).map(|_| {
         let state = state.clone();
-        async move { state.destroy(&ptr("a")).await }
+        async move { state.destroy(&ptr("a"), None).await }
     }))
     .await;
     let ok = results.iter().filter(|r| r.is_ok()).count();
@@ -122,13 +123,13 @@ pub async fn check_teardown_and_destroy_waits_for_finalizers(t: &mut dyn Target)
     let state = t.open().await;
     let mut r = int("a", 1);
     r.metadata_mut().finalizers_mut().add("holder");
-    state.create(r).await.unwrap();
+    state.create(r, None).await.unwrap();
     let mut events = state.watch_stream(&ptr("a")).await.unwrap();
     events.next().await.unwrap();
 
     let waiting = {
         let state = state.clone();
-        actix::spawn(async move { state.teardown_and_destroy(&ptr("a")).await })
+        actix::spawn(async move { state.teardown_and_destroy(&ptr("a"), None).await })
     };
     // The teardown happens first; the call then waits for the holder.
     match events.next().await {
@@ -146,11 +147,11 @@ pub async fn check_concurrent_teardown_and_destroy_all_finish(t: &mut dyn Target
     let state = t.open().await;
     let mut r = int("a", 1);
     r.metadata_mut().finalizers_mut().add("holder");
-    state.create(r).await.unwrap();
+    state.create(r, None).await.unwrap();
     let calls: Vec<_> = (0..5)
         .map(|_| {
             let state = state.clone();
-            actix::spawn(async move { state.teardown_and_destroy(&ptr("a")).await })
+            actix::spawn(async move { state.teardown_and_destroy(&ptr("a"), None).await })
         })
         .collect();
     let mut events = state.watch_stream(&ptr("a")).await.unwrap();
@@ -172,7 +173,7 @@ pub async fn check_concurrent_teardown_and_destroy_all_finish(t: &mut dyn Target
         assert!(result.is_ok() || result.as_ref().unwrap_err().is_not_found(), "{result:?}");
     }
     assert!(state.get(&ptr("a")).await.unwrap_err().is_not_found());
-    let e = state.teardown_and_destroy(&ptr("a")).await.unwrap_err();
+    let e = state.teardown_and_destroy(&ptr("a"), None).await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
 }
 
@@ -195,6 +196,6 @@ pub async fn check_teardown_and_destroy_of_a_resource_destroyed_meanwhile_succee
     // Someone else may win the destroy; either way the waiter succeeds.
     let _ = state.client_as("owner").destroy(&ptr("a")).await;
     waiting.await.unwrap().unwrap();
-    let e = state.teardown_and_destroy(&ptr("b")).await.unwrap_err();
+    let e = state.teardown_and_destroy(&ptr("b"), None).await.unwrap_err();
     assert!(e.is_not_found());
 }

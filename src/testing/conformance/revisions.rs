@@ -14,8 +14,8 @@ use crate::state::WatchOptions;
 /// Checks that revisions grow per write and watches resume.
 pub async fn check_revisions_grow_per_write_and_watches_resume(t: &mut dyn Target) {
     let state = t.open().await;
-    let a = state.create(int("a", 1)).await.unwrap();
-    let b = state.create(int("b", 1)).await.unwrap();
+    let a = state.create(int("a", 1), None).await.unwrap();
+    let b = state.create(int("b", 1), None).await.unwrap();
     assert!(b.metadata().revision() > a.metadata().revision(), "one revision per write");
     let mut watch = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::bootstrap())
@@ -26,10 +26,13 @@ pub async fn check_revisions_grow_per_write_and_watches_resume(t: &mut dyn Targe
     assert!(seen >= b.metadata().revision(), "caught up after bootstrap");
     drop(watch);
     // Missed while away: an update, a destroy, a create.
-    let a2 = state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
+    let a2 = state
+        .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
+        .await
+        .unwrap();
     assert!(a2.metadata().revision() > b.metadata().revision());
-    state.destroy(&ptr("b")).await.unwrap();
-    state.create(int("c", 3)).await.unwrap();
+    state.destroy(&ptr("b"), None).await.unwrap();
+    state.create(int("c", 3), None).await.unwrap();
     let mut resumed = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(seen))
         .await
@@ -38,7 +41,7 @@ pub async fn check_revisions_grow_per_write_and_watches_resume(t: &mut dyn Targe
     assert!(matches!(resumed.next().await, Some(Event::Destroyed(r)) if r.id() == "b"));
     assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "c"));
     // Nothing more was missed: the next event is a live one.
-    state.create(int("d", 4)).await.unwrap();
+    state.create(int("d", 4), None).await.unwrap();
     assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "d"));
     // A revision ahead of the state is refused, and so is one no longer kept
     // after a reopen (a memory state keeps everything it saw).
@@ -54,8 +57,8 @@ pub async fn check_revisions_grow_per_write_and_watches_resume(t: &mut dyn Targe
 /// resumed from it delivers exactly what the list did not show.
 pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
-    let b = state.create(int("b", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
+    let b = state.create(int("b", 1), None).await.unwrap();
     let (items, revision) = state.list_with_revision(&kind(), &LabelQuery::all()).await.unwrap();
     assert_eq!(items.iter().map(|r| r.id().to_string()).collect::<Vec<_>>(), ["a", "b"]);
     assert!(revision >= b.metadata().revision(), "the snapshot holds b: {revision}");
@@ -63,8 +66,8 @@ pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Targe
     // The same snapshot, as a plain list sees it.
     assert_eq!(items, state.list(&kind(), &LabelQuery::all()).await.unwrap());
     // After the list: an update and a create.
-    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
-    state.create(int("c", 3)).await.unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
+    state.create(int("c", 3), None).await.unwrap();
     let mut resumed = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(revision))
         .await
@@ -72,7 +75,7 @@ pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Targe
     assert!(matches!(resumed.next().await, Some(Event::Updated { new, .. }) if new.id() == "a"));
     assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "c"));
     // Nothing the list showed comes again, nothing after is missed.
-    state.create(int("d", 4)).await.unwrap();
+    state.create(int("d", 4), None).await.unwrap();
     assert!(matches!(resumed.next().await, Some(Event::Created(r)) if r.id() == "d"));
     // Another namespace's kind, empty: a revision all the same, from which
     // a watch of it resumes. (Not compared with `revision`: in a state over
@@ -84,7 +87,7 @@ pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Targe
         .watch_kind_stream(&other, LabelQuery::all(), &WatchOptions::resume_from(at))
         .await
         .unwrap();
-    let e = state.create(Resource::new(NS_BESIDE, "e", IntSpec(5))).await.unwrap();
+    let e = state.create(Resource::new(NS_BESIDE, "e", IntSpec(5)), None).await.unwrap();
     assert!(matches!(beside.next().await, Some(Event::Created(r)) if r.id() == "e"));
     assert!(e.metadata().revision() > at, "{} <= {at}", e.metadata().revision());
     let bad = Kind::new(NS, "");
@@ -97,14 +100,14 @@ pub async fn check_a_list_carries_the_revision_of_its_snapshot(t: &mut dyn Targe
 /// delivers what came after.
 pub async fn check_a_get_carries_the_revision_it_was_read_at(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
-    let b = state.create(int("b", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
+    let b = state.create(int("b", 1), None).await.unwrap();
     let (found, revision) = state.get_with_revision(&ptr("a")).await.unwrap();
     assert_eq!(found, Some(state.get(&ptr("a")).await.unwrap()));
     assert!(revision >= b.metadata().revision(), "the read came after b: {revision}");
     let (none, at) = state.get_with_revision(&ptr("nope")).await.unwrap();
     assert_eq!((none, at), (None, revision), "nothing was written between the reads");
-    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
     let mut after = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(revision))
         .await
@@ -125,8 +128,8 @@ pub async fn check_each_namespace_resumes_from_its_own_revisions(t: &mut dyn Tar
     let beside = |id: &str, n: i64| Resource::new(NS_BESIDE, id, IntSpec(n));
     let kinds = [kind(), Kind::of::<IntSpec>(NS_BESIDE)];
     for i in 0..3 {
-        state.create(int(&format!("a{i}"), i)).await.unwrap();
-        state.create(beside(&format!("x{i}"), i)).await.unwrap();
+        state.create(int(&format!("a{i}"), i), None).await.unwrap();
+        state.create(beside(&format!("x{i}"), i), None).await.unwrap();
     }
     let mut revisions = Vec::new();
     for k in &kinds {
@@ -139,14 +142,18 @@ pub async fn check_each_namespace_resumes_from_its_own_revisions(t: &mut dyn Tar
     for i in 0..3 {
         let n = 10 + i;
         state
-            .modify(&ptr(&format!("a{i}")), move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n)
+            .modify(
+                &ptr(&format!("a{i}")),
+                move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n,
+                None,
+            )
             .await
             .unwrap();
         let x = Pointer::typed::<IntSpec>(NS_BESIDE, format!("x{i}"));
-        state.destroy(&x).await.unwrap();
+        state.destroy(&x, None).await.unwrap();
     }
-    state.create(int("b", 7)).await.unwrap();
-    state.create(beside("y", 8)).await.unwrap();
+    state.create(int("b", 7), None).await.unwrap();
+    state.create(beside("y", 8), None).await.unwrap();
     let mut watches = Vec::new();
     for (k, revision) in kinds.iter().zip(&revisions) {
         let options = WatchOptions::resume_from(*revision);
@@ -165,8 +172,8 @@ pub async fn check_each_namespace_resumes_from_its_own_revisions(t: &mut dyn Tar
     }
     assert!(matches!(theirs.next().await, Some(Event::Created(r)) if r.id() == "y"));
     // Nothing else was missed: the next event of each is a live one.
-    state.create(beside("z", 9)).await.unwrap();
-    state.create(int("c", 9)).await.unwrap();
+    state.create(beside("z", 9), None).await.unwrap();
+    state.create(int("c", 9), None).await.unwrap();
     assert!(matches!(theirs.next().await, Some(Event::Created(r)) if r.id() == "z"));
     assert!(matches!(mine.next().await, Some(Event::Created(r)) if r.id() == "c"));
     // Each watch's revisions grew from its own list's.
@@ -177,22 +184,25 @@ pub async fn check_each_namespace_resumes_from_its_own_revisions(t: &mut dyn Tar
 /// resource's last write), live and resumed.
 pub async fn check_destroyed_carries_the_destroys_revision(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     let mut live = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::bootstrap())
         .await
         .unwrap();
     while !matches!(live.next().await, Some(Event::Bootstrapped(_))) {}
     let before = live.revision();
-    let a = state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
-    state.destroy(&ptr("a")).await.unwrap();
+    let a = state
+        .modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None)
+        .await
+        .unwrap();
+    state.destroy(&ptr("a"), None).await.unwrap();
     assert!(matches!(live.next().await, Some(Event::Updated { .. })));
     let Some(Event::Destroyed(gone)) = live.next().await else { panic!("a destroy") };
     let destroyed_at = gone.metadata().revision();
     assert!(destroyed_at > a.metadata().revision(), "{destroyed_at} after the last write");
     assert_eq!(destroyed_at, live.revision(), "the watch reached the destroy's revision");
     assert_eq!((gone.version(), gone.typed::<IntSpec>().unwrap().spec().0), (a.version(), 2));
-    let again = state.create(int("a", 3)).await.unwrap();
+    let again = state.create(int("a", 3), None).await.unwrap();
     assert!(again.metadata().revision() > destroyed_at);
     let mut resumed = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::resume_from(before))
@@ -209,7 +219,7 @@ pub async fn check_a_coalesced_backlog_goes_out_in_ascending_revision(t: &mut dy
     let state = t.open().await;
     const RESOURCES: usize = 10;
     for i in 0..RESOURCES {
-        state.create(int(&format!("r{i}"), 0)).await.unwrap();
+        state.create(int(&format!("r{i}"), 0), None).await.unwrap();
     }
     // Never polled while the writes run: its window fills, the rest coalesces.
     let options = WatchOptions::default().with_window(4);
@@ -218,11 +228,14 @@ pub async fn check_a_coalesced_backlog_goes_out_in_ascending_revision(t: &mut dy
         // Touch the resources out of id order, and destroy and re-create one.
         let id = format!("r{}", (n as usize * 7) % RESOURCES);
         if n % 50 == 0 {
-            state.destroy(&ptr(&id)).await.unwrap();
-            state.create(int(&id, n)).await.unwrap();
+            state.destroy(&ptr(&id), None).await.unwrap();
+            state.create(int(&id, n), None).await.unwrap();
         } else {
             let p = ptr(&id);
-            state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await.unwrap();
+            state
+                .modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None)
+                .await
+                .unwrap();
         }
     }
     assert!(state.watch_stats(stalled.id()).await.unwrap().backlog > 0, "it fell behind");

@@ -27,7 +27,7 @@ pub async fn check_invalid_input_is_rejected_and_nothing_stored(t: &mut dyn Targ
         }),
     ];
     for (what, r) in bad {
-        let e = state.create(r).await.unwrap_err();
+        let e = state.create(r, None).await.unwrap_err();
         assert!(e.is_invalid_input(), "{what}: {e}");
     }
     assert!(state.list(&kind(), &LabelQuery::all()).await.unwrap().is_empty());
@@ -35,7 +35,7 @@ pub async fn check_invalid_input_is_rejected_and_nothing_stored(t: &mut dyn Targ
     assert!(state.list(&bad_kind, &LabelQuery::all()).await.unwrap_err().is_invalid_input());
     let e = state.get(&Pointer::new(NS, long, "a")).await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
-    state.create(int("ok", 0)).await.unwrap();
+    state.create(int("ok", 0), None).await.unwrap();
     let e = state.add_finalizer(&ptr("ok"), "bad\nfinalizer").await.unwrap_err();
     assert!(e.is_invalid_input(), "{e}");
     let e = state.watch_stream(&Pointer::new(NS, "T", "")).await.unwrap_err();
@@ -45,11 +45,11 @@ pub async fn check_invalid_input_is_rejected_and_nothing_stored(t: &mut dyn Targ
 /// Checks that wrong spec type is a type mismatch.
 pub async fn check_wrong_spec_type_is_a_type_mismatch(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     let e = state.get_typed::<StrSpec>(&ptr("a")).await.unwrap_err();
     assert!(e.is_type_mismatch(), "{e}");
     let e = state
-        .modify(&ptr("a"), |r: &mut Resource<StrSpec>| r.spec_mut().0.push('!'))
+        .modify(&ptr("a"), |r: &mut Resource<StrSpec>| r.spec_mut().0.push('!'), None)
         .await
         .unwrap_err();
     assert!(e.is_type_mismatch(), "{e}");
@@ -63,7 +63,7 @@ pub async fn check_dynamic_resources_are_read_back_typed(t: &mut dyn Target) {
         "spec": 12,
     });
     let dynamic: DynamicResource = serde_json::from_value(manifest).unwrap();
-    state.create(dynamic).await.unwrap();
+    state.create(dynamic, None).await.unwrap();
     let typed = state.get_typed::<IntSpec>(&ptr("from-yaml")).await.unwrap();
     assert_eq!(typed.spec(), &IntSpec(12));
     let back = state.get(&ptr("from-yaml")).await.unwrap().to_dynamic().unwrap();

@@ -14,7 +14,7 @@ use crate::state::WatchOptions;
 /// Checks that watch starts with created or a tombstone.
 pub async fn check_watch_starts_with_created_or_a_tombstone(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("here", 7)).await.unwrap();
+    state.create(int("here", 7), None).await.unwrap();
     let mut here = state.watch_stream(&ptr("here")).await.unwrap();
     match here.next().await {
         Some(Event::Created(r)) => assert_eq!(r.typed::<IntSpec>().unwrap().spec(), &IntSpec(7)),
@@ -29,8 +29,8 @@ pub async fn check_watch_starts_with_created_or_a_tombstone(t: &mut dyn Target) 
         other => panic!("expected a tombstone, got {other:?}"),
     }
     // Then every change, in order.
-    state.create(int("gone", 1)).await.unwrap();
-    state.destroy(&ptr("gone")).await.unwrap();
+    state.create(int("gone", 1), None).await.unwrap();
+    state.destroy(&ptr("gone"), None).await.unwrap();
     assert!(matches!(gone.next().await, Some(Event::Created(_))));
     assert!(matches!(gone.next().await, Some(Event::Destroyed(r)) if !r.is_tombstone()));
 }
@@ -39,7 +39,7 @@ pub async fn check_watch_starts_with_created_or_a_tombstone(t: &mut dyn Target) 
 pub async fn check_watch_kind_bootstrap_order_then_bootstrapped(t: &mut dyn Target) {
     let state = t.open().await;
     for id in ["c", "a", "b"] {
-        state.create(int(id, 0)).await.unwrap();
+        state.create(int(id, 0), None).await.unwrap();
     }
     let mut events = state
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::bootstrap())
@@ -54,7 +54,7 @@ pub async fn check_watch_kind_bootstrap_order_then_bootstrapped(t: &mut dyn Targ
     }
     assert_eq!(seen, ["a", "b", "c"]);
     assert!(matches!(events.next().await, Some(Event::Bootstrapped(k)) if k == kind()));
-    state.create(int("d", 0)).await.unwrap();
+    state.create(int("d", 0), None).await.unwrap();
     assert!(matches!(events.next().await, Some(Event::Created(r)) if r.id() == "d"));
 
     // Without bootstrap: live events only.
@@ -62,14 +62,14 @@ pub async fn check_watch_kind_bootstrap_order_then_bootstrapped(t: &mut dyn Targ
         .watch_kind_stream(&kind(), LabelQuery::all(), &WatchOptions::default())
         .await
         .unwrap();
-    state.create(int("e", 0)).await.unwrap();
+    state.create(int("e", 0), None).await.unwrap();
     assert!(matches!(live.next().await, Some(Event::Created(r)) if r.id() == "e"));
 }
 
 /// Checks that label query watches turn updates into created and destroyed.
 pub async fn check_label_query_watches_turn_updates_into_created_and_destroyed(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 0)).await.unwrap();
+    state.create(int("a", 0), None).await.unwrap();
     let query = LabelQuery::all().equal("app", "web");
     let mut events =
         state.watch_kind_stream(&kind(), query, &WatchOptions::bootstrap()).await.unwrap();
@@ -79,20 +79,24 @@ pub async fn check_label_query_watches_turn_updates_into_created_and_destroyed(t
         let state = state.clone();
         async move {
             state
-                .modify(&ptr("a"), move |r: &mut Resource<IntSpec>| {
-                    let labels = r.metadata_mut().labels_mut();
-                    match v {
-                        Some(v) => labels.insert("app", v),
-                        None => labels.remove("app"),
-                    };
-                })
+                .modify(
+                    &ptr("a"),
+                    move |r: &mut Resource<IntSpec>| {
+                        let labels = r.metadata_mut().labels_mut();
+                        match v {
+                            Some(v) => labels.insert("app", v),
+                            None => labels.remove("app"),
+                        };
+                    },
+                    None,
+                )
                 .await
                 .unwrap()
         }
     };
     set_label(Some("web")).await;
     assert!(matches!(events.next().await, Some(Event::Created(r)) if r.id() == "a"));
-    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1).await.unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 1, None).await.unwrap();
     assert!(matches!(events.next().await, Some(Event::Updated { .. })));
     set_label(Some("db")).await;
     assert!(
@@ -106,10 +110,10 @@ pub async fn check_label_query_watches_turn_updates_into_created_and_destroyed(t
 /// Checks that updated carries the old resource.
 pub async fn check_updated_carries_the_old_resource(t: &mut dyn Target) {
     let state = t.open().await;
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     let mut events = state.watch_stream(&ptr("a")).await.unwrap();
     events.next().await.unwrap();
-    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2).await.unwrap();
+    state.modify(&ptr("a"), |r: &mut Resource<IntSpec>| r.spec_mut().0 = 2, None).await.unwrap();
     match events.next().await {
         Some(Event::Updated { old, new }) => {
             assert_eq!(old.typed::<IntSpec>().unwrap().spec(), &IntSpec(1));
@@ -118,7 +122,7 @@ pub async fn check_updated_carries_the_old_resource(t: &mut dyn Target) {
         }
         other => panic!("expected Updated, got {other:?}"),
     }
-    state.teardown(&ptr("a")).await.unwrap();
+    state.teardown(&ptr("a"), None).await.unwrap();
     match events.next().await {
         Some(Event::Updated { old, new }) => {
             assert_eq!(old.phase(), Phase::Running);
@@ -134,7 +138,7 @@ pub async fn check_a_stalled_subscriber_stays_bounded_and_catches_up(t: &mut dyn
     const UPDATES: i64 = 10_000;
     const RESOURCES: usize = 10;
     for i in 0..RESOURCES {
-        state.create(int(&format!("r{i}"), 0)).await.unwrap();
+        state.create(int(&format!("r{i}"), 0), None).await.unwrap();
     }
     let options = WatchOptions::default().with_window(64);
     // Never polled while the updates run: stalled.
@@ -143,7 +147,7 @@ pub async fn check_a_stalled_subscriber_stays_bounded_and_catches_up(t: &mut dyn
     let mut max_seen = (0, 0);
     for n in 1..=UPDATES {
         let p = ptr(&format!("r{}", n as usize % RESOURCES));
-        state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n).await.unwrap();
+        state.modify(&p, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = n, None).await.unwrap();
         if n % 1_000 == 0 {
             let stats = state.watch_stats(id).await.unwrap();
             max_seen = (max_seen.0.max(stats.in_flight), max_seen.1.max(stats.backlog));
@@ -195,14 +199,14 @@ pub async fn check_recipient_watches_deliver_to_actors(t: &mut dyn Target) {
 
     let (tx, mut rx) = mpsc::unbounded();
     let actor = Forward(tx).start();
-    state.create(int("a", 1)).await.unwrap();
+    state.create(int("a", 1), None).await.unwrap();
     let id = state
         .watch_kind(&kind(), LabelQuery::all(), true, actor.clone().recipient())
         .await
         .unwrap();
     assert!(matches!(rx.next().await, Some(Event::Created(r)) if r.id() == "a"));
     assert!(matches!(rx.next().await, Some(Event::Bootstrapped(_))));
-    state.destroy(&ptr("a")).await.unwrap();
+    state.destroy(&ptr("a"), None).await.unwrap();
     assert!(matches!(rx.next().await, Some(Event::Destroyed(_))));
     state.unwatch(id).await.unwrap();
     assert!(state.watch_stats(id).await.unwrap_err().is_invalid_input());
