@@ -50,8 +50,8 @@
 //!   sink: its objects mirrored into the state, outputs written back by
 //!   server-side apply.
 //!
-//! Each layer is usable on its own: the [`Store`](state::Store) is plain data
-//! and rules, the [`StateActor`](state::StateActor) needs no runtime, and a
+//! Each layer is usable on its own: the [`Store`](dev::Store) is plain data
+//! and rules, the [`StateActor`](dev::StateActor) needs no runtime, and a
 //! [`State`] works without controllers.
 //!
 //! ## The repository

@@ -12,7 +12,8 @@ use crate::controller::metrics::ControllerSet;
 use crate::controller::{ControllerMetrics, default_pool_size};
 use crate::execution::{ArbiterInit, Arbiters, Placement, default_arbiters};
 use crate::registration::{Factory, Registering};
-use crate::state::{State, StateActor, StateBuilder};
+use crate::state::actor::StateActor;
+use crate::state::{State, StateBuilder};
 use crate::supervisor::{
     Backoff, DependencyGraph, GetGraph, GetMetrics, Intensity, OnExceeded, RestartPolicy, StopAll,
     StopReason, Supervisor,

@@ -24,7 +24,8 @@ use super::shared::Shared;
 use crate::http_limits::WatchSlot;
 use crate::http_stop::{STOPPING, StopSignal};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
-use crate::state::{Event, Revisioned, WatchOptions};
+use crate::state::handle::Revisioned;
+use crate::state::{Event, WatchOptions};
 
 /// How often a quiet watch sends a comment, so that proxies and clients see
 /// the connection alive.

@@ -12,10 +12,9 @@ use crate::Error;
 use crate::resource::{
     Address, AnyResource, Finalizers, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec,
 };
+use crate::state::request::{StateReply, StateRequest, reply_done, reply_ready, reply_resource};
 use crate::state::store::keep_finalizers;
-use crate::state::{
-    ExpectedPhase, State, StateReply, StateRequest, reply_done, reply_ready, reply_resource,
-};
+use crate::state::{ExpectedPhase, State};
 use crate::supervisor::{RegistrationError, check_inputs};
 
 /// What a reconcile can do: read its inputs, write its outputs, manage its

@@ -36,7 +36,10 @@ use crate::execution::RoundBudget;
 use crate::queue::{Completion, Taken, WorkQueue};
 use crate::resource::{AnyResource, Kind, Phase};
 use crate::state::claims::Ownership;
-use crate::state::{Sink, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+use crate::state::delivery::Sink;
+use crate::state::request::WatchSink;
+use crate::state::watch::WatchTarget;
+use crate::state::{State, WatchEvent, WatchId, WatchOptions};
 use crate::supervisor::{HostReport, RestartPolicy};
 
 /// The span one reconcile runs in, with kube-runtime's field names:

@@ -33,7 +33,8 @@ use crate::Error;
 use crate::activity::ActivityGuard;
 use crate::queue::{Completion, Taken};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
-use crate::state::{Event, Sink, WatchBatch, WatchEvent};
+use crate::state::delivery::{Sink, WatchBatch};
+use crate::state::{Event, WatchEvent};
 use crate::supervisor::HostReport;
 
 /// A reconcile's outcome with the `cx.requeue_after` it asked for: the shorter delay wins.

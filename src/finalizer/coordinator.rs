@@ -9,7 +9,9 @@ use futures::channel::oneshot;
 use crate::Error;
 use crate::resource::{AnyResource, Phase, Pointer};
 use crate::state::request::TeardownAndDestroy;
-use crate::state::{Event, State, WatchEvent, WatchId, WatchOptions, WatchSink, WatchTarget};
+use crate::state::request::WatchSink;
+use crate::state::watch::WatchTarget;
+use crate::state::{Event, State, WatchEvent, WatchId, WatchOptions};
 
 /// Internal: a caller found the resource not ready and waits here.
 #[derive(Message)]
@@ -152,7 +154,7 @@ impl Handler<Park> for FinalizerCoordinator {
         // happened before the watch started is not missed.
         let state = self.state.clone();
         let sink = WatchSink {
-            sink: crate::state::Sink::Actor(ctx.address().recipient()),
+            sink: crate::state::delivery::Sink::Actor(ctx.address().recipient()),
             activity: Some(state.activity().clone()),
         };
         let ptr = msg.pointer;

@@ -38,7 +38,8 @@ use super::status::Status;
 use super::table::{Form, OneRow, Row, Table};
 use crate::http_stop::{OpenWatch, STOPPING, StopSignal};
 use crate::resource::{AnyResource, Id, Kind, Pointer};
-use crate::state::{Event, Revisioned, WatchOptions};
+use crate::state::handle::Revisioned;
+use crate::state::{Event, WatchOptions};
 
 /// One line: `{"type": ..., "object": ...}` and a newline, written straight
 /// from `object` (no value tree).

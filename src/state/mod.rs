@@ -1,9 +1,9 @@
 //! The state: where resources live, and the only way to change them.
 //!
-//! - [`Store`] is the pure engine: it applies every rule of the state contract
+//! - [`Store`](crate::dev::Store) is the pure engine: it applies every rule of the state contract
 //!   over a [`Backend`] and reports each [`Change`](crate::dev::Change). No actors; unit-tested directly.
-//! - [`StateActor`] owns one `Store` and serializes every request to it
-//!   ([`StateRequest`]); it publishes each change to the watches that see it.
+//! - [`StateActor`](crate::dev::StateActor) owns one `Store` and serializes every request to it
+//!   ([`StateRequest`](crate::dev::StateRequest)); it publishes each change to the watches that see it.
 //! - [`Backend`]s keep the writes of chosen namespaces: durable on this
 //!   node ([`RedbBackend`]: one file on disk), or shared with other
 //!   processes (`EtcdBackend`, feature `etcd`); the
@@ -287,11 +287,11 @@ mod cache;
 pub(crate) mod claims;
 pub(crate) mod client;
 mod collection;
-mod delivery;
+pub(crate) mod delivery;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod event;
-mod handle;
+pub(crate) mod handle;
 mod id_index;
 mod inbox;
 mod label_index;
@@ -309,8 +309,6 @@ pub(crate) mod store;
 mod subscriptions;
 pub(crate) mod watch;
 
-// For backend and actor authors: re-exported in `crate::dev`, not here.
-pub(crate) use actor::StateActor;
 /// The former name of [`CommitOutcome`], kept for one release.
 #[doc(hidden)]
 pub use backend::CommitOutcome as Outcome;
@@ -328,7 +326,6 @@ pub use open::StateBuilder;
 #[cfg(feature = "redb")]
 pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use request::WatchStats;
-pub(crate) use request::{StateReply, StateRequest, WatchSink};
 pub use routes::Namespaces;
 
 /// The durable state's write-ahead log reader, callable on its own by the
@@ -351,12 +348,4 @@ pub mod fuzzing {
     }
 }
 pub use store::ExpectedPhase;
-pub(crate) use store::Store;
 pub use subscriptions::DEFAULT_HISTORY;
-pub(crate) use watch::WatchTarget;
-
-pub(crate) use apply::apply;
-pub(crate) use delivery::{Sink, WatchBatch};
-#[cfg(any(feature = "admin", feature = "kubernetes-api"))]
-pub(crate) use handle::Revisioned;
-pub(crate) use handle::{reply_done, reply_ready, reply_resource};

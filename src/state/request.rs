@@ -469,3 +469,38 @@ pub struct TeardownAndDestroy {
     /// The owner acting (`None` for a user resource).
     pub owner: Option<Arc<str>>,
 }
+
+// Decoding a reply: each request's answer of the expected shape, or an error
+// that names the operation.
+
+/// An [`Error::Unavailable`] for a reply of the wrong shape to `op`.
+pub(crate) fn unexpected(reply: StateReply, op: &str) -> Error {
+    Error::Unavailable {
+        resource: format!("{op} (answered with {reply:?})"),
+        service: "the state actor (it answered with an unexpected reply)",
+    }
+}
+
+/// The resource a reply carries (`Resource`, or `Unchanged` for a no-op modify).
+pub(crate) fn reply_resource(reply: StateReply, op: &str) -> Result<AnyResource, Error> {
+    match reply {
+        StateReply::Resource(r) | StateReply::Unchanged(Some(r)) => Ok(r),
+        other => Err(unexpected(other, op)),
+    }
+}
+
+/// A teardown's readiness.
+pub(crate) fn reply_ready(reply: StateReply) -> Result<bool, Error> {
+    match reply {
+        StateReply::Ready(ready) => Ok(ready),
+        other => Err(unexpected(other, "teardown")),
+    }
+}
+
+/// A reply that carries nothing (`Done`, or `Unchanged` for a no-op finalizer edit).
+pub(crate) fn reply_done(reply: StateReply, op: &str) -> Result<(), Error> {
+    match reply {
+        StateReply::Done | StateReply::Unchanged(None) => Ok(()),
+        other => Err(unexpected(other, op)),
+    }
+}

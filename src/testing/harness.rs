@@ -12,7 +12,8 @@ use super::record::{Fault, Faults, Log, Recorded};
 use crate::controller::{Controller, ControllerMetrics, QueueController, QueueHandle};
 use crate::execution::Placement;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
-use crate::state::{Access, Client, ExpectedPhase, State, StateReply, StateRequest};
+use crate::state::request::{StateReply, StateRequest};
+use crate::state::{Access, Client, ExpectedPhase, State};
 use crate::supervisor::{Backoff, RegistrationError};
 use crate::{Error, Runtime};
 

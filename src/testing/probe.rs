@@ -17,7 +17,10 @@ use crate::controller::pool::WorkerPool;
 use crate::controller::queue_host::queue_host;
 use crate::controller::{AccessRules, Controller, QueueController};
 use crate::resource::{AnyResource, Timestamp};
-use crate::state::{Event, State, StateReply, StateRequest, Store, WatchEvent, WatchId, apply};
+use crate::state::apply::apply;
+use crate::state::request::{StateReply, StateRequest};
+use crate::state::store::Store;
+use crate::state::{Event, State, WatchEvent, WatchId};
 use crate::supervisor::{
     Backoff, DependencyDb, HostReport, RegistrationError, RestartPolicy, check_queue_settings,
     describe,

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::Error;
 use crate::resource::{AnyResource, Pointer};
-use crate::state::{StateReply, StateRequest};
+use crate::state::request::{StateReply, StateRequest};
 
 /// One state request as a test sees it: `"modify default/Strs.test.cosi.dev/a"`.
 #[derive(Clone, Debug)]

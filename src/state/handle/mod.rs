@@ -21,7 +21,6 @@ mod send;
 mod watch;
 mod writes;
 
-pub(crate) use send::{reply_done, reply_ready, reply_resource};
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 pub(crate) use watch::Revisioned;
 pub use watch::{DEFAULT_WATCH_WINDOW, WatchOptions, WatchStream};

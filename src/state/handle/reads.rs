@@ -2,10 +2,10 @@
 //! when it may be read directly, else as requests.
 
 use super::State;
-use super::send::unexpected;
 use crate::Error;
 use crate::resource::validate;
 use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::state::request::unexpected;
 use crate::state::request::{StateReply, StateRequest};
 
 impl State {

@@ -10,38 +10,7 @@ use crate::Error;
 use crate::resource::AnyResource;
 use crate::state::lane::{ReplyLane, ReplyTx};
 use crate::state::reply::{self, ReplyReceiver};
-use crate::state::request::{StateReply, StateRequest};
-
-pub(super) fn unexpected(reply: StateReply, op: &str) -> Error {
-    Error::Unavailable {
-        resource: format!("{op} (answered with {reply:?})"),
-        service: "the state actor (it answered with an unexpected reply)",
-    }
-}
-
-/// The resource a reply carries (`Resource`, or `Unchanged` for a no-op modify).
-pub(crate) fn reply_resource(reply: StateReply, op: &str) -> Result<AnyResource, Error> {
-    match reply {
-        StateReply::Resource(r) | StateReply::Unchanged(Some(r)) => Ok(r),
-        other => Err(unexpected(other, op)),
-    }
-}
-
-/// A teardown's readiness.
-pub(crate) fn reply_ready(reply: StateReply) -> Result<bool, Error> {
-    match reply {
-        StateReply::Ready(ready) => Ok(ready),
-        other => Err(unexpected(other, "teardown")),
-    }
-}
-
-/// A reply that carries nothing (`Done`, or `Unchanged` for a no-op finalizer edit).
-pub(crate) fn reply_done(reply: StateReply, op: &str) -> Result<(), Error> {
-    match reply {
-        StateReply::Done | StateReply::Unchanged(None) => Ok(()),
-        other => Err(unexpected(other, op)),
-    }
-}
+use crate::state::request::{StateReply, StateRequest, reply_done, reply_resource};
 
 impl State {
     /// Sends a raw request (the typed methods are built on this).

@@ -12,11 +12,11 @@ use futures::channel::mpsc::{UnboundedReceiver, unbounded};
 use futures::{FutureExt, StreamExt, stream::LocalBoxStream};
 
 use super::State;
-use super::send::unexpected;
 use crate::Error;
 use crate::resource::{Kind, LabelQuery, Pointer};
 use crate::state::delivery::{Sink, WatchEvent};
 use crate::state::event::{Event, WatchId};
+use crate::state::request::unexpected;
 use crate::state::request::{StateReply, StateRequest, WatchSink, WatchStats};
 use crate::state::watch::WatchTarget;
 

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use super::State;
-use super::send::reply_ready;
 use crate::Error;
 use crate::resource::{AnyResource, Pointer, PointerTo, Resource, Spec};
 use crate::state::request::StateRequest;
 use crate::state::request::TeardownAndDestroy;
+use crate::state::request::reply_ready;
 use crate::state::store::ExpectedPhase;
 #[cfg(feature = "kubernetes")]
 use crate::state::store::ModifyFn;
