@@ -309,7 +309,7 @@
 //!
 //! # actix::System::new().block_on(async {
 //! let state = State::start();
-//! state.create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 })).await?;
+//! state.client().create(Resource::new("config", "eth0", LinkConfig { mtu: 1500 })).await?;
 //! let api = KubernetesApi::new(&state)
 //!     .expose(
 //!         Expose::of::<LinkConfig>("v1alpha1")
