@@ -37,12 +37,20 @@ use crate::supervisor::{
 /// What [`Runtime::register`](crate::Runtime::register) takes: a factory (`|| MyController::new(..)`,
 /// called again for a fresh instance after a panic) of a [`Controller`] or
 /// of a [`QueueController`]. `M` is [`Plain`] or [`Queue`], inferred from
-/// what the factory builds.
+/// what the factory builds. Sealed: implemented for those factories only.
 pub trait Factory<M>: sealed::Sealed<M> + Send + 'static {
     /// What a registration returns: `()` for a controller, a
     /// [`QueueHandle`] (to push keys from other event sources) for a queue
     /// controller.
     type Handle;
+
+    /// The type-erased registration the supervisor takes.
+    #[doc(hidden)]
+    fn registration(self) -> sealed::Boxed;
+
+    /// The handle of what the supervisor registered.
+    #[doc(hidden)]
+    fn handle(registered: sealed::Made) -> Result<Self::Handle, RegistrationError>;
 }
 
 /// [`Factory`]'s marker for a [`Controller`].
@@ -54,7 +62,10 @@ pub enum Plain {}
 pub enum Queue {}
 
 mod sealed {
-    use super::*;
+    use super::{Registered, Registration};
+
+    /// Only this crate implements [`Factory`](super::Factory).
+    pub trait Sealed<M> {}
 
     /// A type-erased registration, as the supervisor takes it.
     #[allow(missing_debug_implementations)]
@@ -63,50 +74,13 @@ mod sealed {
     /// What the supervisor made of a registration.
     #[allow(missing_debug_implementations)]
     pub struct Made(pub(crate) Registered);
+}
 
-    /// How a factory becomes a registration, and what it returns.
-    pub trait Sealed<M> {
-        /// What a registration returns.
-        type Out;
-        /// The type-erased registration the supervisor takes.
-        fn registration(self) -> Boxed;
-        /// The handle of what was registered.
-        fn handle(registered: Made) -> Result<Self::Out, RegistrationError>;
-    }
-
-    impl<C, F> Sealed<Plain> for F
-    where
-        C: Controller,
-        F: Fn() -> C + Send + 'static,
-    {
-        type Out = ();
-        fn registration(self) -> Boxed {
-            Boxed(Box::new(ControllerRegistration::new(self)))
-        }
-        fn handle(_: Made) -> Result<(), RegistrationError> {
-            Ok(())
-        }
-    }
-
-    impl<Q, F> Sealed<Queue> for F
-    where
-        Q: QueueController,
-        F: Fn() -> Q + Send + 'static,
-    {
-        type Out = QueueHandle;
-        fn registration(self) -> Boxed {
-            Boxed(Box::new(QueueRegistration::new(self)))
-        }
-        fn handle(Made(registered): Made) -> Result<QueueHandle, RegistrationError> {
-            match registered {
-                Registered::Queue(handle) => Ok(handle),
-                Registered::Controller => Err(RegistrationError::Invalid {
-                    controller: "<unknown>".into(),
-                    reason: "registered as a plain controller".into(),
-                }),
-            }
-        }
-    }
+impl<C, F> sealed::Sealed<Plain> for F
+where
+    C: Controller,
+    F: Fn() -> C + Send + 'static,
+{
 }
 
 impl<C, F> Factory<Plain> for F
@@ -115,6 +89,21 @@ where
     F: Fn() -> C + Send + 'static,
 {
     type Handle = ();
+
+    fn registration(self) -> sealed::Boxed {
+        sealed::Boxed(Box::new(ControllerRegistration::new(self)))
+    }
+
+    fn handle(_: sealed::Made) -> Result<(), RegistrationError> {
+        Ok(())
+    }
+}
+
+impl<Q, F> sealed::Sealed<Queue> for F
+where
+    Q: QueueController,
+    F: Fn() -> Q + Send + 'static,
+{
 }
 
 impl<Q, F> Factory<Queue> for F
@@ -123,6 +112,20 @@ where
     F: Fn() -> Q + Send + 'static,
 {
     type Handle = QueueHandle;
+
+    fn registration(self) -> sealed::Boxed {
+        sealed::Boxed(Box::new(QueueRegistration::new(self)))
+    }
+
+    fn handle(sealed::Made(registered): sealed::Made) -> Result<QueueHandle, RegistrationError> {
+        match registered {
+            Registered::Queue(handle) => Ok(handle),
+            Registered::Controller => Err(RegistrationError::Invalid {
+                controller: "<unknown>".into(),
+                reason: "registered as a plain controller".into(),
+            }),
+        }
+    }
 }
 
 /// A registration on its way: chain options, then `.await` it (see
@@ -162,11 +165,7 @@ impl<'r, M, F: Factory<M>> Registering<'r, M, F> {
     }
 }
 
-impl<'r, M, F> IntoFuture for Registering<'r, M, F>
-where
-    M: 'r,
-    F: Factory<M> + sealed::Sealed<M, Out = <F as Factory<M>>::Handle>,
-{
+impl<'r, M: 'r, F: Factory<M>> IntoFuture for Registering<'r, M, F> {
     type Output = Result<F::Handle, RegistrationError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + 'r>>;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
 
-use crate::destroy::{destroy_as_owner, destroy_if_free, writer};
+use crate::destroy::{destroy_as_owner, destroy_if_free};
 
 /// How often a cleanup waiting on dependents found by a mapping function
 /// looks again (label dependents wake it up by themselves).
@@ -204,8 +204,7 @@ impl<T: Spec> Cleanup<T> {
     async fn remove(&self, dependent: &AnyResource) -> Result<bool, Error> {
         if dependent.phase() == Phase::Running {
             // `teardown` says whether it is free of finalizers: no read needed.
-            return match writer(&self.state, dependent.owner()).teardown(dependent.pointer()).await
-            {
+            return match self.state.teardown(dependent.pointer(), dependent.owner()).await {
                 Ok(true) => {
                     destroy_as_owner(&self.state, dependent.pointer(), dependent.owner()).await
                 }

@@ -134,14 +134,6 @@ pub(crate) async fn destroy_if_free(state: &State, resource: &AnyResource) -> Re
     destroy_as_owner(state, resource.pointer(), resource.owner()).await
 }
 
-/// A handle that writes as `owner` (`None`: the user).
-pub(crate) fn writer(state: &State, owner: Option<&str>) -> Client {
-    match owner {
-        Some(owner) => state.client_as(owner),
-        None => state.client(),
-    }
-}
-
 /// Destroys the resource at `ptr` as `owner`; whether it is gone. A
 /// finalizer that came back, or a re-creation by someone else, is not an
 /// error: its change queues the resource again.
@@ -150,7 +142,7 @@ pub(crate) async fn destroy_as_owner(
     ptr: &Pointer,
     owner: Option<&str>,
 ) -> Result<bool, Error> {
-    match writer(state, owner).destroy(ptr).await {
+    match state.destroy(ptr, owner).await {
         Ok(()) => Ok(true),
         Err(e) if e.is_not_found() => Ok(true),
         Err(e) if e.is_pending_finalizers() || e.is_owner_conflict() => Ok(false),

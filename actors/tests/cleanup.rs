@@ -21,11 +21,7 @@ fn dep(id: &str) -> Pointer {
 async fn dependent(state: &State, id: &str, of: &str, owner: Option<&str>) {
     let mut r = Resource::new(DEPS, id, StrSpec(of.into()));
     r.metadata_mut().labels_mut().insert("parent", of);
-    let writer = match owner {
-        Some(owner) => state.client_as(owner),
-        None => state.client(),
-    };
-    writer.create(r).await.unwrap();
+    state.create(r, owner).await.unwrap();
 }
 
 async fn remaining(state: &State) -> Vec<String> {

@@ -217,7 +217,7 @@ async fn seed_links(state: &State) {
     eth1.metadata_mut().finalizers_mut().add("net.cosi.dev/cleanup");
     state.create(eth1, None).await.expect("eth1");
     let eth2 = Resource::new("config", "eth2", LinkConfig { mtu: 1280 });
-    state.client_as("Linker").create(eth2).await.expect("eth2");
+    state.create(eth2, Some("Linker")).await.expect("eth2");
     let thing = cosi_runtime::resource::DynamicResource::new(
         cosi_runtime::resource::Metadata::new(Pointer::new("other", DYNAMIC, "t1")),
         serde_json::json!({"a": [1, 2, {"b": "c"}]}),

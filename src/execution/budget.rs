@@ -30,6 +30,7 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use actix::prelude::*;
+use futures::future::Either;
 
 /// Units of work (messages handled, reconciles finished) a controller actor
 /// does before it yields to the executor.
@@ -99,7 +100,7 @@ thread_local! {
 /// every yield. One in [`IMMEDIATE_YIELDS`] + 1 pays it: the `block_on`
 /// future and the driver get a turn at least every few rounds, and a light
 /// controller that yields now and then rarely waits for the driver.
-fn yield_future() -> Yield {
+fn yield_future() -> impl Future<Output = ()> {
     let immediate = IMMEDIATE.with(|count| {
         let n = count.get();
         if n < IMMEDIATE_YIELDS {
@@ -110,32 +111,12 @@ fn yield_future() -> Yield {
         }
     });
     if immediate {
-        Yield::Immediate(Requeue { yielded: false })
+        Either::Left(Requeue { yielded: false })
     } else {
-        Yield::Driver(Box::pin(tokio::task::yield_now()))
-    }
-}
-
-/// The two yields of [`yield_future`].
-enum Yield {
-    Immediate(Requeue),
-    Driver(Pin<Box<dyn Future<Output = ()>>>),
-}
-
-impl Future for Yield {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
-        match self.get_mut() {
-            Yield::Immediate(requeue) => Pin::new(requeue).poll(cx),
-            Yield::Driver(wait) => {
-                let done = wait.as_mut().poll(cx);
-                if done.is_ready() {
-                    IMMEDIATE.with(|count| count.set(0));
-                }
-                done
-            }
-        }
+        Either::Right(async {
+            tokio::task::yield_now().await;
+            IMMEDIATE.with(|count| count.set(0));
+        })
     }
 }
 

@@ -9,14 +9,6 @@ use proptest::prelude::*;
 
 const IDS: [&str; 3] = ["a", "b", "c"];
 const OWNERS: [Option<&str>; 3] = [None, Some("x"), Some("y")];
-
-/// A handle on `state` that writes as owner number `owner` of [`OWNERS`].
-fn writer(state: &State, owner: usize) -> Client {
-    match OWNERS[owner] {
-        Some(name) => state.client_as(name),
-        None => state.client(),
-    }
-}
 const FINALIZERS: [&str; 2] = ["f1", "f2"];
 
 #[derive(Clone, Debug)]
@@ -300,7 +292,7 @@ async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: 
             if let Some(f) = fin {
                 r.metadata_mut().finalizers_mut().add(FINALIZERS[f]);
             }
-            resource(writer(state, owner).create(r).await)
+            resource(state.create(r, OWNERS[owner]).await)
         }
         Op::Update { id, value, owner, version_skew, expect_teardown } => {
             let mut r = Resource::new(NS, IDS[id], IntSpec(value));
@@ -314,19 +306,23 @@ async fn apply_state(state: &State, models: &BTreeMap<&'static str, Model>, op: 
             }
             let phase =
                 if expect_teardown { ExpectedPhase::TearingDown } else { ExpectedPhase::Running };
-            resource(writer(state, owner).update_with_phase(r, phase).await)
+            resource(state.update_with_phase(r, OWNERS[owner], phase).await)
         }
         Op::Modify { id, value, owner, app } => {
-            let r = writer(state, owner)
-                .modify(&ptr(id), move |r: &mut Resource<IntSpec>| {
-                    r.spec_mut().0 = value;
-                    with_app(r, app);
-                })
+            let r = state
+                .modify(
+                    &ptr(id),
+                    move |r: &mut Resource<IntSpec>| {
+                        r.spec_mut().0 = value;
+                        with_app(r, app);
+                    },
+                    OWNERS[owner],
+                )
                 .await;
             resource(r.map(Resource::into_any))
         }
-        Op::Destroy { id, owner } => done(writer(state, owner).destroy(&ptr(id)).await),
-        Op::Teardown { id, owner } => match writer(state, owner).teardown(&ptr(id)).await {
+        Op::Destroy { id, owner } => done(state.destroy(&ptr(id), OWNERS[owner]).await),
+        Op::Teardown { id, owner } => match state.teardown(&ptr(id), OWNERS[owner]).await {
             Ok(ready) => Observed::Ready(ready),
             Err(e) => Observed::Err(error_kind(&e)),
         },
