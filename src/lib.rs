@@ -99,6 +99,7 @@ struct ReadmeDoctests;
 mod activity;
 #[cfg(feature = "admin")]
 pub mod admin;
+mod backoff;
 #[cfg(feature = "kubernetes")]
 pub mod cluster;
 pub mod controller;

@@ -282,10 +282,13 @@ impl ReconcileContext {
     /// Any other delay arms a timer, which `settled` does not wait for and
     /// [`Runtime::idle`](crate::Runtime::idle) does.
     ///
-    /// This is the one requeue mechanism of both controller kinds: a queue
-    /// controller may call it for the key it reconciles, which is the same as
-    /// returning [`Outcome::RequeueAfter`](super::Outcome::RequeueAfter)
-    /// (when both are used, the shorter delay wins).
+    /// This is how a plain [`Controller`](super::Controller) asks, since its
+    /// reconcile returns no outcome. A [`QueueController`](super::QueueController)
+    /// says it in its result instead, with
+    /// [`Outcome::RequeueAfter`](super::Outcome::RequeueAfter), as a kube-rs
+    /// reconcile returns its `Action`. Both end in the same request: a queue
+    /// controller's call here is honoured for the key it reconciles, and when
+    /// both are used the shorter delay wins.
     pub fn requeue_after(&self, delay: Duration) {
         let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX - 1);
         self.requeue_after.fetch_min(nanos, Ordering::Relaxed);

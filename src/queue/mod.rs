@@ -24,4 +24,5 @@
 
 mod work_queue;
 
+pub use crate::backoff::Backoff;
 pub use work_queue::{Completion, QueueStats, Taken, WorkQueue};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::supervisor::Backoff;
+use crate::backoff::Backoff;
 
 /// How the processing of a key ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub struct QueueStats {
 /// ```
 /// use std::time::Duration;
 /// use cosi_runtime::queue::{Completion, WorkQueue};
-/// use cosi_runtime::supervisor::Backoff;
+/// use cosi_runtime::queue::Backoff;
 /// use tokio::time::Instant;
 ///
 /// let mut q = WorkQueue::new(Backoff::default());
@@ -474,7 +474,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// use std::time::Duration;
     /// use cosi_runtime::queue::{Completion, WorkQueue};
     /// use tokio::time::Instant;
-    /// use cosi_runtime::supervisor::Backoff;
+    /// use cosi_runtime::queue::Backoff;
     ///
     /// let mut q = WorkQueue::new(Backoff::default());
     /// let now = Instant::now();
