@@ -9,7 +9,9 @@
 //!   the compare, and 8 such creates per transaction (64 keys in flight).
 //! - watch latency: a write through one `State` until a watch on a second
 //!   `State` on the same etcd sees it (p50, p99), vs a raw put until a raw
-//!   etcd watch sees it; written to `<target>/bench-report/etcd.json`.
+//!   etcd watch sees it, and a raw transaction shaped like the state's
+//!   write (a compare, then the put), the three taken in turns; written to
+//!   `<target>/bench-report/etcd.json`.
 //!
 //! The bench starts its own etcd on free loopback ports (skipped, loudly,
 //! without an `etcd` binary). `cargo bench --features etcd --bench etcd`
@@ -241,9 +243,86 @@ fn latency_figures(mut samples: Vec<Duration>) -> serde_json::Value {
     })
 }
 
-/// `n` writes through one state, each timed until a watch on a second state
-/// on the same etcd delivers it.
-async fn state_watch_latency(etcd: &TestEtcd, n: u64) -> Vec<Duration> {
+/// One write through `writer` (a `State`), timed until `watch` (on a
+/// second `State` on the same etcd) delivers it.
+async fn state_sample(
+    writer: &State,
+    watch: &mut (impl futures::Stream<Item = Event> + Unpin),
+    i: i64,
+) -> Duration {
+    let ptr = Pointer::typed::<IntSpec>(NS, "latency");
+    let started = Instant::now();
+    let write = writer.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i, None);
+    let seen = async {
+        loop {
+            let event = watch.next().await.expect("the watch runs");
+            let r = event.resource().expect("a resource event");
+            if r.typed::<IntSpec>().expect("an IntSpec").spec().0 == i {
+                return started.elapsed();
+            }
+        }
+    };
+    let (written, seen) = futures::join!(write, seen);
+    written.expect("write");
+    seen
+}
+
+/// How a raw sample writes its key.
+#[derive(Clone, Copy)]
+enum RawWrite {
+    /// A plain put.
+    Put,
+    /// A transaction shaped like the state's write: a compare on the key's
+    /// revision, then the put.
+    Txn,
+}
+
+/// One raw write to `key`, timed until the raw `watch` (on another client)
+/// delivers it.
+async fn raw_sample(
+    writer: &mut Client,
+    watch: &mut etcd_client::WatchStream,
+    key: &str,
+    value_bytes: usize,
+    i: u64,
+    how: RawWrite,
+) -> Duration {
+    let mut value = format!("{i:020}").into_bytes();
+    value.resize(value_bytes.max(value.len()), b'x');
+    let expected = value.clone();
+    let started = Instant::now();
+    let write = async {
+        match how {
+            RawWrite::Put => writer.put(key, value, None).await.map(drop),
+            RawWrite::Txn => {
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(key, CompareOp::Greater, 0)])
+                    .and_then([TxnOp::put(key, value, None)]);
+                writer.txn(txn).await.map(|r| assert!(r.succeeded(), "the key exists"))
+            }
+        }
+    };
+    let seen = async {
+        loop {
+            let resp = watch.next().await.expect("the watch runs").expect("a watch response");
+            if resp.events().iter().any(|e| e.kv().is_some_and(|kv| kv.value() == expected)) {
+                return started.elapsed();
+            }
+        }
+    };
+    let (written, seen) = futures::join!(write, seen);
+    written.expect("raw write");
+    seen
+}
+
+/// The three watch latencies, `n` samples each, taken in turns (a state
+/// write, a raw put, a raw transaction, the order rotating every round), so
+/// that a drift of the machine's or etcd's speed lands in all three alike.
+async fn watch_latencies(
+    etcd: &TestEtcd,
+    n: u64,
+    value_bytes: usize,
+) -> (Vec<Duration>, Vec<Duration>, Vec<Duration>) {
     let writer = open(etcd, "latency").await;
     let reader = open(etcd, "latency").await;
     let kind = Kind::of::<IntSpec>(NS);
@@ -251,55 +330,47 @@ async fn state_watch_latency(etcd: &TestEtcd, n: u64) -> Vec<Duration> {
         .watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::default())
         .await
         .expect("watch");
-    let ptr = Pointer::typed::<IntSpec>(NS, "latency");
-    let mut samples = Vec::with_capacity(n as usize);
-    for i in 1..=n as i64 {
-        let started = Instant::now();
-        let write = writer.modify(&ptr, move |r: &mut Resource<IntSpec>| r.spec_mut().0 = i, None);
-        let seen = async {
-            loop {
-                let event = watch.next().await.expect("the watch runs");
-                let r = event.resource().expect("a resource event");
-                if r.typed::<IntSpec>().expect("an IntSpec").spec().0 == i {
-                    return started.elapsed();
+    let mut raw_writer = raw_client(etcd).await;
+    let mut raw_reader = raw_client(etcd).await;
+    let key = format!("{RAW_PREFIX}latency");
+    // The transaction's compare needs the key to exist.
+    raw_writer.put(key.as_str(), "", None).await.expect("put");
+    let mut raw_watch = raw_reader.watch(key.as_str(), None).await.expect("watch");
+    let mut state = Vec::with_capacity(n as usize);
+    let mut put = Vec::with_capacity(n as usize);
+    let mut txn = Vec::with_capacity(n as usize);
+    for i in 1..=n {
+        for turn in 0..3 {
+            match (turn + i) % 3 {
+                0 => state.push(state_sample(&writer, &mut watch, i as i64).await),
+                1 => {
+                    let d = raw_sample(
+                        &mut raw_writer,
+                        &mut raw_watch,
+                        &key,
+                        value_bytes,
+                        i,
+                        RawWrite::Put,
+                    );
+                    put.push(d.await)
+                }
+                _ => {
+                    let d = raw_sample(
+                        &mut raw_writer,
+                        &mut raw_watch,
+                        &key,
+                        value_bytes,
+                        i,
+                        RawWrite::Txn,
+                    );
+                    txn.push(d.await)
                 }
             }
-        };
-        let (written, seen) = futures::join!(write, seen);
-        written.expect("write");
-        samples.push(seen);
+        }
     }
     writer.close().await.expect("close");
     reader.close().await.expect("close");
-    samples
-}
-
-/// `n` raw puts, each timed until a raw etcd watch delivers it.
-async fn raw_watch_latency(etcd: &TestEtcd, n: u64, value_bytes: usize) -> Vec<Duration> {
-    let mut writer = raw_client(etcd).await;
-    let mut reader = raw_client(etcd).await;
-    let key = format!("{RAW_PREFIX}latency");
-    let mut watch = reader.watch(key.as_str(), None).await.expect("watch");
-    let mut samples = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        let mut value = format!("{i:020}").into_bytes();
-        value.resize(value_bytes.max(value.len()), b'x');
-        let expected = value.clone();
-        let started = Instant::now();
-        let put = writer.put(key.as_str(), value, None);
-        let seen = async {
-            loop {
-                let resp = watch.next().await.expect("the watch runs").expect("a watch response");
-                if resp.events().iter().any(|e| e.kv().is_some_and(|kv| kv.value() == expected)) {
-                    return started.elapsed();
-                }
-            }
-        };
-        let (put, seen) = futures::join!(put, seen);
-        put.expect("put");
-        samples.push(seen);
-    }
-    samples
+    (state, put, txn)
 }
 
 /// The first line of `etcd --version` (the binary [`TestEtcd`] runs).
@@ -316,8 +387,7 @@ fn etcd_version() -> String {
 
 fn watch_latency(mode: &Mode, sys: &SystemRunner, etcd: &TestEtcd, value_bytes: usize) {
     let n = mode.scale(2_000, 20);
-    let state = sys.block_on(state_watch_latency(etcd, n));
-    let raw = sys.block_on(raw_watch_latency(etcd, n, value_bytes));
+    let (state, raw, raw_txn) = sys.block_on(watch_latencies(etcd, n, value_bytes));
     common::write_report(
         mode,
         "etcd",
@@ -328,6 +398,7 @@ fn watch_latency(mode: &Mode, sys: &SystemRunner, etcd: &TestEtcd, value_bytes: 
             "watch_latency": {
                 "state": latency_figures(state),
                 "raw": latency_figures(raw),
+                "raw_txn": latency_figures(raw_txn),
             },
         }),
     );

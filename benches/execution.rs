@@ -20,11 +20,11 @@
 //!   itself at zero delay: the time for 1,000 ordinary keys to drain
 //!   (`with_hot_key`) vs the same without the hot key (`without_hot_key`).
 //! - `blocking_latency` (outside criterion): the create-to-output latency of
-//!   a light queue controller (p50, p99 of 200, 1 ms apart plus a phase
+//!   a light queue controller (p50, p99 of 500, 1 ms apart plus a phase
 //!   spread over the blocker's cycle) alone, next to a controller that blocks
 //!   its thread for 2 ms per reconcile on the arbiter, and next to the same
 //!   controller on the blocking pool (`execution::Blocking`); the three cases
-//!   in turns, 5 rounds of 40 samples.
+//!   in turns, 5 rounds of 100 samples.
 //!
 //! `execution_cpu` and `execution_per_object` also run their two placements
 //! in turns, outside criterion (`common::paired`): the ratio their targets are
@@ -599,7 +599,7 @@ fn blocking_latency(sys: &SystemRunner, mode: &Mode) -> serde_json::Value {
     if !mode.wants("blocking_latency") {
         return json!({});
     }
-    let (rounds, per_round) = mode.scale((5, 40), (1, 10));
+    let (rounds, per_round) = mode.scale((5, 100), (1, 10));
     let cases =
         [("alone", None), ("blocking_on_arbiter", Some(false)), ("blocking_pool", Some(true))];
     // In turns: each round runs every case once, in an order that rotates

@@ -13,6 +13,11 @@
 //!   endpoint's server-sent events, vs the same writes with no watch at all.
 //!   Both watches resume from the revision before the writes (no initial
 //!   list), both are read by the same raw HTTP client, on a thread of its own.
+//! - outside criterion, `watch_latency`: one change at a time through the
+//!   Kubernetes API (a kube-rs merge patch of one object's MTU), timed from
+//!   the patch until kube-runtime's `watcher` on that type delivers it, and
+//!   until an in-process kind watch on the state delivers the same change;
+//!   p50 and p99 of each.
 //! - outside criterion: `kubectl get <plural> -A` (and `-o json`) beside
 //!   `cosictl get <type>` (and `-o json`) of the same N, each a process run
 //!   to its end (median of 5; kubectl's discovery cached by a first run);
@@ -154,6 +159,85 @@ async fn setup(n: u64) -> Setup {
         client,
         _servers: (runtime, kube, admin),
     }
+}
+
+// ---------------------------------------------------------------------------
+// watch_latency
+
+/// The MTU of `object` if it is the watched link's.
+fn watched_mtu(object: &DynamicObject, name: &str) -> Option<u64> {
+    (object.metadata.name.as_deref() == Some(name)).then(|| object.data["spec"]["mtu"].as_u64())?
+}
+
+/// `n` changes of one link through the Kubernetes API (kube-rs merge
+/// patches, one at a time), each timed until kube-runtime's watcher sees it
+/// and until an in-process watch on the state sees it (the two watch the
+/// same change); the two latencies, in that order.
+async fn watch_latencies(setup: &mut Setup, n: u64) -> (Vec<Duration>, Vec<Duration>) {
+    use futures::StreamExt;
+    use kube::api::{Patch, PatchParams};
+    use kube::runtime::watcher;
+
+    let name = id(0);
+    let mut kube_watch = watcher(setup.api.clone(), watcher::Config::default()).boxed();
+    // Past the initial listing: every object once, then InitDone.
+    loop {
+        match kube_watch.next().await.expect("the watcher runs").expect("a watcher event") {
+            watcher::Event::InitDone => break,
+            _ => continue,
+        }
+    }
+    let kind = Kind::of::<LinkSpec>(NS);
+    let mut local = setup
+        .state
+        .watch_kind_stream(&kind, LabelQuery::all(), &Default::default())
+        .await
+        .expect("an in-process watch");
+    let mut kube_rs = Vec::with_capacity(n as usize);
+    let mut in_process = Vec::with_capacity(n as usize);
+    // MTUs no round of the other measurements sets (those stay below 10,000).
+    for mtu in 1_000_001..=1_000_000 + n {
+        let started = Instant::now();
+        let patch = Patch::Merge(json!({"spec": {"mtu": mtu}}));
+        let params = PatchParams::default();
+        let write = setup.api.patch(&name, &params, &patch);
+        let seen_by_kube_rs = async {
+            loop {
+                let event = kube_watch.next().await.expect("the watcher runs");
+                if let Ok(watcher::Event::Apply(object)) = event
+                    && watched_mtu(&object, &name) == Some(mtu)
+                {
+                    return started.elapsed();
+                }
+            }
+        };
+        let seen_in_process = async {
+            loop {
+                let event = local.next().await.expect("the watch runs");
+                if let Some(r) = event.resource()
+                    && u64::from(r.typed::<LinkSpec>().expect("a link").spec().mtu) == mtu
+                {
+                    return started.elapsed();
+                }
+            }
+        };
+        let (written, kube_rs_saw, in_process_saw) =
+            futures::join!(write, seen_by_kube_rs, seen_in_process);
+        written.expect("a patch through the API");
+        kube_rs.push(kube_rs_saw);
+        in_process.push(in_process_saw);
+    }
+    (kube_rs, in_process)
+}
+
+fn latency_figures(mut samples: Vec<Duration>) -> Value {
+    samples.sort();
+    json!({
+        "samples": samples.len(),
+        "p50_ns": common::ns(common::percentile(&samples, 50.0)),
+        "p99_ns": common::ns(common::percentile(&samples, 99.0)),
+        "max_ns": common::ns(*samples.last().expect("samples")),
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -760,14 +844,19 @@ fn main() {
     let mut setup = sys.block_on(setup(n));
     kube_list(&mut c, &sys, &setup);
     kube_watch(&mut c, &sys, &mut setup);
-    if mode.wants("clients") {
-        let clients = clients(&mode, &sys, &setup);
+    let latency = mode.wants("watch_latency").then(|| {
+        let (kube_rs, in_process) = sys.block_on(watch_latencies(&mut setup, mode.scale(1_000, 20)));
+        json!({ "kube_rs_watcher": latency_figures(kube_rs), "in_process": latency_figures(in_process) })
+    });
+    let clients = mode.wants("clients").then(|| clients(&mode, &sys, &setup));
+    if clients.is_some() || latency.is_some() {
         let report = json!({
             "quick": !mode.full,
             "n": n,
             "watch_buffer": watch_buffer(n),
             "write_window": 1024,
             "clients": clients,
+            "watch_latency": latency,
         });
         common::write_report(&mode, "kubernetes", &report);
     }
