@@ -51,6 +51,11 @@ impl Closing {
         OpenWatch(self.clone())
     }
 
+    /// Whether the server was told to stop.
+    pub(crate) fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
     /// Tells every open watch to end, and waits (at most `patience`) until
     /// their bodies have been dropped: their last events written.
     pub(crate) async fn stop(&self, patience: Duration) {

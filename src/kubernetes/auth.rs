@@ -10,7 +10,7 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{Method, header};
 use actix_web::middleware::{Next, from_fn};
-use actix_web::{HttpRequest, ResponseError, guard, web};
+use actix_web::{HttpMessage, HttpRequest, ResponseError, guard, web};
 
 use super::Status;
 use super::params::parse_bool;
@@ -185,6 +185,48 @@ pub(crate) struct Access {
     pub(crate) anonymous_read: bool,
 }
 
+/// Who sent a request, as the review handlers (`SelfSubjectAccessReview`,
+/// `SelfSubjectReview`) read it from the request's extensions. On a server
+/// with no access configured there is none: everyone may do everything.
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    /// `None`: anonymous (let in by `anonymous_read`).
+    user: Option<Arc<User>>,
+}
+
+impl Caller {
+    /// The user name (`system:anonymous` for an anonymous caller).
+    pub(crate) fn name(&self) -> &str {
+        self.user.as_deref().map_or(ANONYMOUS, User::name)
+    }
+
+    /// The groups the apiserver puts its users in.
+    pub(crate) fn groups(&self) -> Vec<&'static str> {
+        match self.user {
+            Some(_) => vec!["system:authenticated"],
+            None => vec!["system:unauthenticated"],
+        }
+    }
+
+    /// Whether the caller may `verb` the type of `plural` (`*` for any
+    /// type): the reads `get`, `list`, `watch`; every other verb a write.
+    pub(crate) fn may(&self, verb: &str, plural: &str) -> bool {
+        let read = matches!(verb, "get" | "list" | "watch");
+        match &self.user {
+            None => read,
+            Some(user) if plural == "*" => {
+                if read {
+                    user.read.all || user.write.all
+                } else {
+                    user.write.all
+                }
+            }
+            Some(user) if read => user.can_read(plural),
+            Some(user) => user.can_write(plural),
+        }
+    }
+}
+
 /// Who sent a request.
 enum Principal {
     Anonymous,
@@ -276,11 +318,27 @@ impl Access {
         self.tokens.user(token).map(Principal::User).ok_or_else(Status::unauthorized)
     }
 
-    /// `Ok` when `req` may reach its handler; otherwise the 401 or 403 to answer.
-    fn authorize(&self, req: &HttpRequest) -> Result<(), Status> {
+    /// The caller when `req` may reach its handler; otherwise the 401 or
+    /// 403 to answer.
+    fn authorize(&self, req: &HttpRequest) -> Result<Caller, Status> {
+        // As the apiserver's `system:public-info-viewer`: anyone may ask
+        // whether the server is healthy.
+        if req.method() == Method::GET && super::health::is_health_path(req.path()) {
+            return Ok(Caller { user: None });
+        }
         let principal = self.authenticate(req)?;
         if matches!(principal, Principal::Anonymous) && !self.anonymous_read {
             return Err(Status::unauthorized());
+        }
+        let caller = Caller {
+            user: match &principal {
+                Principal::Anonymous => None,
+                Principal::User(user) => Some(user.clone()),
+            },
+        };
+        // Any caller may ask what it may do, and who it is.
+        if req.method() == Method::POST && is_review_path(req.path()) {
+            return Ok(caller);
         }
         let target = Target::of(req);
         let allowed = match (&principal, &target.resource) {
@@ -293,7 +351,7 @@ impl Access {
             (Principal::User(user), Some(r)) => user.can_read(r.plural),
         };
         if allowed {
-            return Ok(());
+            return Ok(caller);
         }
         Err(forbidden(principal.name(), &target, req.path()))
     }
@@ -321,7 +379,10 @@ impl Access {
         next: Next<B>,
     ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
         match self.authorize(req.request()) {
-            Ok(()) => next.call(req).await.map(ServiceResponse::map_into_left_body),
+            Ok(caller) => {
+                req.extensions_mut().insert(caller);
+                next.call(req).await.map(ServiceResponse::map_into_left_body)
+            }
             Err(status) => {
                 if status.code() == 403 {
                     tracing::debug!("Kubernetes API: {status}");
@@ -332,11 +393,23 @@ impl Access {
     }
 }
 
+/// The versions of `authentication.k8s.io` whose `SelfSubjectReview` is served.
+pub(crate) const REVIEW_VERSIONS: [&str; 3] = ["v1", "v1beta1", "v1alpha1"];
+
+/// Whether `path` is one of the review endpoints (see `review.rs`): any
+/// caller may ask what it may do, and who it is.
+fn is_review_path(path: &str) -> bool {
+    path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+        || REVIEW_VERSIONS
+            .iter()
+            .any(|v| path == format!("/apis/authentication.k8s.io/{v}/selfsubjectreviews"))
+}
+
 /// The paths the API serves (and so checks): `/version`, `/api...`,
 /// `/apis...`, `/openapi...`.
 pub(crate) fn is_api_path(path: &str) -> bool {
     let first = path.trim_start_matches('/').split('/').next().unwrap_or_default();
-    matches!(first, "version" | "api" | "apis" | "openapi")
+    matches!(first, "version" | "api" | "apis" | "openapi") || super::health::is_health_path(path)
 }
 
 /// 403, worded as the apiserver words it: `linkconfigs.net.cosi.dev "eth0"
@@ -389,7 +462,7 @@ mod tests {
             req = req.insert_header((header::AUTHORIZATION, format!("Bearer {t}")));
         }
         match access.authorize(&req.to_http_request()) {
-            Ok(()) => 200,
+            Ok(_) => 200,
             Err(status) => status.code(),
         }
     }
@@ -405,6 +478,17 @@ mod tests {
         assert!(tokens.user(b"").is_none());
         assert_eq!(tokens.user(b"zz9").unwrap().name(), "a");
         assert!(!format!("{tokens:?}").contains("zz9"), "Debug shows no token");
+    }
+
+    #[test]
+    fn anyone_may_ask_about_health_and_nobody_may_write_there() {
+        let a = access(false);
+        for path in ["/healthz", "/livez", "/readyz?verbose", "/livez/ping"] {
+            assert_eq!(code(&a, Method::GET, path, None), 200, "{path}");
+            assert_eq!(code(&a, Method::GET, path, Some("wrong")), 200, "{path}");
+        }
+        assert_eq!(code(&a, Method::POST, "/healthz", None), 401, "a write still needs a token");
+        assert_eq!(code(&a, Method::GET, "/healthzz", None), 401, "no other path");
     }
 
     #[test]

@@ -261,6 +261,7 @@ impl KubernetesApi {
             bookmark_interval: self.bookmark_interval,
             watch_buffer: self.watch_buffer,
             max_request_body: self.max_request_body,
+            pages: Default::default(),
         }
     }
 

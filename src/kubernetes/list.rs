@@ -8,11 +8,11 @@ use std::time::SystemTime;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::json;
 
 use super::object::{ApiVersion, Object};
 use super::object::{ObjectMeta, Partial};
-use super::params::{FieldSelector, ListParams, Start};
+use super::pages::ListMeta;
+use super::params::{ListParams, Start};
 use super::registry::Exposed;
 use super::shared::Shared;
 use super::status::Status;
@@ -72,6 +72,17 @@ async fn list_or_watch(
     if params.watch {
         return super::watch::watch(shared, exposed, namespaces, params, form).await;
     }
+    let query = format!(
+        "{}|{}|{}|{:?}",
+        exposed.resource_type,
+        namespaces.join(","),
+        params.labels,
+        params.fields
+    );
+    if let Some(at) = &params.continue_from {
+        let page = shared.pages.next(&query, at, params.limit)?;
+        return respond(&exposed, &page.items[page.range.clone()], page.meta(), form);
+    }
     let mut items = Vec::new();
     let mut revision = None::<u64>;
     let mut newest = 0;
@@ -106,7 +117,14 @@ async fn list_or_watch(
         return Err(too_large(asked, newest));
     }
     let revision = revision.unwrap_or(0);
-    respond(&exposed, &items, revision, form, &params.fields)
+    items.retain(|r| params.fields.matches(r));
+    match params.limit {
+        Some(limit) => {
+            let page = shared.pages.first(query, items, revision, limit);
+            respond(&exposed, &page.items[page.range.clone()], page.meta(), form)
+        }
+        None => respond(&exposed, &items, ListMeta::at(revision), form),
+    }
 }
 
 /// A list from `asked`, a version beyond the state's `current` revision: a
@@ -124,23 +142,20 @@ fn too_large(asked: u64, current: u64) -> Status {
 fn respond(
     exposed: &Exposed,
     items: &[AnyResource],
-    revision: u64,
+    meta: ListMeta,
     form: Form,
-    fields: &FieldSelector,
 ) -> Result<HttpResponse, Status> {
-    let items: Vec<&AnyResource> = items.iter().filter(|r| fields.matches(r)).collect();
+    let items: Vec<&AnyResource> = items.iter().collect();
     // Each object is written straight into the body as it is built (no
     // value tree per item): about 300 bytes each for a small spec.
     let mut body = Vec::with_capacity(512 + 384 * items.len());
     let written = match form {
         Form::Table => {
             let rows = Rows { exposed, items: &items, now: SystemTime::now() };
-            serde_json::to_writer(&mut body, &Table { exposed, rows, resource_version: revision })
+            serde_json::to_writer(&mut body, &Table { exposed, rows, meta })
         }
-        Form::Metadata => {
-            serde_json::to_writer(&mut body, &MetadataList { items: &items, revision })
-        }
-        Form::Full => serde_json::to_writer(&mut body, &List { exposed, items: &items, revision }),
+        Form::Metadata => serde_json::to_writer(&mut body, &MetadataList { items: &items, meta }),
+        Form::Full => serde_json::to_writer(&mut body, &List { exposed, items: &items, meta }),
     };
     written.map_err(|e| Status::internal(e.to_string()))?;
     Ok(json_body(body))
@@ -150,11 +165,11 @@ fn json_body(body: Vec<u8>) -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(body)
 }
 
-/// A `<Kind>List` of `items` at `revision`.
+/// A `<Kind>List` of `items` with its `metadata`.
 struct List<'a> {
     exposed: &'a Exposed,
     items: &'a [&'a AnyResource],
-    revision: u64,
+    meta: ListMeta,
 }
 
 impl Serialize for List<'_> {
@@ -162,17 +177,17 @@ impl Serialize for List<'_> {
         let mut out = s.serialize_map(Some(4))?;
         out.serialize_entry("kind", &format!("{}List", self.exposed.kind))?;
         out.serialize_entry("apiVersion", &ApiVersion(self.exposed))?;
-        out.serialize_entry("metadata", &json!({ "resourceVersion": self.revision.to_string() }))?;
+        out.serialize_entry("metadata", &self.meta)?;
         out.serialize_entry("items", &Items { exposed: self.exposed, items: self.items })?;
         out.end()
     }
 }
 
-/// A `PartialObjectMetadataList` of `items` at `revision` (what a
+/// A `PartialObjectMetadataList` of `items` with its `metadata` (what a
 /// metadata-only client asks for: no specs).
 struct MetadataList<'a> {
     items: &'a [&'a AnyResource],
-    revision: u64,
+    meta: ListMeta,
 }
 
 impl Serialize for MetadataList<'_> {
@@ -180,7 +195,7 @@ impl Serialize for MetadataList<'_> {
         let mut out = s.serialize_map(Some(4))?;
         out.serialize_entry("kind", "PartialObjectMetadataList")?;
         out.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
-        out.serialize_entry("metadata", &json!({ "resourceVersion": self.revision.to_string() }))?;
+        out.serialize_entry("metadata", &self.meta)?;
         let items = self.items.iter().map(|r| {
             Partial(ObjectMeta { resource: r, resource_version: r.metadata().revision() })
         });
@@ -261,7 +276,7 @@ async fn get_object(
     match form(accept(req)) {
         Form::Table => {
             let one = std::slice::from_ref(&resource);
-            return respond(&exposed, one, revision, Form::Table, &FieldSelector::default());
+            return respond(&exposed, one, ListMeta::at(revision), Form::Table);
         }
         Form::Metadata => {
             let partial = Partial(ObjectMeta { resource: &resource, resource_version: revision });

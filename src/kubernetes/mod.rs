@@ -20,17 +20,22 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /version` | the [`server_version`](KubernetesApi::server_version) (kubectl's dispatcher picks its client by it) |
-//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the implicit namespaces only), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `get`, `list`, `patch`, `update`, `watch`; `{plural}/status`: `get`, `patch`, `update`) |
+//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the implicit namespaces only), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `deletecollection`, `get`, `list`, `patch`, `update`, `watch`; `categories` from [`Expose::categories`]; `{plural}/status`: `get`, `patch`, `update`) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}` | a `<Kind>List`, or a watch with `?watch=true` |
 //! | `GET /apis/{g}/{v}/{plural}` | the same over every namespace the type is served from ([`Expose::namespaces`], [`KubernetesApi::namespaces`]) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | one object |
 //! | `POST /apis/{g}/{v}/namespaces/{ns}/{plural}` | create: `201` and the stored object |
 //! | `PUT /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | replace labels, annotations, finalizers and spec: `200` and the stored object |
 //! | `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | `application/merge-patch+json` (RFC 7386), `application/json-patch+json` (RFC 6902), `application/apply-patch+yaml` (server-side apply: `201` when it creates) |
+//! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}` | delete every object the `labelSelector` and `fieldSelector` select: `200` and a `<Kind>List` of them (`403`, nothing deleted, when one is a controller's) |
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | tear down, then destroy once no finalizers remain: `200` and the torn-down object |
 //! | `GET`, `PUT`, `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}/status` | with [`Expose::status_subresource`]: read the object, write its `status` alone (merge, JSON, apply patches); `404` for other types |
+//! | `GET /api/v1/namespaces` | the namespaces served ([`KubernetesApi::namespaces`], [`Expose::namespaces`]): a `NamespaceList`, or a Table for `kubectl get ns` |
 //! | `GET /api/v1/namespaces/{ns}` | a `Namespace` (namespaces are implicit: every valid name exists); kubectl reads it when an object is not found |
 //! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::schema`]) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
+//! | `GET /healthz`, `/livez`, `/readyz` | `200 ok`, or `500` naming the failed check; `?verbose` lists the checks (`ping`, `state`; `/readyz` also `shutdown`), `?exclude=NAME` skips one, `/livez/NAME` runs one; no token needed |
+//! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | `kubectl auth can-i`: whether the caller's [token](Tokens) allows a verb on a type (`get`, `list`, `watch` are reads; every other verb a write) |
+//! | `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` | `kubectl auth whoami`: the caller's user name (also `v1beta1`, `v1alpha1`) |
 //! | `GET /openapi/v2` | a minimal OpenAPI v2 (protobuf, what kubectl 1.27–1.29 read before an apply): PATCH operations only, no definitions |
 //!
 //! # Guarantees
@@ -75,9 +80,13 @@
 //!   [`bookmark_interval`](KubernetesApi::bookmark_interval);
 //!   `sendInitialEvents=true`: a bookmark annotated `k8s.io/initial-events-end`
 //!   after the initial `ADDED` events. `timeoutSeconds=N` ends the stream
-//!   cleanly after N seconds. `labelSelector` (kubectl syntax) and
-//!   `fieldSelector` on `metadata.name` and `metadata.namespace` (`=`, `==`,
-//!   `!=`) apply to lists and watches. Booleans parse like Go's (`True` too).
+//!   cleanly after N seconds. `labelSelector` (kubectl syntax, read as
+//!   Kubernetes reads it: `key!=value` and `key notin (…)` also select
+//!   objects without the label, see
+//!   [`LabelQuery::parse_kubernetes`](crate::resource::LabelQuery::parse_kubernetes))
+//!   and `fieldSelector` on `metadata.name` and `metadata.namespace` (`=`,
+//!   `==`, `!=`) apply to lists and watches. Booleans parse like Go's
+//!   (`True` too).
 //! - `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` (what `kubectl get`
 //!   asks) gets a `Table`: NAME, the print columns, AGE; each row carries
 //!   the object's metadata (`PartialObjectMetadata`). Watches then send a
@@ -95,9 +104,28 @@
 //!   drains into the connection as it fills. So do the initial events of a
 //!   watch without a version (every object, `ADDED`), however many.
 //! - `timeoutSeconds` is honoured up to a year; a longer one is cut to it.
+//! - `limit=N` cuts a list into pages of N: a page with more to follow
+//!   carries `metadata.continue` and `remainingItemCount`, and every page of
+//!   one list comes from the first page's snapshot, at its `resourceVersion`
+//!   (what kubectl's `--chunk-size`, client-go's pager and kube-runtime's
+//!   watcher read). A snapshot is kept 5 minutes after its last page was
+//!   read (at most 256 at once); a `continue` token past that is a `410
+//!   Expired`, as past the apiserver's compaction, and a token used with
+//!   another type, namespace or selector a `400`.
 //!
 //! ## Writes
 //!
+//! - `dryRun=All` on a create, replace, patch (apply included) or delete runs
+//!   every check and answers what would be stored, storing nothing (`kubectl
+//!   diff`, `--dry-run=server`).
+//! - A create names its object by `metadata.name` or, without one, by
+//!   `metadata.generateName` and five random characters. The name must be a
+//!   lowercase RFC 1123 subdomain (`422 Invalid` quoting the rule, as the
+//!   apiserver words it).
+//! - A `422 Invalid` names the type by its kind (`LinkConfig.net.cosi.dev
+//!   "eth8" is invalid: …`) and gives one cause per field with its full path
+//!   (`spec.addresses[1]`): a value of the wrong type is `Invalid value`, a
+//!   missing required field `Required value` under its own name.
 //! - Every write goes through the [`State`](crate::State) as the user (owner `None`). A
 //!   resource owned by a controller is read-only to clients: PUT, PATCH and
 //!   DELETE answer `403 Forbidden` and change nothing.
@@ -228,7 +256,7 @@
 //! | id, namespace | `metadata.name`, `metadata.namespace` |
 //! | uid | `metadata.uid` |
 //! | mod revision | `metadata.resourceVersion` |
-//! | version, less the API's writes that changed no spec ([`GENERATION_OFFSET_ANNOTATION`]) | `metadata.generation` |
+//! | [generation](crate::resource::Metadata::generation) (spec changes), less the API's status-only writes ([`GENERATION_OFFSET_ANNOTATION`]) | `metadata.generation` |
 //! | created | `metadata.creationTimestamp` |
 //! | labels, annotations, finalizers | the same |
 //! | owner (a controller) | annotation `cosi.dev/owner` ([`OWNER_ANNOTATION`]) |
@@ -247,14 +275,14 @@
 //!   only. Such a list's `resourceVersion` is the oldest of its namespaces'
 //!   snapshot revisions, so a watch from it may repeat a change the list
 //!   already showed, never miss one.
-//! - `limit` is ignored: a list is never cut into pages (no `continue`).
-//! - No `dryRun` (`400`), no `generateName`, no collection DELETE, no
-//!   strategic merge patch (`415`, as the apiserver answers for custom
+//! - No strategic merge patch (`415`, as the apiserver answers for custom
 //!   resources). A write that changes nothing writes nothing (no new
 //!   `resourceVersion`). `generation` moves on spec changes only, as on the
-//!   apiserver (see [`GENERATION_OFFSET_ANNOTATION`]), except that a write
-//!   through the [`State`](crate::State) moves it whatever it changed. No garbage
-//!   collection of `ownerReferences` dependents.
+//!   apiserver, whoever writes (a controller's finalizer add or label write
+//!   leaves it), except that with a status subresource a status write made
+//!   through the [`State`](crate::State) moves it too (see
+//!   [`GENERATION_OFFSET_ANNOTATION`]). No garbage collection of
+//!   `ownerReferences` dependents.
 //! - A watch's `DELETED` carries the revision of the destroy, except when the
 //!   client fell behind and the state coalesced its backlog: then events carry
 //!   their own revision, raised to the highest sent so far so that the stream
@@ -278,7 +306,8 @@
 //! field selector on another field than `metadata.name` and
 //! `metadata.namespace`), boolean, version, timeout or namespace, a body
 //! that is not a JSON object, a JSON patch that is no array of operations,
-//! a name or namespace that does not match the URL, `dryRun`, an apply
+//! a name or namespace that does not match the URL, a `dryRun` other than
+//! `All`, an apply
 //! without `fieldManager`; `403 Forbidden` for a write to a resource a
 //! controller owns; `405 MethodNotAllowed` for a method a served path does
 //! not serve; `409 AlreadyExists` for a create of an existing object; `409
@@ -288,7 +317,7 @@
 //! more than 10 000 operations; `415 UnsupportedMediaType` for a strategic
 //! merge (or unknown) patch; `422 Invalid` for a spec or metadata that does
 //! not decode, an unknown field under `fieldValidation=Strict`, a missing
-//! name or a JSON patch that cannot apply or whose `test` fails; `503
+//! or malformed name or a JSON patch that cannot apply or whose `test` fails; `503
 //! ServiceUnavailable` when the state is gone. Bad
 //! registrations are [`ExposeError`]s, a bad certificate or key a [`TlsError`].
 //!
@@ -404,12 +433,15 @@
 mod auth;
 mod builder;
 mod discovery;
+mod health;
 mod list;
 mod object;
 mod openapi;
+mod pages;
 mod params;
 mod patch;
 mod registry;
+mod review;
 mod routes;
 mod shared;
 mod status;

@@ -46,15 +46,15 @@ pub const FIELD_MANAGER_ANNOTATION: &str = "cosi.dev/field-manager";
 /// may set this annotation itself.
 pub const OWNER_REFERENCES_ANNOTATION: &str = "kubernetes.cosi.dev/owner-references";
 
-/// Reserved annotation: how many writes through this API changed no spec
-/// (a status write, a write of labels, annotations or finalizers only). The
-/// served `metadata.generation` is the state's version less this count, so it
-/// moves on spec changes only, as on the apiserver: an operator that compares
+/// Reserved annotation: how many writes through this API changed the
+/// object's `status` and not its `spec` (with a status subresource, the
+/// state stores both, and counts a change of either as a new
+/// [generation](crate::resource::Metadata::generation)). The served
+/// `metadata.generation` is the state's count less this one, so it moves on
+/// spec changes only, as on the apiserver: an operator that compares
 /// `status.observedGeneration` with `generation` settles after its own
-/// status write instead of answering it forever. A write through the
-/// [`State`](crate::State) (a controller's, a teardown) leaves the count, so
-/// it moves `generation` whatever it changed: a spec change made in process
-/// is never hidden from a client.
+/// status write. A status write made through the [`State`](crate::State)
+/// (a controller's) leaves this count, so it moves `generation`.
 ///
 /// Kept by the server, never served (like [`OWNER_REFERENCES_ANNOTATION`]);
 /// a client's value for it is ignored.
@@ -70,11 +70,17 @@ pub(crate) fn generation_offset(md: &Metadata) -> u64 {
     md.annotations().get(GENERATION_OFFSET_ANNOTATION).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-/// The served `metadata.generation`: the version less the writes that
-/// changed no spec (see [`GENERATION_OFFSET_ANNOTATION`]). The count never
-/// exceeds the writes since the create, so a stored object's is at least 1.
+/// The served `metadata.generation`: the state's count of changes of what
+/// it stores ([`Metadata::generation`]: metadata-only writes such as a
+/// controller's finalizer add leave it) less the API's status-only writes
+/// ([`GENERATION_OFFSET_ANNOTATION`]). Data stored before the state
+/// counted starts from its version.
 pub(crate) fn generation(md: &Metadata) -> u64 {
-    md.version().get().saturating_sub(generation_offset(md))
+    let counted = match md.generation() {
+        0 => md.version().get(),
+        counted => counted,
+    };
+    counted.saturating_sub(generation_offset(md))
 }
 
 /// Reads a written object's `metadata.ownerReferences` (`value`) into the

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::pages::Continue;
 use super::status::Status;
 use crate::resource::{AnyResource, LabelQuery};
 
@@ -128,13 +129,17 @@ pub(crate) struct ListParams {
     pub(crate) timeout: Option<Duration>,
     pub(crate) bookmarks: bool,
     pub(crate) send_initial_events: bool,
+    /// `limit`: at most this many objects per page (none: no pages).
+    pub(crate) limit: Option<usize>,
+    /// `continue`: the page after the one this token ended.
+    pub(crate) continue_from: Option<Continue>,
 }
 
 impl ListParams {
     pub(crate) fn parse(query: &HashMap<String, String>) -> Result<Self, Status> {
         let flag = |name: &str| query.get(name).map_or(Ok(false), |v| parse_bool(name, v));
         let labels = match query.get("labelSelector") {
-            Some(s) => s.parse().map_err(|e| {
+            Some(s) => LabelQuery::parse_kubernetes(s).map_err(|e| {
                 Status::bad_request(format!("unable to parse labelSelector {s:?}: {e}"))
             })?,
             None => LabelQuery::all(),
@@ -176,6 +181,16 @@ impl ListParams {
             timeout,
             bookmarks: flag("allowWatchBookmarks")?,
             send_initial_events: flag("sendInitialEvents")?,
+            limit: match query.get("limit").map(String::as_str) {
+                None | Some("" | "0") => None,
+                Some(v) => Some(v.parse::<usize>().map_err(|_| {
+                    Status::bad_request(format!("limit {v:?} is not a number of objects"))
+                })?),
+            },
+            continue_from: match query.get("continue").map(String::as_str) {
+                None | Some("") => None,
+                Some(token) => Some(Continue::parse(token)?),
+            },
         })
     }
 }

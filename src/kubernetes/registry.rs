@@ -11,7 +11,66 @@ use crate::resource::Spec;
 /// Decodes a spec as the exposed Rust type and answers its canonical JSON
 /// (what the type serializes back to: unknown fields dropped), or why it
 /// does not decode.
-type DecodeFn = dyn Fn(&Value) -> Result<Value, String> + Send + Sync;
+type DecodeFn = dyn Fn(&Value) -> Result<Value, DecodeError> + Send + Sync;
+
+/// Why a value does not decode: the field at fault, as a path below the
+/// decoded value (`mtu`, `addresses[1]`; empty for the value itself), and
+/// what is wrong there, worded as the apiserver words a cause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DecodeError {
+    pub(crate) field: String,
+    pub(crate) message: String,
+}
+
+impl DecodeError {
+    fn of(value: &Value, e: &serde_path_to_error::Error<serde_json::Error>) -> DecodeError {
+        use serde_path_to_error::Segment;
+        let mut field = String::new();
+        let mut at = Some(value);
+        for segment in e.path() {
+            match segment {
+                Segment::Seq { index } => {
+                    field.push_str(&format!("[{index}]"));
+                    at = at.and_then(|v| v.get(index));
+                }
+                Segment::Map { key } | Segment::Enum { variant: key } => {
+                    if !field.is_empty() {
+                        field.push('.');
+                    }
+                    field.push_str(key);
+                    at = at.and_then(|v| v.get(key));
+                }
+                Segment::Unknown => break,
+            }
+        }
+        let inner = e.inner().to_string();
+        let quoted = |rest: &str| rest.split('`').nth(1).map(str::to_owned);
+        if let Some(missing) = inner.strip_prefix("missing field ").and_then(quoted) {
+            let field = if field.is_empty() { missing } else { format!("{field}.{missing}") };
+            return DecodeError { field, message: "Required value".into() };
+        }
+        if let Some(unknown) = inner.strip_prefix("unknown field ").and_then(quoted) {
+            let field =
+                if field.is_empty() { unknown.clone() } else { format!("{field}.{unknown}") };
+            return DecodeError { field, message: format!("unknown field {unknown:?}") };
+        }
+        let message = match at {
+            Some(v) => format!("Invalid value: {v}: {inner}"),
+            None => inner,
+        };
+        DecodeError { field, message }
+    }
+
+    /// The field's full path below `prefix` (`spec` and `mtu`: `spec.mtu`).
+    pub(crate) fn under(&self, prefix: &str) -> String {
+        match (prefix.is_empty(), self.field.is_empty()) {
+            (_, true) => prefix.to_owned(),
+            (true, false) => self.field.clone(),
+            (false, false) if self.field.starts_with('[') => format!("{prefix}{}", self.field),
+            (false, false) => format!("{prefix}.{}", self.field),
+        }
+    }
+}
 
 /// The spec decoder captured by [`Expose::of`] (none for the dynamic form).
 #[derive(Clone)]
@@ -20,12 +79,16 @@ pub(crate) struct Decoder(Arc<DecodeFn>);
 impl Decoder {
     fn of<S: Spec>() -> Decoder {
         Decoder(Arc::new(|value: &Value| {
-            let spec: S = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
-            serde_json::to_value(&spec).map_err(|e| format!("the spec does not serialize: {e}"))
+            let spec: S = serde_path_to_error::deserialize(value.clone())
+                .map_err(|e| DecodeError::of(value, &e))?;
+            serde_json::to_value(&spec).map_err(|e| DecodeError {
+                field: String::new(),
+                message: format!("the spec does not serialize: {e}"),
+            })
         }))
     }
 
-    pub(crate) fn decode(&self, value: &Value) -> Result<Value, String> {
+    pub(crate) fn decode(&self, value: &Value) -> Result<Value, DecodeError> {
         (self.0)(value)
     }
 }
@@ -183,6 +246,7 @@ pub struct Expose {
     version: String,
     kind: Option<String>,
     short_names: Vec<String>,
+    categories: Vec<String>,
     columns: Vec<(String, String)>,
     namespaces: BTreeSet<String>,
     decoder: Option<Decoder>,
@@ -215,6 +279,7 @@ impl Expose {
             version: version.into(),
             kind: None,
             short_names: Vec::new(),
+            categories: Vec::new(),
             columns: Vec::new(),
             namespaces: BTreeSet::new(),
             decoder: None,
@@ -308,6 +373,16 @@ impl Expose {
         self
     }
 
+    /// The categories the type joins: `kubectl get all` lists the types
+    /// of category `all`, `kubectl get CATEGORY` those of any other. A
+    /// CustomResourceDefinition joins none unless it says so; neither does
+    /// an exposed type.
+    #[must_use]
+    pub fn categories<S: Into<String>>(mut self, categories: impl IntoIterator<Item = S>) -> Self {
+        self.categories.extend(categories.into_iter().map(Into::into));
+        self
+    }
+
     /// A print column between NAME and AGE in `kubectl get`: `path` is a
     /// JSONPath subset over the object (`.spec.mtu`, `.metadata.labels.tier`,
     /// `.spec.addresses[0]`).
@@ -373,6 +448,11 @@ impl Expose {
                 return Err(bad("short name", short, "a DNS label: a-z, 0-9 and '-', at most 63"));
             }
         }
+        for category in &self.categories {
+            if !is_dns_label(category) {
+                return Err(bad("category", category, "a DNS label: a-z, 0-9 and '-', at most 63"));
+            }
+        }
         let mut columns = Vec::new();
         for (name, path) in self.columns {
             let Some(steps) = parse_path(&path) else {
@@ -388,6 +468,7 @@ impl Expose {
             singular,
             kind,
             short_names: self.short_names,
+            categories: self.categories,
             columns,
             namespaces: self.namespaces,
             decoder: self.decoder,
@@ -433,6 +514,7 @@ pub(crate) struct Exposed {
     pub(crate) singular: String,
     pub(crate) kind: String,
     pub(crate) short_names: Vec<String>,
+    pub(crate) categories: Vec<String>,
     pub(crate) columns: Vec<Column>,
     pub(crate) namespaces: BTreeSet<String>,
     pub(crate) decoder: Option<Decoder>,

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::pages::Pages;
 use super::registry::{Exposed, Registry};
 use super::status::Status;
 use crate::State;
@@ -20,6 +21,8 @@ pub(crate) struct Shared {
     pub(crate) max_request_body: usize,
     /// The server's stop, as its watches see it.
     pub(crate) closing: Arc<Closing>,
+    /// The snapshots of the lists being read in pages.
+    pub(crate) pages: Pages,
 }
 
 impl Shared {

@@ -94,19 +94,43 @@ impl Status {
 
     /// 422 `Invalid`: the object does not validate (a spec that does not
     /// decode, an unknown field under `fieldValidation=Strict`, a failed
-    /// JSON patch `test`).
-    pub fn invalid(group: &str, plural: &str, name: &str, why: &str) -> Self {
-        let mut status =
-            Status::new(422, "Invalid", format!("{plural}.{group} \"{name}\" is invalid: {why}"));
-        status.details = Details::of(group, plural, name);
-        // "field: message" parts, one cause each (kubectl prints them).
-        let causes = why
-            .split(", ")
-            .map(|part| match part.split_once(": ") {
-                Some((field, message)) if !field.contains(' ') => (field.into(), message.into()),
-                _ => (String::new(), part.into()),
-            })
+    /// JSON patch `test`), with one cause: `why` read as `field: message`
+    /// when it starts with a field path, else a message about no field.
+    /// Worded as the apiserver words it, by the type's kind:
+    /// `LinkConfig.net.cosi.dev "eth8" is invalid: spec.mtu: Invalid value: …`.
+    pub fn invalid(group: &str, kind: &str, name: &str, why: &str) -> Self {
+        let cause = match why.split_once(": ") {
+            Some((field, message)) if !field.is_empty() && !field.contains(' ') => {
+                (field.to_owned(), message.to_owned())
+            }
+            _ => (String::new(), why.to_owned()),
+        };
+        Status::invalid_causes(group, kind, name, vec![cause])
+    }
+
+    /// 422 `Invalid` with one cause per `(field, message)`: the message
+    /// lists them (in brackets when there are several), `details.causes`
+    /// holds each, as kubectl prints them.
+    pub fn invalid_causes(
+        group: &str,
+        kind: &str,
+        name: &str,
+        causes: Vec<(String, String)>,
+    ) -> Self {
+        let parts: Vec<String> = causes
+            .iter()
+            .map(
+                |(field, message)| {
+                    if field.is_empty() { message.clone() } else { format!("{field}: {message}") }
+                },
+            )
             .collect();
+        let why =
+            if parts.len() == 1 { parts[0].clone() } else { format!("[{}]", parts.join(", ")) };
+        let qualified = if group.is_empty() { kind.to_owned() } else { format!("{kind}.{group}") };
+        let mut status =
+            Status::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {why}"));
+        status.details = Details::of(group, kind, name);
         if let Some(details) = &mut status.details {
             details.causes = causes;
         }
@@ -221,7 +245,12 @@ impl Status {
                     .causes
                     .iter()
                     .map(|(field, message)| {
-                        json!({"reason": "FieldValueInvalid", "message": message, "field": field})
+                        let reason = if message.starts_with("Required value") {
+                            "FieldValueRequired"
+                        } else {
+                            "FieldValueInvalid"
+                        };
+                        json!({"reason": reason, "message": message, "field": field})
                     })
                     .collect();
             }

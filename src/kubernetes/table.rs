@@ -12,6 +12,7 @@ use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
 use super::object::{Object, ObjectMeta, Partial, metadata};
+use super::pages::ListMeta;
 use super::registry::{Exposed, Step};
 use crate::resource::AnyResource;
 
@@ -203,7 +204,7 @@ impl Serialize for Rows<'_> {
 pub(crate) struct Table<'a, R> {
     pub(crate) exposed: &'a Exposed,
     pub(crate) rows: R,
-    pub(crate) resource_version: u64,
+    pub(crate) meta: ListMeta,
 }
 
 impl<R: Serialize> Serialize for Table<'_, R> {
@@ -211,10 +212,7 @@ impl<R: Serialize> Serialize for Table<'_, R> {
         let mut out = s.serialize_map(Some(5))?;
         out.serialize_entry("kind", "Table")?;
         out.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
-        out.serialize_entry(
-            "metadata",
-            &json!({ "resourceVersion": self.resource_version.to_string() }),
-        )?;
+        out.serialize_entry("metadata", &self.meta)?;
         out.serialize_entry("columnDefinitions", &column_definitions(self.exposed))?;
         out.serialize_entry("rows", &self.rows)?;
         out.end()
@@ -300,7 +298,7 @@ mod tests {
         let object = Object::new(&exposed, &r, 3).unwrap();
         let created = r.metadata().created().to_system_time();
         let row = Row::new(&object, created + Duration::from_secs(150));
-        let table = Table { exposed: &exposed, rows: OneRow(row), resource_version: 3 };
+        let table = Table { exposed: &exposed, rows: OneRow(row), meta: ListMeta::at(3) };
         let table = serde_json::to_value(&table).unwrap();
         assert_eq!(table["kind"], "Table");
         assert_eq!(table["metadata"]["resourceVersion"], "3");

@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::object::{Object, ObjectMeta, Partial};
+use super::pages::ListMeta;
 use super::params::{FieldSelector, ListParams, Start};
 use super::registry::Exposed;
 use super::shared::Shared;
@@ -483,7 +484,7 @@ impl Forward {
         Some(if self.form == Form::Table {
             let row = Row::new(&object, std::time::SystemTime::now());
             let table =
-                Table { exposed: &self.exposed, rows: OneRow(row), resource_version: revision };
+                Table { exposed: &self.exposed, rows: OneRow(row), meta: ListMeta::at(revision) };
             line(kind, &table)
         } else {
             line(kind, &object)

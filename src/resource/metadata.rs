@@ -40,6 +40,7 @@ use super::{Annotations, Finalizers, Kind, Labels, Phase, Pointer, Timestamp, Ui
 pub struct Metadata {
     pointer: Pointer,
     version: Version,
+    generation: u64,
     revision: u64,
     uid: Option<Uid>,
     phase: Phase,
@@ -57,6 +58,7 @@ impl Metadata {
         Metadata {
             pointer,
             version: Version::UNSET,
+            generation: 0,
             revision: 0,
             uid: None,
             phase: Phase::Running,
@@ -105,6 +107,20 @@ impl Metadata {
     /// callers that build a resource from scratch and know its stored version.
     pub fn set_version(&mut self, version: Version) {
         self.version = version;
+    }
+
+    /// How many times the spec was written to a new value, counting the
+    /// create as the first (0 until stored, and in data stored before the
+    /// count existed). Set by the state: a write that changes only
+    /// metadata (labels, annotations, finalizers, the phase) leaves it,
+    /// where it moves the [`version`](Self::version). What the Kubernetes
+    /// API serves as `metadata.generation`. Ignored by equality.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn set_generation(&mut self, generation: u64) {
+        self.generation = generation;
     }
 
     /// The store revision of the write that produced this copy (its *mod
@@ -252,6 +268,7 @@ impl fmt::Debug for Metadata {
         let mut d = f.debug_struct("Metadata");
         d.field("pointer", &format_args!("{}", self.pointer))
             .field("version", &self.version)
+            .field("generation", &self.generation)
             .field("phase", &self.phase)
             .field("owner", &self.owner);
         if let Some(uid) = &self.uid {
@@ -286,6 +303,9 @@ struct Wire<'a> {
     uid: Option<Uid>,
     #[serde(default)]
     version: Version,
+    /// Absent in data written before the count existed, and until stored.
+    #[serde(default)]
+    generation: u64,
     #[serde(default)]
     revision: u64,
     #[serde(default)]
@@ -310,6 +330,7 @@ impl Serialize for Metadata {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let optional = usize::from(self.uid.is_some())
+            + usize::from(self.generation != 0)
             + usize::from(self.revision != 0)
             + usize::from(self.owner.is_some())
             + usize::from(!self.labels.is_empty())
@@ -324,6 +345,11 @@ impl Serialize for Metadata {
             None => st.skip_field("uid")?,
         }
         st.serialize_field("version", &self.version)?;
+        if self.generation != 0 {
+            st.serialize_field("generation", &self.generation)?;
+        } else {
+            st.skip_field("generation")?;
+        }
         if self.revision != 0 {
             st.serialize_field("revision", &self.revision)?;
         } else {
@@ -375,6 +401,10 @@ impl Metadata {
         }
         out.extend_from_slice(br#","version":"#);
         json_u64(out, self.version.get());
+        if self.generation != 0 {
+            out.extend_from_slice(br#","generation":"#);
+            json_u64(out, self.generation);
+        }
         if self.revision != 0 {
             out.extend_from_slice(br#","revision":"#);
             json_u64(out, self.revision);
@@ -484,6 +514,7 @@ impl<'de> Deserialize<'de> for Metadata {
         Ok(Metadata {
             pointer: Pointer::new(w.namespace, w.resource_type, &*w.id),
             version: w.version,
+            generation: w.generation,
             revision: w.revision,
             uid: w.uid,
             phase: w.phase,

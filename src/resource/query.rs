@@ -13,6 +13,10 @@ use super::Labels;
 /// [`NotEqual`](LabelTerm::NotEqual) and [`NotIn`](LabelTerm::NotIn) do **not**
 /// match (a comparison with a missing label is "no match", negated or not).
 /// Use [`NotExists`](LabelTerm::NotExists) to select resources without a label.
+/// Kubernetes reads `!=` and `notin` the other way (a resource without the
+/// label is selected): [`AbsentOrNotEqual`](LabelTerm::AbsentOrNotEqual) and
+/// [`AbsentOrNotIn`](LabelTerm::AbsentOrNotIn), which
+/// [`LabelQuery::parse_kubernetes`] gives.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "op")]
 pub enum LabelTerm {
@@ -54,6 +58,22 @@ pub enum LabelTerm {
         /// The rejected values.
         values: Vec<String>,
     },
+    /// The label is absent, or present and not equal to `value`: a
+    /// Kubernetes selector's `key!=value`.
+    AbsentOrNotEqual {
+        /// The label key.
+        key: String,
+        /// The value it must not have.
+        value: String,
+    },
+    /// The label is absent, or present with none of `values`: a Kubernetes
+    /// selector's `key notin (a,b)`.
+    AbsentOrNotIn {
+        /// The label key.
+        key: String,
+        /// The rejected values.
+        values: Vec<String>,
+    },
 }
 
 impl LabelTerm {
@@ -65,7 +85,9 @@ impl LabelTerm {
             | LabelTerm::Equal { key, .. }
             | LabelTerm::NotEqual { key, .. }
             | LabelTerm::In { key, .. }
-            | LabelTerm::NotIn { key, .. } => key,
+            | LabelTerm::NotIn { key, .. }
+            | LabelTerm::AbsentOrNotEqual { key, .. }
+            | LabelTerm::AbsentOrNotIn { key, .. } => key,
         }
     }
 
@@ -79,6 +101,10 @@ impl LabelTerm {
             LabelTerm::NotEqual { value: want, .. } => value.is_some_and(|v| v != want),
             LabelTerm::In { values, .. } => value.is_some_and(|v| values.iter().any(|w| w == v)),
             LabelTerm::NotIn { values, .. } => value.is_some_and(|v| values.iter().all(|w| w != v)),
+            LabelTerm::AbsentOrNotEqual { value: want, .. } => value.is_none_or(|v| v != want),
+            LabelTerm::AbsentOrNotIn { values, .. } => {
+                value.is_none_or(|v| values.iter().all(|w| w != v))
+            }
         }
     }
 }
@@ -92,6 +118,10 @@ impl fmt::Display for LabelTerm {
             LabelTerm::NotEqual { key, value } => write!(f, "{key}!={value}"),
             LabelTerm::In { key, values } => write!(f, "{key} in ({})", values.join(",")),
             LabelTerm::NotIn { key, values } => write!(f, "{key} notin ({})", values.join(",")),
+            LabelTerm::AbsentOrNotEqual { key, value } => write!(f, "{key}!={value} or !{key}"),
+            LabelTerm::AbsentOrNotIn { key, values } => {
+                write!(f, "{key} notin ({}) or !{key}", values.join(","))
+            }
         }
     }
 }

@@ -117,6 +117,36 @@ impl FromStr for LabelQuery {
     }
 }
 
+impl LabelQuery {
+    /// Parses a Kubernetes label selector (the syntax of
+    /// [`from_str`](LabelQuery::from_str)) with Kubernetes' meaning:
+    /// `key!=value` and `key notin (a,b)` also select resources that have
+    /// no label `key` ([`LabelTerm::AbsentOrNotEqual`],
+    /// [`LabelTerm::AbsentOrNotIn`]), where the COSI reading does not.
+    ///
+    /// ```
+    /// use cosi_runtime::resource::{LabelQuery, Labels};
+    ///
+    /// let unlabelled = Labels::default();
+    /// let cosi: LabelQuery = "env!=prod".parse()?;
+    /// let kubernetes = LabelQuery::parse_kubernetes("env!=prod")?;
+    /// assert!(!cosi.matches(&unlabelled));
+    /// assert!(kubernetes.matches(&unlabelled));
+    /// # Ok::<(), cosi_runtime::resource::SelectorError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`SelectorError`] naming the malformed term.
+    pub fn parse_kubernetes(text: &str) -> Result<LabelQuery, SelectorError> {
+        let cosi: LabelQuery = text.parse()?;
+        Ok(LabelQuery::from_terms(cosi.terms().iter().cloned().map(|term| match term {
+            LabelTerm::NotEqual { key, value } => LabelTerm::AbsentOrNotEqual { key, value },
+            LabelTerm::NotIn { key, values } => LabelTerm::AbsentOrNotIn { key, values },
+            other => other,
+        })))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +191,20 @@ mod tests {
             assert_eq!(e.term, term, "{text}: {e}");
             assert!(!e.reason.is_empty());
         }
+    }
+
+    #[test]
+    fn kubernetes_negations_select_resources_without_the_label() {
+        let k = LabelQuery::parse_kubernetes("env!=a, tier notin (x,y), app=web").unwrap();
+        let labels =
+            |pairs: &[(&str, &str)]| pairs.iter().copied().collect::<super::super::Labels>();
+        assert!(k.matches(&labels(&[("app", "web")])), "no env, no tier");
+        assert!(k.matches(&labels(&[("app", "web"), ("env", "b"), ("tier", "z")])));
+        assert!(!k.matches(&labels(&[("app", "web"), ("env", "a")])));
+        assert!(!k.matches(&labels(&[("app", "web"), ("tier", "y")])));
+        assert!(!k.matches(&labels(&[("env", "b")])), "app=web still needs its label");
+        let cosi = parse("env!=a").unwrap();
+        assert!(!cosi.matches(&labels(&[])), "the COSI reading is unchanged");
+        assert!(LabelQuery::parse_kubernetes("a in (b").is_err());
     }
 }

@@ -97,9 +97,22 @@ async fn https(
     path: &str,
     token: Option<&str>,
 ) -> Answer {
+    https_with(addr, ca_pem, method, path, token, "{}").await
+}
+
+/// [`https`] with a body of its own.
+async fn https_with(
+    addr: SocketAddr,
+    ca_pem: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> Answer {
     let ca = rustls::pki_types::pem::PemObject::from_pem_slice(ca_pem.as_bytes()).unwrap();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\n{}\r\n{{}}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n{body}",
+        body.len(),
         token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default()
     );
     tokio::task::spawn_blocking(move || https_blocking(addr, ca, &request)).await.unwrap()
@@ -408,5 +421,74 @@ async fn kubectl_reads_anonymously_when_anonymous_read_is_on_and_cannot_delete()
         "{err}"
     );
     assert_eq!(eth0_revision(&state).await, before, "nothing changed");
+    server.stop().await;
+}
+
+/// `kubectl auth can-i` answers from the token's rights, `kubectl auth
+/// whoami` names its user (kubectl 1.27 asks `v1beta1`, 1.33 `v1`).
+async fn kubectl_asks_what_it_may_do_and_who_it_is(minor: u32) {
+    let state = State::start();
+    seed(&state).await;
+    let cert = certificate();
+    let (server, addr) = serve(api(&state, &cert).server_version(1, minor)).await;
+    let ca = Some(cert.0.as_str());
+    for (token, verb, expected) in [
+        (VIEWER, "get", "yes"),
+        (VIEWER, "list", "yes"),
+        (VIEWER, "create", "no"),
+        (VIEWER, "delete", "no"),
+        (ADMIN, "create", "yes"),
+        (ADMIN, "delete", "yes"),
+    ] {
+        let args = ["auth", "can-i", verb, "linkconfigs", "-n", "config", "--token", token];
+        let (_, out, err) = kubectl(addr, ca, &args).await;
+        // `can-i` exits 1 for "no", and prints the reason after it.
+        let answer = out.trim().split(" - ").next().unwrap_or_default();
+        assert_eq!(answer, expected, "{token} {verb}: {out}{err}");
+    }
+    for (token, user) in [(VIEWER, "viewer"), (ADMIN, "admin")] {
+        let (ok, out, err) = kubectl(addr, ca, &["auth", "whoami", "--token", token]).await;
+        assert!(ok && out.contains(user), "{token}: {out}{err}");
+    }
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kubectl_1_27_asks_what_it_may_do_and_who_it_is() {
+    if kubectl::kubectl_available(27) {
+        kubectl_asks_what_it_may_do_and_who_it_is(27).await;
+    }
+}
+
+#[actix::test]
+async fn kubectl_1_33_asks_what_it_may_do_and_who_it_is() {
+    if kubectl::kubectl_available(33) {
+        kubectl_asks_what_it_may_do_and_who_it_is(33).await;
+    }
+}
+
+#[actix::test]
+async fn a_review_answers_for_its_caller_and_needs_no_right_of_its_own() {
+    let state = State::start();
+    let cert = certificate();
+    let (server, addr) = serve(api(&state, &cert)).await;
+    let ca = cert.0.as_str();
+    let review = serde_json::json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": "config", "verb": "create", "group": "net.cosi.dev", "resource": "linkconfigs"}},
+    })
+    .to_string();
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let viewer = https_with(addr, ca, "POST", path, Some(VIEWER), &review).await;
+    assert_eq!(viewer.status, 201, "{}", viewer.body);
+    assert_eq!(viewer.json()["status"]["allowed"], false);
+    let admin = https_with(addr, ca, "POST", path, Some(ADMIN), &review).await;
+    assert_eq!(admin.json()["status"]["allowed"], true);
+    let nobody = https_with(addr, ca, "POST", path, None, &review).await;
+    assert_eq!(nobody.status, 401);
+    let who = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let me = https(addr, ca, "POST", who, Some(VIEWER)).await;
+    assert_eq!(me.json()["status"]["userInfo"]["username"], "viewer");
     server.stop().await;
 }

@@ -429,7 +429,7 @@ async fn malformed_parameters(fx: &Fixture) {
     ] {
         get(fx.addr, &format!("{LINKS}?{query}")).await.assert_status(400, "BadRequest");
     }
-    for query in ["fieldValidation=Bogus", "dryRun=All"] {
+    for query in ["fieldValidation=Bogus", "dryRun=Some"] {
         let answer =
             send(fx.addr, "POST", &format!("{LINKS}?{query}"), JSON, &object("eth7", 1)).await;
         answer.assert_status(400, "BadRequest");

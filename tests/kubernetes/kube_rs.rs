@@ -244,6 +244,60 @@ async fn unfiltered_discovery_runs() {
     server.stop().await;
 }
 
+/// `Discovery::run_aggregated()` reads `/api` and `/apis` as aggregated
+/// discovery (v2): it finds the exposed type, its scope and its status
+/// subresource's absence, and the core group's namespaces.
+#[actix::test]
+async fn aggregated_discovery_finds_the_exposed_groups() {
+    let state = State::start();
+    let api = KubernetesApi::new(&state)
+        .expose(Expose::of::<LinkConfig>("v1alpha1").short_names(["lc"]))
+        .unwrap();
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let discovery = Discovery::new(client).run_aggregated().await.unwrap();
+    let gvk = GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig");
+    let (resource, capabilities) = discovery.resolve_gvk(&gvk).expect("the exposed type");
+    assert_eq!(resource.plural, "linkconfigs");
+    assert_eq!(capabilities.scope, Scope::Namespaced);
+    assert!(discovery.has_group("net.cosi.dev"));
+    let namespaces = GroupVersionKind::gvk("", "v1", "Namespace");
+    let (_, capabilities) = discovery.resolve_gvk(&namespaces).expect("the core group");
+    assert_eq!(capabilities.scope, Scope::Cluster);
+    server.stop().await;
+}
+
+/// A watcher with paged initial lists (kube-runtime's default page size,
+/// 500) over every namespace converges on 20,000 objects.
+#[actix::test]
+async fn a_watcher_with_paged_lists_converges_on_twenty_thousand_objects() {
+    let state = State::start();
+    for i in 0..20_000u32 {
+        let ns = if i % 2 == 0 { "config" } else { "edge" };
+        state.create(link(ns, &format!("eth{i:05}"), 1500), None).await.unwrap();
+    }
+    let api = KubernetesApi::new(&state)
+        .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config", "edge"]))
+        .unwrap();
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let all: Api<DynamicObject> = Api::all_with(client, &link_resource());
+    let paged = all.list(&ListParams::default().limit(500)).await.unwrap();
+    assert_eq!(paged.items.len(), 500);
+    assert!(paged.metadata.continue_.is_some(), "a page, with a continue token");
+    assert_eq!(paged.metadata.remaining_item_count, Some(19_500));
+    let writer = reflector::store::Writer::<DynamicObject>::new(link_resource());
+    let reader = writer.as_reader();
+    let mut events =
+        reflector::reflector(writer, watcher::watcher(all, watcher::Config::default())).boxed();
+    let (objects, errors) = relist(&mut events).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(objects.len(), 20_000);
+    assert_eq!(reader.state().len(), 20_000);
+    drop(events);
+    server.stop().await;
+}
+
 /// A watcher in streaming-list mode (`sendInitialEvents=true`: the initial
 /// objects as watch events, ended by the `initial-events-end` bookmark) over
 /// every namespace, feeding a stock reflector whose store follows the state.

@@ -19,6 +19,7 @@ mod plane;
 mod auth;
 mod bad_requests;
 mod example_netplane_kube;
+mod fidelity;
 mod kube_rs;
 mod python;
 mod read;

@@ -229,3 +229,48 @@ async fn python_lists_watches_with_bookmarks_gets_410_from_a_compacted_version_a
     assert!(status.success(), "the script exits 0: {status}");
     server.stop().await;
 }
+
+/// The python client pages a list with `limit` and `_continue`, every page
+/// from one snapshot.
+#[actix::test]
+async fn python_pages_a_list_with_limit_and_continue() {
+    let Some(python) = python() else { return };
+    let state = State::start();
+    for i in 0..7 {
+        create(&state, &format!("eth{i}"), 1500).await;
+    }
+    let api = KubernetesApi::new(&state)
+        .expose(Expose::of::<LinkConfig>("v1alpha1").namespaces(["config"]))
+        .unwrap();
+    let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let script = r#"
+import json, sys
+from kubernetes import client
+configuration = client.Configuration()
+configuration.host = sys.argv[1]
+api = client.CustomObjectsApi(client.ApiClient(configuration))
+names, pages, token = [], 0, None
+while True:
+    kwargs = {"limit": 3}
+    if token:
+        kwargs["_continue"] = token
+    page = api.list_namespaced_custom_object("net.cosi.dev", "v1alpha1", "config", "linkconfigs", **kwargs)
+    pages += 1
+    names += [item["metadata"]["name"] for item in page["items"]]
+    token = page["metadata"].get("continue")
+    if not token:
+        break
+print(json.dumps({"names": names, "pages": pages}))
+"#;
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python).arg("-c").arg(script).arg(url).output().expect("python runs")
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected: Vec<String> = (0..7).map(|i| format!("eth{i}")).collect();
+    assert_eq!(answer, json!({"names": expected, "pages": 3}));
+    server.stop().await;
+}

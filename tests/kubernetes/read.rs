@@ -133,7 +133,16 @@ async fn discovery_names_the_group_version_and_resource() {
     assert_eq!(r["shortNames"], serde_json::json!(["lc"]));
     assert_eq!(
         r["verbs"],
-        serde_json::json!(["create", "delete", "get", "list", "patch", "update", "watch"])
+        serde_json::json!([
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch"
+        ])
     );
     assert_eq!(get(addr, "/apis/net.cosi.dev/v2").await.status, 404);
     server.stop().await;

@@ -15,27 +15,27 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-struct LinkConfig {
-    mtu: u32,
+pub(crate) struct LinkConfig {
+    pub(crate) mtu: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    bond: Option<String>,
+    pub(crate) bond: Option<String>,
 }
 
 impl Spec for LinkConfig {
     const TYPE: &'static str = "LinkConfigs.net.cosi.dev";
 }
 
-const LINKS: &str = "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs";
+pub(crate) const LINKS: &str = "/apis/net.cosi.dev/v1alpha1/namespaces/config/linkconfigs";
 
-fn ptr(id: &str) -> Pointer {
+pub(crate) fn ptr(id: &str) -> Pointer {
     Pointer::typed::<LinkConfig>("config", id).erase()
 }
 
-fn link(id: &str, mtu: u32) -> Resource<LinkConfig> {
+pub(crate) fn link(id: &str, mtu: u32) -> Resource<LinkConfig> {
     Resource::new("config", id, LinkConfig { mtu, bond: None })
 }
 
-fn api(state: &State) -> KubernetesApi {
+pub(crate) fn api(state: &State) -> KubernetesApi {
     KubernetesApi::new(state)
         .expose(Expose::of::<LinkConfig>("v1alpha1").short_names(["lc"]).namespaces(["config"]))
         .unwrap()
@@ -43,7 +43,7 @@ fn api(state: &State) -> KubernetesApi {
         .unwrap()
 }
 
-async fn serve(api: KubernetesApi) -> (KubernetesServer, SocketAddr) {
+pub(crate) async fn serve(api: KubernetesApi) -> (KubernetesServer, SocketAddr) {
     let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = server.local_addr();
     (server, addr)
@@ -51,19 +51,19 @@ async fn serve(api: KubernetesApi) -> (KubernetesServer, SocketAddr) {
 
 /// An answer: status and JSON body.
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    body: Value,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
 }
 
 impl Answer {
-    fn reason(&self) -> &str {
+    pub(crate) fn reason(&self) -> &str {
         self.body["reason"].as_str().unwrap_or_default()
     }
 }
 
 /// One HTTP/1.1 request with a body, read to its end (bounded: 10 s).
-async fn send(
+pub(crate) async fn send(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -103,19 +103,24 @@ async fn send(
     Answer { status, body }
 }
 
-async fn post(addr: SocketAddr, path: &str, body: &Value) -> Answer {
+pub(crate) async fn post(addr: SocketAddr, path: &str, body: &Value) -> Answer {
     send(addr, "POST", path, "application/json", &body.to_string()).await
 }
 
-async fn put(addr: SocketAddr, path: &str, body: &Value) -> Answer {
+pub(crate) async fn put(addr: SocketAddr, path: &str, body: &Value) -> Answer {
     send(addr, "PUT", path, "application/json", &body.to_string()).await
 }
 
-async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: &Value) -> Answer {
+pub(crate) async fn patch(
+    addr: SocketAddr,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> Answer {
     send(addr, "PATCH", path, content_type, &body.to_string()).await
 }
 
-async fn get(addr: SocketAddr, path: &str) -> Answer {
+pub(crate) async fn get(addr: SocketAddr, path: &str) -> Answer {
     send(addr, "GET", path, "application/json", "").await
 }
 

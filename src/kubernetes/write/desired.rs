@@ -238,22 +238,23 @@ fn unknown_envelope_fields(body: &Map<String, Value>) -> Vec<String> {
     unknown
 }
 
-/// `unknown` fields as a 422's reason.
+/// `unknown` fields as a 422, one cause each.
 fn unknown_fields_error(target: &Target, unknown: &[String]) -> Status {
-    let fields = unknown
-        .iter()
-        .map(|f| format!("{f}: unknown field {:?}", f.rsplit('.').next().unwrap_or(f)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    target.invalid(&fields)
+    target.invalid_causes(
+        unknown
+            .iter()
+            .map(|f| (f.clone(), format!("unknown field {:?}", f.rsplit('.').next().unwrap_or(f))))
+            .collect(),
+    )
 }
 
 /// The spec of a type without a status subresource, as it is stored.
 fn decoded_spec(target: &Target, spec: Value, strict: bool) -> Result<Value, Status> {
     match &target.exposed.decoder {
         Some(decoder) => {
-            let canonical =
-                decoder.decode(&spec).map_err(|e| target.invalid(&format!("spec: {e}")))?;
+            let canonical = decoder
+                .decode(&spec)
+                .map_err(|e| target.invalid_causes(vec![(e.under("spec"), e.message)]))?;
             if strict {
                 let mut unknown = Vec::new();
                 unknown_fields(&spec, &canonical, "spec", &mut unknown);
@@ -296,7 +297,11 @@ fn combined(
         return Ok(doc);
     };
     let written = if part == Part::Status { "status" } else { "spec" };
-    let canonical = decoder.decode(&doc).map_err(|e| target.invalid(&format!("{written}: {e}")))?;
+    // The decoded document is `{spec, status}`: its paths start with the part.
+    let canonical = decoder.decode(&doc).map_err(|e| {
+        let field = if e.field.is_empty() { written.to_owned() } else { e.under("") };
+        target.invalid_causes(vec![(field, e.message)])
+    })?;
     if strict {
         let mut unknown = Vec::new();
         for field in ["spec", "status"] {
@@ -334,13 +339,15 @@ pub(super) fn stored_value(
 }
 
 /// One attempt at writing `desired` over `stored`: preconditions, then an
-/// update at the stored version. `None`: another write won the race.
+/// update at the stored version (with `dry_run`, what it would store, not
+/// stored). `None`: another write won the race.
 pub(super) async fn update_over(
     shared: &Shared,
     target: &Target,
     desired: &Desired,
     stored: &AnyResource,
     part: Part,
+    dry_run: bool,
 ) -> Result<Option<AnyResource>, Status> {
     target.writable(stored)?;
     let smd = stored.metadata();
@@ -384,17 +391,28 @@ pub(super) async fn update_over(
     // A write that changes nothing is none, as on the apiserver (no new
     // resourceVersion, no watch event): a controller that applies what is
     // already there does not wake itself, or its owner's watch, again.
+    let status_only = part == Part::Status
+        || (target.exposed.status && !spec_changed && value != spec_value(stored)?);
     let mut resource = AnyResource::from_dynamic(md, value);
     if changes_nothing(&resource, stored) {
         return Ok(Some(stored.clone()));
     }
-    if !spec_changed {
-        // The version moves, the served generation does not.
+    if status_only {
+        // The state counts a change of what it stores, status included; the
+        // served generation counts spec changes only.
         let offset = generation_offset(smd) + 1;
         resource
             .metadata_mut()
             .annotations_mut()
             .insert(GENERATION_OFFSET_ANNOTATION, offset.to_string());
+    }
+    if dry_run {
+        // What the update would store: the stored revision stays (none
+        // was taken), the version is the next.
+        let next = smd.version().next();
+        resource.metadata_mut().set_version(next);
+        resource.metadata_mut().set_revision(smd.revision());
+        return Ok(Some(resource));
     }
     match shared.state.update_with_phase(resource, None, phase).await {
         Ok(r) => Ok(Some(r)),

@@ -7,16 +7,22 @@ use serde_json::Value;
 
 use super::desired::{Part, desired, stored_value, update_over};
 use super::request::{
-    ATTEMPTS, ItemPath, Query, Target, item, json_body, read_body, status_item, strict, target,
+    ATTEMPTS, ItemPath, Options, Query, Target, generated_name, item, json_body, name_error,
+    options, read_body, status_item, target,
 };
 use crate::kubernetes::object::{FIELD_MANAGER_ANNOTATION, object};
+use crate::kubernetes::params::ListParams;
 use crate::kubernetes::patch::{PatchError, json_patch, merge_patch};
 use crate::kubernetes::shared::Shared;
 use crate::kubernetes::status::Status;
-use crate::resource::AnyResource;
+use crate::resource::{AnyResource, Kind};
 
 /// `POST /apis/{group}/{version}/namespaces/{namespace}/{plural}`: 201 and
-/// the stored object; 409 `AlreadyExists`.
+/// the stored object; 409 `AlreadyExists`. Without a `metadata.name`, a
+/// `metadata.generateName` is the prefix of a name drawn at random (drawn
+/// again when taken). The name must be a lowercase RFC 1123 subdomain, as
+/// the apiserver requires (422). With `dryRun=All`, 201 and the object as
+/// it would be stored, storing nothing.
 pub(in crate::kubernetes) async fn create(
     shared: web::Data<Shared>,
     path: web::Path<(String, String, String, String)>,
@@ -26,22 +32,47 @@ pub(in crate::kubernetes) async fn create(
 ) -> Result<HttpResponse, Status> {
     // The type first (404), as the apiserver routes before it reads a body.
     let mut target = target(&shared, path.into_inner(), String::new())?;
-    let strict = strict(&query)?;
-    let body = json_body(&read_body(&shared, &req, payload).await?)?;
+    let options = options(&query)?;
+    let mut body = json_body(&read_body(&shared, &req, payload).await?)?;
     if !body.is_object() {
         // Before the name is looked for: no object, no name (400, not 422).
         return Err(Status::bad_request("the request body is not a JSON object"));
     }
-    target.name = body["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-    if target.name.is_empty() {
-        return Err(target.invalid("metadata.name: Required value: name is required"));
+    let named = body["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+    let prefix = body["metadata"]["generateName"].as_str().unwrap_or_default().to_owned();
+    let generate = named.is_empty() && !prefix.is_empty();
+    for _ in 0..if generate { ATTEMPTS } else { 1 } {
+        target.name = if generate { generated_name(&prefix) } else { named.clone() };
+        if target.name.is_empty() {
+            return Err(
+                target.invalid("metadata.name: Required value: name or generateName is required")
+            );
+        }
+        if let Some(why) = name_error(&target.name) {
+            return Err(target.invalid(&why));
+        }
+        if generate {
+            body["metadata"]["name"] = Value::String(target.name.clone());
+        }
+        let desired = desired(&target, &body, options.strict, Part::Object)?;
+        // With a status subresource, a create stores no status.
+        let value = stored_value(&target, &desired, None, Part::Object)?;
+        let resource = AnyResource::from_dynamic(desired.metadata, value);
+        let created = if options.dry_run {
+            match target.stored(&shared).await? {
+                Some(_) => Err(crate::Error::AlreadyExists { resource: target.pointer() }),
+                None => Ok(resource),
+            }
+        } else {
+            shared.state.create(resource, None).await
+        };
+        match created {
+            Ok(stored) => return target.respond(&stored, true),
+            Err(crate::Error::AlreadyExists { .. }) if generate => continue,
+            Err(e) => return Err(target.error(e)),
+        }
     }
-    let desired = desired(&target, &body, strict, Part::Object)?;
-    // With a status subresource, a create stores no status.
-    let value = stored_value(&target, &desired, None, Part::Object)?;
-    let resource = AnyResource::from_dynamic(desired.metadata, value);
-    let stored = shared.state.create(resource, None).await.map_err(|e| target.error(e))?;
-    target.respond(&stored, true)
+    Err(target.error(crate::Error::AlreadyExists { resource: target.pointer() }))
 }
 
 /// `PUT .../{plural}/{name}`: replaces labels, annotations, finalizers,
@@ -81,12 +112,14 @@ async fn replace_part(
     payload: web::Payload,
     part: Part,
 ) -> Result<HttpResponse, Status> {
-    let strict = strict(&query)?;
+    let options = options(&query)?;
     let body = read_body(shared, &req, payload).await?;
-    let desired = desired(&target, &json_body(&body)?, strict, part)?;
+    let desired = desired(&target, &json_body(&body)?, options.strict, part)?;
     for _ in 0..ATTEMPTS {
         let stored = target.stored(shared).await?.ok_or_else(|| target.not_found())?;
-        if let Some(written) = update_over(shared, &target, &desired, &stored, part).await? {
+        if let Some(written) =
+            update_over(shared, &target, &desired, &stored, part, options.dry_run).await?
+        {
             return target.respond(&written, false);
         }
     }
@@ -152,7 +185,7 @@ async fn patch_part(
     part: Part,
 ) -> Result<HttpResponse, Status> {
     let kind = patch_type(&req)?;
-    let strict = strict(&query)?;
+    let Options { strict, dry_run } = options(&query)?;
     let body = read_body(shared, &req, payload).await?;
     let patch = serde_json::from_slice::<Value>(&body).map_err(|e| {
         Status::bad_request(format!(
@@ -190,9 +223,15 @@ async fn patch_part(
                 return Err(target.not_found());
             }
             // Server-side apply of a missing object creates it.
+            if let Some(why) = name_error(&target.name) {
+                return Err(target.invalid(&why));
+            }
             let desired = desired_of(&patch)?;
             let value = stored_value(&target, &desired, None, Part::Object)?;
             let resource = AnyResource::from_dynamic(desired.metadata, value);
+            if dry_run {
+                return target.respond(&resource, true);
+            }
             match shared.state.create(resource, None).await {
                 Ok(created) => return target.respond(&created, true),
                 Err(crate::Error::AlreadyExists { .. }) => continue,
@@ -210,7 +249,9 @@ async fn patch_part(
             })?,
         }
         let desired = desired_of(&doc)?;
-        if let Some(written) = update_over(shared, &target, &desired, &stored, part).await? {
+        if let Some(written) =
+            update_over(shared, &target, &desired, &stored, part, dry_run).await?
+        {
             return target.respond(&written, false);
         }
     }
@@ -220,7 +261,8 @@ async fn patch_part(
 /// `DELETE .../{plural}/{name}`: tears the resource down at once (it shows
 /// `deletionTimestamp`) and destroys it when no finalizers remain, in the
 /// background if some do; answers the torn-down object. Honours
-/// `preconditions` (`uid`, `resourceVersion`) in the body (409).
+/// `preconditions` (`uid`, `resourceVersion`) in the body (409). With
+/// `dryRun=All`, the checks alone: the object as stored, unchanged.
 pub(in crate::kubernetes) async fn delete(
     shared: web::Data<Shared>,
     path: ItemPath,
@@ -229,7 +271,7 @@ pub(in crate::kubernetes) async fn delete(
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     let target = item(&shared, path)?;
-    strict(&query)?;
+    let dry_run = options(&query)?.dry_run;
     let body = read_body(&shared, &req, payload).await?;
     let options =
         if body.iter().all(u8::is_ascii_whitespace) { Value::Null } else { json_body(&body)? };
@@ -250,9 +292,23 @@ pub(in crate::kubernetes) async fn delete(
     {
         return Err(target.conflict(&format!("Precondition failed: UID in precondition: {uid}")));
     }
+    if dry_run {
+        return target.respond(&stored, false);
+    }
+    let torn = delete_stored(&shared, &target, stored).await?;
+    target.respond(&torn, false)
+}
+
+/// Tears `stored` down and destroys it once no finalizers hold it (in the
+/// background if some do); the torn-down object.
+async fn delete_stored(
+    shared: &Shared,
+    target: &Target,
+    stored: AnyResource,
+) -> Result<AnyResource, Status> {
     let ptr = target.pointer();
     shared.state.teardown(&ptr, None).await.map_err(|e| target.error(e))?;
-    let torn = target.stored(&shared).await?.unwrap_or(stored);
+    let torn = target.stored(shared).await?.unwrap_or(stored);
     // Destroyed at once when nothing holds it; else (or when a finalizer
     // came in between) in the background, once the finalizers are gone.
     let held = !torn.metadata().finalizers().is_empty()
@@ -270,7 +326,51 @@ pub(in crate::kubernetes) async fn delete(
             }
         });
     }
-    target.respond(&torn, false)
+    Ok(torn)
+}
+
+/// `DELETE .../namespaces/{namespace}/{plural}`: deletes every object the
+/// `labelSelector` and `fieldSelector` select (every object without them),
+/// each as a DELETE of it would, and answers them as a `<Kind>List`. When
+/// one of them is a controller's, `403` and nothing is deleted. With
+/// `dryRun=All`, the objects that would be deleted.
+pub(in crate::kubernetes) async fn delete_collection(
+    shared: web::Data<Shared>,
+    path: web::Path<(String, String, String, String)>,
+    query: Query,
+) -> Result<HttpResponse, Status> {
+    let mut target = target(&shared, path.into_inner(), String::new())?;
+    let dry_run = options(&query)?.dry_run;
+    let params = ListParams::parse(&query)?;
+    let kind = Kind::new(&target.namespace, &target.exposed.resource_type);
+    let found = shared.state.list(&kind, &params.labels).await.map_err(Status::from)?;
+    let selected: Vec<AnyResource> =
+        found.into_iter().filter(|r| params.fields.matches(r)).collect();
+    for resource in &selected {
+        target.name = resource.id().to_owned();
+        target.writable(resource)?;
+    }
+    let mut items = Vec::with_capacity(selected.len());
+    for resource in selected {
+        target.name = resource.id().to_owned();
+        let deleted = if dry_run {
+            resource
+        } else {
+            match delete_stored(&shared, &target, resource).await {
+                Ok(torn) => torn,
+                // Deleted by someone else meanwhile: not this request's.
+                Err(status) if status.code() == 404 => continue,
+                Err(status) => return Err(status),
+            }
+        };
+        items.push(object(&target.exposed, &deleted, deleted.metadata().revision())?);
+    }
+    Ok(HttpResponse::Ok().json(serde_json::json!({
+        "apiVersion": target.exposed.api_version(),
+        "kind": format!("{}List", target.exposed.kind),
+        "metadata": {},
+        "items": items,
+    })))
 }
 
 #[cfg(test)]

@@ -6,5 +6,7 @@ mod desired;
 mod handlers;
 mod request;
 
-pub(super) use handlers::{create, delete, patch, patch_status, replace, replace_status};
+pub(super) use handlers::{
+    create, delete, delete_collection, patch, patch_status, replace, replace_status,
+};
 pub(super) use request::no_status;

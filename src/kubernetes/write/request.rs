@@ -34,7 +34,12 @@ impl Target {
     }
 
     pub(super) fn invalid(&self, why: &str) -> Status {
-        Status::invalid(&self.exposed.group, &self.exposed.plural, &self.name, why)
+        Status::invalid(&self.exposed.group, &self.exposed.kind, &self.name, why)
+    }
+
+    /// 422 with one cause per `(field, message)`.
+    pub(super) fn invalid_causes(&self, causes: Vec<(String, String)>) -> Status {
+        Status::invalid_causes(&self.exposed.group, &self.exposed.kind, &self.name, causes)
     }
 
     pub(super) fn conflict(&self, why: &str) -> Status {
@@ -101,17 +106,76 @@ pub(super) fn target(
 }
 
 /// The options every write takes: `fieldValidation`, `dryRun`.
-pub(super) fn strict(query: &HashMap<String, String>) -> Result<bool, Status> {
-    if query.contains_key("dryRun") {
-        return Err(Status::bad_request("dryRun is not supported by this server"));
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Options {
+    /// `fieldValidation=Strict`: an unknown field is a 422.
+    pub(super) strict: bool,
+    /// `dryRun=All`: every check runs and the answer is what would be
+    /// stored, but nothing is.
+    pub(super) dry_run: bool,
+}
+
+/// The options of a write's query.
+pub(super) fn options(query: &HashMap<String, String>) -> Result<Options, Status> {
+    let dry_run = match query.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(Status::bad_request(format!(
+                "Invalid dry run value {other:?}: supported values are: All"
+            )));
+        }
+    };
+    let strict = match query.get("fieldValidation").map(String::as_str) {
+        Some("Strict") => true,
+        None | Some("" | "Warn" | "Ignore") => false,
+        Some(other) => {
+            return Err(Status::bad_request(format!(
+                "fieldValidation={other:?}: expected Strict, Warn or Ignore"
+            )));
+        }
+    };
+    Ok(Options { strict, dry_run })
+}
+
+/// The characters of a generated name's suffix, as the apiserver draws
+/// them (no vowels, no look-alikes).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `prefix` and five random characters: a name for `metadata.generateName`.
+pub(super) fn generated_name(prefix: &str) -> String {
+    let random = uuid::Uuid::new_v4();
+    let suffix: String = random.as_bytes()[..5]
+        .iter()
+        .map(|b| NAME_ALPHABET[usize::from(*b) % NAME_ALPHABET.len()] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Why `name` is not a name the apiserver accepts for an object it
+/// creates: a lowercase RFC 1123 subdomain of at most 253 characters.
+pub(super) fn name_error(name: &str) -> Option<String> {
+    if name.len() > 253 {
+        return Some(format!(
+            "metadata.name: Invalid value: {name:?}: must be no more than 253 characters"
+        ));
     }
-    match query.get("fieldValidation").map(String::as_str) {
-        Some("Strict") => Ok(true),
-        None | Some("" | "Warn" | "Ignore") => Ok(false),
-        Some(other) => Err(Status::bad_request(format!(
-            "fieldValidation={other:?}: expected Strict, Warn or Ignore"
-        ))),
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        !bytes.is_empty()
+            && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            && bytes[0] != b'-'
+            && bytes[bytes.len() - 1] != b'-'
+    };
+    if name.split('.').all(label_ok) {
+        return None;
     }
+    Some(format!(
+        "metadata.name: Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of \
+         lower case alphanumeric characters, '-' or '.', and must start and end with an \
+         alphanumeric character (e.g. 'example.com', regex used for validation is \
+         '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    ))
 }
 
 /// The request body, at most [`max_request_body`](crate::kubernetes::KubernetesApi::max_request_body)

@@ -54,6 +54,7 @@ pub(super) fn stamp_new(
     md.intern_kind(kind);
     md.set_revision(revision);
     md.set_version(crate::resource::Version::INITIAL);
+    md.set_generation(1);
     md.set_uid(Some(Uid::random()));
     md.set_owner(owner);
     md.set_created(now);
@@ -61,8 +62,9 @@ pub(super) fn stamp_new(
     res
 }
 
-/// Stamps `new` as the successor of `current` (checks already done): version
-/// + 1, uid, owner, kind and `created` kept from the stored copy, `updated` = `now`.
+/// Stamps `new` as the successor of `current` (checks already done): the
+/// next version, the generation moved by one when the spec changed, uid,
+/// owner, kind and `created` kept from the stored copy, `updated` = `now`.
 pub(super) fn stamp_update(
     current: &AnyResource,
     mut new: AnyResource,
@@ -76,9 +78,16 @@ pub(super) fn stamp_update(
         });
     }
     let cur = current.metadata();
+    let spec_changed = !new.spec_eq(current);
     let md = new.metadata_mut();
     md.intern_kind(cur.kind());
     md.set_version(cur.version().next());
+    // Data stored before the count existed starts it at its version.
+    let generation = match cur.generation() {
+        0 => cur.version().get(),
+        g => g,
+    };
+    md.set_generation(generation + u64::from(spec_changed));
     md.set_uid(cur.uid());
     md.set_revision(revision);
     md.set_owner(cur.owner_shared().cloned());

@@ -89,6 +89,40 @@ fn update_bumps_version_and_keeps_created() {
 }
 
 #[test]
+fn the_generation_counts_spec_changes_and_leaves_metadata_only_writes() {
+    let mut s = Store::new();
+    let (stored, _) = s.create(num("a", 1), None, t(1)).unwrap();
+    assert_eq!(stored.metadata().generation(), 1);
+    let mut labelled = stored.typed::<Num>().unwrap();
+    labelled.metadata_mut().labels_mut().insert("tier", "edge");
+    let (labelled, _) = s.update(labelled.into_any(), None, ExpectedPhase::Running, t(2)).unwrap();
+    assert_eq!((labelled.version(), labelled.metadata().generation()), (Version::new(2), 1));
+    s.add_finalizer(&ptr("a"), "holder", t(3)).unwrap();
+    let held = s.get(&ptr("a")).unwrap();
+    assert_eq!((held.version(), held.metadata().generation()), (Version::new(3), 1));
+    let mut changed = held.typed::<Num>().unwrap();
+    changed.spec_mut().0 = 2;
+    let (changed, _) = s.update(changed.into_any(), None, ExpectedPhase::Running, t(4)).unwrap();
+    assert_eq!((changed.version(), changed.metadata().generation()), (Version::new(4), 2));
+}
+
+#[test]
+fn data_stored_before_the_generation_counts_it_from_its_version() {
+    let mut s = Store::new();
+    let (stored, _) = s.create(num("a", 1), None, t(1)).unwrap();
+    let mut legacy = stored.clone();
+    legacy.metadata_mut().set_generation(0);
+    legacy.metadata_mut().set_version(Version::new(7));
+    let mut reopened = Store::new();
+    reopened.load(vec![legacy], 10);
+    let mut changed = reopened.get(&ptr("a")).unwrap().typed::<Num>().unwrap();
+    changed.spec_mut().0 = 5;
+    let update = changed.into_any();
+    let (changed, _) = reopened.update(update, None, ExpectedPhase::Running, t(2)).unwrap();
+    assert_eq!(changed.metadata().generation(), 8, "from version 7, one spec change");
+}
+
+#[test]
 fn update_with_a_bumped_version_is_a_conflict() {
     let mut s = Store::new();
     let (stored, _) = s.create(num("a", 1), None, t(1)).unwrap();
