@@ -138,8 +138,12 @@
 //!   optional booleans `controller`, `blockOwnerDeletion`; at most one
 //!   controller; anything else is a `422 Invalid` naming the field) are kept
 //!   in the annotation [`OWNER_REFERENCES_ANNOTATION`] and served back as
-//!   `ownerReferences`, never as that annotation. There is no garbage
-//!   collection: deleting an owner leaves its dependents be. The references
+//!   `ownerReferences`, never as that annotation. A DELETE through the API
+//!   collects the owner's dependents by its `propagationPolicy`: Background
+//!   (the default: the dependents after the owner, theirs after them),
+//!   Foreground (the owner held by `foregroundDeletion` until they are
+//!   gone) or Orphan (they stay, without their reference); an owner
+//!   destroyed through the [`State`](crate::State) leaves them be. The references
 //!   are what kube-runtime's `Controller::owns()` maps a child to its parent by.
 //! - Specs are decoded: with [`Expose::of::<S>`](Expose::of) a spec that does
 //!   not decode as `S` is a `422 Invalid` naming the error, and under
@@ -281,8 +285,7 @@
 //!   apiserver, whoever writes (a controller's finalizer add or label write
 //!   leaves it), except that with a status subresource a status write made
 //!   through the [`State`](crate::State) moves it too (see
-//!   [`GENERATION_OFFSET_ANNOTATION`]). No garbage collection of
-//!   `ownerReferences` dependents.
+//!   [`GENERATION_OFFSET_ANNOTATION`]).
 //! - A watch's `DELETED` carries the revision of the destroy, except when the
 //!   client fell behind and the state coalesced its backlog: then events carry
 //!   their own revision, raised to the highest sent so far so that the stream

@@ -38,12 +38,12 @@ pub const FIELD_MANAGER_ANNOTATION: &str = "cosi.dev/field-manager";
 /// carry it back as `metadata.ownerReferences` (when it holds a JSON list),
 /// and a client-written annotation of this name is ignored.
 ///
-/// The references are kept and served, nothing more: there is no garbage
-/// collection, deleting an owner leaves its dependents alone, and
-/// `blockOwnerDeletion` blocks nothing. That is all kube-runtime's
-/// `Controller::owns()` needs (it maps a child to its parent through the
-/// references). A controller writing through the [`State`](crate::State)
-/// may set this annotation itself.
+/// The references are kept and served, and a DELETE through the API
+/// collects the owner's dependents by them (its `propagationPolicy`);
+/// `blockOwnerDeletion` blocks nothing. They are also what kube-runtime's
+/// `Controller::owns()` maps a child to its parent through. A controller
+/// writing through the [`State`](crate::State) may set this annotation
+/// itself.
 pub const OWNER_REFERENCES_ANNOTATION: &str = "kubernetes.cosi.dev/owner-references";
 
 /// Reserved annotation: how many writes through this API changed the

@@ -342,6 +342,116 @@ async fn a_list_with_a_limit_comes_in_pages_of_one_snapshot() {
     server.stop().await;
 }
 
+/// Creates `name` through the API, owned by each of `owners` (names of
+/// links in `config`); its uid.
+async fn owned(addr: std::net::SocketAddr, name: &str, owners: &[&str]) -> String {
+    let mut references = Vec::new();
+    for owner in owners {
+        let uid = get(addr, &format!("{LINKS}/{owner}")).await.body["metadata"]["uid"].clone();
+        references.push(json!({
+            "apiVersion": "net.cosi.dev/v1alpha1", "kind": "LinkConfig", "name": owner, "uid": uid,
+        }));
+    }
+    let mut body = named(name, json!(1500));
+    body["metadata"]["ownerReferences"] = Value::Array(references);
+    let created = post(addr, LINKS, &body).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    created.body["metadata"]["uid"].as_str().unwrap().to_owned()
+}
+
+/// Waits (bounded: 10 s) until every one of `ids` is destroyed.
+async fn gone(state: &State, ids: &[&str]) {
+    use futures::StreamExt;
+    let kind = Kind::of::<LinkConfig>("config");
+    let mut watch =
+        state.watch_kind_stream(&kind, LabelQuery::all(), &Default::default()).await.unwrap();
+    let mut left: Vec<String> = Vec::new();
+    for id in ids {
+        if stored_mtu(state, id).await.is_some() {
+            left.push((*id).to_owned());
+        }
+    }
+    let wait = async {
+        while !left.is_empty() {
+            if let Some(Event::Destroyed(r)) = watch.next().await {
+                left.retain(|id| id.as_str() != r.id());
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+        .await
+        .expect("destroyed in time");
+}
+
+fn delete_options(policy: &str) -> String {
+    json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy}).to_string()
+}
+
+#[actix::test]
+async fn a_background_delete_collects_the_dependents_and_theirs() {
+    let state = State::start();
+    let (server, addr) = serve(api(&state)).await;
+    assert_eq!(post(addr, LINKS, &named("bond0", json!(9000))).await.status, 201);
+    assert_eq!(post(addr, LINKS, &named("other", json!(9000))).await.status, 201);
+    owned(addr, "eth0", &["bond0"]).await;
+    owned(addr, "eth1", &["bond0", "other"]).await;
+    owned(addr, "vlan10", &["eth0"]).await;
+    owned(addr, "eth2", &["other"]).await;
+    let deleted = send(addr, "DELETE", &format!("{LINKS}/bond0"), "application/json", "").await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    gone(&state, &["bond0", "eth0", "eth1", "vlan10"]).await;
+    assert_eq!(stored_mtu(&state, "other").await, Some(9000), "not a dependent");
+    assert_eq!(stored_mtu(&state, "eth2").await, Some(1500), "another owner's");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_foreground_delete_holds_the_owner_until_its_dependents_are_gone() {
+    let state = State::start();
+    let (server, addr) = serve(api(&state)).await;
+    assert_eq!(post(addr, LINKS, &named("bond0", json!(9000))).await.status, 201);
+    owned(addr, "eth0", &["bond0"]).await;
+    let item = format!("{LINKS}/bond0");
+    let deleted =
+        send(addr, "DELETE", &item, "application/json", &delete_options("Foreground")).await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    assert!(deleted.body["metadata"]["deletionTimestamp"].is_string(), "{:?}", deleted.body);
+    assert_eq!(deleted.body["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    gone(&state, &["eth0", "bond0"]).await;
+    server.stop().await;
+}
+
+#[actix::test]
+async fn an_orphan_delete_keeps_the_dependents_without_their_reference() {
+    let state = State::start();
+    let (server, addr) = serve(api(&state)).await;
+    assert_eq!(post(addr, LINKS, &named("bond0", json!(9000))).await.status, 201);
+    assert_eq!(post(addr, LINKS, &named("other", json!(9000))).await.status, 201);
+    owned(addr, "eth0", &["bond0", "other"]).await;
+    let item = format!("{LINKS}/bond0");
+    let deleted = send(addr, "DELETE", &item, "application/json", &delete_options("Orphan")).await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    gone(&state, &["bond0"]).await;
+    let eth0 = get(addr, &format!("{LINKS}/eth0")).await;
+    let owners: Vec<&str> = eth0.body["metadata"]["ownerReferences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(owners, ["other"], "the deleted owner's reference is gone, the other's kept");
+    let bogus = send(
+        addr,
+        "DELETE",
+        &format!("{LINKS}/eth0"),
+        "application/json",
+        &delete_options("Later"),
+    )
+    .await;
+    assert_eq!(bogus.status, 400);
+    server.stop().await;
+}
+
 const APPLIED: &str = "apiVersion: net.cosi.dev/v1alpha1
 kind: LinkConfig
 metadata:
@@ -410,6 +520,44 @@ async fn kubectl_gets_all_and_deletes_all(minor: u32) {
     assert!(ok && out.contains("eth0") && out.contains("eth1"), "{out}");
     assert_eq!((stored_mtu(&state, "eth0").await, stored_mtu(&state, "eth1").await), (None, None));
     server.stop().await;
+}
+
+/// `kubectl delete --cascade=background|foreground|orphan`.
+async fn kubectl_deletes_with_each_cascade(minor: u32) {
+    let state = State::start();
+    let (server, addr) = serve(api(&state).server_version(1, minor)).await;
+    let kubectl = Kubectl::new(addr);
+    for (cascade, keeps_child) in [("background", false), ("foreground", false), ("orphan", true)] {
+        let parent = format!("bond-{cascade}");
+        let child = format!("eth-{cascade}");
+        assert_eq!(post(addr, LINKS, &named(&parent, json!(9000))).await.status, 201);
+        owned(addr, &child, &[&parent]).await;
+        let args =
+            ["delete", "linkconfig", &parent, "-n", "config", &format!("--cascade={cascade}")];
+        let (ok, out) = kubectl.run_joined(&args).await;
+        assert!(ok && out.contains("deleted"), "{cascade}: {out}");
+        gone(&state, &[&parent]).await;
+        if keeps_child {
+            assert_eq!(stored_mtu(&state, &child).await, Some(1500), "{cascade}");
+        } else {
+            gone(&state, &[&child]).await;
+        }
+    }
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kubectl_1_27_deletes_with_each_cascade() {
+    if kubectl_available(27) {
+        kubectl_deletes_with_each_cascade(27).await;
+    }
+}
+
+#[actix::test]
+async fn kubectl_1_33_deletes_with_each_cascade() {
+    if kubectl_available(33) {
+        kubectl_deletes_with_each_cascade(33).await;
+    }
 }
 
 #[actix::test]

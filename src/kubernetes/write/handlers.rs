@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::Value;
 
 use super::desired::{Part, desired, stored_value, update_over};
+use super::gc::{self, Propagation};
 use super::request::{
     ATTEMPTS, ItemPath, Options, Query, Target, generated_name, item, json_body, name_error,
     options, read_body, status_item, target,
@@ -261,8 +262,11 @@ async fn patch_part(
 /// `DELETE .../{plural}/{name}`: tears the resource down at once (it shows
 /// `deletionTimestamp`) and destroys it when no finalizers remain, in the
 /// background if some do; answers the torn-down object. Honours
-/// `preconditions` (`uid`, `resourceVersion`) in the body (409). With
-/// `dryRun=All`, the checks alone: the object as stored, unchanged.
+/// `preconditions` (`uid`, `resourceVersion`) in the body (409). Its
+/// dependents (by `ownerReferences`) are collected by the body's
+/// `propagationPolicy` (see `gc.rs`): Background by default, Foreground,
+/// Orphan. With `dryRun=All`, the checks alone: the object as stored,
+/// unchanged.
 pub(in crate::kubernetes) async fn delete(
     shared: web::Data<Shared>,
     path: ItemPath,
@@ -292,11 +296,57 @@ pub(in crate::kubernetes) async fn delete(
     {
         return Err(target.conflict(&format!("Precondition failed: UID in precondition: {uid}")));
     }
+    let propagation =
+        Propagation::of(&options, query.get("propagationPolicy").map(String::as_str))?;
     if dry_run {
         return target.respond(&stored, false);
     }
+    let uid = stored.metadata().uid().map(|u| u.to_string());
+    if propagation == Propagation::Orphan
+        && let Some(uid) = &uid
+    {
+        gc::orphan(&shared.state, &shared.registry, &target.namespace, uid)
+            .await
+            .map_err(|e| target.error(e))?;
+    }
+    if propagation == Propagation::Foreground {
+        shared
+            .state
+            .add_finalizer(&target.pointer(), gc::FOREGROUND)
+            .await
+            .map_err(|e| target.error(e))?;
+    }
     let torn = delete_stored(&shared, &target, stored).await?;
+    if let Some(uid) = uid
+        && propagation != Propagation::Orphan
+    {
+        collect_dependents(&shared, &target, uid, propagation);
+    }
     target.respond(&torn, false)
+}
+
+/// Deletes the dependents of the object `target` names (whose uid is
+/// `uid`), in the background; with `Foreground`, then releases the object.
+fn collect_dependents(
+    shared: &web::Data<Shared>,
+    target: &Target,
+    uid: String,
+    propagation: Propagation,
+) {
+    let (shared, ptr, namespace) = (shared.clone(), target.pointer(), target.namespace.clone());
+    actix::spawn(async move {
+        let collected = gc::collect(&shared.state, &shared.registry, &namespace, uid).await;
+        if let Err(e) = collected {
+            tracing::warn!("Kubernetes API: deleting the dependents of {ptr}: {e}");
+        }
+        if propagation == Propagation::Foreground {
+            match shared.state.remove_finalizer(&ptr, gc::FOREGROUND).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => tracing::warn!("Kubernetes API: releasing {ptr}: {e}"),
+            }
+        }
+    });
 }
 
 /// Tears `stored` down and destroys it once no finalizers hold it (in the
@@ -331,7 +381,8 @@ async fn delete_stored(
 
 /// `DELETE .../namespaces/{namespace}/{plural}`: deletes every object the
 /// `labelSelector` and `fieldSelector` select (every object without them),
-/// each as a DELETE of it would, and answers them as a `<Kind>List`. When
+/// each as a DELETE of it would (its dependents collected in the
+/// background), and answers them as a `<Kind>List`. When
 /// one of them is a controller's, `403` and nothing is deleted. With
 /// `dryRun=All`, the objects that would be deleted.
 pub(in crate::kubernetes) async fn delete_collection(
@@ -353,11 +404,17 @@ pub(in crate::kubernetes) async fn delete_collection(
     let mut items = Vec::with_capacity(selected.len());
     for resource in selected {
         target.name = resource.id().to_owned();
+        let uid = resource.metadata().uid().map(|u| u.to_string());
         let deleted = if dry_run {
             resource
         } else {
             match delete_stored(&shared, &target, resource).await {
-                Ok(torn) => torn,
+                Ok(torn) => {
+                    if let Some(uid) = uid {
+                        collect_dependents(&shared, &target, uid, Propagation::Background);
+                    }
+                    torn
+                }
                 // Deleted by someone else meanwhile: not this request's.
                 Err(status) if status.code() == 404 => continue,
                 Err(status) => return Err(status),

@@ -3,6 +3,7 @@
 //! controller is read-only to clients.
 
 mod desired;
+mod gc;
 mod handlers;
 mod request;
 
