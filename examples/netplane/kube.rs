@@ -13,7 +13,9 @@ use cosi_runtime::kubernetes::{Expose, KubernetesApi, KubernetesServer};
 use futures::future::LocalBoxFuture;
 use tokio::sync::watch;
 
-use crate::plane::{AddressConfig, HostnameConfig, LinkConfig, Moment, Pauses, RouteConfig};
+use crate::plane::{
+    AddressConfig, CONFIG, HostnameConfig, LinkConfig, Moment, Pauses, RouteConfig,
+};
 
 /// Serves the Kubernetes API around the story.
 pub struct Kube {
@@ -49,6 +51,8 @@ impl Kube {
     fn api(runtime: &cosi_runtime::Runtime) -> Result<KubernetesApi, String> {
         let version = "v1alpha1";
         KubernetesApi::new(&runtime.state())
+            // What `kubectl get -A` reads: the user's configuration.
+            .namespaces([CONFIG])
             .expose(
                 Expose::of::<LinkConfig>(version)
                     .short_names(["lc"])

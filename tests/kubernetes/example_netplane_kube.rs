@@ -60,6 +60,8 @@ async fn kubectl_applies_gets_and_deletes_links_of_the_running_control_plane() {
 
     let (ok, listed) = kubectl(home.path(), &url, &["get", "linkconfigs", "-n", "config"]).await;
     assert!(ok && listed.contains("eth0") && !listed.contains("eth1"), "{listed}");
+    let (ok, listed) = kubectl(home.path(), &url, &["get", "linkconfigs", "-A"]).await;
+    assert!(ok && listed.contains("config") && listed.contains("eth0"), "-A: {listed}");
 
     let manifest = home.path().join("eth5.yaml");
     std::fs::write(
