@@ -95,7 +95,9 @@
 //!   (or `as=PartialObjectMetadata`, `v1beta1` too: kube-rs `list_metadata`
 //!   and `Api<PartialObjectMeta<K>>` watchers, client-go metadata informers)
 //!   gets metadata only, no spec: a `PartialObjectMetadataList`, a
-//!   `PartialObjectMetadata`, or watch events carrying them.
+//!   `PartialObjectMetadata`, or watch events carrying them. Writes answer
+//!   in the form their `Accept` asks for too (metadata only, or a one-row
+//!   `Table`).
 //! - A watch client that stops reading never holds the state back: its events
 //!   queue in a buffer of [`watch_buffer`](KubernetesApi::watch_buffer) events,
 //!   and when that is full and the connection takes no more the server ends

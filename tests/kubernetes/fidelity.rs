@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 
 use crate::http;
 use crate::kubectl::{Kubectl, kubectl_available};
-use crate::write::{LINKS, LinkConfig, api, get, link, patch, post, ptr, send, serve};
+use crate::write::{
+    LINKS, LinkConfig, api, get, link, patch, post, ptr, send, send_accepting, serve,
+};
 
 fn named(name: &str, mtu: Value) -> Value {
     json!({
@@ -449,6 +451,30 @@ async fn an_orphan_delete_keeps_the_dependents_without_their_reference() {
     )
     .await;
     assert_eq!(bogus.status, 400);
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_write_answers_in_the_form_its_accept_asks_for() {
+    let state = State::start();
+    state.create(link("eth0", 1500), None).await.unwrap();
+    let (server, addr) = serve(api(&state)).await;
+    let item = format!("{LINKS}/eth0");
+    let merge = "application/merge-patch+json";
+    let metadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    let patch_mtu = |mtu: u32| json!({"spec": {"mtu": mtu}}).to_string();
+    let partial = send_accepting(addr, "PATCH", &item, merge, metadata, &patch_mtu(9000)).await;
+    assert_eq!(partial.status, 200, "{:?}", partial.body);
+    assert_eq!(partial.body["kind"], "PartialObjectMetadata");
+    assert_eq!(partial.body["metadata"]["name"], "eth0");
+    assert!(partial.body.get("spec").is_none(), "{:?}", partial.body);
+    let table = "application/json;as=Table;g=meta.k8s.io;v=v1";
+    let row = send_accepting(addr, "PATCH", &item, merge, table, &patch_mtu(9100)).await;
+    assert_eq!((row.status, &row.body["kind"]), (200, &json!("Table")), "{:?}", row.body);
+    assert_eq!(row.body["rows"][0]["cells"][0], "eth0");
+    let deleted = send_accepting(addr, "DELETE", &item, "application/json", metadata, "").await;
+    assert_eq!(deleted.body["kind"], "PartialObjectMetadata", "{:?}", deleted.body);
+    assert_eq!(stored_mtu(&state, "eth0").await, None);
     server.stop().await;
 }
 

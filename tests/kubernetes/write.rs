@@ -70,10 +70,22 @@ pub(crate) async fn send(
     content_type: &str,
     body: &str,
 ) -> Answer {
+    send_accepting(addr, method, path, content_type, "application/json", body).await
+}
+
+/// [`send`] with an `Accept` header of its own.
+pub(crate) async fn send_accepting(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    accept: &str,
+    body: &str,
+) -> Answer {
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nAccept: {accept}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         stream.write_all(request.as_bytes()).await.unwrap();

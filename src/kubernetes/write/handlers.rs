@@ -32,7 +32,7 @@ pub(in crate::kubernetes) async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     // The type first (404), as the apiserver routes before it reads a body.
-    let mut target = target(&shared, path.into_inner(), String::new())?;
+    let mut target = target(&shared, path.into_inner(), String::new())?.answering(&req);
     let options = options(&query)?;
     let mut body = json_body(&read_body(&shared, &req, payload).await?)?;
     if !body.is_object() {
@@ -87,7 +87,7 @@ pub(in crate::kubernetes) async fn replace(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
-    let target = item(&shared, path)?;
+    let target = item(&shared, path)?.answering(&req);
     replace_part(&shared, target, query, req, payload, Part::Object).await
 }
 
@@ -101,7 +101,7 @@ pub(in crate::kubernetes) async fn replace_status(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
-    let target = status_item(&shared, path)?;
+    let target = status_item(&shared, path)?.answering(&req);
     replace_part(&shared, target, query, req, payload, Part::Status).await
 }
 
@@ -156,7 +156,7 @@ pub(in crate::kubernetes) async fn patch(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
-    let target = item(&shared, path)?;
+    let target = item(&shared, path)?.answering(&req);
     patch_part(&shared, target, query, req, payload, Part::Object).await
 }
 
@@ -173,7 +173,7 @@ pub(in crate::kubernetes) async fn patch_status(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
-    let target = status_item(&shared, path)?;
+    let target = status_item(&shared, path)?.answering(&req);
     patch_part(&shared, target, query, req, payload, Part::Status).await
 }
 
@@ -274,7 +274,7 @@ pub(in crate::kubernetes) async fn delete(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
-    let target = item(&shared, path)?;
+    let target = item(&shared, path)?.answering(&req);
     let dry_run = options(&query)?.dry_run;
     let body = read_body(&shared, &req, payload).await?;
     let options =

@@ -9,10 +9,12 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::kubernetes::object::object;
+use crate::kubernetes::object::{Object, ObjectMeta, Partial, object};
+use crate::kubernetes::pages::ListMeta;
 use crate::kubernetes::registry::Exposed;
 use crate::kubernetes::shared::Shared;
 use crate::kubernetes::status::Status;
+use crate::kubernetes::table::{Form, OneRow, Row, Table, form};
 use crate::resource::{AnyResource, Kind, Pointer};
 
 pub(super) type Query = web::Query<HashMap<String, String>>;
@@ -26,6 +28,8 @@ pub(super) struct Target {
     pub(super) exposed: Arc<Exposed>,
     pub(super) namespace: String,
     pub(super) name: String,
+    /// The form the answer takes (the request's `Accept`).
+    pub(super) form: Form,
 }
 
 impl Target {
@@ -85,13 +89,40 @@ impl Target {
         }
     }
 
+    /// Answers in the form the request's `Accept` asks for, as a read
+    /// would: the object, its metadata only (`PartialObjectMetadata`), or a
+    /// one-row `Table`.
     pub(super) fn respond(
         &self,
         resource: &AnyResource,
         created: bool,
     ) -> Result<HttpResponse, Status> {
-        let body = object(&self.exposed, resource, resource.metadata().revision())?;
+        let revision = resource.metadata().revision();
+        let body = match self.form {
+            Form::Full => object(&self.exposed, resource, revision)?,
+            Form::Metadata => {
+                serde_json::to_value(Partial(ObjectMeta { resource, resource_version: revision }))
+                    .map_err(|e| Status::internal(e.to_string()))?
+            }
+            Form::Table => {
+                let object = Object::new(&self.exposed, resource, revision)?;
+                let row = Row::new(&object, std::time::SystemTime::now());
+                let table = Table {
+                    exposed: &self.exposed,
+                    rows: OneRow(row),
+                    meta: ListMeta::at(revision),
+                };
+                serde_json::to_value(&table).map_err(|e| Status::internal(e.to_string()))?
+            }
+        };
         Ok(if created { HttpResponse::Created() } else { HttpResponse::Ok() }.json(body))
+    }
+
+    /// The form `req`'s `Accept` asks the answer in.
+    pub(super) fn answering(mut self, req: &HttpRequest) -> Self {
+        let accept = req.headers().get(actix_web::http::header::ACCEPT);
+        self.form = form(accept.and_then(|v| v.to_str().ok()));
+        self
     }
 }
 
@@ -102,7 +133,7 @@ pub(super) fn target(
 ) -> Result<Target, Status> {
     let exposed = shared.exposed(&group, &version, &plural)?;
     crate::resource::validate::name("namespace", &namespace).map_err(Status::bad_request)?;
-    Ok(Target { exposed, namespace, name })
+    Ok(Target { exposed, namespace, name, form: Form::Full })
 }
 
 /// The options every write takes: `fieldValidation`, `dryRun`.
