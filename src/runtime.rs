@@ -617,6 +617,26 @@ impl Runtime {
     pub async fn graph(&self) -> DependencyGraph {
         self.supervisor.send(GetGraph).await.unwrap_or_default()
     }
+
+    /// A handle that asks for [`graph`](Self::graph) from any thread (what
+    /// the Kubernetes API's admission reads the exclusive outputs from).
+    #[cfg(feature = "kubernetes-api")]
+    pub(crate) fn graph_source(&self) -> GraphSource {
+        GraphSource(self.supervisor.clone())
+    }
+}
+
+/// Asks a runtime's supervisor for its [`DependencyGraph`], from any thread.
+#[cfg(feature = "kubernetes-api")]
+#[derive(Clone, Debug)]
+pub(crate) struct GraphSource(Addr<Supervisor>);
+
+#[cfg(feature = "kubernetes-api")]
+impl GraphSource {
+    /// The graph now (empty once the runtime stopped).
+    pub(crate) async fn graph(&self) -> DependencyGraph {
+        self.0.send(GetGraph).await.unwrap_or_default()
+    }
 }
 
 /// How long [`Runtime::settled`] waits with no progress before it says, once,

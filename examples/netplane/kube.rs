@@ -53,6 +53,8 @@ impl Kube {
         KubernetesApi::new(&runtime.state())
             // What `kubectl get -A` reads: the user's configuration.
             .namespaces([CONFIG])
+            // A client cannot create what a controller outputs exclusively.
+            .controllers(runtime)
             .expose(
                 Expose::of::<LinkConfig>(version)
                     .short_names(["lc"])

@@ -51,6 +51,8 @@ pub struct KubernetesApi {
     max_request_body: usize,
     max_watches_per_client: usize,
     max_query_bytes: usize,
+    /// The runtime whose exclusive outputs a client may not create.
+    controllers: Option<crate::runtime::GraphSource>,
     // ---- access and TLS (auth.rs, tls.rs) ----
     /// `None`: open (no tokens, no anonymous setting).
     access: Option<auth::Access>,
@@ -92,6 +94,7 @@ impl KubernetesApi {
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
             max_watches_per_client: DEFAULT_MAX_WATCHES_PER_CLIENT,
             max_query_bytes: DEFAULT_MAX_QUERY_BYTES,
+            controllers: None,
             access: None,
             tls: None,
         }
@@ -113,6 +116,26 @@ impl KubernetesApi {
     #[must_use]
     pub fn server_version(mut self, major: u32, minor: u32) -> Self {
         self.server_version = (major, minor);
+        self
+    }
+
+    /// Admission by `runtime`'s controllers: a client's create of an object
+    /// of a type one of them outputs exclusively (which that controller
+    /// would then fail on for ever, the object being no controller's) is a
+    /// `403 Forbidden` naming the controller, as an admission webhook would
+    /// refuse it. Without it, such a create is stored.
+    ///
+    /// ```
+    /// use cosi_runtime::kubernetes::KubernetesApi;
+    /// # actix::System::new().block_on(async {
+    /// let runtime = cosi_runtime::Runtime::start();
+    /// let api = KubernetesApi::new(&runtime.state()).controllers(&runtime);
+    /// # drop(api);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn controllers(mut self, runtime: &crate::Runtime) -> Self {
+        self.controllers = Some(runtime.graph_source());
         self
     }
 
@@ -262,6 +285,7 @@ impl KubernetesApi {
             watch_buffer: self.watch_buffer,
             max_request_body: self.max_request_body,
             pages: Default::default(),
+            controllers: self.controllers.clone(),
         }
     }
 

@@ -23,6 +23,8 @@ pub(crate) struct Shared {
     pub(crate) closing: Arc<Closing>,
     /// The snapshots of the lists being read in pages.
     pub(crate) pages: Pages,
+    /// The runtime whose exclusive outputs clients may not create.
+    pub(crate) controllers: Option<crate::runtime::GraphSource>,
 }
 
 impl Shared {

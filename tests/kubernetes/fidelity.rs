@@ -478,6 +478,47 @@ async fn a_write_answers_in_the_form_its_accept_asks_for() {
     server.stop().await;
 }
 
+/// A controller that outputs links exclusively (and writes none here).
+struct LinkController;
+
+impl Controller for LinkController {
+    fn name(&self) -> &str {
+        "LinkController"
+    }
+    fn inputs(&self) -> Vec<Input> {
+        Vec::new()
+    }
+    fn outputs(&self) -> Vec<Output> {
+        vec![Output::exclusive::<LinkConfig>()]
+    }
+    async fn reconcile(&mut self, _cx: &mut ReconcileContext) -> ReconcileResult {
+        Ok(())
+    }
+}
+
+#[actix::test]
+async fn a_create_in_a_controllers_exclusive_output_is_refused_naming_it() {
+    let runtime = Runtime::start();
+    runtime.register(|| LinkController).await.unwrap();
+    let (server, addr) = serve(api(&runtime.state()).controllers(&runtime)).await;
+    let refused = post(addr, LINKS, &named("eth0", json!(1500))).await;
+    assert_eq!((refused.status, refused.reason()), (403, "Forbidden"), "{:?}", refused.body);
+    let message = refused.body["message"].as_str().unwrap();
+    assert!(message.contains("\"LinkController\""), "{message}");
+    let apply = "application/apply-patch+yaml";
+    let applied =
+        patch(addr, &format!("{LINKS}/eth1?fieldManager=me"), apply, &named("eth1", json!(1)))
+            .await;
+    assert_eq!(applied.status, 403, "an apply that would create: {:?}", applied.body);
+    assert_eq!(stored_mtu(&runtime.state(), "eth0").await, None);
+    server.stop().await;
+    // Without the runtime, the API cannot know: the create is stored.
+    let (server, addr) = serve(api(&runtime.state())).await;
+    assert_eq!(post(addr, LINKS, &named("eth0", json!(1500))).await.status, 201);
+    server.stop().await;
+    runtime.stop().await;
+}
+
 const APPLIED: &str = "apiVersion: net.cosi.dev/v1alpha1
 kind: LinkConfig
 metadata:

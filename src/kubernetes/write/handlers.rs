@@ -52,6 +52,7 @@ pub(in crate::kubernetes) async fn create(
         if let Some(why) = name_error(&target.name) {
             return Err(target.invalid(&why));
         }
+        target.admit(&shared).await?;
         if generate {
             body["metadata"]["name"] = Value::String(target.name.clone());
         }
@@ -227,6 +228,7 @@ async fn patch_part(
             if let Some(why) = name_error(&target.name) {
                 return Err(target.invalid(&why));
             }
+            target.admit(shared).await?;
             let desired = desired_of(&patch)?;
             let value = stored_value(&target, &desired, None, Part::Object)?;
             let resource = AnyResource::from_dynamic(desired.metadata, value);

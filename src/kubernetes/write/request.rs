@@ -89,6 +89,31 @@ impl Target {
         }
     }
 
+    /// `403` when a controller of the runtime the API was given
+    /// ([`controllers`](crate::kubernetes::KubernetesApi::controllers))
+    /// outputs this type exclusively: a client's object there would be no
+    /// controller's, and that controller would fail on it for ever.
+    pub(super) async fn admit(&self, shared: &Shared) -> Result<(), Status> {
+        let Some(controllers) = &shared.controllers else { return Ok(()) };
+        let graph = controllers.graph().await;
+        let owner = graph.edges().iter().find(|e| {
+            e.kind == crate::supervisor::EdgeKind::OutputExclusive
+                && e.resource_type == self.exposed.resource_type
+        });
+        match owner {
+            None => Ok(()),
+            Some(edge) => Err(Status::forbidden(format!(
+                "{}.{} \"{}\" is forbidden: {} is the exclusive output of controller {:?}: \
+                 clients cannot create its objects",
+                self.exposed.plural,
+                self.exposed.group,
+                self.name,
+                self.exposed.kind,
+                edge.controller
+            ))),
+        }
+    }
+
     /// Answers in the form the request's `Accept` asks for, as a read
     /// would: the object, its metadata only (`PartialObjectMetadata`), or a
     /// one-row `Table`.
