@@ -6,6 +6,8 @@
 //! cargo run --example greeting_operator --features kubernetes
 //! # without a cluster: an apiserver of its own (this crate's Kubernetes API), in process:
 //! cargo run --example greeting_operator --features kubernetes,kubernetes-api -- --demo
+//! # the CRD its types make (what crd.yaml holds), to install on a cluster:
+//! cargo run --example greeting_operator --features kubernetes,kubernetes-api -- --crd
 //! ```
 //!
 //! Against a real cluster, install the CRD first (`kubectl apply -f
@@ -38,6 +40,8 @@ async fn main() -> ExitCode {
         .to_owned();
     let result = if args.iter().any(|a| a == "--demo") {
         demo(&namespace).await
+    } else if args.iter().any(|a| a == "--crd") {
+        print_crd()
     } else {
         follow(&namespace).await
     };
@@ -67,6 +71,20 @@ async fn follow(namespace: &str) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Prints the CustomResourceDefinition the types make (what `crd.yaml`
+/// holds): `kubectl apply -f` it on a cluster before the operator runs.
+#[cfg(feature = "kubernetes-api")]
+fn print_crd() -> Result<(), Box<dyn std::error::Error>> {
+    println!("{}", serde_json::to_string_pretty(&operator::exposed().crd()?)?);
+    Ok(())
+}
+
+#[cfg(not(feature = "kubernetes-api"))]
+fn print_crd() -> Result<(), Box<dyn std::error::Error>> {
+    Err("--crd needs the Kubernetes API's schemas: build with --features kubernetes,kubernetes-api"
+        .into())
+}
+
 #[cfg(not(feature = "kubernetes-api"))]
 async fn demo(_: &str) -> Result<(), Box<dyn std::error::Error>> {
     Err("--demo serves the Kubernetes API itself: build with --features kubernetes,kubernetes-api"
@@ -80,14 +98,13 @@ async fn demo(namespace: &str) -> Result<(), Box<dyn std::error::Error>> {
     use std::time::Duration;
 
     use cosi_runtime::State;
-    use cosi_runtime::kubernetes::{Expose, KubernetesApi};
+    use cosi_runtime::kubernetes::KubernetesApi;
     use kube::api::{Api, DynamicObject, PostParams};
     use kube::runtime::wait::await_condition;
     use serde_json::json;
 
     let cluster = State::start();
-    let crd = Expose::resource_type("Greetings.example.cosi.dev", "v1").status_subresource();
-    let api = KubernetesApi::new(&cluster).expose(crd.namespaces([namespace]))?;
+    let api = KubernetesApi::new(&cluster).expose(operator::exposed().namespaces([namespace]))?;
     let server = api.serve("127.0.0.1:0".parse()?).await?;
     println!("apiserver (cosi-runtime's Kubernetes API) on {}", server.url());
 

@@ -15,6 +15,18 @@ use cosi_runtime::prelude::{Phase, Pointer, Spec};
 use kube::api::{ApiResource, GroupVersionKind, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
+/// The `Greeting` type as the Kubernetes API serves it: a status
+/// subresource, and the schemas of its spec and status derived from
+/// [`GreetingSpec`] and [`GreetingStatus`]. Its
+/// [`crd`](cosi_runtime::kubernetes::Expose::crd) is `crd.yaml`.
+#[cfg(feature = "kubernetes-api")]
+pub fn exposed() -> cosi_runtime::kubernetes::Expose {
+    cosi_runtime::kubernetes::Expose::resource_type(Greeting::TYPE, "v1")
+        .status_subresource()
+        .spec_schema::<GreetingSpec>()
+        .status_schema::<GreetingStatus>()
+}
+
 /// The CRD's group, version and kind.
 pub fn greetings() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk("example.cosi.dev", "v1", "Greeting"))
@@ -35,7 +47,7 @@ pub struct Greeting {
 }
 
 /// What the user asks: whom to greet, and how.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GreetingSpec {
     /// Whom to greet.
     pub name: String,
@@ -45,7 +57,7 @@ pub struct GreetingSpec {
 }
 
 /// What the operator answers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GreetingStatus {
     /// The greeting.

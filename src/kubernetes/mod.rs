@@ -32,7 +32,7 @@
 //! | `GET`, `PUT`, `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}/status` | with [`Expose::status_subresource`]: read the object, write its `status` alone (merge, JSON, apply patches); `404` for other types |
 //! | `GET /api/v1/namespaces` | the namespaces served ([`KubernetesApi::namespaces`], [`Expose::namespaces`]): a `NamespaceList`, or a Table for `kubectl get ns` |
 //! | `GET /api/v1/namespaces/{ns}` | a `Namespace` (namespaces are implicit: every valid name exists); kubectl reads it when an object is not found |
-//! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::schema`]) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
+//! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::with_schema`] derives it from the type, [`Expose::schema`] takes it as JSON) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
 //! | `GET /healthz`, `/livez`, `/readyz` | `200 ok`, or `500` naming the failed check; `?verbose` lists the checks (`ping`, `state`; `/readyz` also `shutdown`), `?exclude=NAME` skips one, `/livez/NAME` runs one; no token needed |
 //! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | `kubectl auth can-i`: whether the caller's [token](Tokens) allows a verb on a type (`get`, `list`, `watch` are reads; every other verb a write) |
 //! | `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` | `kubectl auth whoami`: the caller's user name (also `v1beta1`, `v1alpha1`) |
@@ -448,6 +448,7 @@ mod patch;
 mod registry;
 mod review;
 mod routes;
+mod schema;
 mod shared;
 mod status;
 mod table;
@@ -473,6 +474,9 @@ pub use object::{
     OWNER_REFERENCES_ANNOTATION,
 };
 pub use registry::{Expose, ExposeError};
+/// schemars, for `#[derive(JsonSchema)]` on exposed types
+/// ([`Expose::with_schema`]): the same crate kube-rs derives schemas with.
+pub use schemars;
 pub use status::Status;
 pub use tls::TlsError;
 

@@ -33,9 +33,7 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
         let reversed: Vec<&str> = t.group.split('.').rev().collect();
         let schema_name = format!("{}.{}.{}", reversed.join("."), t.version, t.kind);
         let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
-        let spec = t.schema.clone().unwrap_or_else(
-            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-        );
+        let spec = t.spec_schema();
         let mut schema = json!({
             "type": "object",
             "description": format!("{} ({}), served by cosi-runtime", t.kind, t.resource_type),
@@ -48,8 +46,7 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
             "x-kubernetes-group-version-kind": [gvk],
         });
         if t.status {
-            schema["properties"]["status"] =
-                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+            schema["properties"]["status"] = t.status_schema();
         }
         schemas.insert(schema_name.clone(), schema);
         let reference = json!({"$ref": format!("#/components/schemas/{schema_name}")});

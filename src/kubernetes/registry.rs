@@ -252,6 +252,8 @@ pub struct Expose {
     decoder: Option<Decoder>,
     /// The spec's JSON schema, serialized (a `Value` is not `Eq`).
     schema: Option<String>,
+    /// The status's, likewise (with a status subresource).
+    status_schema: Option<String>,
     /// A status subresource: the stored spec is `{spec, status}`.
     status: bool,
 }
@@ -284,6 +286,7 @@ impl Expose {
             namespaces: BTreeSet::new(),
             decoder: None,
             schema: None,
+            status_schema: None,
             status: false,
         }
     }
@@ -357,6 +360,63 @@ impl Expose {
     pub fn schema(mut self, schema: Value) -> Self {
         self.schema = Some(schema.to_string());
         self
+    }
+
+    /// Exposes `S` as [`of`](Expose::of) does, with the OpenAPI v3 schema
+    /// of its spec derived from its `JsonSchema` (schemars, the derive
+    /// kube-rs uses): `kubectl explain TYPE.spec` shows its fields, their
+    /// types and doc comments, and [`crd`](Expose::crd) carries it.
+    ///
+    /// ```
+    /// use cosi_runtime::kubernetes::Expose;
+    /// use cosi_runtime::kubernetes::schemars::JsonSchema;
+    /// # use serde::{Deserialize, Serialize};
+    /// /// A network link.
+    /// #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+    /// #[schemars(crate = "cosi_runtime::kubernetes::schemars")]
+    /// struct LinkConfig {
+    ///     /// Its MTU.
+    ///     mtu: u32,
+    /// }
+    /// # impl cosi_runtime::resource::Spec for LinkConfig { const TYPE: &'static str = "LinkConfigs.net.cosi.dev"; }
+    /// let crd = Expose::with_schema::<LinkConfig>("v1alpha1").crd()?;
+    /// let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    /// assert_eq!(spec["properties"]["mtu"]["description"], "Its MTU.");
+    /// # Ok::<(), cosi_runtime::kubernetes::ExposeError>(())
+    /// ```
+    pub fn with_schema<S: Spec + schemars::JsonSchema>(version: impl Into<String>) -> Expose {
+        Expose::of::<S>(version).spec_schema::<S>()
+    }
+
+    /// The schema of the objects' `spec`, derived from `T`'s `JsonSchema`
+    /// (for [`Expose::resource_type`], or a spec type other than the
+    /// stored one).
+    #[must_use]
+    pub fn spec_schema<T: schemars::JsonSchema>(self) -> Self {
+        self.schema(super::schema::structural::<T>())
+    }
+
+    /// The schema of the objects' `status` (with a
+    /// [status subresource](Expose::status_subresource)), derived from
+    /// `T`'s `JsonSchema` (default: a free-form object).
+    #[must_use]
+    pub fn status_schema<T: schemars::JsonSchema>(mut self) -> Self {
+        self.status_schema = Some(super::schema::structural::<T>().to_string());
+        self
+    }
+
+    /// The CustomResourceDefinition (`apiextensions.k8s.io/v1`) of this
+    /// type, for a real cluster: its group, names (kind, plural, singular,
+    /// short names, categories), namespaced scope, this version served and
+    /// stored with its schema (the spec's, and the status's with a status
+    /// subresource), the status subresource, and the print columns as
+    /// `additionalPrinterColumns`. What `kubectl apply -f` takes before an
+    /// operator runs against a cluster.
+    ///
+    /// # Errors
+    /// [`ExposeError`], as [`KubernetesApi::expose`](super::KubernetesApi::expose).
+    pub fn crd(&self) -> Result<Value, ExposeError> {
+        Ok(self.clone().resolve()?.crd())
     }
 
     /// The kind (default: the type's first segment without a trailing `s`).
@@ -473,6 +533,7 @@ impl Expose {
             namespaces: self.namespaces,
             decoder: self.decoder,
             schema: self.schema.and_then(|s| serde_json::from_str(&s).ok()),
+            status_schema: self.status_schema.and_then(|s| serde_json::from_str(&s).ok()),
             status: self.status,
         })
     }
@@ -519,11 +580,74 @@ pub(crate) struct Exposed {
     pub(crate) namespaces: BTreeSet<String>,
     pub(crate) decoder: Option<Decoder>,
     pub(crate) schema: Option<Value>,
+    pub(crate) status_schema: Option<Value>,
     /// A status subresource ([`Expose::status_subresource`]).
     pub(crate) status: bool,
 }
 
 impl Exposed {
+    /// The schema served for the objects' `spec`.
+    pub(crate) fn spec_schema(&self) -> Value {
+        self.schema.clone().unwrap_or_else(
+            || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        )
+    }
+
+    /// The schema served for the objects' `status`.
+    pub(crate) fn status_schema(&self) -> Value {
+        self.status_schema.clone().unwrap_or_else(
+            || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        )
+    }
+
+    /// See [`Expose::crd`].
+    fn crd(&self) -> Value {
+        use serde_json::json;
+        let mut properties = json!({ "spec": self.spec_schema() });
+        if self.status {
+            properties["status"] = self.status_schema();
+        }
+        let mut version = json!({
+            "name": self.version,
+            "served": true,
+            "storage": true,
+            "schema": { "openAPIV3Schema": { "type": "object", "properties": properties } },
+        });
+        if self.status {
+            version["subresources"] = json!({ "status": {} });
+        }
+        if !self.columns.is_empty() {
+            version["additionalPrinterColumns"] = self
+                .columns
+                .iter()
+                .map(|c| json!({ "name": c.name, "type": "string", "jsonPath": c.path }))
+                .collect();
+        }
+        let mut names = json!({
+            "kind": self.kind,
+            "listKind": format!("{}List", self.kind),
+            "plural": self.plural,
+            "singular": self.singular,
+        });
+        if !self.short_names.is_empty() {
+            names["shortNames"] = json!(self.short_names);
+        }
+        if !self.categories.is_empty() {
+            names["categories"] = json!(self.categories);
+        }
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": { "name": format!("{}.{}", self.plural, self.group) },
+            "spec": {
+                "group": self.group,
+                "names": names,
+                "scope": "Namespaced",
+                "versions": [version],
+            },
+        })
+    }
+
     /// `group/version`.
     pub(crate) fn api_version(&self) -> String {
         format!("{}/{}", self.group, self.version)

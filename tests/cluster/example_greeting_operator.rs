@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::kubectl::{Kubectl, kubectl_available};
 use crate::operator;
-use cosi_runtime::kubernetes::{Expose, KubernetesApi};
+use cosi_runtime::kubernetes::KubernetesApi;
 use cosi_runtime::prelude::{Kind, LabelQuery, Pointer, Spec, WatchOptions};
 use cosi_runtime::{Runtime, State};
 use futures::StreamExt;
@@ -53,8 +53,8 @@ async fn kubectl_applies_a_greeting_and_sees_the_operators_reply_in_its_status()
     }
     // The apiserver: the CRD served with a status subresource, as crd.yaml declares it.
     let cluster = State::start();
-    let crd = Expose::resource_type(operator::Greeting::TYPE, "v1").status_subresource();
-    let api = KubernetesApi::new(&cluster).expose(crd.namespaces(["default"])).unwrap();
+    let api =
+        KubernetesApi::new(&cluster).expose(operator::exposed().namespaces(["default"])).unwrap();
     let server = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let client = kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
 
@@ -95,4 +95,15 @@ async fn kubectl_applies_a_greeting_and_sees_the_operators_reply_in_its_status()
     assert!(runtime.state().get(&ptr).await.unwrap_err().is_not_found());
     assert!(runtime.health().await.is_healthy(), "{:?}", runtime.health().await);
     server.stop().await;
+}
+
+/// `crd.yaml` is the CustomResourceDefinition the operator's types make
+/// (`cargo run --example greeting_operator --features kubernetes,kubernetes-api -- --crd`).
+#[test]
+fn the_committed_crd_is_the_one_the_types_make() {
+    let text = include_str!("../../examples/greeting_operator/crd.yaml");
+    let json: String = text.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
+    let committed: serde_json::Value =
+        serde_json::from_str(&json).expect("crd.yaml is JSON below its comments");
+    assert_eq!(committed, operator::exposed().crd().unwrap(), "regenerate crd.yaml with --crd");
 }

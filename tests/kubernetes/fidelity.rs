@@ -6,6 +6,7 @@
 
 use cosi_runtime::kubernetes::{Expose, KubernetesApi};
 use cosi_runtime::prelude::*;
+use cosi_runtime::resource::Spec;
 use serde_json::{Value, json};
 
 use crate::http;
@@ -517,6 +518,87 @@ async fn a_create_in_a_controllers_exclusive_output_is_refused_naming_it() {
     assert_eq!(post(addr, LINKS, &named("eth0", json!(1500))).await.status, 201);
     server.stop().await;
     runtime.stop().await;
+}
+
+/// A link, described for `kubectl explain`.
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    cosi_runtime::kubernetes::schemars::JsonSchema,
+)]
+#[schemars(crate = "cosi_runtime::kubernetes::schemars")]
+struct Explained {
+    /// The link's MTU, in bytes.
+    mtu: u32,
+    /// The bond it joins, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bond: Option<String>,
+}
+
+impl Spec for Explained {
+    const TYPE: &'static str = "LinkConfigs.net.cosi.dev";
+}
+
+fn explained_api(state: &State) -> KubernetesApi {
+    KubernetesApi::new(state)
+        .expose(Expose::with_schema::<Explained>("v1alpha1").namespaces(["config"]))
+        .unwrap()
+}
+
+#[actix::test]
+async fn a_derived_schema_is_served_and_makes_the_crd() {
+    let state = State::start();
+    let (server, addr) = serve(explained_api(&state)).await;
+    let doc = get(addr, "/openapi/v3/apis/net.cosi.dev/v1alpha1").await;
+    let schema = &doc.body["components"]["schemas"]["dev.cosi.net.v1alpha1.LinkConfig"];
+    let spec = &schema["properties"]["spec"];
+    assert_eq!(spec["properties"]["mtu"]["type"], "integer", "{spec}");
+    assert_eq!(spec["properties"]["mtu"]["description"], "The link's MTU, in bytes.");
+    assert_eq!(spec["required"], json!(["mtu"]));
+    server.stop().await;
+    let crd = Expose::with_schema::<Explained>("v1alpha1")
+        .short_names(["lc"])
+        .column("MTU", ".spec.mtu")
+        .crd()
+        .unwrap();
+    assert_eq!(crd["metadata"]["name"], "linkconfigs.net.cosi.dev");
+    assert_eq!(crd["spec"]["names"]["kind"], "LinkConfig");
+    assert_eq!(crd["spec"]["names"]["shortNames"], json!(["lc"]));
+    let version = &crd["spec"]["versions"][0];
+    assert_eq!(version["name"], "v1alpha1");
+    assert_eq!(version["schema"]["openAPIV3Schema"]["properties"]["spec"], *spec);
+    assert_eq!(version["additionalPrinterColumns"][0]["jsonPath"], ".spec.mtu");
+}
+
+/// `kubectl explain TYPE.spec` lists the fields of a derived schema.
+async fn kubectl_explains_a_derived_schema(minor: u32) {
+    let state = State::start();
+    let (server, addr) = serve(explained_api(&state).server_version(1, minor)).await;
+    let kubectl = Kubectl::new(addr);
+    let (ok, out) = kubectl.run_joined(&["explain", "linkconfigs.spec"]).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("mtu") && out.contains("<integer>"), "{out}");
+    assert!(out.contains("The link's MTU, in bytes."), "{out}");
+    assert!(out.contains("bond") && out.contains("<string>"), "{out}");
+    server.stop().await;
+}
+
+#[actix::test]
+async fn kubectl_1_27_explains_a_derived_schema() {
+    if kubectl_available(27) {
+        kubectl_explains_a_derived_schema(27).await;
+    }
+}
+
+#[actix::test]
+async fn kubectl_1_33_explains_a_derived_schema() {
+    if kubectl_available(33) {
+        kubectl_explains_a_derived_schema(33).await;
+    }
 }
 
 const APPLIED: &str = "apiVersion: net.cosi.dev/v1alpha1
