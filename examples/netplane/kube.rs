@@ -56,16 +56,18 @@ impl Kube {
             // A client cannot create what a controller outputs exclusively.
             .controllers(runtime)
             .expose(
-                Expose::of::<LinkConfig>(version)
+                Expose::with_schema::<LinkConfig>(version)
                     .short_names(["lc"])
                     .column("MTU", ".spec.mtu")
                     .column("UP", ".spec.up"),
             )
             .and_then(|api| {
-                api.expose(Expose::of::<AddressConfig>(version).column("LINK", ".spec.link"))
+                api.expose(
+                    Expose::with_schema::<AddressConfig>(version).column("LINK", ".spec.link"),
+                )
             })
-            .and_then(|api| api.expose(Expose::of::<RouteConfig>(version)))
-            .and_then(|api| api.expose(Expose::of::<HostnameConfig>(version)))
+            .and_then(|api| api.expose(Expose::with_schema::<RouteConfig>(version)))
+            .and_then(|api| api.expose(Expose::with_schema::<HostnameConfig>(version)))
             .map_err(|e| e.to_string())
     }
 

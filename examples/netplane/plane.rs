@@ -50,34 +50,51 @@ pub const STATUS: &str = "status";
 
 /// A network link the user wants.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[cfg_attr(feature = "kubernetes-api", derive(cosi_runtime::kubernetes::schemars::JsonSchema))]
+#[cfg_attr(feature = "kubernetes-api", schemars(crate = "cosi_runtime::kubernetes::schemars"))]
 #[spec(type = "LinkConfigs.net.cosi.dev")]
 pub struct LinkConfig {
+    /// The largest packet the link carries, in bytes.
     pub mtu: u32,
+    /// Whether the link is up.
     pub up: bool,
 }
 
 /// An address on a link.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[cfg_attr(feature = "kubernetes-api", derive(cosi_runtime::kubernetes::schemars::JsonSchema))]
+#[cfg_attr(feature = "kubernetes-api", schemars(crate = "cosi_runtime::kubernetes::schemars"))]
 #[spec(type = "AddressConfigs.net.cosi.dev")]
 pub struct AddressConfig {
+    /// The link it is on.
     pub link: String,
+    /// The address and prefix length (`10.0.0.1/24`).
     pub cidr: String,
 }
 
 /// A route through a gateway on a link.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[cfg_attr(feature = "kubernetes-api", derive(cosi_runtime::kubernetes::schemars::JsonSchema))]
+#[cfg_attr(feature = "kubernetes-api", schemars(crate = "cosi_runtime::kubernetes::schemars"))]
 #[spec(type = "RouteConfigs.net.cosi.dev")]
 pub struct RouteConfig {
+    /// The network reached (`0.0.0.0/0`).
     pub destination: String,
+    /// The next hop.
     pub gateway: String,
+    /// The link it leaves by.
     pub link: String,
 }
 
 /// The host's name.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Spec)]
+#[cfg_attr(feature = "kubernetes-api", derive(cosi_runtime::kubernetes::schemars::JsonSchema))]
+#[cfg_attr(feature = "kubernetes-api", schemars(crate = "cosi_runtime::kubernetes::schemars"))]
 #[spec(type = "HostnameConfigs.net.cosi.dev")]
 pub struct HostnameConfig {
+    /// The host's own name.
     pub hostname: String,
+    /// Its domain.
     pub domain: String,
 }
 

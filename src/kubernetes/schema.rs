@@ -21,7 +21,24 @@ pub(crate) fn structural<T: JsonSchema>() -> Value {
             root.remove(key);
         }
     }
+    drop_null_defaults(&mut value);
     value
+}
+
+/// Removes every `"default": null` (what `#[serde(default)]` on an
+/// `Option` gives): a default that sets nothing, which Kubernetes' own types
+/// drop, so that a CRD reads back as it was written.
+fn drop_null_defaults(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            map.values_mut().for_each(drop_null_defaults);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_defaults),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -107,3 +107,25 @@ fn the_committed_crd_is_the_one_the_types_make() {
         serde_json::from_str(&json).expect("crd.yaml is JSON below its comments");
     assert_eq!(committed, operator::exposed().crd().unwrap(), "regenerate crd.yaml with --crd");
 }
+
+/// The CRD the types make reads as k8s-openapi's `CustomResourceDefinition`
+/// and back unchanged, and is structural: no free-form object where the
+/// types have fields.
+#[test]
+fn the_generated_crd_round_trips_through_k8s_openapi_and_is_structural() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd = operator::exposed().crd().unwrap();
+    let typed: CustomResourceDefinition = serde_json::from_value(crd.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), crd);
+    let version = &typed.spec.versions[0];
+    let schema = version.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap();
+    let properties = schema.properties.as_ref().unwrap();
+    for part in ["spec", "status"] {
+        let part = &properties[part];
+        assert_eq!(part.type_.as_deref(), Some("object"));
+        assert!(part.x_kubernetes_preserve_unknown_fields.is_none(), "{part:?}");
+        assert!(!part.properties.as_ref().unwrap().is_empty());
+    }
+    assert!(!crd.to_string().contains("$ref"));
+    assert!(version.subresources.as_ref().unwrap().status.is_some());
+}

@@ -62,6 +62,8 @@ async fn kubectl_applies_gets_and_deletes_links_of_the_running_control_plane() {
     assert!(ok && listed.contains("eth0") && !listed.contains("eth1"), "{listed}");
     let (ok, listed) = kubectl(home.path(), &url, &["get", "linkconfigs", "-A"]).await;
     assert!(ok && listed.contains("config") && listed.contains("eth0"), "-A: {listed}");
+    let (ok, explained) = kubectl(home.path(), &url, &["explain", "linkconfigs.spec"]).await;
+    assert!(ok && explained.contains("mtu") && explained.contains("<integer>"), "{explained}");
 
     let manifest = home.path().join("eth5.yaml");
     std::fs::write(
