@@ -90,6 +90,7 @@
 //! set and three readers share one watch; selectors, dynamic mirrors,
 //! objects that do not decode), `tests/cluster/sink.rs`,
 //! `tests/cluster/kube_runtime.rs` and `tests/cluster/example_greeting_operator.rs`.
+//! A kube-rs user starts at [`coming_from_kube_rs`].
 //! BENCHMARKS.md ("A cluster as a source") measures the memory: 100,000
 //! objects mirrored once and read by 3 queue controllers, against 3
 //! kube-runtime reflector stores of the same objects.
@@ -98,6 +99,14 @@ mod mirror;
 mod sink;
 mod source;
 
+#[doc = include_str!("../../docs/coming-from-kube-rs.md")]
+pub mod coming_from_kube_rs {}
+
+/// The `k8s-openapi` this crate is built on (its `latest` Kubernetes version).
+pub use k8s_openapi;
+/// The `kube` this crate is built on (5.x), for your own `Client` and
+/// `ApiResource`s at the same version.
+pub use kube;
 pub use mirror::{CLUSTER_SCOPED_NAMESPACE, LAST_APPLIED_ANNOTATION, Mirror};
 pub use sink::{Sink, SinkError};
 pub use source::{MirrorHandle, MirrorStatus, Source};
