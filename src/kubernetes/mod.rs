@@ -135,7 +135,7 @@
 //!   derived, and [`OWNER_REFERENCES_ANNOTATION`] and
 //!   [`GENERATION_OFFSET_ANNOTATION`], reserved), finalizers,
 //!   `ownerReferences` and `spec`; `status`, `generation`, timestamps and
-//!   `managedFields` are ignored. The name and namespace must match the URL's.
+//!   `managedFields` are ignored (the server keeps the managed fields). The name and namespace must match the URL's.
 //! - `metadata.ownerReferences` (each `apiVersion`, `kind`, `name`, `uid`,
 //!   optional booleans `controller`, `blockOwnerDeletion`; at most one
 //!   controller; anything else is a `422 Invalid` naming the field) are kept
@@ -178,8 +178,13 @@
 //!   which kubectl sends) is a merge patch onto the stored object, or a
 //!   create (`201`) when there is none; `?fieldManager=` is required and
 //!   recorded in the annotation [`FIELD_MANAGER_ANNOTATION`] (the last
-//!   applier; there are no per-field `managedFields`, so fields left out of
-//!   an apply are kept, not removed, and `force` is ignored).
+//!   applier). Field ownership is kept per manager and served as
+//!   `metadata.managedFields` (`kubectl get -o yaml --show-managed-fields`):
+//!   an apply that would change a field another applier owns is a `409
+//!   Conflict` naming each field and manager, unless `?force=true`, which
+//!   takes it over. Unlike the apiserver, a field an update (create, PUT,
+//!   merge or JSON patch) last set is taken over by an apply without a
+//!   conflict, and fields left out of a later apply are kept, not removed.
 //! - `DELETE` tears the resource down at once (it is served with
 //!   `deletionTimestamp`, and updates are still accepted, e.g. removing a
 //!   finalizer) and destroys it as soon as no finalizers remain

@@ -28,7 +28,7 @@ pub const OWNER_ANNOTATION: &str = "cosi.dev/owner";
 
 /// The annotation in which a server-side apply (`PATCH` with
 /// `application/apply-patch+yaml`) records its `?fieldManager=` (the last
-/// applier; there are no per-field `managedFields`).
+/// applier; who owns which field is in `metadata.managedFields`).
 pub const FIELD_MANAGER_ANNOTATION: &str = "cosi.dev/field-manager";
 
 /// The annotation in which a written object's `metadata.ownerReferences`
@@ -60,9 +60,16 @@ pub const OWNER_REFERENCES_ANNOTATION: &str = "kubernetes.cosi.dev/owner-referen
 /// a client's value for it is ignored.
 pub const GENERATION_OFFSET_ANNOTATION: &str = "kubernetes.cosi.dev/generation-offset";
 
+/// Reserved annotation: the objects' field managers, kept by the server in
+/// the `managedFields` form and served as `metadata.managedFields` (never
+/// as an annotation); a client's value for it is ignored.
+pub const MANAGED_FIELDS_ANNOTATION: &str = "kubernetes.cosi.dev/managed-fields";
+
 /// Whether `key` is an annotation the server keeps for itself and never serves.
 pub(crate) fn reserved(key: &str) -> bool {
-    key == OWNER_REFERENCES_ANNOTATION || key == GENERATION_OFFSET_ANNOTATION
+    key == OWNER_REFERENCES_ANNOTATION
+        || key == GENERATION_OFFSET_ANNOTATION
+        || key == MANAGED_FIELDS_ANNOTATION
 }
 
 /// The count kept in [`GENERATION_OFFSET_ANNOTATION`] (0 without it).
@@ -256,6 +263,13 @@ impl Serialize for ObjectMeta<'_> {
         }
         if let Some(references) = served_owner_references(md.annotations()) {
             out.serialize_entry("ownerReferences", &references)?;
+        }
+        if let Some(managed) = md
+            .annotations()
+            .get(MANAGED_FIELDS_ANNOTATION)
+            .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        {
+            out.serialize_entry("managedFields", &managed)?;
         }
         if !md.finalizers().is_empty() {
             out.serialize_entry("finalizers", &Finalizers(md.finalizers()))?;

@@ -31,6 +31,8 @@ struct Details {
     kind: String,
     /// `causes`: (field, message), as kubectl prints a 422.
     causes: Vec<(String, String)>,
+    /// The causes are field-manager conflicts (a 409 of an apply).
+    conflict: bool,
 }
 
 impl Details {
@@ -40,6 +42,7 @@ impl Details {
             group: group.into(),
             kind: plural.into(),
             causes: Vec::new(),
+            conflict: false,
         }))
     }
 }
@@ -133,6 +136,38 @@ impl Status {
         status.details = Details::of(group, kind, name);
         if let Some(details) = &mut status.details {
             details.causes = causes;
+        }
+        status
+    }
+
+    /// 409 `Conflict` of a server-side apply that would change fields other
+    /// managers own: one cause (`FieldManagerConflict`) per field, as the
+    /// apiserver answers (`Apply failed with 1 conflict: conflict with
+    /// "kubectl-edit": .spec.mtu`).
+    pub fn apply_conflict(
+        group: &str,
+        plural: &str,
+        name: &str,
+        conflicts: Vec<(String, String)>,
+    ) -> Self {
+        let n = conflicts.len();
+        let listed: Vec<String> = conflicts
+            .iter()
+            .map(|(field, manager)| format!("conflict with {manager:?}: {field}"))
+            .collect();
+        let message = format!(
+            "Apply failed with {n} conflict{}: {}",
+            if n == 1 { "" } else { "s" },
+            listed.join("\n")
+        );
+        let mut status = Status::new(409, "Conflict", message);
+        status.details = Details::of(group, plural, name);
+        if let Some(details) = &mut status.details {
+            details.causes = conflicts
+                .into_iter()
+                .map(|(field, manager)| (field, format!("conflict with {manager:?}")))
+                .collect();
+            details.conflict = true;
         }
         status
     }
@@ -245,7 +280,9 @@ impl Status {
                     .causes
                     .iter()
                     .map(|(field, message)| {
-                        let reason = if message.starts_with("Required value") {
+                        let reason = if d.conflict {
+                            "FieldManagerConflict"
+                        } else if message.starts_with("Required value") {
                             "FieldValueRequired"
                         } else {
                             "FieldValueInvalid"

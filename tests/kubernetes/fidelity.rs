@@ -632,6 +632,14 @@ async fn kubectl_dry_runs_generate_names_and_selects(minor: u32) {
     assert!(!out.contains("mtu") && !err.contains("error"), "no change of mtu: {out}{err}");
     assert_eq!(state.get(&ptr("eth0")).await.unwrap().metadata().revision(), before);
 
+    let applied =
+        kubectl.file("applied.yaml", &APPLIED.replace("eth0", "eth9").replace("MTU", "1400"));
+    let (ok, out) = kubectl.run_joined(&["apply", "--server-side", "-f", &applied]).await;
+    assert!(ok, "{out}");
+    let args = ["get", "linkconfig", "eth9", "-n", "config", "-o", "yaml", "--show-managed-fields"];
+    let (ok, out) = kubectl.run_joined(&args).await;
+    assert!(ok && out.contains("managedFields:") && out.contains("manager: kubectl"), "{out}");
+    assert!(out.contains("operation: Apply") && out.contains("f:mtu: {}"), "{out}");
     let generated = kubectl.file(
         "generated.yaml",
         &APPLIED.replace("  name: eth0", "  generateName: vlan-").replace("MTU", "1400"),

@@ -415,6 +415,47 @@ async fn kube_rs_creates_a_dynamic_object_and_the_state_holds_it() {
     server.stop().await;
 }
 
+/// Two field managers applying one field: the second is refused with a
+/// 409 naming the field and the first manager, unless it forces; the
+/// object's `managedFields` then lists both, each with what it owns.
+#[actix::test]
+async fn two_appliers_of_one_field_conflict_unless_forced_and_both_are_listed() {
+    let state = State::start();
+    let (server, links) = serve_links(&state).await;
+    let object = |spec: Value| {
+        json!({"apiVersion": "net.cosi.dev/v1alpha1", "kind": "LinkConfig",
+               "metadata": {"name": "eth7"}, "spec": spec})
+    };
+    let mut first = object(json!({"mtu": 1500}));
+    first["metadata"]["labels"] = json!({"tier": "core"});
+    links.patch("eth7", &PatchParams::apply("netops"), &Patch::Apply(&first)).await.unwrap();
+    let second = object(json!({"mtu": 9000}));
+    let refused = links.patch("eth7", &PatchParams::apply("tuner"), &Patch::Apply(&second)).await;
+    let Err(kube::Error::Api(status)) = refused else { panic!("a conflict: {refused:?}") };
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert!(status.message.contains(r#"conflict with "netops": .spec.mtu"#), "{}", status.message);
+    assert_eq!(stored_link(&state, "eth7").await.spec().mtu, 1500, "nothing written");
+
+    let forced = PatchParams::apply("tuner").force();
+    let taken = links.patch("eth7", &forced, &Patch::Apply(&second)).await.unwrap();
+    assert_eq!(taken.data["spec"]["mtu"], 9000);
+    let managers: Vec<(String, String)> = taken
+        .managed_fields()
+        .iter()
+        .map(|m| (m.manager.clone().unwrap(), m.operation.clone().unwrap()))
+        .collect();
+    let pair = |m: &str| (m.to_owned(), "Apply".to_owned());
+    assert_eq!(managers, [pair("netops"), pair("tuner")]);
+    let owned = |manager: &str| {
+        let entry = taken.managed_fields().iter().find(|m| m.manager.as_deref() == Some(manager));
+        entry.unwrap().fields_v1.clone().unwrap().0
+    };
+    let labels = json!({"f:metadata": {"f:labels": {"f:tier": {}}}});
+    assert_eq!(owned("netops"), labels, "mtu was taken over");
+    assert_eq!(owned("tuner"), json!({"f:spec": {"f:mtu": {}}}));
+    server.stop().await;
+}
+
 #[actix::test]
 async fn kube_rs_merge_patches_and_server_side_applies_with_a_field_manager() {
     let state = State::start();

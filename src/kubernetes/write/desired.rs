@@ -26,6 +26,7 @@ pub(super) enum Part {
 }
 
 /// What a written object asks for.
+#[derive(Clone)]
 pub(super) struct Desired {
     pub(super) metadata: Metadata,
     /// Without a status subresource, the decoded spec as it is stored; with

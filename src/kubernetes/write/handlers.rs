@@ -7,15 +7,17 @@ use serde_json::Value;
 
 use super::desired::{Part, desired, stored_value, update_over};
 use super::gc::{self, Propagation};
+use super::managed::Managed;
 use super::request::{
-    ATTEMPTS, ItemPath, Options, Query, Target, generated_name, item, json_body, name_error,
-    options, read_body, status_item, target,
+    ATTEMPTS, ItemPath, Options, Query, Target, generated_name, item, json_body, manager_of,
+    name_error, now_rfc3339, options, read_body, status_item, target,
 };
-use crate::kubernetes::object::{FIELD_MANAGER_ANNOTATION, object};
-use crate::kubernetes::params::ListParams;
+use crate::kubernetes::object::{FIELD_MANAGER_ANNOTATION, MANAGED_FIELDS_ANNOTATION, object};
+use crate::kubernetes::params::{ListParams, parse_bool};
 use crate::kubernetes::patch::{PatchError, json_patch, merge_patch};
 use crate::kubernetes::shared::Shared;
 use crate::kubernetes::status::Status;
+use crate::resource::Metadata;
 use crate::resource::{AnyResource, Kind};
 
 /// `POST /apis/{group}/{version}/namespaces/{namespace}/{plural}`: 201 and
@@ -39,6 +41,8 @@ pub(in crate::kubernetes) async fn create(
         // Before the name is looked for: no object, no name (400, not 422).
         return Err(Status::bad_request("the request body is not a JSON object"));
     }
+    let manager = manager_of(&query, &req);
+    let api_version = target.exposed.api_version();
     let named = body["metadata"]["name"].as_str().unwrap_or_default().to_owned();
     let prefix = body["metadata"]["generateName"].as_str().unwrap_or_default().to_owned();
     let generate = named.is_empty() && !prefix.is_empty();
@@ -56,7 +60,11 @@ pub(in crate::kubernetes) async fn create(
         if generate {
             body["metadata"]["name"] = Value::String(target.name.clone());
         }
-        let desired = desired(&target, &body, options.strict, Part::Object)?;
+        let mut desired = desired(&target, &body, options.strict, Part::Object)?;
+        let mut managed = Managed::default();
+        let after = owned_part(&target, body.clone());
+        managed.update(&manager, &api_version, &Value::Null, &after, &now_rfc3339());
+        keep_managed(&mut desired.metadata, &managed);
         // With a status subresource, a create stores no status.
         let value = stored_value(&target, &desired, None, Part::Object)?;
         let resource = AnyResource::from_dynamic(desired.metadata, value);
@@ -75,6 +83,30 @@ pub(in crate::kubernetes) async fn create(
         }
     }
     Err(target.error(crate::Error::AlreadyExists { resource: target.pointer() }))
+}
+
+/// The managed fields `stored` carries (none for a new object).
+fn managed_of(stored: Option<&AnyResource>) -> Managed {
+    Managed::parse(stored.and_then(|r| r.metadata().annotations().get(MANAGED_FIELDS_ANNOTATION)))
+}
+
+/// Keeps `managed` in `md` (the annotation goes when nobody manages anything).
+fn keep_managed(md: &mut Metadata, managed: &Managed) {
+    match managed.annotation() {
+        Some(text) => drop(md.annotations_mut().insert(MANAGED_FIELDS_ANNOTATION, text)),
+        None => drop(md.annotations_mut().remove(MANAGED_FIELDS_ANNOTATION)),
+    }
+}
+
+/// An object as field ownership reads it: with a status subresource, an
+/// object write leaves the status alone, so it is left out.
+fn owned_part(target: &Target, mut doc: Value) -> Value {
+    if target.exposed.status
+        && let Value::Object(map) = &mut doc
+    {
+        map.remove("status");
+    }
+    doc
 }
 
 /// `PUT .../{plural}/{name}`: replaces labels, annotations, finalizers,
@@ -115,10 +147,20 @@ async fn replace_part(
     part: Part,
 ) -> Result<HttpResponse, Status> {
     let options = options(&query)?;
-    let body = read_body(shared, &req, payload).await?;
-    let desired = desired(&target, &json_body(&body)?, options.strict, part)?;
+    let manager = manager_of(&query, &req);
+    let body = json_body(&read_body(shared, &req, payload).await?)?;
+    let written = desired(&target, &body, options.strict, part)?;
     for _ in 0..ATTEMPTS {
         let stored = target.stored(shared).await?.ok_or_else(|| target.not_found())?;
+        let mut desired = written.clone();
+        if part == Part::Object {
+            let mut managed = managed_of(Some(&stored));
+            let before = owned_part(&target, object(&target.exposed, &stored, 0)?);
+            let after = owned_part(&target, body.clone());
+            let api_version = target.exposed.api_version();
+            managed.update(&manager, &api_version, &before, &after, &now_rfc3339());
+            keep_managed(&mut desired.metadata, &managed);
+        }
         if let Some(written) =
             update_over(shared, &target, &desired, &stored, part, options.dry_run).await?
         {
@@ -219,6 +261,30 @@ async fn patch_part(
         }
         Ok::<_, Status>(desired)
     };
+    let force = query.get("force").map_or(Ok(false), |v| parse_bool("force", v))?;
+    let updater = manager_of(&query, &req);
+    let api_version = target.exposed.api_version();
+    // Who owns what once the patch is in: `before` the stored object (`Null`
+    // for a create), `after` the patched one.
+    let ownership = |stored: Option<&AnyResource>, before: &Value, after: &Value| {
+        let mut managed = managed_of(stored);
+        let now = now_rfc3339();
+        match &manager {
+            Some(m) => {
+                let applied = owned_part(&target, patch.clone());
+                managed.apply(m, &api_version, before, &applied, force, &now).map_err(
+                    |conflicts| {
+                        let conflicts =
+                            conflicts.into_iter().map(|c| (c.field, c.manager)).collect();
+                        let e = &target.exposed;
+                        Status::apply_conflict(&e.group, &e.plural, &target.name, conflicts)
+                    },
+                )?;
+            }
+            None => managed.update(&updater, &api_version, before, after, &now),
+        }
+        Ok::<_, Status>(managed)
+    };
     for _ in 0..ATTEMPTS {
         let Some(stored) = target.stored(shared).await? else {
             if kind != PatchType::Apply || part == Part::Status {
@@ -229,7 +295,9 @@ async fn patch_part(
                 return Err(target.invalid(&why));
             }
             target.admit(shared).await?;
-            let desired = desired_of(&patch)?;
+            let mut desired = desired_of(&patch)?;
+            let managed = ownership(None, &Value::Null, &owned_part(&target, patch.clone()))?;
+            keep_managed(&mut desired.metadata, &managed);
             let value = stored_value(&target, &desired, None, Part::Object)?;
             let resource = AnyResource::from_dynamic(desired.metadata, value);
             if dry_run {
@@ -243,6 +311,7 @@ async fn patch_part(
         };
         target.writable(&stored)?;
         let mut doc = object(&target.exposed, &stored, stored.metadata().revision())?;
+        let before = owned_part(&target, doc.clone());
         match kind {
             PatchType::Merge | PatchType::Apply => merge_patch(&mut doc, &patch),
             PatchType::Json => json_patch(&mut doc, &patch).map_err(|e| match e {
@@ -251,7 +320,11 @@ async fn patch_part(
                 PatchError::Failed(m) => target.invalid(&m),
             })?,
         }
-        let desired = desired_of(&doc)?;
+        let mut desired = desired_of(&doc)?;
+        if part == Part::Object {
+            let managed = ownership(Some(&stored), &before, &owned_part(&target, doc.clone()))?;
+            keep_managed(&mut desired.metadata, &managed);
+        }
         if let Some(written) =
             update_over(shared, &target, &desired, &stored, part, dry_run).await?
         {

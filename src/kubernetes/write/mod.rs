@@ -5,6 +5,7 @@
 mod desired;
 mod gc;
 mod handlers;
+mod managed;
 mod request;
 
 pub(super) use handlers::{

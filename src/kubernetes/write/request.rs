@@ -194,6 +194,28 @@ pub(super) fn options(query: &HashMap<String, String>) -> Result<Options, Status
     Ok(Options { strict, dry_run })
 }
 
+/// The field manager of a write: its `fieldManager`, else the client's
+/// `User-Agent` up to its first `/` (as the apiserver names managers it is
+/// not told), else `unknown`.
+pub(super) fn manager_of(query: &HashMap<String, String>, req: &HttpRequest) -> String {
+    if let Some(m) = query.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.clone();
+    }
+    req.headers()
+        .get(actix_web::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|agent| agent.split('/').next())
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+/// Now, as a managed-fields entry's `time`.
+pub(super) fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
 /// The characters of a generated name's suffix, as the apiserver draws
 /// them (no vowels, no look-alikes).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
