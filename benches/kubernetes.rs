@@ -18,6 +18,12 @@
 //!   the patch until kube-runtime's `watcher` on that type delivers it, and
 //!   until an in-process kind watch on the state delivers the same change;
 //!   p50 and p99 of each.
+//! - outside criterion, `paged_list`: a state of 1,000,000 objects (quick:
+//!   2,000) listed through the API unpaged and in pages of 500
+//!   (`limit`/`continue`, as client-go's pager and kube-runtime's watcher
+//!   read), each by a raw HTTP client that keeps at most one page: the time
+//!   of each, the time per page, and the peak heap growth of the process
+//!   (server and client) during each.
 //! - outside criterion: `kubectl get <plural> -A` (and `-o json`) beside
 //!   `cosictl get <type>` (and `-o json`) of the same N, each a process run
 //!   to its end (median of 5; kubectl's discovery cached by a first run);
@@ -237,6 +243,86 @@ fn latency_figures(mut samples: Vec<Duration>) -> Value {
         "p50_ns": common::ns(common::percentile(&samples, 50.0)),
         "p99_ns": common::ns(common::percentile(&samples, 99.0)),
         "max_ns": common::ns(*samples.last().expect("samples")),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// paged_list
+
+/// Reads a response's body to its end, keeping none of it; its length.
+async fn drain(mut r: Response) -> usize {
+    let (mut buf, mut total) = (Vec::new(), 0);
+    while r.body_into(&mut buf).await {
+        total += buf.len();
+        buf.clear();
+    }
+    total + buf.len()
+}
+
+/// `n` objects listed through the API unpaged, then in pages of `page`.
+async fn paged_list(n: u64, page: usize) -> Value {
+    let runtime = Runtime::start();
+    let state = runtime.state();
+    pipelined(n, 1024, |i| {
+        let state = state.clone();
+        async move {
+            state.create(link(i), None).await.expect("create");
+        }
+    })
+    .await;
+    let api = KubernetesApi::new(&state)
+        .expose(Expose::of::<LinkSpec>(VERSION).namespaces([NS]))
+        .expect("expose");
+    let server = api.serve("127.0.0.1:0".parse().expect("addr")).await.expect("serve");
+    let addr = server.local_addr();
+    let path = format!("/apis/{GROUP}/{VERSION}/namespaces/{NS}/{PLURAL}");
+    let accept = [("Accept", "application/json")];
+
+    let base = common::peak_start();
+    let started = Instant::now();
+    let r = Response::open(addr, &path, &accept).await;
+    assert_eq!(r.status, 200);
+    let bytes = drain(r).await;
+    let unpaged = started.elapsed();
+    let unpaged_peak = common::peak_stop() - base;
+
+    let base = common::peak_start();
+    let started = Instant::now();
+    let (mut listed, mut pages, mut token) = (0usize, Vec::new(), None::<String>);
+    loop {
+        let at = Instant::now();
+        let query = match &token {
+            Some(t) => format!("{path}?limit={page}&continue={t}"),
+            None => format!("{path}?limit={page}"),
+        };
+        let r = Response::open(addr, &query, &accept).await;
+        assert_eq!(r.status, 200);
+        let body: Value = serde_json::from_slice(&r.body().await).expect("a page");
+        pages.push(at.elapsed());
+        listed += body["items"].as_array().map_or(0, Vec::len);
+        match body["metadata"]["continue"].as_str() {
+            Some(next) => token = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let paged = started.elapsed();
+    let paged_peak = common::peak_stop() - base;
+    assert_eq!(listed as u64, n, "the pages hold every object once");
+    server.stop().await;
+    runtime.stop().await;
+    let count = pages.len();
+    pages.sort();
+    json!({
+        "n": n,
+        "page": page,
+        "unpaged": { "ns": common::ns(unpaged), "bytes": bytes, "peak_heap_growth_bytes": unpaged_peak },
+        "paged": {
+            "ns": common::ns(paged),
+            "pages": count,
+            "page_p50_ns": common::ns(common::percentile(&pages, 50.0)),
+            "page_max_ns": common::ns(*pages.last().expect("a page")),
+            "peak_heap_growth_bytes": paged_peak,
+        },
     })
 }
 
@@ -848,8 +934,11 @@ fn main() {
         let (kube_rs, in_process) = sys.block_on(watch_latencies(&mut setup, mode.scale(1_000, 20)));
         json!({ "kube_rs_watcher": latency_figures(kube_rs), "in_process": latency_figures(in_process) })
     });
+    let paged = mode
+        .wants("paged_list")
+        .then(|| sys.block_on(paged_list(mode.scale(1_000_000, 2_000), 500)));
     let clients = mode.wants("clients").then(|| clients(&mode, &sys, &setup));
-    if clients.is_some() || latency.is_some() {
+    if clients.is_some() || latency.is_some() || paged.is_some() {
         let report = json!({
             "quick": !mode.full,
             "n": n,
@@ -857,6 +946,7 @@ fn main() {
             "write_window": 1024,
             "clients": clients,
             "watch_latency": latency,
+            "paged_list": paged,
         });
         common::write_report(&mode, "kubernetes", &report);
     }

@@ -913,6 +913,25 @@ def kubernetes_section(d, summary, md):
     md.append(table(["output", "kubectl", "cosictl", "ratio (kubectl / cosictl)"], rows))
     md.append("")
 
+    pl = kr.get("paged_list") or {}
+    up, pg = pl.get("unpaged") or {}, pl.get("paged") or {}
+    md.append(
+        f"**Paged lists.** {fmt_count(pl.get('n'))} objects listed through the API by a raw HTTP "
+        f"client that keeps at most one page: unpaged, and in pages of {pl.get('page', MISSING)} "
+        "(`limit`/`continue`, what client-go's pager and kube-runtime's watcher send), every page "
+        "from the first page's snapshot. Peak heap growth is the whole process's (server and "
+        "client) during each list, over what the state already held.\n"
+    )
+    md.append(table(
+        ["list", "time", "pages", "time per page (p50, max)", "peak heap growth"],
+        [
+            ["unpaged", fmt_time(up.get("ns")), "1", "–", fmt_bytes(up.get("peak_heap_growth_bytes"))],
+            [f"pages of {pl.get('page', MISSING)}", fmt_time(pg.get("ns")), fmt_count(pg.get("pages")),
+             f"{fmt_time(pg.get('page_p50_ns'))}, {fmt_time(pg.get('page_max_ns'))}",
+             fmt_bytes(pg.get("peak_heap_growth_bytes"))],
+        ],
+    ))
+    md.append("")
     wl = kr.get("watch_latency") or {}
     kw, ip = wl.get("kube_rs_watcher") or {}, wl.get("in_process") or {}
     md.append(
