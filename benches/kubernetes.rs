@@ -113,7 +113,8 @@ struct Setup {
     _servers: (Runtime, KubernetesServer, AdminServer),
 }
 
-async fn setup(n: u64) -> Setup {
+/// A runtime whose state holds links `0..n` (created 1,024 in flight).
+async fn populated(n: u64) -> (Runtime, State) {
     let runtime = Runtime::start();
     let state = runtime.state();
     pipelined(n, 1024, |i| {
@@ -123,6 +124,11 @@ async fn setup(n: u64) -> Setup {
         }
     })
     .await;
+    (runtime, state)
+}
+
+async fn setup(n: u64) -> Setup {
+    let (runtime, state) = populated(n).await;
     let api = KubernetesApi::new(&state)
         .expose(
             Expose::of::<LinkSpec>(VERSION)
@@ -261,15 +267,7 @@ async fn drain(mut r: Response) -> usize {
 
 /// `n` objects listed through the API unpaged, then in pages of `page`.
 async fn paged_list(n: u64, page: usize) -> Value {
-    let runtime = Runtime::start();
-    let state = runtime.state();
-    pipelined(n, 1024, |i| {
-        let state = state.clone();
-        async move {
-            state.create(link(i), None).await.expect("create");
-        }
-    })
-    .await;
+    let (runtime, state) = populated(n).await;
     let api = KubernetesApi::new(&state)
         .expose(Expose::of::<LinkSpec>(VERSION).namespaces([NS]))
         .expect("expose");

@@ -54,10 +54,11 @@ impl Backoff {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn no_jitter() -> Backoff {
+    /// 10 ms doubling up to 100 ms, no jitter: delays a test can name.
+    pub(crate) fn no_jitter() -> Backoff {
         Backoff {
             initial: Duration::from_millis(10),
             max: Duration::from_millis(100),

@@ -72,15 +72,18 @@ async fn list_or_watch(
     if params.watch {
         return super::watch::watch(shared, exposed, namespaces, params, form).await;
     }
-    let query = format!(
-        "{}|{}|{}|{:?}",
-        exposed.resource_type,
-        namespaces.join(","),
-        params.labels,
-        params.fields
-    );
+    // What a continue token must match: only paged lists need it.
+    let query = || {
+        format!(
+            "{}|{}|{}|{:?}",
+            exposed.resource_type,
+            namespaces.join(","),
+            params.labels,
+            params.fields
+        )
+    };
     if let Some(at) = &params.continue_from {
-        let page = shared.pages.next(&query, at, params.limit)?;
+        let page = shared.pages.next(&query(), at, params.limit)?;
         return respond(&exposed, &page.items[page.range.clone()], page.meta(), form);
     }
     let mut items = Vec::new();
@@ -120,7 +123,7 @@ async fn list_or_watch(
     items.retain(|r| params.fields.matches(r));
     match params.limit {
         Some(limit) => {
-            let page = shared.pages.first(query, items, revision, limit);
+            let page = shared.pages.first(query(), items, revision, limit);
             respond(&exposed, &page.items[page.range.clone()], page.meta(), form)
         }
         None => respond(&exposed, &items, ListMeta::at(revision), form),

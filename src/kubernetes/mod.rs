@@ -450,6 +450,7 @@ mod openapi;
 mod pages;
 mod params;
 mod patch;
+mod protobuf;
 mod registry;
 mod review;
 mod routes;
@@ -475,8 +476,8 @@ pub use builder::{
     KubernetesServer,
 };
 pub use object::{
-    FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, OWNER_ANNOTATION,
-    OWNER_REFERENCES_ANNOTATION,
+    FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, MANAGED_FIELDS_ANNOTATION,
+    OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION,
 };
 pub use registry::{Expose, ExposeError};
 /// schemars, for `#[derive(JsonSchema)]` on exposed types

@@ -174,39 +174,13 @@ pub(super) async fn group_version(
     })
 }
 
-/// Protocol buffers, just enough to write an OpenAPI v2 document
-/// (gnostic's `openapi.v2.Document`): length-delimited fields only.
-mod pb {
-    fn varint(mut n: u64, out: &mut Vec<u8>) {
-        while n >= 0x80 {
-            out.push((n as u8 & 0x7f) | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
-    }
-
-    /// Field `number` holding `bytes` (a string or an embedded message).
-    pub(super) fn field(number: u64, bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(bytes.len() + 4);
-        varint(number << 3 | 2, &mut out);
-        varint(bytes.len() as u64, &mut out);
-        out.extend_from_slice(bytes);
-        out
-    }
-
-    /// A message from its fields.
-    pub(super) fn message(fields: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
-        fields.into_iter().flatten().collect()
-    }
-}
-
 /// The OpenAPI v2 document (as protobuf): only what kubectl 1.27–1.29 read
 /// before an apply with validation, a PATCH operation per kind carrying
 /// `x-kubernetes-group-version-kind` and a `fieldValidation` query
 /// parameter, so that they leave validation to the server. No definitions:
 /// clients then validate nothing themselves.
 fn v2_protobuf(shared: &Shared) -> Vec<u8> {
-    use pb::{field, message};
+    use super::protobuf::{field, message};
     let query = |name: &str| {
         // ParametersItem.parameter / Parameter.non_body_parameter /
         // NonBodyParameter.query_parameter_sub_schema {in, name, type}

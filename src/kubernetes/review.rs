@@ -11,6 +11,7 @@ use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
 use super::auth::{Caller, REVIEW_VERSIONS};
+use super::protobuf::{MAGIC, read_field, read_fields};
 use super::status::Status;
 
 fn caller(req: &HttpRequest) -> Option<Caller> {
@@ -21,7 +22,7 @@ fn caller(req: &HttpRequest) -> Option<Caller> {
 /// the built-in kinds (`application/vnd.kubernetes.protobuf`), read into the
 /// same JSON shape.
 fn body(bytes: &[u8]) -> Result<Value, Status> {
-    if let Some(envelope) = bytes.strip_prefix(PROTOBUF_MAGIC) {
+    if let Some(envelope) = bytes.strip_prefix(MAGIC) {
         return protobuf_review(envelope)
             .ok_or_else(|| Status::bad_request("the review is not a SelfSubjectAccessReview"));
     }
@@ -33,59 +34,17 @@ fn body(bytes: &[u8]) -> Result<Value, Status> {
     Ok(value)
 }
 
-/// What every Kubernetes protobuf body starts with, before its
-/// `runtime.Unknown` envelope.
-const PROTOBUF_MAGIC: &[u8] = b"k8s\0";
-
-/// The length-delimited fields of a protobuf message, by field number (the
-/// only kind of field the review's path is made of; others are skipped).
-fn fields(mut bytes: &[u8]) -> Option<Vec<(u64, &[u8])>> {
-    fn varint(bytes: &mut &[u8]) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&byte, rest) = bytes.split_first()?;
-            *bytes = rest;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    }
-    let mut out = Vec::new();
-    while !bytes.is_empty() {
-        let key = varint(&mut bytes)?;
-        match key & 7 {
-            0 => drop(varint(&mut bytes)?),
-            1 => bytes = bytes.get(8..)?,
-            2 => {
-                let len = usize::try_from(varint(&mut bytes)?).ok()?;
-                out.push((key >> 3, bytes.get(..len)?));
-                bytes = &bytes[len..];
-            }
-            5 => bytes = bytes.get(4..)?,
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
-/// The first length-delimited field `number` of `message`.
-fn field(message: &[u8], number: u64) -> Option<&[u8]> {
-    fields(message)?.into_iter().find(|(n, _)| *n == number).map(|(_, v)| v)
-}
-
 /// A protobuf `SelfSubjectAccessReview` in its `runtime.Unknown` envelope
 /// (the review in field 2, `raw`), as the JSON review it stands for:
 /// `spec` (2) with `resourceAttributes` (1: namespace, verb, group,
 /// version, resource, subresource, name) or `nonResourceAttributes` (2:
 /// path, verb).
 fn protobuf_review(envelope: &[u8]) -> Option<Value> {
-    let review = field(envelope, 2)?;
-    let spec = field(review, 2)?;
+    let review = read_field(envelope, 2)?;
+    let spec = read_field(review, 2)?;
     let strings = |message: &[u8], names: &[&str]| -> Option<Value> {
         let mut out = serde_json::Map::new();
-        for (number, value) in fields(message)? {
+        for (number, value) in read_fields(message)? {
             let Some(name) =
                 usize::try_from(number).ok().and_then(|n| names.get(n.wrapping_sub(1)))
             else {
@@ -96,11 +55,11 @@ fn protobuf_review(envelope: &[u8]) -> Option<Value> {
         Some(Value::Object(out))
     };
     let mut json_spec = serde_json::Map::new();
-    if let Some(attributes) = field(spec, 1) {
+    if let Some(attributes) = read_field(spec, 1) {
         let names = ["namespace", "verb", "group", "version", "resource", "subresource", "name"];
         json_spec.insert("resourceAttributes".into(), strings(attributes, &names)?);
     }
-    if let Some(attributes) = field(spec, 2) {
+    if let Some(attributes) = read_field(spec, 2) {
         json_spec.insert("nonResourceAttributes".into(), strings(attributes, &["path", "verb"])?);
     }
     Some(json!({ "spec": json_spec }))
@@ -177,13 +136,7 @@ pub(super) async fn self_review(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A length-delimited protobuf field.
-    fn ld(number: u8, value: &[u8]) -> Vec<u8> {
-        let mut out = vec![number << 3 | 2, u8::try_from(value.len()).unwrap()];
-        out.extend_from_slice(value);
-        out
-    }
+    use crate::kubernetes::protobuf::field as ld;
 
     #[test]
     fn a_protobuf_review_reads_as_its_json() {
@@ -193,13 +146,13 @@ mod tests {
         let review = [ld(1, b""), ld(2, &ld(1, &attributes))].concat();
         // A varint field (0) and the envelope's type meta before the review.
         let envelope = [vec![0x18, 0x01], ld(1, b"meta"), ld(2, &review)].concat();
-        let body = [PROTOBUF_MAGIC, &envelope].concat();
+        let body = [MAGIC, &envelope].concat();
         let read = super::body(&body).unwrap();
         assert_eq!(
             read["spec"]["resourceAttributes"],
             json!({"namespace": "config", "verb": "create", "group": "net.cosi.dev", "resource": "linkconfigs"})
         );
-        let truncated = [PROTOBUF_MAGIC, &envelope[..envelope.len() - 3]].concat();
+        let truncated = [MAGIC, &envelope[..envelope.len() - 3]].concat();
         assert_eq!(super::body(&truncated).unwrap_err().code(), 400);
     }
 }

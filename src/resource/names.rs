@@ -58,7 +58,9 @@ pub fn label_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn dns_subdomain(p: &str) -> Result<(), &'static str> {
+/// Whether `p` is a DNS subdomain (RFC 1123: lowercase letters, digits,
+/// `-` and `.`, labels that start and end alphanumeric, at most 253), or why not.
+pub(crate) fn dns_subdomain(p: &str) -> Result<(), &'static str> {
     if p.is_empty() {
         return Err("is empty");
     }

@@ -10,6 +10,8 @@
 //! A violation is [`Error::InvalidInput`], naming the resource and the rule,
 //! and nothing is stored.
 
+#[cfg(feature = "kubernetes-api")]
+pub(crate) use super::names::dns_subdomain;
 use super::names::kind_parts;
 pub use super::names::{MAX_NAME_LEN, label_key, name};
 use super::{Kind, Metadata, Pointer};

@@ -99,15 +99,7 @@ impl RestartTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn no_jitter() -> Backoff {
-        Backoff {
-            initial: Duration::from_millis(10),
-            max: Duration::from_millis(100),
-            multiplier: 2.0,
-            jitter: 0.0,
-        }
-    }
+    use crate::backoff::tests::no_jitter;
 
     #[test]
     fn success_resets_the_backoff() {

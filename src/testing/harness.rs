@@ -11,9 +11,9 @@ use super::panics;
 use super::record::{Fault, Faults, Log, Recorded};
 use crate::controller::{Controller, ControllerMetrics, QueueController, QueueHandle};
 use crate::execution::Placement;
-use crate::resource::{Address, AnyResource, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec};
+use crate::resource::{AnyResource, Pointer, PointerTo, Resource, Spec};
 use crate::state::request::{StateReply, StateRequest};
-use crate::state::{Access, Client, ExpectedPhase, State};
+use crate::state::{Client, State};
 use crate::supervisor::{Backoff, RegistrationError};
 use crate::{Error, Runtime};
 
@@ -197,7 +197,7 @@ impl HarnessBuilder {
 ///
 /// - Arrange and act as a user (owner `None`) with the same calls as
 ///   everywhere else: a harness derefs to a user [`Client`] and is an
-///   [`Access`], so `h.create(..)`, `h.modify(&ptr, change)`,
+///   [`Access`](crate::state::Access), so `h.create(..)`, `h.modify(&ptr, change)`,
 ///   `h.get(&ptr)`, `h.list_typed::<S>(..)`, `h.teardown(&ptr)`,
 ///   `h.destroy(&ptr)`, `h.teardown_and_destroy(&ptr)` return the state's
 ///   `Result`s (`.unwrap()` them, or assert on the error).
@@ -489,49 +489,8 @@ impl std::ops::Deref for Harness {
     }
 }
 
-/// The user's calls, as everywhere (see [`Access`]).
-impl Access for Harness {
-    fn owner(&self) -> Option<&str> {
-        None
-    }
-    async fn get<P: Address + ?Sized>(&self, ptr: &P) -> Result<P::Resource, Error> {
-        self.user.get(ptr).await
-    }
-    async fn list(&self, kind: &Kind, query: &LabelQuery) -> Result<Vec<AnyResource>, Error> {
-        self.user.list(kind, query).await
-    }
-    async fn create(&self, resource: impl Into<AnyResource>) -> Result<AnyResource, Error> {
-        self.user.create(resource).await
-    }
-    async fn update_with_phase(
-        &self,
-        resource: impl Into<AnyResource>,
-        expected_phase: ExpectedPhase,
-    ) -> Result<AnyResource, Error> {
-        self.user.update_with_phase(resource, expected_phase).await
-    }
-    async fn modify_with<S, P, E, F>(
-        &self,
-        ptr: &P,
-        empty: E,
-        change: F,
-        expected_phase: ExpectedPhase,
-    ) -> Result<Resource<S>, Error>
-    where
-        S: Spec,
-        P: PointerTo<S> + ?Sized,
-        E: Fn() -> Resource<S> + Send + 'static,
-        F: Fn(&mut Resource<S>) + Send + 'static,
-    {
-        self.user.modify_with(ptr, empty, change, expected_phase).await
-    }
-    async fn teardown(&self, ptr: &Pointer) -> Result<bool, Error> {
-        self.user.teardown(ptr).await
-    }
-    async fn destroy(&self, ptr: &Pointer) -> Result<(), Error> {
-        self.user.destroy(ptr).await
-    }
-}
+// The user's calls, as everywhere (see `Access`).
+crate::state::client::implementors::core_by_inherent!(Harness => Client, |h| &h.user);
 
 fn must_register(h: Result<Harness, RegistrationError>) -> Harness {
     h.unwrap_or_else(|e| panic!("harness: registration failed: {e}"))

@@ -238,14 +238,7 @@ pub(super) fn name_error(name: &str) -> Option<String> {
             "metadata.name: Invalid value: {name:?}: must be no more than 253 characters"
         ));
     }
-    let label_ok = |label: &str| {
-        let bytes = label.as_bytes();
-        !bytes.is_empty()
-            && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-            && bytes[0] != b'-'
-            && bytes[bytes.len() - 1] != b'-'
-    };
-    if name.split('.').all(label_ok) {
+    if crate::resource::validate::dns_subdomain(name).is_ok() {
         return None;
     }
     Some(format!(

@@ -9,8 +9,23 @@ use super::Client;
 /// Implements [`Access`]'s core for a type whose inherent methods of the
 /// same names already are that core (`Client`, `ReconcileContext`), with
 /// `$owner` (of `$this`, the value) for [`Access::owner`](crate::state::Access::owner).
+///
+/// The form `$ty => $inner, |$this| $handle` implements it for a type that
+/// writes through a handle of type `$inner` it holds (the test kit's
+/// `Harness` and its user `Client`): each call, and the owner, are the
+/// handle's.
 macro_rules! core_by_inherent {
     ($ty:ty, |$this:ident| $owner:expr) => {
+        $crate::state::client::implementors::core_by_inherent!(
+            @impl $ty => $ty, |$this| $owner, |this| this
+        );
+    };
+    ($ty:ty => $inner:ty, |$this:ident| $handle:expr) => {
+        $crate::state::client::implementors::core_by_inherent!(
+            @impl $ty => $inner, |$this| $crate::state::Access::owner($handle), |$this| $handle
+        );
+    };
+    (@impl $ty:ty => $inner:ty, |$this:ident| $owner:expr, |$h:ident| $handle:expr) => {
         impl $crate::state::Access for $ty {
             fn owner(&self) -> Option<&str> {
                 let $this = self;
@@ -20,27 +35,27 @@ macro_rules! core_by_inherent {
                 &self,
                 ptr: &P,
             ) -> impl std::future::Future<Output = Result<P::Resource, $crate::Error>> {
-                <$ty>::get(self, ptr)
+                <$inner>::get({ let $h = self; $handle }, ptr)
             }
             fn list(
                 &self,
                 kind: &$crate::resource::Kind,
                 query: &$crate::resource::LabelQuery,
             ) -> impl std::future::Future<Output = Result<Vec<$crate::resource::AnyResource>, $crate::Error>> {
-                <$ty>::list(self, kind, query)
+                <$inner>::list({ let $h = self; $handle }, kind, query)
             }
             fn create(
                 &self,
                 resource: impl Into<$crate::resource::AnyResource>,
             ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
-                <$ty>::create(self, resource)
+                <$inner>::create({ let $h = self; $handle }, resource)
             }
             fn update_with_phase(
                 &self,
                 resource: impl Into<$crate::resource::AnyResource>,
                 expected_phase: $crate::state::ExpectedPhase,
             ) -> impl std::future::Future<Output = Result<$crate::resource::AnyResource, $crate::Error>> {
-                <$ty>::update_with_phase(self, resource, expected_phase)
+                <$inner>::update_with_phase({ let $h = self; $handle }, resource, expected_phase)
             }
             fn modify_with<S, P, E, F>(
                 &self,
@@ -55,16 +70,16 @@ macro_rules! core_by_inherent {
                 E: Fn() -> $crate::resource::Resource<S> + Send + 'static,
                 F: Fn(&mut $crate::resource::Resource<S>) + Send + 'static,
             {
-                <$ty>::modify_with(self, ptr, empty, change, expected_phase)
+                <$inner>::modify_with({ let $h = self; $handle }, ptr, empty, change, expected_phase)
             }
             fn teardown(
                 &self,
                 ptr: &$crate::resource::Pointer,
             ) -> impl std::future::Future<Output = Result<bool, $crate::Error>> {
-                <$ty>::teardown(self, ptr)
+                <$inner>::teardown({ let $h = self; $handle }, ptr)
             }
             fn destroy(&self, ptr: &$crate::resource::Pointer) -> impl std::future::Future<Output = Result<(), $crate::Error>> {
-                <$ty>::destroy(self, ptr)
+                <$inner>::destroy({ let $h = self; $handle }, ptr)
             }
         }
     };
