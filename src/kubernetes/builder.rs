@@ -58,6 +58,7 @@ pub struct KubernetesApi {
     access: Option<auth::Access>,
     tls: Option<Arc<rustls::ServerConfig>>,
     // ---- end access and TLS ----
+    create_namespaces: bool,
 }
 
 impl fmt::Debug for KubernetesApi {
@@ -97,7 +98,22 @@ impl KubernetesApi {
             controllers: None,
             access: None,
             tls: None,
+            create_namespaces: false,
         }
+        .expose(super::namespaces::expose())
+        .unwrap_or_else(|e| unreachable!("the namespaces' exposure is valid: {e}"))
+    }
+
+    /// Whether a write into a namespace that does not exist makes it
+    /// (default `false`: as on the apiserver, `404 NotFound`, `namespaces
+    /// "prod" not found`, until `kubectl create namespace prod`). The
+    /// declared namespaces (`default`, [`namespaces`](Self::namespaces), each
+    /// type's [`Expose::namespaces`]) always exist. See
+    /// [`CLUSTER_NAMESPACE`](super::CLUSTER_NAMESPACE) for where namespaces are kept.
+    #[must_use]
+    pub fn create_namespaces(mut self, create: bool) -> Self {
+        self.create_namespaces = create;
+        self
     }
 
     /// Serves the resources of one type (see [`Expose`]).
@@ -286,6 +302,7 @@ impl KubernetesApi {
             max_request_body: self.max_request_body,
             pages: Default::default(),
             controllers: self.controllers.clone(),
+            create_namespaces: self.create_namespaces,
         }
     }
 

@@ -28,113 +28,27 @@ pub(super) async fn version(shared: web::Data<Shared>) -> HttpResponse {
     }))
 }
 
-/// The core group, `v1`: none of our types, only the implicit namespaces
-/// (clients such as kube-rs' `Discovery` refuse a core group without a
-/// version).
-pub(super) async fn core(req: HttpRequest) -> HttpResponse {
+/// `GET /api`: the core group's versions (`v1`: namespaces are always
+/// served there), or with an aggregated-discovery `Accept` the core group
+/// whole.
+pub(super) async fn core(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
+    let versions = shared.registry.versions_of("");
     if let Some(version) = aggregated(&req) {
-        let namespaces = json!({
-            "resource": "namespaces",
-            "responseKind": { "group": "", "version": "v1", "kind": "Namespace" },
-            "scope": "Cluster",
-            "singularResource": "namespace",
-            "verbs": ["get", "list"],
-            "shortNames": ["ns"],
-        });
-        let core = json!({
-            "metadata": { "name": "" },
-            "versions": [{ "version": "v1", "resources": [namespaces], "freshness": "Current" }],
-        });
-        return aggregated_list(version, vec![core]);
+        return aggregated_list(version, vec![group_discovery(&shared, "", &versions)]);
     }
     HttpResponse::Ok().json(json!({
         "kind": "APIVersions",
-        "versions": ["v1"],
+        "versions": versions,
         "serverAddressByClientCIDRs": [],
     }))
 }
 
-/// `GET /api/v1`: the core group's one resource here, the implicit namespaces
-/// (get only: see [`namespace`]).
-pub(super) async fn core_resources() -> HttpResponse {
-    HttpResponse::Ok().json(json!({
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": "v1",
-        "resources": [{
-            "name": "namespaces",
-            "singularName": "namespace",
-            "namespaced": false,
-            "kind": "Namespace",
-            "verbs": ["get", "list"],
-            "shortNames": ["ns"],
-        }],
-    }))
-}
-
-/// `GET /api/v1/namespaces`: the namespaces the API serves (those named by
-/// [`KubernetesApi::namespaces`](super::KubernetesApi::namespaces) and by
-/// each type's [`Expose::namespaces`](super::Expose::namespaces)), as a
-/// `NamespaceList`, or the Table `kubectl get ns` asks for.
-pub(super) async fn namespaces(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
-    let mut names: std::collections::BTreeSet<&str> =
-        shared.namespaces.iter().map(String::as_str).collect();
-    for t in &shared.registry.types {
-        names.extend(t.namespaces.iter().map(String::as_str));
-    }
-    let accept = req.headers().get(actix_web::http::header::ACCEPT).and_then(|v| v.to_str().ok());
-    if super::table::form(accept) == super::table::Form::Table {
-        let rows: Vec<Value> = names
-            .iter()
-            .map(|name| {
-                json!({
-                    "cells": [name, "Active", "<unknown>"],
-                    "object": {
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": { "name": name },
-                    },
-                })
-            })
-            .collect();
-        return HttpResponse::Ok().json(json!({
-            "kind": "Table",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": {},
-            "columnDefinitions": [
-                { "name": "Name", "type": "string", "format": "name", "priority": 0, "description": "The namespace's name." },
-                { "name": "Status", "type": "string", "format": "", "priority": 0, "description": "Its phase." },
-                { "name": "Age", "type": "string", "format": "", "priority": 0, "description": "Namespaces are implicit: no age." },
-            ],
-            "rows": rows,
-        }));
-    }
-    let items: Vec<Value> = names.iter().map(|name| namespace_json(name)).collect();
-    HttpResponse::Ok().json(json!({
-        "kind": "NamespaceList",
-        "apiVersion": "v1",
-        "metadata": {},
-        "items": items,
-    }))
-}
-
-fn namespace_json(name: &str) -> Value {
-    json!({
-        "kind": "Namespace",
-        "apiVersion": "v1",
-        "metadata": { "name": name },
-        "spec": {},
-        "status": { "phase": "Active" },
-    })
-}
-
-/// `GET /api/v1/namespaces/{name}`: kubectl reads the namespace when an
-/// object is not found, to tell a missing namespace from a missing object.
-/// Namespaces are implicit in the state: every valid name exists.
-pub(super) async fn namespace(path: web::Path<String>) -> Result<HttpResponse, Status> {
-    let name = path.into_inner();
-    crate::resource::validate::name("namespace", &name).map_err(Status::bad_request)?;
-    Ok(HttpResponse::Ok().json(namespace_json(&name)))
+/// `GET /api/{version}`: the core group's types.
+pub(super) async fn core_resources(
+    shared: web::Data<Shared>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, Status> {
+    resource_list(&shared, "", &path.into_inner())
 }
 
 fn group_json(name: &str, versions: &[String]) -> Value {
@@ -200,7 +114,7 @@ fn group_discovery(shared: &Shared, name: &str, versions: &[String]) -> Value {
                     let mut resource = json!({
                         "resource": t.plural,
                         "responseKind": kind,
-                        "scope": "Namespaced",
+                        "scope": if t.cluster.is_some() { "Cluster" } else { "Namespaced" },
                         "singularResource": t.singular,
                         "verbs": VERBS,
                         "shortNames": t.short_names,
@@ -227,21 +141,14 @@ const VERBS: [&str; 8] =
     ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 pub(super) async fn groups(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
+    // The core group is `/api`'s.
+    let named = shared.registry.groups().into_iter().filter(|(name, _)| !name.is_empty());
     if let Some(version) = aggregated(&req) {
-        let items = shared
-            .registry
-            .groups()
-            .iter()
-            .map(|(name, versions)| group_discovery(&shared, name, versions))
-            .collect();
+        let items =
+            named.map(|(name, versions)| group_discovery(&shared, &name, &versions)).collect();
         return aggregated_list(version, items);
     }
-    let groups: Vec<Value> = shared
-        .registry
-        .groups()
-        .iter()
-        .map(|(name, versions)| group_json(name, versions))
-        .collect();
+    let groups: Vec<Value> = named.map(|(name, versions)| group_json(&name, &versions)).collect();
     HttpResponse::Ok().json(json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }))
 }
 
@@ -253,7 +160,7 @@ pub(super) async fn group(
     let groups = shared.registry.groups();
     let (_, versions) = groups
         .iter()
-        .find(|(g, _)| *g == name)
+        .find(|(g, _)| *g == name && !g.is_empty())
         .ok_or_else(|| Status::not_found(format!("the server has no API group {name:?}")))?;
     let mut group = group_json(&name, versions);
     group["kind"] = "APIGroup".into();
@@ -266,6 +173,14 @@ pub(super) async fn resources(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, Status> {
     let (group, version) = path.into_inner();
+    if group.is_empty() {
+        return Err(Status::not_found("the server has no API group \"\""));
+    }
+    resource_list(&shared, &group, &version)
+}
+
+/// The `APIResourceList` of `group`'s `version` (`group` empty: the core group's).
+fn resource_list(shared: &Shared, group: &str, version: &str) -> Result<HttpResponse, Status> {
     let resources: Vec<Value> = shared
         .registry
         .types
@@ -276,7 +191,7 @@ pub(super) async fn resources(
                 json!({
                     "name": format!("{}/status", t.plural),
                     "singularName": "",
-                    "namespaced": true,
+                    "namespaced": t.cluster.is_none(),
                     "kind": t.kind,
                     "verbs": ["get", "patch", "update"],
                 })
@@ -284,7 +199,7 @@ pub(super) async fn resources(
             let main = json!({
                 "name": t.plural,
                 "singularName": t.singular,
-                "namespaced": true,
+                "namespaced": t.cluster.is_none(),
                 "kind": t.kind,
                 "verbs": VERBS,
                 "shortNames": t.short_names,
@@ -299,7 +214,7 @@ pub(super) async fn resources(
     Ok(HttpResponse::Ok().json(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": format!("{group}/{version}"),
+        "groupVersion": if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") },
         "resources": resources,
     })))
 }

@@ -9,12 +9,13 @@ use std::time::SystemTime;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 
+use super::namespaces;
 use super::object::{ApiVersion, Object};
 use super::object::{ObjectMeta, Partial};
 use super::pages::ListMeta;
 use super::params::{ListParams, Start};
 use super::registry::Exposed;
-use super::shared::Shared;
+use super::shared::{Shared, TypePath};
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
 
@@ -26,40 +27,29 @@ fn accept(req: &HttpRequest) -> Option<&str> {
     req.headers().get(actix_web::http::header::ACCEPT).and_then(|v| v.to_str().ok())
 }
 
-fn namespace_ok(namespace: &str) -> Result<(), Status> {
-    crate::resource::validate::name("namespace", namespace).map_err(Status::bad_request)
-}
-
-/// `GET /apis/{group}/{version}/{plural}`: every namespace served.
-pub(super) async fn all_namespaces(
+/// `GET /apis/{group}/{version}[/namespaces/{namespace}]/{plural}` (and
+/// `/api/{version}/...`): one namespace, or without one every namespace
+/// served (a cluster-scoped type's one).
+pub(super) async fn collection(
     shared: web::Data<Shared>,
-    path: web::Path<(String, String, String)>,
+    path: web::Path<TypePath>,
     query: Query,
     req: HttpRequest,
 ) -> Result<HttpResponse, Status> {
-    let (group, version, plural) = path.into_inner();
-    let exposed = shared.exposed(&group, &version, &plural)?;
+    let path = path.into_inner();
+    let exposed = shared.exposed(&path.group, &path.version, &path.plural)?;
     let params = ListParams::parse(&query)?;
-    let namespaces: Vec<String> = shared
-        .namespaces_of(&exposed)
-        .into_iter()
-        .filter(|ns| params.fields.admits_namespace(ns))
-        .collect();
+    let namespaces = if path.namespace.is_none() && exposed.cluster.is_none() {
+        shared
+            .namespaces_of()
+            .await?
+            .into_iter()
+            .filter(|ns| params.fields.admits_namespace(ns))
+            .collect()
+    } else {
+        vec![shared.scoped(&path)?.1]
+    };
     list_or_watch(&shared, exposed, namespaces, params, form(accept(&req))).await
-}
-
-/// `GET /apis/{group}/{version}/namespaces/{namespace}/{plural}`.
-pub(super) async fn namespaced(
-    shared: web::Data<Shared>,
-    path: web::Path<(String, String, String, String)>,
-    query: Query,
-    req: HttpRequest,
-) -> Result<HttpResponse, Status> {
-    let (group, version, namespace, plural) = path.into_inner();
-    let exposed = shared.exposed(&group, &version, &plural)?;
-    namespace_ok(&namespace)?;
-    let params = ListParams::parse(&query)?;
-    list_or_watch(&shared, exposed, vec![namespace], params, form(accept(&req))).await
 }
 
 async fn list_or_watch(
@@ -120,6 +110,20 @@ async fn list_or_watch(
         return Err(too_large(asked, newest));
     }
     let revision = revision.unwrap_or(0);
+    if namespaces::is_namespaces(&exposed.resource_type) && single.is_none() {
+        // The declared namespaces, objects or not.
+        let declared = namespaces::declared(&shared.namespaces, &shared.registry);
+        let listed: std::collections::BTreeSet<String> =
+            items.iter().map(|r| r.id().to_owned()).collect();
+        items.extend(
+            declared
+                .iter()
+                .filter(|name| !listed.contains(*name))
+                .map(|name| namespaces::implicit(name))
+                .filter(|r| params.labels.matches(r.metadata().labels())),
+        );
+        items.sort_by(|a, b| a.id().cmp(b.id()));
+    }
     items.retain(|r| params.fields.matches(r));
     match params.limit {
         Some(limit) => {
@@ -157,7 +161,9 @@ fn respond(
             let rows = Rows { exposed, items: &items, now: SystemTime::now() };
             serde_json::to_writer(&mut body, &Table { exposed, rows, meta })
         }
-        Form::Metadata => serde_json::to_writer(&mut body, &MetadataList { items: &items, meta }),
+        Form::Metadata => {
+            serde_json::to_writer(&mut body, &MetadataList { exposed, items: &items, meta })
+        }
         Form::Full => serde_json::to_writer(&mut body, &List { exposed, items: &items, meta }),
     };
     written.map_err(|e| Status::internal(e.to_string()))?;
@@ -189,6 +195,7 @@ impl Serialize for List<'_> {
 /// A `PartialObjectMetadataList` of `items` with its `metadata` (what a
 /// metadata-only client asks for: no specs).
 struct MetadataList<'a> {
+    exposed: &'a Exposed,
     items: &'a [&'a AnyResource],
     meta: ListMeta,
 }
@@ -199,9 +206,10 @@ impl Serialize for MetadataList<'_> {
         out.serialize_entry("kind", "PartialObjectMetadataList")?;
         out.serialize_entry("apiVersion", "meta.k8s.io/v1")?;
         out.serialize_entry("metadata", &self.meta)?;
-        let items = self.items.iter().map(|r| {
-            Partial(ObjectMeta { resource: r, resource_version: r.metadata().revision() })
-        });
+        let items = self
+            .items
+            .iter()
+            .map(|r| Partial(ObjectMeta::of(self.exposed, r, r.metadata().revision())));
         out.serialize_entry("items", &Seq(std::cell::Cell::new(Some(items))))?;
         out.end()
     }
@@ -234,9 +242,9 @@ impl Serialize for Items<'_> {
     }
 }
 
-type ItemPath = web::Path<(String, String, String, String, String)>;
+type ItemPath = web::Path<TypePath>;
 
-/// `GET /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}`.
+/// `GET /apis/{group}/{version}[/namespaces/{namespace}]/{plural}/{name}`.
 pub(super) async fn get(
     shared: web::Data<Shared>,
     path: ItemPath,
@@ -261,15 +269,22 @@ async fn get_object(
     req: &HttpRequest,
     status: bool,
 ) -> Result<HttpResponse, Status> {
-    let (group, version, namespace, plural, name) = path.into_inner();
-    let exposed = shared.exposed(&group, &version, &plural)?;
+    let path = path.into_inner();
+    let (exposed, namespace) = shared.scoped(&path)?;
     if status && !exposed.status {
         return Err(super::write::no_status(&exposed));
     }
-    namespace_ok(&namespace)?;
+    let name = path.name();
     let ptr = Kind::new(&namespace, &exposed.resource_type).pointer(name.as_str());
     let resource = match shared.state.get(&ptr).await {
         Ok(r) => r,
+        Err(e)
+            if e.is_not_found()
+                && namespaces::is_namespaces(&exposed.resource_type)
+                && namespaces::declared(&shared.namespaces, &shared.registry).contains(&name) =>
+        {
+            namespaces::implicit(&name)
+        }
         Err(e) if e.is_not_found() => {
             return Err(Status::object_not_found(&exposed.group, &exposed.plural, &name));
         }
@@ -282,7 +297,7 @@ async fn get_object(
             return respond(&exposed, one, ListMeta::at(revision), Form::Table);
         }
         Form::Metadata => {
-            let partial = Partial(ObjectMeta { resource: &resource, resource_version: revision });
+            let partial = Partial(ObjectMeta::of(&exposed, &resource, revision));
             return serde_json::to_vec(&partial)
                 .map(json_body)
                 .map_err(|e| Status::internal(e.to_string()));

@@ -30,8 +30,9 @@
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}` | delete every object the `labelSelector` and `fieldSelector` select: `200` and a `<Kind>List` of them (`403`, nothing deleted, when one is a controller's) |
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | tear down, then destroy once no finalizers remain: `200` and the torn-down object |
 //! | `GET`, `PUT`, `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}/status` | with [`Expose::status_subresource`]: read the object, write its `status` alone (merge, JSON, apply patches); `404` for other types |
-//! | `GET /api/v1/namespaces` | the namespaces served ([`KubernetesApi::namespaces`], [`Expose::namespaces`]): a `NamespaceList`, or a Table for `kubectl get ns` |
-//! | `GET /api/v1/namespaces/{ns}` | a `Namespace` (namespaces are implicit: every valid name exists); kubectl reads it when an object is not found |
+//! | `/api/{v}/...` | the same routes for [core-group](Expose::core_group) types (`/api/v1/namespaces/{ns}/configmaps`) |
+//! | `/apis/{g}/{v}/{plural}[/{name}[/status]]`, `/api/{v}/{plural}...` | a [cluster-scoped](Expose::cluster_scoped) type's objects: list, create, delete, and one object's routes, with no namespace |
+//! | `GET`, `POST /api/v1/namespaces`, `GET`, `DELETE /api/v1/namespaces/{ns}` | namespaces as objects (`kubectl get ns`, `create ns`, `delete ns`), see below |
 //! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::with_schema`] derives it from the type, [`Expose::schema`] takes it as JSON) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
 //! | `GET /healthz`, `/livez`, `/readyz` | `200 ok`, or `500` naming the failed check; `?verbose` lists the checks (`ping`, `state`; `/readyz` also `shutdown`), `?exclude=NAME` skips one, `/livez/NAME` runs one; no token needed |
 //! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | `kubectl auth can-i`: whether the caller's [token](Tokens) allows a verb on a type (`get`, `list`, `watch` are reads; every other verb a write) |
@@ -106,6 +107,17 @@
 //!   drains into the connection as it fills. So do the initial events of a
 //!   watch without a version (every object, `ADDED`), however many.
 //! - `timeoutSeconds` is honoured up to a year; a longer one is cut to it.
+//! - Namespaces are objects of the core group's cluster-scoped `Namespace`
+//!   kind (kept in the state namespace [`CLUSTER_NAMESPACE`]). The declared
+//!   ones — `default`, [`KubernetesApi::namespaces`] and every
+//!   [`Expose::namespaces`] — always exist; others exist once created
+//!   (`kubectl create namespace prod`, or on first use with
+//!   [`KubernetesApi::create_namespaces`]). A create into a namespace that
+//!   does not exist is `404 NotFound` (`namespaces "prod" not found`), into
+//!   one being deleted a `403`. Deleting a namespace holds it (finalizer
+//!   `kubernetes`) while every object of every exposed type in it is
+//!   deleted, then it goes. All-namespace requests (`-A`) read every
+//!   namespace.
 //! - `limit=N` cuts a list into pages of N: a page with more to follow
 //!   carries `metadata.continue` and `remainingItemCount`, and every page of
 //!   one list comes from the first page's snapshot, at its `resourceVersion`
@@ -281,11 +293,20 @@
 //!   Kubernetes name (a `/`, spaces, capitals) is listed and watched as is,
 //!   but kubectl cannot address it as `TYPE/NAME`; a raw GET must escape a
 //!   `/` as `%2F`.
-//! - The state has no cross-namespace list: all-namespace requests read the
-//!   namespaces named by [`Expose::namespaces`] and [`KubernetesApi::namespaces`]
-//!   only. Such a list's `resourceVersion` is the oldest of its namespaces'
-//!   snapshot revisions, so a watch from it may repeat a change the list
-//!   already showed, never miss one.
+//! - All-namespace requests read the namespaces the API knows: the declared
+//!   ones and the namespace objects. An object a controller writes through
+//!   the [`State`](crate::State) into a namespace that is neither (the API
+//!   never lets a client do so) is served to requests that name its
+//!   namespace, and missing from `-A`. Such a list's `resourceVersion` is
+//!   the oldest of its namespaces' snapshot revisions, so a watch from it
+//!   may repeat a change the list already showed, never miss one; a watch
+//!   over all namespaces watches those that existed when it started.
+//! - The declared namespaces are served without objects of their own (an
+//!   object made for each would move the state's revisions): they have no
+//!   `uid` nor `creationTimestamp` until a client writes them.
+//! - Core-group types are written as JSON; kubectl's protobuf bodies (which
+//!   it sends for core kinds) are read for their metadata and, for a
+//!   ConfigMap or a Secret, `data`.
 //! - No strategic merge patch (`415`, as the apiserver answers for custom
 //!   resources). A write that changes nothing writes nothing (no new
 //!   `resourceVersion`). `generation` moves on spec changes only, as on the
@@ -312,7 +333,8 @@
 //! missing or unknown token (when [tokens](#authentication) are configured);
 //! `403 Forbidden` for a request the user has no right to; `404 NotFound` for an
 //! unknown group, version, type, object or path (whatever the method, and
-//! before a body is read); `400 BadRequest` for a malformed selector (or a
+//! before a body is read), a type asked in the wrong scope, or a create
+//! into a namespace that does not exist; `400 BadRequest` for a malformed selector (or a
 //! field selector on another field than `metadata.name` and
 //! `metadata.namespace`), boolean, version, timeout or namespace, a body
 //! that is not a JSON object, a JSON patch that is no array of operations,
@@ -445,6 +467,7 @@ mod builder;
 mod discovery;
 mod health;
 mod list;
+mod namespaces;
 mod object;
 mod openapi;
 mod pages;
@@ -475,6 +498,7 @@ pub use builder::{
     DEFAULT_BOOKMARK_INTERVAL, DEFAULT_MAX_REQUEST_BODY, DEFAULT_WATCH_BUFFER, KubernetesApi,
     KubernetesServer,
 };
+pub use namespaces::CLUSTER_NAMESPACE;
 pub use object::{
     FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, MANAGED_FIELDS_ANNOTATION,
     OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION,

@@ -168,9 +168,10 @@ impl fmt::Display for Rfc3339 {
 
 /// The object's `metadata`, with `resource_version` as its `resourceVersion`
 /// (a watch may send a later one than the resource's own; see the watch module).
+#[cfg(test)]
 pub(crate) fn metadata(resource: &AnyResource, resource_version: u64) -> Value {
     // Infallible: string keys and values, numbers.
-    serde_json::to_value(ObjectMeta { resource, resource_version }).unwrap_or(Value::Null)
+    serde_json::to_value(ObjectMeta::new(resource, resource_version)).unwrap_or(Value::Null)
 }
 
 /// The object's `metadata`, serialized straight from the resource (what
@@ -179,6 +180,22 @@ pub(crate) fn metadata(resource: &AnyResource, resource_version: u64) -> Value {
 pub(crate) struct ObjectMeta<'a> {
     pub(crate) resource: &'a AnyResource,
     pub(crate) resource_version: u64,
+    /// A cluster-scoped object's: no `namespace`.
+    pub(crate) cluster: bool,
+}
+
+impl<'a> ObjectMeta<'a> {
+    /// A namespaced object's metadata.
+    #[cfg(test)]
+    pub(crate) fn new(resource: &'a AnyResource, resource_version: u64) -> Self {
+        ObjectMeta { resource, resource_version, cluster: false }
+    }
+
+    /// The metadata of an object of `exposed` (no namespace when it is
+    /// cluster-scoped).
+    pub(crate) fn of(exposed: &Exposed, resource: &'a AnyResource, resource_version: u64) -> Self {
+        ObjectMeta { resource, resource_version, cluster: exposed.cluster.is_some() }
+    }
 }
 
 /// `collect_str` of a value that displays as itself (no `String` built).
@@ -244,7 +261,9 @@ impl Serialize for ObjectMeta<'_> {
         let md = self.resource.metadata();
         let mut out = s.serialize_map(None)?;
         out.serialize_entry("name", md.id())?;
-        out.serialize_entry("namespace", md.namespace())?;
+        if !self.cluster {
+            out.serialize_entry("namespace", md.namespace())?;
+        }
         if let Some(uid) = md.uid() {
             out.serialize_entry("uid", &Str(uid))?;
         }
@@ -325,12 +344,20 @@ impl<'a> Object<'a> {
 
 impl Serialize for Object<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = s.serialize_map(Some(4 + usize::from(self.status.is_some())))?;
+        let mut out = s.serialize_map(None)?;
         out.serialize_entry("apiVersion", &ApiVersion(self.exposed))?;
         out.serialize_entry("kind", &self.exposed.kind)?;
-        let meta = ObjectMeta { resource: self.resource, resource_version: self.resource_version };
+        let meta = ObjectMeta::of(self.exposed, self.resource, self.resource_version);
         out.serialize_entry("metadata", &meta)?;
-        out.serialize_entry("spec", &self.spec)?;
+        match (&self.spec, self.exposed.top_level) {
+            (Value::Object(body), true) => {
+                for (key, value) in body {
+                    out.serialize_entry(key, value)?;
+                }
+            }
+            (_, true) => {}
+            (spec, false) => out.serialize_entry("spec", spec)?,
+        }
         if let Some(status) = &self.status {
             out.serialize_entry("status", status)?;
         }
@@ -343,6 +370,9 @@ pub(crate) struct ApiVersion<'a>(pub(crate) &'a Exposed);
 
 impl Serialize for ApiVersion<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.group.is_empty() {
+            return s.serialize_str(&self.0.version);
+        }
         s.collect_str(&format_args!("{}/{}", self.0.group, self.0.version))
     }
 }
@@ -366,8 +396,13 @@ impl Object<'_> {
         let mut out = Map::new();
         out.insert("apiVersion".into(), self.exposed.api_version().into());
         out.insert("kind".into(), self.exposed.kind.clone().into());
-        out.insert("metadata".into(), metadata(self.resource, self.resource_version));
-        out.insert("spec".into(), self.spec.clone());
+        let meta = ObjectMeta::of(self.exposed, self.resource, self.resource_version);
+        out.insert("metadata".into(), serde_json::to_value(meta).unwrap_or(Value::Null));
+        match (&self.spec, self.exposed.top_level) {
+            (Value::Object(body), true) => out.extend(body.clone()),
+            (_, true) => {}
+            (spec, false) => drop(out.insert("spec".into(), spec.clone())),
+        }
         if let Some(status) = &self.status {
             out.insert("status".into(), status.clone());
         }
@@ -455,8 +490,7 @@ mod tests {
         );
         let text = String::from_utf8(written).unwrap();
         assert_eq!(text.matches(OWNER_ANNOTATION).count(), 1, "{text}");
-        let partial =
-            serde_json::to_value(Partial(ObjectMeta { resource: &r, resource_version: 9 }));
+        let partial = serde_json::to_value(Partial(ObjectMeta::new(&r, 9)));
         assert_eq!(partial.unwrap()["metadata"], read["metadata"]);
 
         let tombstone =
@@ -530,7 +564,7 @@ mod tests {
         let m = metadata(&r, 1);
         assert_eq!(m["ownerReferences"], serde_json::from_str::<Value>(kept).unwrap());
         assert!(m.get("annotations").is_none(), "the only annotation is not served: {m}");
-        let text = serde_json::to_string(&ObjectMeta { resource: &r, resource_version: 1 });
+        let text = serde_json::to_string(&ObjectMeta::new(&r, 1));
         assert!(!text.unwrap().contains(OWNER_REFERENCES_ANNOTATION));
 
         // Beside other annotations and an owner.

@@ -31,18 +31,18 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
     let mut schemas = Map::new();
     for t in types {
         let reversed: Vec<&str> = t.group.split('.').rev().collect();
-        let schema_name = format!("{}.{}.{}", reversed.join("."), t.version, t.kind);
+        let prefix = if t.group.is_empty() { "core".to_owned() } else { reversed.join(".") };
+        let schema_name = format!("{prefix}.{}.{}", t.version, t.kind);
         let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
-        let spec = t.spec_schema();
+        let mut properties = t.body_properties();
+        properties["apiVersion"] = json!({"type": "string"});
+        properties["kind"] = json!({"type": "string"});
+        properties["metadata"] =
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
         let mut schema = json!({
             "type": "object",
             "description": format!("{} ({}), served by cosi-runtime", t.kind, t.resource_type),
-            "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                "spec": spec,
-            },
+            "properties": properties,
             "x-kubernetes-group-version-kind": [gvk],
         });
         if t.status {
@@ -77,23 +77,22 @@ fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
             }
             op
         };
-        let base = format!("/apis/{}/{}/namespaces/{{namespace}}/{}", t.group, t.version, t.plural);
+        let base = t.collection_path();
+        let scope: Vec<Value> =
+            if t.cluster.is_some() { vec![] } else { vec![in_path("namespace")] };
+        let mut post = scope.clone();
+        post.extend([query("fieldValidation"), query("fieldManager"), query("dryRun")]);
         paths.insert(
             base.clone(),
             json!({
-                "get": op("list", "", json!({"200": {"description": "OK"}}), vec![in_path("namespace")], None),
-                "post": op(
-                    "post",
-                    "",
-                    ok("201"),
-                    vec![in_path("namespace"), query("fieldValidation"), query("fieldManager"), query("dryRun")],
-                    Some(body(&["application/json"])),
-                ),
+                "get": op("list", "", json!({"200": {"description": "OK"}}), scope.clone(), None),
+                "post": op("post", "", ok("201"), post, Some(body(&["application/json"]))),
             }),
         );
-        let item = [in_path("namespace"), in_path("name")];
+        let mut item = scope.clone();
+        item.push(in_path("name"));
         let with = |extra: &[&str]| {
-            let mut params = item.to_vec();
+            let mut params = item.clone();
             params.extend(extra.iter().map(|q| query(q)));
             params
         };
@@ -152,21 +151,34 @@ pub(super) async fn index(shared: web::Data<Shared>) -> HttpResponse {
     for (group, versions) in shared.registry.groups() {
         for version in versions {
             let Some(doc) = document(&shared, &group, &version) else { continue };
+            let at = if group.is_empty() {
+                format!("api/{version}")
+            } else {
+                format!("apis/{group}/{version}")
+            };
             paths.insert(
-                format!("apis/{group}/{version}"),
-                json!({"serverRelativeURL": format!("/openapi/v3/apis/{group}/{version}?hash={}", hash(&doc))}),
+                at.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{at}?hash={}", hash(&doc))}),
             );
         }
     }
     HttpResponse::Ok().json(json!({"paths": paths}))
 }
 
-/// `GET /openapi/v3/apis/{group}/{version}`.
+/// A group-version's document path: `group` empty for `/openapi/v3/api/{version}`.
+#[derive(serde::Deserialize)]
+pub(super) struct GroupVersion {
+    #[serde(default)]
+    group: String,
+    version: String,
+}
+
+/// `GET /openapi/v3/apis/{group}/{version}` (`/openapi/v3/api/{version}`).
 pub(super) async fn group_version(
     shared: web::Data<Shared>,
-    path: web::Path<(String, String)>,
+    path: web::Path<GroupVersion>,
 ) -> Result<HttpResponse, Status> {
-    let (group, version) = path.into_inner();
+    let GroupVersion { group, version } = path.into_inner();
     document(&shared, &group, &version).map(|doc| HttpResponse::Ok().json(doc)).ok_or_else(|| {
         Status::not_found(format!(
             "no OpenAPI document for {group}/{version}: nothing served there"
@@ -201,10 +213,7 @@ fn v2_protobuf(shared: &Shared) -> Vec<u8> {
             query("dryRun"),
             field(13, &gvk),
         ]);
-        let name = format!(
-            "/apis/{}/{}/namespaces/{{namespace}}/{}/{{name}}",
-            t.group, t.version, t.plural
-        );
+        let name = format!("{}/{{name}}", t.collection_path());
         // Paths.path: NamedPathItem {name, value: PathItem {patch}}
         field(2, &message([field(1, name.as_bytes()), field(2, &field(8, &operation))]))
     });
@@ -232,7 +241,7 @@ pub(super) async fn v2(shared: web::Data<Shared>, req: actix_web::HttpRequest) -
     for t in &shared.registry.types {
         let query = |name: &str| json!({"name": name, "in": "query", "type": "string", "uniqueItems": true});
         paths.insert(
-            format!("/apis/{}/{}/namespaces/{{namespace}}/{}/{{name}}", t.group, t.version, t.plural),
+            format!("{}/{{name}}", t.collection_path()),
             json!({"patch": {
                 "operationId": format!("patch{}", t.kind),
                 "parameters": [query("fieldValidation"), query("fieldManager"), query("dryRun")],

@@ -64,6 +64,64 @@ pub(crate) fn read_fields(mut bytes: &[u8]) -> Option<Vec<(u64, &[u8])>> {
     Some(out)
 }
 
+/// An object kubectl sends as protobuf (it does for the core group's
+/// kinds: `kubectl create namespace`, `create configmap`), in its
+/// `runtime.Unknown` envelope (after [`MAGIC`]), read into the JSON it
+/// stands for: `apiVersion` and `kind` (the envelope's `typeMeta`),
+/// `metadata` (`ObjectMeta`: `name`, `generateName`, `namespace`,
+/// `labels`, `annotations`, `finalizers`) and, for a ConfigMap or a
+/// Secret, `data` (field 2, a map). Other fields are not read.
+pub(crate) fn object(envelope: &[u8]) -> Option<serde_json::Value> {
+    use serde_json::{Map, Value};
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).ok().map(Value::String);
+    let map = |message: &[u8], number: u64| -> Option<Value> {
+        let mut out = Map::new();
+        for (n, entry) in read_fields(message)? {
+            if n == number {
+                let key =
+                    String::from_utf8(read_field(entry, 1).unwrap_or_default().to_vec()).ok()?;
+                out.insert(key, text(read_field(entry, 2).unwrap_or_default())?);
+            }
+        }
+        Some(Value::Object(out))
+    };
+    let mut doc = Map::new();
+    let kind = match read_field(envelope, 1) {
+        Some(type_meta) => {
+            if let Some(v) = read_field(type_meta, 1) {
+                doc.insert("apiVersion".into(), text(v)?);
+            }
+            read_field(type_meta, 2).and_then(text)
+        }
+        None => None,
+    };
+    if let Some(kind) = &kind {
+        doc.insert("kind".into(), kind.clone());
+    }
+    let raw = read_field(envelope, 2)?;
+    if let Some(meta) = read_field(raw, 1) {
+        let mut md = Map::new();
+        for (number, name) in [(1, "name"), (2, "generateName"), (3, "namespace")] {
+            if let Some(v) = read_field(meta, number) {
+                md.insert(name.into(), text(v)?);
+            }
+        }
+        md.insert("labels".into(), map(meta, 11)?);
+        md.insert("annotations".into(), map(meta, 12)?);
+        let finalizers: Option<Vec<Value>> = read_fields(meta)?
+            .into_iter()
+            .filter(|(n, _)| *n == 14)
+            .map(|(_, v)| text(v))
+            .collect();
+        md.insert("finalizers".into(), Value::Array(finalizers?));
+        doc.insert("metadata".into(), Value::Object(md));
+    }
+    if matches!(kind.as_ref().and_then(Value::as_str), Some("ConfigMap" | "Secret")) {
+        doc.insert("data".into(), map(raw, 2)?);
+    }
+    Some(Value::Object(doc))
+}
+
 /// The first length-delimited field `number` of `message`.
 pub(crate) fn read_field(message: &[u8], number: u64) -> Option<&[u8]> {
     read_fields(message)?.into_iter().find(|(n, _)| *n == number).map(|(_, v)| v)

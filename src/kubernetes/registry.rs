@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::resource::Spec;
 
@@ -256,6 +256,12 @@ pub struct Expose {
     status_schema: Option<String>,
     /// A status subresource: the stored spec is `{spec, status}`.
     status: bool,
+    /// Served in the core group (`/api/v1`).
+    core: bool,
+    /// Cluster-scoped: the state namespace its objects are kept in.
+    cluster: Option<String>,
+    /// The stored spec is every top-level field but the envelope.
+    top_level: bool,
 }
 
 impl Expose {
@@ -288,6 +294,9 @@ impl Expose {
             schema: None,
             status_schema: None,
             status: false,
+            core: false,
+            cluster: None,
+            top_level: false,
         }
     }
 
@@ -349,6 +358,71 @@ impl Expose {
     #[must_use]
     pub fn status_subresource(mut self) -> Self {
         self.status = true;
+        self
+    }
+
+    /// Stores and serves the object's top-level fields as they are, as
+    /// Kubernetes' own kinds have them (a ConfigMap's `data` and
+    /// `binaryData`, a Secret's `data` and `type`, an Event's `reason`,
+    /// `note` and `regarding`): what is stored (the resource's spec in the
+    /// state) is the whole object but `apiVersion`, `kind` and `metadata`,
+    /// and with [`of::<S>`](Expose::of) `S` is that body.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use cosi_runtime::kubernetes::Expose;
+    /// # use serde::{Deserialize, Serialize};
+    /// /// A ConfigMap's body.
+    /// #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+    /// #[serde(rename_all = "camelCase")]
+    /// struct ConfigMap {
+    ///     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    ///     data: BTreeMap<String, String>,
+    ///     #[serde(default, skip_serializing_if = "Option::is_none")]
+    ///     immutable: Option<bool>,
+    /// }
+    /// impl cosi_runtime::resource::Spec for ConfigMap {
+    ///     const TYPE: &'static str = "ConfigMaps";
+    /// }
+    /// // Served as `/api/v1/namespaces/{ns}/configmaps`, `{"data": {...}}`.
+    /// let expose = Expose::of::<ConfigMap>("v1").core_group().top_level_fields();
+    /// # let _ = expose;
+    /// ```
+    ///
+    /// Then writes take every top-level field (with a
+    /// [status subresource](Expose::status_subresource), every one but
+    /// `status`, kept as stored and written through `.../status`), the
+    /// schema given by [`schema`](Expose::schema) is the body's, print
+    /// [`column`](Expose::column)s reach any field (`.data.mode`), and
+    /// `metadata.generation` moves when anything but `status` changes.
+    #[must_use]
+    pub fn top_level_fields(mut self) -> Self {
+        self.top_level = true;
+        self
+    }
+
+    /// Serves the type in the core group, at `/api/v1/...` as ConfigMaps
+    /// and Events are (`apiVersion: v1`), where kube-rs' `Api<ConfigMap>`
+    /// and client-go's typed clients look for those kinds. The plural is
+    /// the resource type's first segment (`ConfigMaps` or
+    /// `ConfigMaps.core` is `configmaps`); the rest of the name is ignored.
+    /// The version is usually `v1`, the core group's only one. No
+    /// CustomResourceDefinition can declare a core type: [`crd`](Expose::crd)
+    /// refuses it.
+    #[must_use]
+    pub fn core_group(mut self) -> Self {
+        self.core = true;
+        self
+    }
+
+    /// Serves the type cluster-scoped, as Namespaces, Nodes and
+    /// ClusterRoles are: its objects have no `metadata.namespace` and live
+    /// at `/apis/{g}/{v}/{plural}/{name}` (`/api/v1/{plural}/{name}` in the
+    /// core group). The state keeps them in `namespace` (controllers read
+    /// them there); requests naming a namespace are `404` for this type.
+    #[must_use]
+    pub fn cluster_scoped(mut self, namespace: impl Into<String>) -> Self {
+        self.cluster = Some(namespace.into());
         self
     }
 
@@ -415,7 +489,11 @@ impl Expose {
     ///
     /// # Errors
     /// [`ExposeError`], as [`KubernetesApi::expose`](super::KubernetesApi::expose).
+    /// A [core-group](Expose::core_group) type has none: [`ExposeError::NoGroup`].
     pub fn crd(&self) -> Result<Value, ExposeError> {
+        if self.core {
+            return Err(ExposeError::NoGroup { resource_type: self.resource_type.clone() });
+        }
         Ok(self.clone().resolve()?.crd())
     }
 
@@ -452,11 +530,11 @@ impl Expose {
         self
     }
 
-    /// Namespaces that all-namespace requests (`/apis/g/v/plural`, `kubectl
-    /// get -A`) list and watch, besides those given to
-    /// [`KubernetesApi::namespaces`](super::KubernetesApi::namespaces). The
-    /// state has no cross-namespace list: a namespace named nowhere is
-    /// served to requests that name it, and missing from `-A`.
+    /// Namespaces declared for this type, besides those given to
+    /// [`KubernetesApi::namespaces`](super::KubernetesApi::namespaces): they
+    /// always exist (clients write into them without creating them first)
+    /// and all-namespace requests (`kubectl get -A`) read them, with every
+    /// namespace created through the API.
     #[must_use]
     pub fn namespaces<S: Into<String>>(mut self, namespaces: impl IntoIterator<Item = S>) -> Self {
         self.namespaces.extend(namespaces.into_iter().map(Into::into));
@@ -472,15 +550,19 @@ impl Expose {
             value: value.to_owned(),
             reason,
         };
-        let Some((first, group)) = self.resource_type.split_once('.') else {
-            return Err(ExposeError::NoGroup { resource_type: ty.clone() });
+        let (first, group) = match self.resource_type.split_once('.') {
+            _ if self.core => {
+                (self.resource_type.split('.').next().unwrap_or_default(), String::new())
+            }
+            Some((first, group)) if !group.is_empty() => (first, group.to_ascii_lowercase()),
+            _ => return Err(ExposeError::NoGroup { resource_type: ty.clone() }),
         };
-        if group.is_empty() {
-            return Err(ExposeError::NoGroup { resource_type: ty.clone() });
-        }
-        let group = group.to_ascii_lowercase();
-        if group.len() > 253 || !group.split('.').all(is_dns_label) {
+        if !self.core && (group.len() > 253 || !group.split('.').all(is_dns_label)) {
             return Err(bad("group", &group, "a DNS subdomain of lower-case labels"));
+        }
+        if let Some(ns) = &self.cluster {
+            crate::resource::validate::name("namespace", ns)
+                .map_err(|_| bad("namespace", ns, "a namespace the state accepts"))?;
         }
         let plural = first.to_ascii_lowercase();
         if !is_dns_label(&plural) {
@@ -535,6 +617,8 @@ impl Expose {
             schema: self.schema.and_then(|s| serde_json::from_str(&s).ok()),
             status_schema: self.status_schema.and_then(|s| serde_json::from_str(&s).ok()),
             status: self.status,
+            cluster: self.cluster,
+            top_level: self.top_level,
         })
     }
 }
@@ -583,6 +667,10 @@ pub(crate) struct Exposed {
     pub(crate) status_schema: Option<Value>,
     /// A status subresource ([`Expose::status_subresource`]).
     pub(crate) status: bool,
+    /// Cluster-scoped ([`Expose::cluster_scoped`]): the state namespace.
+    pub(crate) cluster: Option<String>,
+    /// [`Expose::top_level_fields`].
+    pub(crate) top_level: bool,
 }
 
 impl Exposed {
@@ -603,7 +691,7 @@ impl Exposed {
     /// See [`Expose::crd`].
     fn crd(&self) -> Value {
         use serde_json::json;
-        let mut properties = json!({ "spec": self.spec_schema() });
+        let mut properties = self.body_properties();
         if self.status {
             properties["status"] = self.status_schema();
         }
@@ -642,21 +730,76 @@ impl Exposed {
             "spec": {
                 "group": self.group,
                 "names": names,
-                "scope": "Namespaced",
+                "scope": if self.cluster.is_some() { "Cluster" } else { "Namespaced" },
                 "versions": [version],
             },
         })
     }
 
-    /// `group/version`.
+    /// The schema's `properties` of what the object holds beside its
+    /// metadata (but a status subresource's `status`): `spec`, or with
+    /// [top-level fields](Expose::top_level_fields) the body schema's own.
+    pub(crate) fn body_properties(&self) -> Value {
+        if !self.top_level {
+            return serde_json::json!({ "spec": self.spec_schema() });
+        }
+        match self.schema.as_ref().and_then(|s| s.get("properties")) {
+            Some(Value::Object(p)) => Value::Object(p.clone()),
+            _ => Value::Object(Default::default()),
+        }
+    }
+
+    /// `group/version` (`version` alone in the core group).
     pub(crate) fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            return self.version.clone();
+        }
         format!("{}/{}", self.group, self.version)
+    }
+
+    /// `apis/{group}/{version}`, or `api/{version}` in the core group.
+    pub(crate) fn group_version_path(&self) -> String {
+        if self.group.is_empty() {
+            return format!("api/{}", self.version);
+        }
+        format!("apis/{}/{}", self.group, self.version)
+    }
+
+    /// The path of the objects' collection, `{namespace}` left as a
+    /// placeholder (none for a cluster-scoped type).
+    pub(crate) fn collection_path(&self) -> String {
+        match self.cluster {
+            Some(_) => format!("/{}/{}", self.group_version_path(), self.plural),
+            None => {
+                format!("/{}/namespaces/{{namespace}}/{}", self.group_version_path(), self.plural)
+            }
+        }
+    }
+
+    /// `plural.group` (`plural` alone in the core group): how the
+    /// apiserver names the type in its messages.
+    pub(crate) fn qualified_plural(&self) -> String {
+        if self.group.is_empty() {
+            return self.plural.clone();
+        }
+        format!("{}.{}", self.plural, self.group)
     }
 
     /// The served `spec` and `status` of a stored value: the value and no
     /// status without a status subresource; with one, its `spec` (`{}` when
-    /// it has none) and its `status` (none when absent or `null`).
+    /// it has none) and its `status` (none when absent or `null`). With
+    /// [top-level fields](Expose::top_level_fields), the first is the
+    /// object's body (every field but `status` with a status subresource,
+    /// an object).
     pub(crate) fn split(&self, stored: Value) -> (Value, Option<Value>) {
+        if self.top_level {
+            let mut body = match stored {
+                Value::Object(body) => body,
+                _ => Map::new(),
+            };
+            let status = if self.status { body.remove("status") } else { None };
+            return (Value::Object(body), status.filter(|s| !s.is_null()));
+        }
         if !self.status {
             return (stored, None);
         }
@@ -667,6 +810,18 @@ impl Exposed {
                 (spec, parts.remove("status").filter(|s| !s.is_null()))
             }
             other => (other, None),
+        }
+    }
+
+    /// The namespace in the state of an object requested in `namespace`
+    /// (none for a cluster-scoped type): `None` when the request names the
+    /// wrong scope (a namespace for a cluster-scoped type, or none for a
+    /// namespaced one), which is a `404`.
+    pub(crate) fn state_namespace<'a>(&'a self, namespace: Option<&'a str>) -> Option<&'a str> {
+        match (&self.cluster, namespace) {
+            (Some(ns), None) => Some(ns),
+            (None, Some(ns)) => Some(ns),
+            _ => None,
         }
     }
 }
@@ -708,6 +863,13 @@ impl Registry {
     /// The type served at `/apis/{group}/{version}/.../{plural}`.
     pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<Exposed>> {
         self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
+    }
+
+    /// The versions served in `group`, in Kubernetes priority order.
+    pub(crate) fn versions_of(&self, group: &str) -> Vec<String> {
+        let versions: BTreeSet<&str> =
+            self.types.iter().filter(|t| t.group == group).map(|t| t.version.as_str()).collect();
+        sort_versions(versions.into_iter())
     }
 
     /// The groups, each with its versions, sorted.

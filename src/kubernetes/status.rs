@@ -47,6 +47,11 @@ impl Details {
     }
 }
 
+/// `plural.group`, or `plural` in the core group (as the apiserver names a type).
+fn qualified(group: &str, plural: &str) -> String {
+    if group.is_empty() { plural.to_owned() } else { format!("{plural}.{group}") }
+}
+
 impl Status {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Status { code, reason, message: message.into(), details: None }
@@ -60,7 +65,8 @@ impl Status {
     /// 404 for object `name` of `plural` in `group`, worded as the apiserver
     /// words it (`linkconfigs.net.cosi.dev "eth0" not found`).
     pub fn object_not_found(group: &str, plural: &str, name: &str) -> Self {
-        let mut status = Status::not_found(format!("{plural}.{group} \"{name}\" not found"));
+        let mut status =
+            Status::not_found(format!("{} \"{name}\" not found", qualified(group, plural)));
         status.details = Details::of(group, plural, name);
         status
     }
@@ -71,7 +77,7 @@ impl Status {
         let mut status = Status::new(
             409,
             "AlreadyExists",
-            format!("{plural}.{group} \"{name}\" already exists"),
+            format!("{} \"{name}\" already exists", qualified(group, plural)),
         );
         status.details = Details::of(group, plural, name);
         status
@@ -83,7 +89,10 @@ impl Status {
         let mut status = Status::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {plural}.{group} \"{name}\": {why}"),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, plural)
+            ),
         );
         status.details = Details::of(group, plural, name);
         status

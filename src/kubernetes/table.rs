@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
-use super::object::{Object, ObjectMeta, Partial, metadata};
+use super::object::{Object, ObjectMeta, Partial};
 use super::pages::ListMeta;
 use super::registry::{Exposed, Step};
 use crate::resource::AnyResource;
@@ -122,12 +122,18 @@ fn cell(object: &Value, steps: &[Step]) -> Value {
 /// path starts there.
 fn cell_of(object: &Object<'_>, steps: &[Step]) -> Value {
     match steps.split_first() {
-        Some((Step::Field(f), rest)) if f == "spec" => cell(&object.spec, rest),
-        Some((Step::Field(f), rest)) if f == "status" => {
+        Some((Step::Field(f), rest)) if f == "spec" && !object.exposed.top_level => {
+            cell(&object.spec, rest)
+        }
+        Some((Step::Field(f), rest)) if f == "status" && object.status.is_some() => {
             object.status.as_ref().map_or(Value::Null, |status| cell(status, rest))
         }
         Some((Step::Field(f), rest)) if f == "metadata" => {
-            cell(&metadata(object.resource, object.resource_version), rest)
+            let meta = ObjectMeta::of(object.exposed, object.resource, object.resource_version);
+            cell(&serde_json::to_value(meta).unwrap_or(Value::Null), rest)
+        }
+        Some((Step::Field(f), rest)) if object.exposed.top_level => {
+            object.spec.get(f).map_or(Value::Null, |field| cell(field, rest))
         }
         _ => cell(&object.to_value(), steps),
     }
@@ -168,7 +174,7 @@ impl<'a> Row<'a> {
         cells.extend(columns.iter().map(|c| cell_of(object, &c.steps)));
         let created = resource.metadata().created().to_system_time();
         cells.push(age(now.duration_since(created).unwrap_or_default()).into());
-        Row { cells, meta: ObjectMeta { resource, resource_version: object.resource_version } }
+        Row { cells, meta: ObjectMeta::of(object.exposed, resource, object.resource_version) }
     }
 }
 
@@ -231,6 +237,7 @@ impl Serialize for OneRow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubernetes::object::metadata;
 
     #[test]
     fn kubectl_asks_for_a_table_with_fallbacks() {

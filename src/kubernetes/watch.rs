@@ -474,7 +474,7 @@ impl Forward {
         let revision = own.max(self.last);
         self.last = revision;
         if self.form == Form::Metadata {
-            let partial = Partial(ObjectMeta { resource, resource_version: revision });
+            let partial = Partial(ObjectMeta::of(&self.exposed, resource, revision));
             return Some(line(kind, &partial));
         }
         let object = match Object::new(&self.exposed, resource, revision) {

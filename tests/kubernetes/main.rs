@@ -20,6 +20,7 @@ mod auth;
 mod bad_requests;
 mod example_netplane_kube;
 mod fidelity;
+mod kinds;
 mod kube_rs;
 mod python;
 mod read;

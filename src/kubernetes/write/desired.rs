@@ -64,7 +64,7 @@ fn unknown_fields(input: &Value, canonical: &Value, path: &str, out: &mut Vec<St
     match (input, canonical) {
         (Value::Object(input), Value::Object(canonical)) => {
             for (key, value) in input {
-                let at = format!("{path}.{key}");
+                let at = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 match canonical.get(key) {
                     Some(c) => unknown_fields(value, c, &at, out),
                     None => {
@@ -122,7 +122,7 @@ pub(super) fn desired(
         )));
     }
     if strict {
-        let unknown = unknown_envelope_fields(body);
+        let unknown = unknown_envelope_fields(body, exposed.top_level);
         if !unknown.is_empty() {
             return Err(unknown_fields_error(target, &unknown));
         }
@@ -142,8 +142,11 @@ pub(super) fn desired(
         }
         _ => {}
     }
+    // A cluster-scoped object has none (an empty one is none); the
+    // apiserver clears one a client sends.
     if let Some(ns) = md.get("namespace").and_then(Value::as_str)
         && ns != target.namespace
+        && target.exposed.cluster.is_none()
     {
         return Err(Status::bad_request(format!(
             "the namespace of the object ({ns}) does not match the namespace on the request ({})",
@@ -193,6 +196,18 @@ pub(super) fn desired(
     let uid = md.get("uid").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
     let (spec, status) = match part {
         Part::Status => (Value::Null, body.get("status").filter(|s| !s.is_null()).cloned()),
+        Part::Object if exposed.top_level => {
+            let mut fields = body.clone();
+            for envelope in ["apiVersion", "kind", "metadata"] {
+                fields.remove(envelope);
+            }
+            if exposed.status {
+                fields.remove("status");
+                (Value::Object(fields), None)
+            } else {
+                (decoded_body(target, Value::Object(fields), strict)?, None)
+            }
+        }
         Part::Object => {
             let spec = body.get("spec").cloned().unwrap_or_else(|| Value::Object(Map::new()));
             if exposed.status { (spec, None) } else { (decoded_spec(target, spec, strict)?, None) }
@@ -226,9 +241,10 @@ const OBJECT_META: [&str; 15] = [
 /// The fields of a written object's top level and metadata that no object
 /// has (a typo such as `spce:` or `metadata.label:`), as `fieldValidation=
 /// Strict` refuses them. Without it they are dropped, as the apiserver does.
-fn unknown_envelope_fields(body: &Map<String, Value>) -> Vec<String> {
+/// With `top_level` fields, the body's are the type's to judge.
+fn unknown_envelope_fields(body: &Map<String, Value>, top_level: bool) -> Vec<String> {
     let mut unknown: Vec<String> =
-        body.keys().filter(|k| !ENVELOPE.contains(&k.as_str())).cloned().collect();
+        body.keys().filter(|k| !top_level && !ENVELOPE.contains(&k.as_str())).cloned().collect();
     if let Some(Value::Object(md)) = body.get("metadata") {
         unknown.extend(
             md.keys()
@@ -247,6 +263,25 @@ fn unknown_fields_error(target: &Target, unknown: &[String]) -> Status {
             .map(|f| (f.clone(), format!("unknown field {:?}", f.rsplit('.').next().unwrap_or(f))))
             .collect(),
     )
+}
+
+/// The body of a type with [top-level fields](crate::kubernetes::Expose::top_level_fields)
+/// and no status subresource, as it is stored: decoded as the exposed type
+/// (causes and unknown fields named from the top, `data.mode`).
+fn decoded_body(target: &Target, body: Value, strict: bool) -> Result<Value, Status> {
+    let Some(decoder) = &target.exposed.decoder else { return Ok(body) };
+    let canonical = decoder.decode(&body).map_err(|e| {
+        let field = if e.field.is_empty() { "body".to_owned() } else { e.under("") };
+        target.invalid_causes(vec![(field, e.message)])
+    })?;
+    if strict {
+        let mut unknown = Vec::new();
+        unknown_fields(&body, &canonical, "", &mut unknown);
+        if !unknown.is_empty() {
+            return Err(unknown_fields_error(target, &unknown));
+        }
+    }
+    Ok(canonical)
 }
 
 /// The spec of a type without a status subresource, as it is stored.
@@ -282,12 +317,38 @@ fn combined(
     strict: bool,
     part: Part,
 ) -> Result<Value, Status> {
-    let mut doc = Map::new();
-    doc.insert("spec".into(), spec);
+    let top_level = target.exposed.top_level;
+    let mut doc = match spec {
+        Value::Object(body) if top_level => body,
+        _ if top_level => Map::new(),
+        spec => Map::from_iter([("spec".to_owned(), spec)]),
+    };
     if let Some(status) = status {
         doc.insert("status".into(), status);
     }
     let doc = Value::Object(doc);
+    if top_level {
+        let Some(decoder) = &target.exposed.decoder else {
+            return match doc.get("status") {
+                Some(status) if !status.is_object() => {
+                    Err(target.invalid(&format!("status: must be an object, not {status}")))
+                }
+                _ => Ok(doc),
+            };
+        };
+        let canonical = decoder.decode(&doc).map_err(|e| {
+            let field = if e.field.is_empty() { "body".to_owned() } else { e.under("") };
+            target.invalid_causes(vec![(field, e.message)])
+        })?;
+        if strict {
+            let mut unknown = Vec::new();
+            unknown_fields(&doc, &canonical, "", &mut unknown);
+            if !unknown.is_empty() {
+                return Err(unknown_fields_error(target, &unknown));
+            }
+        }
+        return Ok(canonical);
+    }
     let Some(decoder) = &target.exposed.decoder else {
         for (field, value) in [("spec", &doc["spec"]), ("status", &doc["status"])] {
             let absent = field == "status" && value.is_null();

@@ -12,6 +12,7 @@ use super::request::{
     ATTEMPTS, ItemPath, Options, Query, Target, generated_name, item, json_body, manager_of,
     name_error, now_rfc3339, options, read_body, status_item, target,
 };
+use crate::kubernetes::namespaces;
 use crate::kubernetes::object::{FIELD_MANAGER_ANNOTATION, MANAGED_FIELDS_ANNOTATION, object};
 use crate::kubernetes::params::{ListParams, parse_bool};
 use crate::kubernetes::patch::{PatchError, json_patch, merge_patch};
@@ -28,13 +29,13 @@ use crate::resource::{AnyResource, Kind};
 /// it would be stored, storing nothing.
 pub(in crate::kubernetes) async fn create(
     shared: web::Data<Shared>,
-    path: web::Path<(String, String, String, String)>,
+    path: ItemPath,
     query: Query,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, Status> {
     // The type first (404), as the apiserver routes before it reads a body.
-    let mut target = target(&shared, path.into_inner(), String::new())?.answering(&req);
+    let mut target = target(&shared, &path, "POST")?.answering(&req);
     let options = options(&query)?;
     let mut body = json_body(&read_body(&shared, &req, payload).await?)?;
     if !body.is_object() {
@@ -391,7 +392,23 @@ pub(in crate::kubernetes) async fn delete(
             .await
             .map_err(|e| target.error(e))?;
     }
+    // A namespace is held until what is in it is gone.
+    let namespace =
+        namespaces::is_namespaces(&target.exposed.resource_type) && target.exposed.group.is_empty();
+    if namespace && stored.phase() == crate::resource::Phase::Running {
+        shared
+            .state
+            .add_finalizer(&target.pointer(), namespaces::NAMESPACE_FINALIZER)
+            .await
+            .map_err(|e| target.error(e))?;
+    }
     let torn = delete_stored(&shared, &target, stored).await?;
+    if namespace {
+        let (shared, name) = (shared.clone(), target.name.clone());
+        actix::spawn(
+            async move { namespaces::empty(&shared.state, &shared.registry, &name).await },
+        );
+    }
     if let Some(uid) = uid
         && propagation != Propagation::Orphan
     {
@@ -462,10 +479,10 @@ async fn delete_stored(
 /// `dryRun=All`, the objects that would be deleted.
 pub(in crate::kubernetes) async fn delete_collection(
     shared: web::Data<Shared>,
-    path: web::Path<(String, String, String, String)>,
+    path: ItemPath,
     query: Query,
 ) -> Result<HttpResponse, Status> {
-    let mut target = target(&shared, path.into_inner(), String::new())?;
+    let mut target = target(&shared, &path, "DELETE")?;
     let dry_run = options(&query)?.dry_run;
     let params = ListParams::parse(&query)?;
     let kind = Kind::new(&target.namespace, &target.exposed.resource_type);
@@ -522,6 +539,7 @@ mod tests {
         crate::kubernetes::KubernetesApi::new(state)
             .expose(crate::kubernetes::Expose::resource_type("Notes.misc.cosi.dev", "v1"))
             .unwrap()
+            .namespaces(["config"])
     }
 
     /// Status code and JSON body (`Null` when it is not JSON) of `req`

@@ -32,8 +32,8 @@ use crate::kubernetes::object::reserved;
 /// A field: its path from the object's root.
 type Path = Vec<String>;
 
-/// The fields of an object a manager can own: every leaf of `spec` and
-/// `status`, each label and annotation (those the server keeps for itself
+/// The fields of an object a manager can own: every leaf of its top-level
+/// fields (`spec` and `status`, a ConfigMap's `data`), each label and annotation (those the server keeps for itself
 /// aside), the finalizers and the owner references.
 pub(crate) fn leaves(doc: &Value) -> BTreeSet<Path> {
     fn walk(value: &Value, at: &mut Path, out: &mut BTreeSet<Path>) {
@@ -51,9 +51,13 @@ pub(crate) fn leaves(doc: &Value) -> BTreeSet<Path> {
         }
     }
     let mut out = BTreeSet::new();
-    for part in ["spec", "status"] {
-        if let Some(value) = doc.get(part).filter(|v| !v.is_null()) {
-            walk(value, &mut vec![part.to_owned()], &mut out);
+    // Every top-level field but the envelope (`spec` and `status`, or a
+    // ConfigMap's `data`).
+    if let Value::Object(fields) = doc {
+        for (part, value) in fields {
+            if !matches!(part.as_str(), "apiVersion" | "kind" | "metadata") && !value.is_null() {
+                walk(value, &mut vec![part.to_owned()], &mut out);
+            }
         }
     }
     let md = &doc["metadata"];

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::kubernetes::object::{Object, ObjectMeta, Partial, object};
 use crate::kubernetes::pages::ListMeta;
 use crate::kubernetes::registry::Exposed;
-use crate::kubernetes::shared::Shared;
+use crate::kubernetes::shared::{Shared, TypePath};
 use crate::kubernetes::status::Status;
 use crate::kubernetes::table::{Form, OneRow, Row, Table, form};
 use crate::resource::{AnyResource, Kind, Pointer};
@@ -74,8 +74,9 @@ impl Target {
     pub(super) fn writable(&self, stored: &AnyResource) -> Result<(), Status> {
         match stored.owner() {
             Some(owner) => Err(Status::forbidden(format!(
-                "{}.{} \"{}\" is owned by controller {owner:?}: it is read-only to clients",
-                self.exposed.plural, self.exposed.group, self.name
+                "{} \"{}\" is owned by controller {owner:?}: it is read-only to clients",
+                self.exposed.qualified_plural(),
+                self.name
             ))),
             None => Ok(()),
         }
@@ -93,7 +94,13 @@ impl Target {
     /// ([`controllers`](crate::kubernetes::KubernetesApi::controllers))
     /// outputs this type exclusively: a client's object there would be no
     /// controller's, and that controller would fail on it for ever.
+    ///
+    /// First, the namespace must exist (see
+    /// [`namespaces`](crate::kubernetes::namespaces)): `404` when it does not.
     pub(super) async fn admit(&self, shared: &Shared) -> Result<(), Status> {
+        if self.exposed.cluster.is_none() {
+            shared.admit_namespace(&self.namespace).await?;
+        }
         let Some(controllers) = &shared.controllers else { return Ok(()) };
         let graph = controllers.graph().await;
         let owner = graph.edges().iter().find(|e| {
@@ -103,10 +110,9 @@ impl Target {
         match owner {
             None => Ok(()),
             Some(edge) => Err(Status::forbidden(format!(
-                "{}.{} \"{}\" is forbidden: {} is the exclusive output of controller {:?}: \
+                "{} \"{}\" is forbidden: {} is the exclusive output of controller {:?}: \
                  clients cannot create its objects",
-                self.exposed.plural,
-                self.exposed.group,
+                self.exposed.qualified_plural(),
                 self.name,
                 self.exposed.kind,
                 edge.controller
@@ -126,7 +132,7 @@ impl Target {
         let body = match self.form {
             Form::Full => object(&self.exposed, resource, revision)?,
             Form::Metadata => {
-                serde_json::to_value(Partial(ObjectMeta { resource, resource_version: revision }))
+                serde_json::to_value(Partial(ObjectMeta::of(&self.exposed, resource, revision)))
                     .map_err(|e| Status::internal(e.to_string()))?
             }
             Form::Table => {
@@ -151,14 +157,19 @@ impl Target {
     }
 }
 
-pub(super) fn target(
-    shared: &Shared,
-    (group, version, namespace, plural): (String, String, String, String),
-    name: String,
-) -> Result<Target, Status> {
-    let exposed = shared.exposed(&group, &version, &plural)?;
-    crate::resource::validate::name("namespace", &namespace).map_err(Status::bad_request)?;
-    Ok(Target { exposed, namespace, name, form: Form::Full })
+/// The object (or, with no name, the collection) `path` addresses.
+/// A collection write (POST, DELETE) without a namespace on a namespaced
+/// type is a `405`, as the apiserver answers it.
+pub(super) fn target(shared: &Shared, path: &TypePath, method: &str) -> Result<Target, Status> {
+    if path.namespace.is_none() && path.name.is_none() {
+        let exposed = shared.exposed(&path.group, &path.version, &path.plural)?;
+        if exposed.cluster.is_none() {
+            let at = format!("/{}/{}", exposed.group_version_path(), exposed.plural);
+            return Err(Status::method_not_allowed(method, &at));
+        }
+    }
+    let (exposed, namespace) = shared.scoped(path)?;
+    Ok(Target { exposed, namespace, name: path.name(), form: Form::Full })
 }
 
 /// The options every write takes: `fieldValidation`, `dryRun`.
@@ -281,16 +292,22 @@ pub(super) async fn read_body(
     Ok(body.freeze())
 }
 
+/// The JSON of a request body (or of the protobuf kubectl sends for a
+/// core-group kind, see [`protobuf::object`](crate::kubernetes::protobuf::object)).
 pub(super) fn json_body(body: &[u8]) -> Result<Value, Status> {
+    if let Some(envelope) = body.strip_prefix(crate::kubernetes::protobuf::MAGIC) {
+        return crate::kubernetes::protobuf::object(envelope).ok_or_else(|| {
+            Status::bad_request("the request body is no Kubernetes object (protobuf)")
+        });
+    }
     serde_json::from_slice(body)
         .map_err(|e| Status::bad_request(format!("the request body is not JSON: {e}")))
 }
 
-pub(super) type ItemPath = web::Path<(String, String, String, String, String)>;
+pub(super) type ItemPath = web::Path<TypePath>;
 
 pub(super) fn item(shared: &Shared, path: ItemPath) -> Result<Target, Status> {
-    let (g, v, ns, plural, name) = path.into_inner();
-    target(shared, (g, v, ns, plural), name)
+    target(shared, &path, "")
 }
 
 /// The object of a `.../{name}/status` request: 404 when its type has no
@@ -306,7 +323,8 @@ pub(super) fn status_item(shared: &Shared, path: ItemPath) -> Result<Target, Sta
 /// The 404 of a status request to a type without a status subresource.
 pub(in crate::kubernetes) fn no_status(exposed: &Exposed) -> Status {
     Status::not_found(format!(
-        "the server could not find the requested resource ({}.{}/{} has no status subresource)",
-        exposed.plural, exposed.group, exposed.version
+        "the server could not find the requested resource ({}/{} has no status subresource)",
+        exposed.qualified_plural(),
+        exposed.version
     ))
 }
