@@ -81,6 +81,19 @@ impl fmt::Debug for KubernetesApi {
     }
 }
 
+/// The Events the runtime records (`events.k8s.io/v1`, stored whole as
+/// their resource type `Events.events.k8s.io`): `kubectl get events -A`.
+fn events() -> Expose {
+    Expose::resource_type("Events.events.k8s.io", "v1")
+        .top_level_fields()
+        .column("Type", ".type")
+        .column("Reason", ".reason")
+        .column("Object", ".regarding.name")
+        .column("Count", ".deprecatedCount")
+        .column("Message", ".note")
+        .short_names(["ev"])
+}
+
 impl KubernetesApi {
     /// The API over `state`, with nothing exposed yet, answering `/version`
     /// as Kubernetes 1.33.
@@ -101,7 +114,8 @@ impl KubernetesApi {
             create_namespaces: false,
         }
         .expose(super::namespaces::expose())
-        .unwrap_or_else(|e| unreachable!("the namespaces' exposure is valid: {e}"))
+        .and_then(|api| api.expose(events()))
+        .unwrap_or_else(|e| unreachable!("the built-in exposures are valid: {e}"))
     }
 
     /// Whether a write into a namespace that does not exist makes it

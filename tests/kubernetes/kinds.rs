@@ -219,3 +219,51 @@ async fn kubectl_gets_and_creates_namespaces_and_an_apply_into_a_missing_one_is_
         server.stop().await;
     }
 }
+
+#[actix::test]
+async fn kube_rs_api_of_events_k8s_io_event_round_trips_every_field() {
+    use k8s_openapi::api::core::v1::{EventSource, ObjectReference};
+    use k8s_openapi::api::events::v1::{Event, EventSeries};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+
+    let state = State::start();
+    let (server, _) = serve(kinds(&state)).await;
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let events: Api<Event> = Api::namespaced(client, "config");
+    let micro: MicroTime = serde_json::from_value(json!("2026-11-28T15:00:00.123456Z")).unwrap();
+    let time: Time = serde_json::from_value(json!("2026-11-28T15:00:00Z")).unwrap();
+    let reference = ObjectReference {
+        api_version: Some("net.cosi.dev/v1alpha1".into()),
+        kind: Some("LinkConfig".into()),
+        name: Some("eth0".into()),
+        namespace: Some("config".into()),
+        uid: Some("4f1c".into()),
+        ..Default::default()
+    };
+    let mut event = Event {
+        action: Some("Reconcile".into()),
+        deprecated_count: Some(3),
+        deprecated_first_timestamp: Some(time.clone()),
+        deprecated_last_timestamp: Some(time.clone()),
+        deprecated_source: Some(EventSource { component: Some("netplane".into()), host: None }),
+        event_time: Some(micro.clone()),
+        note: Some("mtu 99 is below 576".into()),
+        reason: Some("ReconcileError".into()),
+        regarding: Some(reference.clone()),
+        related: Some(reference),
+        reporting_controller: Some("cosi-runtime/LinkController".into()),
+        reporting_instance: Some("node-1".into()),
+        series: Some(EventSeries { count: 3, last_observed_time: micro.clone() }),
+        type_: Some("Warning".into()),
+        ..Default::default()
+    };
+    event.metadata.name = Some("eth0.abc".into());
+    let created = events.create(&PostParams::default(), &event).await.unwrap();
+    let read = events.get("eth0.abc").await.unwrap();
+    for got in [created, read] {
+        let mut expected = event.clone();
+        expected.metadata = got.metadata.clone();
+        assert_eq!(got, expected, "every field round-trips");
+    }
+    server.stop().await;
+}
