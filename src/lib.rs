@@ -29,6 +29,8 @@
 //!   ([`Blocking`](execution::Blocking)), fairness.
 //! - [`supervisor`]: registration rules, restart policy, the dependency graph;
 //!   [`Runtime::health`] and [`Runtime::settled_within`] when something fails.
+//! - [`events`]: Kubernetes Events recorded by the runtime (failures,
+//!   panics, restarts) and by controllers (`cx.event(..)`).
 //! - [`testing`]: test one controller in isolation, deterministically.
 //! - Shortcuts: [`State::client`] (a handle with its owner bound once),
 //!   [`TypedPointer`](resource::TypedPointer) (reads and modifies infer the
@@ -104,6 +106,7 @@ mod backoff;
 pub mod cluster;
 pub mod controller;
 mod error;
+pub mod events;
 pub mod execution;
 pub mod finalizer;
 mod hashing;

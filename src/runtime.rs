@@ -10,6 +10,8 @@ use tokio::sync::watch;
 use crate::activity::Activity;
 use crate::controller::metrics::ControllerSet;
 use crate::controller::{ControllerMetrics, default_pool_size};
+use crate::events::actor::EventWriter;
+use crate::events::{EventSettings, ToWriter};
 use crate::execution::{ArbiterInit, Arbiters, Placement, default_arbiters};
 use crate::registration::{Factory, Registering};
 use crate::state::actor::StateActor;
@@ -45,6 +47,8 @@ pub struct RuntimeBuilder {
     /// Runs first on each controller arbiter's thread.
     arbiter_init: Option<ArbiterInit>,
     patience: std::time::Duration,
+    /// How Events are recorded (`None`: off).
+    events: Option<EventSettings>,
 }
 
 impl fmt::Debug for RuntimeBuilder {
@@ -54,6 +58,7 @@ impl fmt::Debug for RuntimeBuilder {
             .field("pool_size", &self.pool_size)
             .field("arbiters", &self.arbiters)
             .field("placement", &self.placement)
+            .field("events", &self.events)
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +73,7 @@ impl Default for RuntimeBuilder {
             intercept: None,
             arbiter_init: None,
             patience: SETTLED_PATIENCE,
+            events: Some(EventSettings::default()),
         }
     }
 }
@@ -136,6 +142,34 @@ impl RuntimeBuilder {
     #[must_use]
     pub fn settled_patience(mut self, patience: std::time::Duration) -> Self {
         self.patience = patience;
+        self
+    }
+
+    /// Records Events with `settings` (on by default, with
+    /// [`EventSettings::default`]): reconcile failures, panics, restarts,
+    /// failed controllers, and what controllers record themselves, as
+    /// Kubernetes Events in the state (see [`events`](crate::events)).
+    ///
+    /// ```
+    /// use cosi_runtime::Runtime;
+    /// use cosi_runtime::events::EventSettings;
+    /// # actix::System::new().block_on(async {
+    /// let runtime = Runtime::builder()
+    ///     .events(EventSettings { namespace: "cosi-system".into(), ..EventSettings::default() })
+    ///     .start();
+    /// # runtime.settled().await;
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn events(mut self, settings: EventSettings) -> Self {
+        self.events = Some(settings);
+        self
+    }
+
+    /// Records no Events: [`Recorder`](crate::events::Recorder)s do nothing.
+    #[must_use]
+    pub fn without_events(mut self) -> Self {
+        self.events = None;
         self
     }
 
@@ -220,6 +254,9 @@ impl RuntimeBuilder {
         };
         let live = ControllerSet::default();
         let arbiters = Arbiters::new(self.arbiters, self.arbiter_init.clone());
+        // The writer writes through the runtime's own handle, never the
+        // intercepted one: Events are not the controllers' writes.
+        let events = self.events.map(|settings| EventWriter::start(state.clone(), settings));
         let supervisor = Supervisor::new(
             controller_state,
             self.policy,
@@ -227,6 +264,7 @@ impl RuntimeBuilder {
             stopped_tx,
             live.clone(),
             arbiters,
+            events.clone().map(Addr::recipient),
         )
         .start();
         Runtime {
@@ -238,6 +276,7 @@ impl RuntimeBuilder {
             placement: self.placement,
             owns_state: false,
             patience: self.patience,
+            events,
         }
     }
 }
@@ -300,6 +339,8 @@ pub struct Runtime {
     /// How long [`settled`](Runtime::settled) waits without progress before
     /// it says what is still busy.
     patience: std::time::Duration,
+    /// The Event writer (`None`: Events are off).
+    events: Option<Addr<EventWriter>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -492,6 +533,12 @@ impl Runtime {
     /// handles.
     pub async fn stop(&self) {
         let _ = self.supervisor.send(StopAll(StopReason::Requested)).await;
+        // Repeats of Events still waiting for their interval are written now.
+        if let Some(events) = &self.events {
+            let (done, flushed) = futures::channel::oneshot::channel();
+            events.do_send(ToWriter::Flush(done));
+            let _ = flushed.await;
+        }
         // The stopped controllers' claims go at once (the lease is revoked),
         // so that standbys elsewhere take over without waiting for its TTL.
         if let Some(claims) = self.state.claim_service() {
@@ -537,10 +584,15 @@ impl Runtime {
     }
 
     /// [`settled`](Self::settled), giving up after `deadline` with what is
-    /// still busy: the controllers backing off, failing, or with work ready
-    /// or running (not those whose keys only wait for a requested time:
-    /// those do not hold `settled()`), and their last errors. For tests and
-    /// tools that must not hang in silence.
+    /// still busy; and an error too when it settled with a controller
+    /// [`Failed`](crate::controller::ControllerStatus::Failed). For tests and
+    /// tools that must not hang in silence, nor pass over a failure.
+    ///
+    /// # Expected flow
+    /// 1. It waits, at most `deadline` (virtual time under tokio's paused
+    ///    clock), for what [`settled`](Self::settled) waits for.
+    /// 2. Once settled, it reads every controller's status: none failed is
+    ///    `Ok(())`.
     ///
     /// ```
     /// # actix::System::new().block_on(async {
@@ -549,11 +601,30 @@ impl Runtime {
     /// # });
     /// ```
     ///
+    /// # Guarantees
+    /// - A controller that failed for good (a terminal error of a plain
+    ///   controller, an access its declarations do not allow, its restart
+    ///   intensity exceeded) never passes unnoticed: it holds no work, so the
+    ///   runtime settles, and this says so, naming it and why.
+    /// - [`settled`](Self::settled), which returns nothing, resolves as
+    ///   before: the failure is in [`health`](Self::health).
+    /// - A [`testing::Harness`](crate::testing::Harness)'s `settle()` is
+    ///   this: it fails the test with the same text.
+    ///
     /// # Errors
-    /// [`NotSettled`] naming what was busy when the deadline passed.
+    /// [`NotSettled`]: with [`settled`](NotSettled::settled) false, naming
+    /// what was busy when the deadline passed (the controllers backing off,
+    /// failing, or with work ready or running; not those whose keys only
+    /// wait for a requested time: those do not hold `settled()`) and their
+    /// last errors; with `settled` true, naming each failed controller and
+    /// its last error (its [`failed`](NotSettled::failed) list).
     pub async fn settled_within(&self, deadline: std::time::Duration) -> Result<(), NotSettled> {
         if tokio::time::timeout(deadline, self.activity.settled()).await.is_ok() {
-            return Ok(());
+            let failed = failed(&self.metrics().await);
+            if failed.is_empty() {
+                return Ok(());
+            }
+            return Err(NotSettled { deadline, units: 0, busy: Vec::new(), failed, settled: true });
         }
         Err(self.not_settled(deadline).await)
     }
@@ -572,7 +643,8 @@ impl Runtime {
                 (failing || m.work_queue.depth + m.active_workers > 0).then_some(c)
             })
             .collect();
-        NotSettled { deadline: waited, units: self.activity.busy(), busy }
+        let failed = failed(&metrics);
+        NotSettled { deadline: waited, units: self.activity.busy(), busy, failed, settled: false }
     }
 
     /// Every controller's counters, in registration order.
@@ -643,23 +715,64 @@ impl GraphSource {
 /// what is still busy: 30 seconds.
 pub const SETTLED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The runtime was still busy when [`Runtime::settled_within`]'s deadline passed.
+/// The controllers marked failed, as health reports them.
+fn failed(metrics: &[ControllerMetrics]) -> Vec<crate::controller::ControllerHealth> {
+    metrics
+        .iter()
+        .map(crate::controller::ControllerHealth::from)
+        .filter(|c| c.status == crate::controller::ControllerStatus::Failed)
+        .collect()
+}
+
+/// [`Runtime::settled_within`] did not end well: the runtime was still busy
+/// when its deadline passed, or it settled with failed controllers.
+///
+/// Its text names the controllers, with their last errors:
+/// `the runtime settled, but controller Parser failed: Parser: failed, 1
+/// failures in a row, last error: bad input (terminal)`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the runtime had not settled after {deadline:?} ({units} units of work in progress){}", describe_busy(.busy))]
+#[error("{}", describe(self))]
 pub struct NotSettled {
-    /// The deadline that passed.
+    /// The deadline (that passed, unless [`settled`](Self::settled)).
     pub deadline: std::time::Duration,
     /// Units of work in progress (requests, messages, reconciles, retries).
     pub units: usize,
     /// The controllers that were busy or failing, with their last errors.
     pub busy: Vec<crate::controller::ControllerHealth>,
+    /// The controllers marked [`Failed`](crate::controller::ControllerStatus::Failed),
+    /// with why (their last errors).
+    pub failed: Vec<crate::controller::ControllerHealth>,
+    /// Whether the runtime did settle (then the error is `failed`).
+    pub settled: bool,
 }
 
-fn describe_busy(busy: &[crate::controller::ControllerHealth]) -> String {
-    if busy.is_empty() {
-        return "; no controller was busy (a request or a watch delivery was)".into();
+fn describe(e: &NotSettled) -> String {
+    let list = |cs: &[crate::controller::ControllerHealth]| -> String {
+        cs.iter().map(|c| format!("\n  {c}")).collect()
+    };
+    let names = |cs: &[crate::controller::ControllerHealth]| -> String {
+        let names: Vec<&str> = cs.iter().map(|c| c.controller.as_str()).collect();
+        match names.as_slice() {
+            [one] => format!("controller {one}"),
+            many => format!("controllers {}", many.join(", ")),
+        }
+    };
+    if e.settled {
+        return format!("the runtime settled, but {} failed:{}", names(&e.failed), list(&e.failed));
     }
-    busy.iter().map(|c| format!("\n  {c}")).collect()
+    let mut text = format!(
+        "the runtime had not settled after {:?} ({} units of work in progress)",
+        e.deadline, e.units
+    );
+    if e.busy.is_empty() {
+        text.push_str("; no controller was busy (a request or a watch delivery was)");
+    } else {
+        text.push_str(&list(&e.busy));
+    }
+    if !e.failed.is_empty() {
+        text.push_str(&format!("\nand {} failed:{}", names(&e.failed), list(&e.failed)));
+    }
+    text
 }
 
 /// [`Runtime::idle`] ran out of time: work or timers were still pending.

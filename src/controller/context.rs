@@ -9,6 +9,7 @@ use super::Input;
 use super::access::AccessRules;
 use super::metrics::Counters;
 use crate::Error;
+use crate::events::{EventType, Recorder};
 use crate::resource::{
     Address, AnyResource, Finalizers, Kind, LabelQuery, Pointer, PointerTo, Resource, Spec,
 };
@@ -34,7 +35,8 @@ use crate::supervisor::{RegistrationError, check_inputs};
 /// controller's finalizer ([`add_finalizer`](Self::add_finalizer),
 /// [`remove_finalizer`](Self::remove_finalizer); for queue controllers the
 /// whole dance is [`finalizer`](super::finalizer())),
-/// [`requeue_after`](Self::requeue_after) and [`update_inputs`](Self::update_inputs).
+/// [`requeue_after`](Self::requeue_after) and [`update_inputs`](Self::update_inputs),
+/// and Events: [`event`](Self::event), [`recorder`](Self::recorder).
 pub struct ReconcileContext {
     reach: Arc<Reach>,
     rules: Arc<AccessRules>,
@@ -60,6 +62,8 @@ impl fmt::Debug for ReconcileContext {
 pub(crate) struct Reach {
     pub(crate) state: State,
     pub(crate) counters: Arc<Counters>,
+    /// Records Events as this controller.
+    pub(crate) events: Recorder,
 }
 
 // The controller's calls as the one `Access` surface: it writes as itself.
@@ -313,6 +317,52 @@ impl ReconcileContext {
         self.rules = Arc::new(self.rules.with_inputs(inputs.clone()));
         self.new_inputs = Some(inputs);
         Ok(())
+    }
+
+    /// Records an Event about the resource at `regarding` as this
+    /// controller (`reportingController` `cosi-runtime/<name>`), stored in
+    /// the resource's namespace: the short form of
+    /// [`recorder().event(..)`](Recorder::event). It never waits and never
+    /// fails, and is not access-checked; a repeat counts into the same
+    /// Event (see [`events`](crate::events) for the rules).
+    ///
+    /// ```
+    /// use cosi_runtime::prelude::*;
+    /// use cosi_runtime::events::EventType;
+    /// # #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, Spec)]
+    /// # #[spec(type = "Disks.storage.cosi.dev")]
+    /// # struct Disk { size: u64 }
+    /// struct DiskWatcher;
+    /// impl Controller for DiskWatcher {
+    ///     fn name(&self) -> &str { "DiskWatcher" }
+    ///     fn inputs(&self) -> Vec<Input> { vec![Input::weak::<Disk>("storage")] }
+    ///     fn outputs(&self) -> Vec<Output> { vec![] }
+    ///     async fn reconcile(&mut self, cx: &mut ReconcileContext) -> ReconcileResult {
+    ///         for disk in cx.list_typed::<Disk>("storage", &LabelQuery::all()).await? {
+    ///             if disk.spec().size == 0 {
+    ///                 cx.event(EventType::Warning, "EmptyDisk", "the disk has no blocks", disk.pointer());
+    ///             }
+    ///         }
+    ///         // About the controller itself, in the namespace of controller Events:
+    ///         cx.recorder().controller_event(EventType::Normal, "Scanned", "every disk scanned");
+    ///         Ok(())
+    ///     }
+    /// }
+    /// ```
+    pub fn event<P: crate::resource::Address + ?Sized>(
+        &self,
+        event_type: EventType,
+        reason: impl Into<String>,
+        note: impl Into<String>,
+        regarding: &P,
+    ) {
+        self.reach.events.event(event_type, reason, note, regarding);
+    }
+
+    /// This controller's Event [`Recorder`] (Events about objects or about
+    /// the controller itself); a clone outlives the reconcile.
+    pub fn recorder(&self) -> &Recorder {
+        &self.reach.events
     }
 
     pub(crate) fn requeue_requested(&self) -> bool {

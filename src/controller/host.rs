@@ -32,9 +32,10 @@ pub(crate) use super::outcome::panic_message;
 use super::outcome::{self, Echoes};
 use super::pool::{Permit, WorkerPool};
 use crate::activity::{ActivityGuard, TimerGuard};
+use crate::events::{EventSink, EventType, Recorder};
 use crate::execution::RoundBudget;
 use crate::queue::{Completion, Taken, WorkQueue};
-use crate::resource::{AnyResource, Kind, Phase};
+use crate::resource::{AnyResource, Kind, Phase, Pointer};
 use crate::state::claims::Ownership;
 use crate::state::delivery::Sink;
 use crate::state::request::WatchSink;
@@ -99,6 +100,8 @@ pub(crate) struct HostEnv {
     pub(crate) supervisor: Recipient<HostReport>,
     /// How failures are retried.
     pub(crate) policy: RestartPolicy,
+    /// Where Events go (`None`: off).
+    pub(crate) events: EventSink,
 }
 
 impl HostEnv {
@@ -341,12 +344,13 @@ impl<R: Hosted> Host<R> {
         busy: ActivityGuard,
     ) -> Self {
         counters.set_max_concurrent(concurrency.max(1));
+        let events = Recorder::new(&env.events, rules.controller().clone(), env.state.activity());
         Host {
             name: rules.controller().clone(),
             controller,
             rules: Arc::new(rules),
             queue: WorkQueue::new(env.policy.backoff),
-            reach: Arc::new(Reach { state: env.state.clone(), counters: counters.clone() }),
+            reach: Arc::new(Reach { events, state: env.state.clone(), counters: counters.clone() }),
             env,
             pool,
             concurrency: concurrency.max(1),
@@ -368,6 +372,25 @@ impl<R: Hosted> Host<R> {
             run_sent: false,
             own_items: 0,
         }
+    }
+
+    /// Records a Warning about how a reconcile ended (action `Reconcile`),
+    /// about `regarding`, or the controller (`None`).
+    pub(super) fn warn(&self, reason: &'static str, note: String, regarding: Option<&Pointer>) {
+        self.reach.events.runtime(EventType::Warning, reason, "Reconcile", note, regarding);
+    }
+
+    /// Records that the controller is failed for good (`Failed`, a Warning
+    /// about the controller, action `Supervise`).
+    pub(super) fn record_failed(&self, note: String) {
+        self.reach.events.runtime(EventType::Warning, "Failed", "Supervise", note, None);
+    }
+
+    /// Records that a fresh instance replaced one that panicked
+    /// (`Restarted`, Normal, about the controller, action `Restart`).
+    pub(super) fn record_restarted(&self) {
+        let note = "a fresh instance from the factory replaced the one that panicked".to_owned();
+        self.reach.events.runtime(EventType::Normal, "Restarted", "Restart", note, None);
     }
 
     /// Starts standing by: nothing runs until [`Ownership`] says it owns its

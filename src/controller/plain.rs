@@ -215,6 +215,7 @@ where
         );
         self.failed = true;
         self.counters.set_status(ControllerStatus::Failed);
+        self.record_failed(format!("reconcile {why}: {error}"));
         if let Some((timer, _armed)) = self.controller.requeue.take() {
             ctx.cancel_future(timer);
         }
@@ -272,6 +273,7 @@ where
             None => match std::panic::catch_unwind(AssertUnwindSafe(|| (plain.factory)())) {
                 Ok(i) => {
                     Counters::bump(&host.counters.restarts);
+                    host.record_restarted();
                     Box::new(i)
                 }
                 Err(panic) => {
@@ -312,6 +314,7 @@ where
             Returned::FactoryPanicked(msg) => {
                 Counters::bump(&host.counters.panics);
                 host.counters.failed(&msg);
+                host.warn("Panic", msg.clone(), None);
                 return host.failure(msg, true, ctx);
             }
             Returned::Reconciled { ended, instance, cx } => {
@@ -358,6 +361,12 @@ where
                 (Completion::Success, None)
             }
             Ended::Terminal(_) | Ended::Denied(_) => {
+                let reason = if matches!(ended, Ended::Denied(_)) {
+                    "AccessDenied"
+                } else {
+                    "TerminalError"
+                };
+                host.warn(reason, failure.clone(), None);
                 let why = if matches!(ended, Ended::Denied(_)) {
                     "was denied an access its declarations do not allow (a bug in the program: \
                      not retried)"
@@ -367,8 +376,14 @@ where
                 host.give_up(failure, why, false, ctx);
                 (Completion::Terminal, None)
             }
-            Ended::Failed(error) => host.failure(error.to_string(), false, ctx),
-            Ended::Panicked(panic) => host.failure(panic, true, ctx),
+            Ended::Failed(error) => {
+                host.warn("ReconcileError", error.to_string(), None);
+                host.failure(error.to_string(), false, ctx)
+            }
+            Ended::Panicked(panic) => {
+                host.warn("Panic", panic.clone(), None);
+                host.failure(panic, true, ctx)
+            }
         }
     }
 

@@ -94,18 +94,23 @@ impl<Q: QueueController> Queued<Q> {
     /// poisoned lock or a half-done update), as a plain controller's is.
     /// Reconciles of other keys still running finish on the old one. If the
     /// factory panics too, the old instance is kept: the retry runs on it.
-    fn renew(&mut self, counters: &Counters, name: &str) {
+    /// Returns whether it was replaced.
+    fn renew(&mut self, counters: &Counters, name: &str) -> bool {
         match std::panic::catch_unwind(AssertUnwindSafe(|| (self.factory)())) {
             Ok(fresh) => {
                 self.controller = Rc::new(fresh);
                 Counters::bump(&counters.restarts);
+                true
             }
-            Err(panic) => tracing::error!(
-                controller = %name,
+            Err(panic) => {
+                tracing::error!(
+                    controller = %name,
                 "queue controller {name}: the factory panicked building a fresh instance: {}; \
                  the retries run on the instance that panicked",
-                panic_message(&*panic)
-            ),
+                    panic_message(&*panic)
+                );
+                false
+            }
         }
     }
 }
@@ -251,6 +256,7 @@ impl<Q: QueueController> QueueHost<Q> {
         self.failed = true;
         self.counters.set_status(ControllerStatus::Failed);
         let error = format!("{ptr}: {error}");
+        self.record_failed(format!("reconcile of {error}; a bug in the program: not retried"));
         tracing::error!(
             controller = %self.name,
             "object.ref" = %ptr,
@@ -371,6 +377,7 @@ impl<Q: QueueController> Hosted for Queued<Q> {
                 Completion::RequeueAfter(d)
             }
             Ended::Terminal(e) => {
+                host.warn("TerminalError", e.to_string(), Some(ptr));
                 tracing::error!(
                     controller = %host.name,
                     "object.ref" = %ptr,
@@ -380,10 +387,12 @@ impl<Q: QueueController> Hosted for Queued<Q> {
                 Completion::Terminal
             }
             Ended::Denied(e) => {
+                host.warn("AccessDenied", e.to_string(), Some(ptr));
                 host.fail(ptr, &e);
                 Completion::Terminal
             }
             Ended::Failed(e) => {
+                host.warn("ReconcileError", e.to_string(), Some(ptr));
                 tracing::warn!(
                     controller = %host.name,
                     "object.ref" = %ptr,
@@ -399,7 +408,10 @@ impl<Q: QueueController> Hosted for Queued<Q> {
                     "queue controller {}: {ptr}: reconcile panicked: {panic}",
                     host.name
                 );
-                host.controller.renew(&host.counters, &host.name);
+                host.warn("Panic", panic, Some(ptr));
+                if host.controller.renew(&host.counters, &host.name) {
+                    host.record_restarted();
+                }
                 Completion::Failure
             }
         };

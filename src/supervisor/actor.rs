@@ -26,6 +26,7 @@ use crate::controller::{
     AccessRules, Controller, Input, InputKind, Output, OutputKind, QueueController, QueueHandle,
     QueueSettings,
 };
+use crate::events::EventSink;
 use crate::execution::{Arbiters, Placement};
 use crate::state::State;
 use crate::state::claims::Ownership;
@@ -151,6 +152,8 @@ pub struct Supervisor {
     live: ControllerSet,
     /// The arbiters controllers run on (none: all on this one).
     arbiters: Arbiters,
+    /// Where the hosts' Events go.
+    events: EventSink,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -169,6 +172,7 @@ impl Supervisor {
         stopped: watch::Sender<Option<StopReason>>,
         live: ControllerSet,
         arbiters: Arbiters,
+        events: EventSink,
     ) -> Self {
         Supervisor {
             db: DependencyDb::default(),
@@ -179,6 +183,7 @@ impl Supervisor {
             stopped,
             live,
             arbiters,
+            events,
         }
     }
 
@@ -206,6 +211,7 @@ impl Supervisor {
             state: self.state.clone(),
             supervisor: ctx.address().recipient(),
             policy: self.policy,
+            events: self.events.clone(),
         }
     }
 

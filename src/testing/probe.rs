@@ -223,6 +223,8 @@ impl StateProbe {
             state: self.state.clone(),
             supervisor: self.addr.clone().recipient(),
             policy: RestartPolicy { backoff, ..RestartPolicy::default() },
+            // The probe asserts the exact requests: no Events among them.
+            events: None,
         }
     }
 

@@ -1,8 +1,8 @@
 //! A controller that reaches past its declarations is told at once, in
 //! words: an access its inputs and outputs do not allow is a bug in the
 //! program, so the controller fails for good (no retries that would hide it),
-//! `settled()` returns, and `health()` names the declaration to add. Time is
-//! tokio's paused clock.
+//! `settled()` returns, `settled_within` fails naming the controller, and
+//! `health()` names the declaration to add. Time is tokio's paused clock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,8 +74,17 @@ async fn a_plain_controller_reading_an_undeclared_kind_fails_at_once_and_names_t
     let r = runs.clone();
     runtime.register(move || ReadsUndeclared { runs: r.clone() }).await.unwrap();
 
-    // No retry keeps the runtime busy: it settles, even an hour later.
-    runtime.settled_within(Duration::from_secs(10)).await.unwrap();
+    // No retry keeps the runtime busy: it settles, even an hour later, and
+    // settling says the controller failed, and why.
+    let failed = runtime.settled_within(Duration::from_secs(10)).await.unwrap_err();
+    assert!(failed.settled, "{failed}");
+    let text = failed.to_string();
+    assert!(
+        text.starts_with("the runtime settled, but controller ReadsUndeclared failed"),
+        "{text}"
+    );
+    assert!(text.contains("may not list default/Strs.test.cosi.dev"), "{text}");
+    runtime.settled().await;
     runtime.idle(Duration::from_secs(3600)).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1, "a declaration error is never retried");
 
@@ -103,7 +112,11 @@ async fn a_queue_controller_writing_an_undeclared_type_stops_every_key_and_names
     let r = runs.clone();
     runtime.register(move || WritesUndeclared { runs: r.clone() }).await.unwrap();
 
-    runtime.settled_within(Duration::from_secs(10)).await.unwrap();
+    let failed = runtime.settled_within(Duration::from_secs(10)).await.unwrap_err();
+    assert_eq!(failed.failed.len(), 1, "{failed}");
+    let text = failed.to_string();
+    assert!(text.contains("controller WritesUndeclared failed"), "{text}");
+    assert!(text.contains("may not modify default/Strs.test.cosi.dev/a"), "{text}");
     // A change after the failure runs nothing either.
     state.create(Resource::new(NS, "d", IntSpec(1)), None).await.unwrap();
     runtime.idle(Duration::from_secs(3600)).await.unwrap();
