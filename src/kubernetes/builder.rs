@@ -114,8 +114,23 @@ impl KubernetesApi {
             create_namespaces: false,
         }
         .expose(super::namespaces::expose())
-        .and_then(|api| api.expose(events()))
-        .unwrap_or_else(|e| unreachable!("the built-in exposures are valid: {e}"))
+        .unwrap_or_else(|e| unreachable!("the namespaces' exposure is valid: {e}"))
+    }
+
+    /// Serves the Events a runtime records ([`crate::events`]) as
+    /// `events.k8s.io/v1` `events` (short name `ev`), stored whole: `kubectl
+    /// get events -A`, kube-rs' `Api<k8s_openapi::api::events::v1::Event>`.
+    /// [`controllers`](Self::controllers) does it too. A type of that
+    /// resource type already exposed is kept.
+    #[must_use]
+    pub fn events(mut self) -> Self {
+        if let Ok(exposed) = events().resolve()
+            && !self.registry.types.iter().any(|t| t.resource_type == exposed.resource_type)
+        {
+            // Cannot clash: the group is Kubernetes', checked just above.
+            let _ = self.registry.add(exposed);
+        }
+        self
     }
 
     /// Whether a write into a namespace that does not exist makes it
@@ -155,6 +170,8 @@ impl KubernetesApi {
     /// `403 Forbidden` naming the controller, as an admission webhook would
     /// refuse it. Without it, such a create is stored.
     ///
+    /// It also serves the Events the runtime records ([`events`](Self::events)).
+    ///
     /// ```
     /// use cosi_runtime::kubernetes::KubernetesApi;
     /// # actix::System::new().block_on(async {
@@ -166,7 +183,7 @@ impl KubernetesApi {
     #[must_use]
     pub fn controllers(mut self, runtime: &crate::Runtime) -> Self {
         self.controllers = Some(runtime.graph_source());
-        self
+        self.events()
     }
 
     /// Namespaces every exposed type is served from in all-namespace requests

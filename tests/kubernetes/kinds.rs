@@ -227,7 +227,7 @@ async fn kube_rs_api_of_events_k8s_io_event_round_trips_every_field() {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 
     let state = State::start();
-    let (server, _) = serve(kinds(&state)).await;
+    let (server, _) = serve(kinds(&state).events()).await;
     let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
     let events: Api<Event> = Api::namespaced(client, "config");
     let micro: MicroTime = serde_json::from_value(json!("2026-11-28T15:00:00.123456Z")).unwrap();
