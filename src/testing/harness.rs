@@ -315,9 +315,15 @@ impl Harness {
     /// panicked (at once, if a panic happens while waiting).
     ///
     /// # Panics
-    /// After the [timeout](HarnessBuilder::timeout) (10 s by default, virtual
-    /// under a paused clock), naming what is still busy: a controller that
-    /// fails forever ends the test with its last error instead of hanging it.
+    /// - After the [timeout](HarnessBuilder::timeout) (10 s by default, virtual
+    ///   under a paused clock), naming what is still busy: a controller that
+    ///   fails forever ends the test with its last error instead of hanging it.
+    /// - When the system settled with the controller marked failed (a plain
+    ///   controller's terminal error, an access its declarations do not
+    ///   allow, its restart intensity exceeded), naming it and its last
+    ///   error: [`Runtime::settled_within`]'s error. A test that makes the
+    ///   controller fail on purpose checks
+    ///   `h.runtime().settled_within(d).await.unwrap_err()` instead.
     pub async fn settle(&self) {
         let settled = self.until_panic(self.runtime.settled_within(self.timeout)).await;
         if let Some(Err(busy)) = settled {

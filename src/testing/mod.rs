@@ -66,7 +66,9 @@
 //! past a `requeue_after` or a backoff and settles. A controller that never
 //! succeeds does not hang the test: [`h.settle()`](Harness::settle) gives up
 //! after the harness timeout (10 s of virtual time) naming the controller,
-//! its attempt count and its last error. Outside tests,
+//! its attempt count and its last error, and one that failed for good (a
+//! terminal error, an undeclared access) fails it at once, naming its last
+//! error. Outside tests,
 //! [`Runtime::health`](crate::Runtime::health) says the same about every
 //! controller (for a queue controller, a key that keeps failing stays in its
 //! failure count and last error while other keys succeed), and
