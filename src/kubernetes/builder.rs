@@ -81,17 +81,38 @@ impl fmt::Debug for KubernetesApi {
     }
 }
 
-/// The Events the runtime records (`events.k8s.io/v1`, stored whole as
-/// their resource type `Events.events.k8s.io`): `kubectl get events -A`.
-fn events() -> Expose {
-    Expose::resource_type("Events.events.k8s.io", "v1")
-        .top_level_fields()
-        .column("Type", ".type")
-        .column("Reason", ".reason")
-        .column("Object", ".regarding.name")
-        .column("Count", ".deprecatedCount")
-        .column("Message", ".note")
+/// The Events the runtime records (stored whole as their resource type
+/// `Events.events.k8s.io`): `events.k8s.io/v1` as stored, and core `v1`
+/// (`kubectl get events -A`, `kubectl describe`) through its view.
+fn events() -> [Expose; 2] {
+    use super::event_view::{CORE_SELECTABLE, SELECTABLE};
+    let columns = |e: Expose, object: &str, message: &str, count: &str| {
+        e.top_level_fields()
+            .kind("Event")
+            .column("Type", ".type")
+            .column("Reason", ".reason")
+            .column("Object", object)
+            .column("Count", count)
+            .column("Message", message)
+    };
+    [
+        columns(
+            Expose::resource_type("Events.events.k8s.io", "v1"),
+            ".regarding.name",
+            ".note",
+            ".deprecatedCount",
+        )
+        .selectable_fields(SELECTABLE),
+        columns(
+            Expose::resource_type("Events.events.k8s.io", "v1").core_group(),
+            ".involvedObject.name",
+            ".message",
+            ".count",
+        )
+        .view(super::registry::View::CoreEvent)
         .short_names(["ev"])
+        .selectable_fields(CORE_SELECTABLE),
+    ]
 }
 
 impl KubernetesApi {
@@ -118,17 +139,28 @@ impl KubernetesApi {
     }
 
     /// Serves the Events a runtime records ([`crate::events`]) as
-    /// `events.k8s.io/v1` `events` (short name `ev`), stored whole: `kubectl
-    /// get events -A`, kube-rs' `Api<k8s_openapi::api::events::v1::Event>`.
+    /// `events.k8s.io/v1` `events`, stored whole (kube-rs'
+    /// `Api<k8s_openapi::api::events::v1::Event>` and `Recorder`), and as
+    /// core `v1` `events` (short name `ev`), converted field by field as the
+    /// apiserver converts them: `kubectl get events -A`, and `kubectl
+    /// describe` shows an object's Events (they are selectable by
+    /// `involvedObject.name`, `.namespace`, `.kind`, `.uid`, `reason`,
+    /// `type`, ...).
     /// [`controllers`](Self::controllers) does it too. A type of that
     /// resource type already exposed is kept.
     #[must_use]
     pub fn events(mut self) -> Self {
-        if let Ok(exposed) = events().resolve()
-            && !self.registry.types.iter().any(|t| t.resource_type == exposed.resource_type)
-        {
-            // Cannot clash: the group is Kubernetes', checked just above.
-            let _ = self.registry.add(exposed);
+        for expose in events() {
+            if let Ok(exposed) = expose.resolve()
+                && !self
+                    .registry
+                    .types
+                    .iter()
+                    .any(|t| t.resource_type == exposed.resource_type && t.group == exposed.group)
+            {
+                // Cannot clash: the groups are Kubernetes', checked just above.
+                let _ = self.registry.add(exposed);
+            }
         }
         self
     }

@@ -39,6 +39,7 @@ pub(super) async fn collection(
     let path = path.into_inner();
     let exposed = shared.exposed(&path.group, &path.version, &path.plural)?;
     let params = ListParams::parse(&query)?;
+    params.fields.check(&exposed)?;
     let namespaces = if path.namespace.is_none() && exposed.cluster.is_none() {
         shared
             .namespaces_of()
@@ -124,7 +125,7 @@ async fn list_or_watch(
         );
         items.sort_by(|a, b| a.id().cmp(b.id()));
     }
-    items.retain(|r| params.fields.matches(r));
+    items.retain(|r| params.fields.matches_object(&exposed, r));
     match params.limit {
         Some(limit) => {
             let page = shared.pages.first(query(), items, revision, limit);

@@ -33,6 +33,7 @@
 //! | `/api/{v}/...` | the same routes for [core-group](Expose::core_group) types (`/api/v1/namespaces/{ns}/configmaps`) |
 //! | `/apis/{g}/{v}/{plural}[/{name}[/status]]`, `/api/{v}/{plural}...` | a [cluster-scoped](Expose::cluster_scoped) type's objects: list, create, delete, and one object's routes, with no namespace |
 //! | `GET`, `POST /api/v1/namespaces`, `GET`, `DELETE /api/v1/namespaces/{ns}` | namespaces as objects (`kubectl get ns`, `create ns`, `delete ns`), see below |
+//! | `/apis/events.k8s.io/v1/.../events`, `/api/v1/.../events` | with [`KubernetesApi::events`] (or [`controllers`](KubernetesApi::controllers)): the Events a runtime records, in both versions (`kubectl get events`, `kubectl describe`) |
 //! | `GET /openapi/v3`, `/openapi/v3/apis/{g}/{v}` | OpenAPI v3: an index, and per group-version a schema per kind ([`Expose::with_schema`] derives it from the type, [`Expose::schema`] takes it as JSON) and its operations; the PATCH operation takes `fieldValidation`, so `kubectl apply` leaves validation to the server |
 //! | `GET /healthz`, `/livez`, `/readyz` | `200 ok`, or `500` naming the failed check; `?verbose` lists the checks (`ping`, `state`; `/readyz` also `shutdown`), `?exclude=NAME` skips one, `/livez/NAME` runs one; no token needed |
 //! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | `kubectl auth can-i`: whether the caller's [token](Tokens) allows a verb on a type (`get`, `list`, `watch` are reads; every other verb a write) |
@@ -86,7 +87,8 @@
 //!   objects without the label, see
 //!   [`LabelQuery::parse_kubernetes`](crate::resource::LabelQuery::parse_kubernetes))
 //!   and `fieldSelector` on `metadata.name` and `metadata.namespace` (`=`,
-//!   `==`, `!=`) apply to lists and watches. Booleans parse like Go's
+//!   `==`, `!=`), and on the fields a type makes selectable
+//!   ([`Expose::selectable_fields`]), apply to lists and watches. Booleans parse like Go's
 //!   (`True` too).
 //! - `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` (what `kubectl get`
 //!   asks) gets a `Table`: NAME, the print columns, AGE; each row carries
@@ -335,8 +337,7 @@
 //! unknown group, version, type, object or path (whatever the method, and
 //! before a body is read), a type asked in the wrong scope, or a create
 //! into a namespace that does not exist; `400 BadRequest` for a malformed selector (or a
-//! field selector on another field than `metadata.name` and
-//! `metadata.namespace`), boolean, version, timeout or namespace, a body
+//! field selector on a field the type does not make selectable), boolean, version, timeout or namespace, a body
 //! that is not a JSON object, a JSON patch that is no array of operations,
 //! a name or namespace that does not match the URL, a `dryRun` other than
 //! `All`, an apply
@@ -465,6 +466,7 @@
 mod auth;
 mod builder;
 mod discovery;
+mod event_view;
 mod health;
 mod list;
 mod namespaces;

@@ -337,7 +337,12 @@ impl<'a> Object<'a> {
         resource: &'a AnyResource,
         resource_version: u64,
     ) -> Result<Object<'a>, Status> {
-        let (spec, status) = exposed.split(spec_value(resource)?);
+        let stored = spec_value(resource)?;
+        let stored = match exposed.view {
+            Some(view) => view.served(stored),
+            None => stored,
+        };
+        let (spec, status) = exposed.split(stored);
         Ok(Object { exposed, resource, resource_version, spec, status })
     }
 }

@@ -25,13 +25,17 @@ pub(crate) struct FieldTerm {
     equal: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Field {
     Name,
     Namespace,
+    /// Another field (`involvedObject.name`), selectable where the type says
+    /// so ([`Expose::selectable_fields`](super::Expose::selectable_fields)).
+    Path(String),
 }
 
-/// A field selector on `metadata.name` and `metadata.namespace` (`=`, `==`, `!=`).
+/// A field selector (`=`, `==`, `!=`) on `metadata.name`,
+/// `metadata.namespace`, and the fields a type makes selectable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct FieldSelector(Vec<FieldTerm>);
 
@@ -53,10 +57,11 @@ impl FieldSelector {
             let field = match key.trim() {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
+                other if super::registry::parse_path(&format!(".{other}")).is_some() => {
+                    Field::Path(other.to_owned())
+                }
                 other => {
-                    return Err(Status::bad_request(format!(
-                        "field label not supported: {other} (only metadata.name and metadata.namespace)"
-                    )));
+                    return Err(Status::bad_request(format!("field label not supported: {other}")));
                 }
             };
             terms.push(FieldTerm { field, value: value.trim().to_owned(), equal });
@@ -64,11 +69,72 @@ impl FieldSelector {
         Ok(FieldSelector(terms))
     }
 
+    /// `400` for a term on a field `exposed` does not make selectable (as
+    /// the apiserver answers: `field label not supported`).
+    pub(crate) fn check(&self, exposed: &super::registry::Exposed) -> Result<(), Status> {
+        for t in &self.0 {
+            if let Field::Path(path) = &t.field
+                && !exposed.selectable.iter().any(|s| s == path)
+            {
+                let supported = if exposed.selectable.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (besides metadata.name and metadata.namespace: {})",
+                        exposed.selectable.join(", ")
+                    )
+                };
+                return Err(Status::bad_request(format!(
+                    "field label not supported: {path}{supported}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `resource` matches (terms on other fields than its name and
+    /// namespace never do here: see [`matches_object`](Self::matches_object)).
     pub(crate) fn matches(&self, resource: &AnyResource) -> bool {
         self.0.iter().all(|t| {
-            let actual = match t.field {
+            let actual = match &t.field {
                 Field::Name => resource.id(),
                 Field::Namespace => resource.metadata().namespace(),
+                Field::Path(_) => return false,
+            };
+            (actual == t.value) == t.equal
+        })
+    }
+
+    /// Whether `resource`, served as an object of `exposed`, matches: a
+    /// term on another field compares that field's value as text (a
+    /// missing one as the empty text).
+    pub(crate) fn matches_object(
+        &self,
+        exposed: &super::registry::Exposed,
+        resource: &AnyResource,
+    ) -> bool {
+        let mut served: Option<serde_json::Value> = None;
+        self.0.iter().all(|t| {
+            let actual: std::borrow::Cow<'_, str> = match &t.field {
+                Field::Name => resource.id().into(),
+                Field::Namespace => resource.metadata().namespace().into(),
+                Field::Path(path) => {
+                    let object = served.get_or_insert_with(|| {
+                        super::object::Object::new(
+                            exposed,
+                            resource,
+                            resource.metadata().revision(),
+                        )
+                        .map(|o| o.to_value())
+                        .unwrap_or_default()
+                    });
+                    let at = path.split('.').try_fold(&*object, |v, k| v.get(k));
+                    match at {
+                        None | Some(serde_json::Value::Null) => "".into(),
+                        Some(serde_json::Value::String(s)) => s.clone().into(),
+                        Some(other) => other.to_string().into(),
+                    }
+                }
             };
             (actual == t.value) == t.equal
         })
@@ -262,7 +328,12 @@ mod tests {
         assert!(!s.matches(&resource("c", "x")));
         assert!(FieldSelector::parse("metadata.name==a").unwrap().matches(&resource("n", "a")));
         assert!(!s.admits_namespace("b"));
-        assert_eq!(FieldSelector::parse("spec.mtu=1").unwrap_err().code(), 400);
+        // Parsed, then refused for a type that does not make it selectable.
+        let other = FieldSelector::parse("spec.mtu=1").unwrap();
+        let exposed =
+            crate::kubernetes::Expose::resource_type("Links.x.dev", "v1").resolve().unwrap();
+        assert_eq!(other.check(&exposed).unwrap_err().code(), 400);
+        assert_eq!(FieldSelector::parse("spec..mtu=1").unwrap_err().code(), 400);
         assert_eq!(FieldSelector::parse("metadata.name").unwrap_err().code(), 400);
     }
 }

@@ -197,7 +197,7 @@ pub(crate) struct Column {
 }
 
 /// Parses `.a.b[0].c`.
-fn parse_path(path: &str) -> Option<Vec<Step>> {
+pub(crate) fn parse_path(path: &str) -> Option<Vec<Step>> {
     let rest = path.trim().strip_prefix('.')?;
     let mut steps = Vec::new();
     for segment in rest.split('.') {
@@ -262,6 +262,35 @@ pub struct Expose {
     cluster: Option<String>,
     /// The stored spec is every top-level field but the envelope.
     top_level: bool,
+    /// Fields a field selector may name, besides the name and namespace.
+    selectable: Vec<String>,
+    /// How stored values are served (another version's shape).
+    view: Option<View>,
+}
+
+/// How a type's stored values are served, when the exposure serves them in
+/// another shape than they are stored in (one resource type served under two
+/// groups, as the apiserver serves Events as `events.k8s.io/v1` and `v1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    /// `events.k8s.io/v1` Events served as core `v1` ones (see `event_view.rs`).
+    CoreEvent,
+}
+
+impl View {
+    /// A stored value as served.
+    pub(crate) fn served(self, stored: Value) -> Value {
+        match self {
+            View::CoreEvent => super::event_view::to_core(stored),
+        }
+    }
+
+    /// A written value as stored.
+    pub(crate) fn stored(self, written: Value) -> Value {
+        match self {
+            View::CoreEvent => super::event_view::from_core(written),
+        }
+    }
 }
 
 impl Expose {
@@ -297,7 +326,32 @@ impl Expose {
             core: false,
             cluster: None,
             top_level: false,
+            selectable: Vec::new(),
+            view: None,
         }
+    }
+
+    /// Fields that field selectors may name besides `metadata.name` and
+    /// `metadata.namespace` (`spec.color`, `involvedObject.name`), as a
+    /// CustomResourceDefinition's `selectableFields` allow: `kubectl get
+    /// --field-selector spec.color=red`. A term on any other field is a
+    /// `400`, as on the apiserver. A field's value is compared as text (a
+    /// number as its digits, a missing field as the empty text).
+    #[must_use]
+    pub fn selectable_fields<S: Into<String>>(
+        mut self,
+        fields: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.selectable
+            .extend(fields.into_iter().map(|f| f.into().trim_start_matches('.').to_owned()));
+        self
+    }
+
+    /// Serves the stored values through `view`.
+    #[must_use]
+    pub(crate) fn view(mut self, view: View) -> Self {
+        self.view = Some(view);
+        self
     }
 
     /// Serves a status subresource, as a CustomResourceDefinition with
@@ -619,6 +673,8 @@ impl Expose {
             status: self.status,
             cluster: self.cluster,
             top_level: self.top_level,
+            selectable: self.selectable,
+            view: self.view,
         })
     }
 }
@@ -671,6 +727,10 @@ pub(crate) struct Exposed {
     pub(crate) cluster: Option<String>,
     /// [`Expose::top_level_fields`].
     pub(crate) top_level: bool,
+    /// [`Expose::selectable_fields`].
+    pub(crate) selectable: Vec<String>,
+    /// How stored values are served, if not as stored.
+    pub(crate) view: Option<View>,
 }
 
 impl Exposed {

@@ -468,7 +468,7 @@ impl Forward {
 
     /// The line of a change (`None`: the field selector leaves it out).
     fn render(&mut self, kind: &str, resource: &AnyResource, own: u64) -> Option<Bytes> {
-        if !self.fields.matches(resource) {
+        if !self.fields.matches_object(&self.exposed, resource) {
             return None;
         }
         let revision = own.max(self.last);

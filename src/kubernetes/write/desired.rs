@@ -201,11 +201,16 @@ pub(super) fn desired(
             for envelope in ["apiVersion", "kind", "metadata"] {
                 fields.remove(envelope);
             }
-            if exposed.status {
-                fields.remove("status");
-                (Value::Object(fields), None)
-            } else {
-                (decoded_body(target, Value::Object(fields), strict)?, None)
+            let fields = match exposed.view {
+                Some(view) => view.stored(Value::Object(fields)),
+                None => Value::Object(fields),
+            };
+            match fields {
+                Value::Object(mut fields) if exposed.status => {
+                    fields.remove("status");
+                    (Value::Object(fields), None)
+                }
+                fields => (decoded_body(target, fields, strict)?, None),
             }
         }
         Part::Object => {

@@ -485,10 +485,11 @@ pub(in crate::kubernetes) async fn delete_collection(
     let mut target = target(&shared, &path, "DELETE")?;
     let dry_run = options(&query)?.dry_run;
     let params = ListParams::parse(&query)?;
+    params.fields.check(&target.exposed)?;
     let kind = Kind::new(&target.namespace, &target.exposed.resource_type);
     let found = shared.state.list(&kind, &params.labels).await.map_err(Status::from)?;
     let selected: Vec<AnyResource> =
-        found.into_iter().filter(|r| params.fields.matches(r)).collect();
+        found.into_iter().filter(|r| params.fields.matches_object(&target.exposed, r)).collect();
     for resource in &selected {
         target.name = resource.id().to_owned();
         target.writable(resource)?;
