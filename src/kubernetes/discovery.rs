@@ -120,12 +120,23 @@ fn group_discovery(shared: &Shared, name: &str, versions: &[String]) -> Value {
                         "shortNames": t.short_names,
                         "categories": t.categories,
                     });
+                    let mut subresources = Vec::new();
                     if t.status {
-                        resource["subresources"] = json!([{
+                        subresources.push(json!({
                             "subresource": "status",
                             "responseKind": kind,
                             "verbs": ["get", "patch", "update"],
-                        }]);
+                        }));
+                    }
+                    if t.scale.is_some() {
+                        subresources.push(json!({
+                            "subresource": "scale",
+                            "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" },
+                            "verbs": ["get", "patch", "update"],
+                        }));
+                    }
+                    if !subresources.is_empty() {
+                        resource["subresources"] = Value::Array(subresources);
                     }
                     resource
                 })
@@ -205,7 +216,18 @@ fn resource_list(shared: &Shared, group: &str, version: &str) -> Result<HttpResp
                 "shortNames": t.short_names,
                 "categories": t.categories,
             });
-            std::iter::once(main).chain(status)
+            let scale = t.scale.is_some().then(|| {
+                json!({
+                    "name": format!("{}/scale", t.plural),
+                    "singularName": "",
+                    "namespaced": t.cluster.is_none(),
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                })
+            });
+            std::iter::once(main).chain(status).chain(scale)
         })
         .collect();
     if resources.is_empty() {

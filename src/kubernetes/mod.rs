@@ -30,6 +30,7 @@
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}` | delete every object the `labelSelector` and `fieldSelector` select: `200` and a `<Kind>List` of them (`403`, nothing deleted, when one is a controller's) |
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | tear down, then destroy once no finalizers remain: `200` and the torn-down object |
 //! | `GET`, `PUT`, `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}/status` | with [`Expose::status_subresource`]: read the object, write its `status` alone (merge, JSON, apply patches); `404` for other types |
+//! | `GET`, `PUT`, `PATCH .../{plural}/{name}/scale` | with [`Expose::scale`]: an `autoscaling/v1` `Scale` of the object's replicas (`kubectl scale`, kube-rs' `get_scale`, `patch_scale`) |
 //! | `/api/{v}/...` | the same routes for [core-group](Expose::core_group) types (`/api/v1/namespaces/{ns}/configmaps`) |
 //! | `/apis/{g}/{v}/{plural}[/{name}[/status]]`, `/api/{v}/{plural}...` | a [cluster-scoped](Expose::cluster_scoped) type's objects: list, create, delete, and one object's routes, with no namespace |
 //! | `GET`, `POST /api/v1/namespaces`, `GET`, `DELETE /api/v1/namespaces/{ns}` | namespaces as objects (`kubectl get ns`, `create ns`, `delete ns`), see below |

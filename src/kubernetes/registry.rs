@@ -166,6 +166,19 @@ pub enum ExposeError {
         /// The type that has it.
         taken_by: String,
     },
+    /// A path of the scale subresource ([`Expose::scale`]) is not in the
+    /// supported JSONPath subset (`.spec.replicas`).
+    #[error(
+        "scale subresource of {resource_type:?}: the {what} path {path:?} is not of the form .a.b or .a[0] (a JSONPath subset)"
+    )]
+    BadScalePath {
+        /// The type as registered.
+        resource_type: String,
+        /// Which path (`spec replicas`, `status replicas`, `label selector`).
+        what: &'static str,
+        /// The path.
+        path: String,
+    },
     /// A print column's path is not in the supported JSONPath subset
     /// (`.spec.a.b`, `.metadata.labels.x`, `.spec.list[0]`).
     #[error(
@@ -264,6 +277,9 @@ pub struct Expose {
     top_level: bool,
     /// Fields a field selector may name, besides the name and namespace.
     selectable: Vec<String>,
+    /// The scale subresource's paths: spec replicas, status replicas,
+    /// label selector.
+    scale: Option<(String, String, Option<String>)>,
     /// How stored values are served (another version's shape).
     view: Option<View>,
 }
@@ -328,7 +344,37 @@ impl Expose {
             top_level: false,
             selectable: Vec::new(),
             view: None,
+            scale: None,
         }
+    }
+
+    /// Serves a `scale` subresource, as a CustomResourceDefinition's
+    /// `subresources.scale` does: `GET`, `PUT` and `PATCH
+    /// .../{plural}/{name}/scale` read and write an `autoscaling/v1` `Scale`
+    /// whose `spec.replicas` is the object's field at `spec_replicas`
+    /// (`.spec.replicas`), `status.replicas` its field at `status_replicas`
+    /// (`.status.replicas`) and `status.selector` its field at
+    /// `label_selector` (`.status.selector`), if any. `kubectl scale`,
+    /// kube-rs' `get_scale`/`patch_scale`/`replace_scale` and autoscalers
+    /// use it. A scale write changes the object's replicas field alone.
+    ///
+    /// ```
+    /// use cosi_runtime::kubernetes::Expose;
+    /// let pool = Expose::resource_type("Pools.demo.cosi.dev", "v1")
+    ///     .status_subresource()
+    ///     .scale(".spec.replicas", ".status.replicas", Some(".status.selector"));
+    /// # let _ = pool;
+    /// ```
+    #[must_use]
+    pub fn scale(
+        mut self,
+        spec_replicas: impl Into<String>,
+        status_replicas: impl Into<String>,
+        label_selector: Option<&str>,
+    ) -> Self {
+        self.scale =
+            Some((spec_replicas.into(), status_replicas.into(), label_selector.map(str::to_owned)));
+        self
     }
 
     /// Fields that field selectors may name besides `metadata.name` and
@@ -649,6 +695,27 @@ impl Expose {
                 return Err(bad("category", category, "a DNS label: a-z, 0-9 and '-', at most 63"));
             }
         }
+        let scale = match self.scale {
+            None => None,
+            Some((spec, status, selector)) => {
+                let parse = |what, path: &str| {
+                    parse_path(path).ok_or_else(|| ExposeError::BadScalePath {
+                        resource_type: ty.clone(),
+                        what,
+                        path: path.to_owned(),
+                    })
+                };
+                Some(ScalePaths {
+                    spec: parse("spec replicas", &spec)?,
+                    status: parse("status replicas", &status)?,
+                    selector: selector
+                        .as_deref()
+                        .map(|s| parse("label selector", s))
+                        .transpose()?,
+                    raw: (spec, status, selector),
+                })
+            }
+        };
         let mut columns = Vec::new();
         for (name, path) in self.columns {
             let Some(steps) = parse_path(&path) else {
@@ -675,6 +742,7 @@ impl Expose {
             top_level: self.top_level,
             selectable: self.selectable,
             view: self.view,
+            scale,
         })
     }
 }
@@ -731,6 +799,18 @@ pub(crate) struct Exposed {
     pub(crate) selectable: Vec<String>,
     /// How stored values are served, if not as stored.
     pub(crate) view: Option<View>,
+    /// [`Expose::scale`].
+    pub(crate) scale: Option<ScalePaths>,
+}
+
+/// The paths of a scale subresource, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ScalePaths {
+    pub(crate) spec: Vec<Step>,
+    pub(crate) status: Vec<Step>,
+    pub(crate) selector: Option<Vec<Step>>,
+    /// As given, for the CRD.
+    pub(crate) raw: (String, String, Option<String>),
 }
 
 impl Exposed {
@@ -763,6 +843,14 @@ impl Exposed {
         });
         if self.status {
             version["subresources"] = json!({ "status": {} });
+        }
+        if let Some(scale) = &self.scale {
+            let (spec, status, selector) = &scale.raw;
+            let mut paths = json!({ "specReplicasPath": spec, "statusReplicasPath": status });
+            if let Some(selector) = selector {
+                paths["labelSelectorPath"] = json!(selector);
+            }
+            version["subresources"]["scale"] = paths;
         }
         if !self.columns.is_empty() {
             version["additionalPrinterColumns"] = self

@@ -62,6 +62,14 @@ pub(super) fn routes(cfg: &mut web::ServiceConfig) {
                 ],
             ),
             (
+                "/namespaces/{namespace}/{plural}/{name}/scale",
+                vec![
+                    web::get().to(write::get_scale),
+                    web::put().to(write::replace_scale),
+                    web::patch().to(write::patch_scale),
+                ],
+            ),
+            (
                 "/{plural}",
                 vec![
                     web::get().to(list::collection),
@@ -84,6 +92,14 @@ pub(super) fn routes(cfg: &mut web::ServiceConfig) {
                     web::get().to(list::get_status),
                     web::put().to(write::replace_status),
                     web::patch().to(write::patch_status),
+                ],
+            ),
+            (
+                "/{plural}/{name}/scale",
+                vec![
+                    web::get().to(write::get_scale),
+                    web::put().to(write::replace_scale),
+                    web::patch().to(write::patch_scale),
                 ],
             ),
         ] {
@@ -122,7 +138,7 @@ fn add(cfg: &mut web::ServiceConfig, path: &str, methods: Vec<actix_web::Route>)
 
 /// Another method than those served on a path that names a type: `404`
 /// when the type is not served, is asked in the wrong scope, or has no
-/// status subresource for a `.../status` path (the path names nothing
+/// status (scale) subresource for a `.../status` (`.../scale`) path (the path names nothing
 /// served), else `405`, as the apiserver answers.
 async fn other_method(
     shared: web::Data<Shared>,
@@ -140,6 +156,9 @@ async fn other_method(
     match scoped {
         Ok(exposed) if req.path().ends_with("/status") && !exposed.status => {
             write::no_status(&exposed).error_response()
+        }
+        Ok(exposed) if req.path().ends_with("/scale") && exposed.scale.is_none() => {
+            write::no_scale(&exposed).error_response()
         }
         Ok(_) => status::not_allowed(req).await,
         Err(status) => status.error_response(),

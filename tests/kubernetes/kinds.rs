@@ -267,3 +267,80 @@ async fn kube_rs_api_of_events_k8s_io_event_round_trips_every_field() {
     }
     server.stop().await;
 }
+
+#[actix::test]
+async fn the_scale_subresource_reads_and_writes_the_replicas_for_kube_rs_and_kubectl() {
+    use kube::api::{DynamicObject, Patch, PatchParams};
+    use kube::core::{ApiResource, GroupVersionKind};
+
+    let state = State::start();
+    let pools = Expose::resource_type("Pools.demo.cosi.dev", "v1")
+        .status_subresource()
+        .scale(".spec.replicas", ".status.replicas", Some(".status.selector"))
+        .namespaces(["config"]);
+    let (server, addr) = serve(api(&state).expose(pools).unwrap()).await;
+    let pool = json!({
+        "metadata": {"name": "p1"},
+        "spec": {"replicas": 2, "image": "web"},
+    });
+    assert_eq!(
+        post(addr, "/apis/demo.cosi.dev/v1/namespaces/config/pools", &pool).await.status,
+        201
+    );
+    let status = json!({"status": {"replicas": 2, "selector": "app=web"}});
+    let patched = crate::write::patch(
+        addr,
+        "/apis/demo.cosi.dev/v1/namespaces/config/pools/p1/status",
+        "application/merge-patch+json",
+        &status,
+    )
+    .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("demo.cosi.dev", "v1", "Pool"),
+        "pools",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "config", &resource);
+    let scale = api.get_scale("p1").await.unwrap();
+    assert_eq!(scale.spec.as_ref().and_then(|s| s.replicas), Some(2));
+    let observed = scale.status.as_ref().unwrap();
+    assert_eq!((observed.replicas, observed.selector.as_deref()), (2, Some("app=web")));
+
+    let params = PatchParams::default();
+    let scaled = api
+        .patch_scale("p1", &params, &Patch::Merge(json!({"spec": {"replicas": 5}})))
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(5));
+    let object = api.get("p1").await.unwrap();
+    assert_eq!(
+        object.data["spec"],
+        json!({"replicas": 5, "image": "web"}),
+        "only the replicas changed"
+    );
+    assert_eq!(object.data["status"]["replicas"], 2, "the status is kept");
+
+    let mut stale = scale.clone();
+    stale.spec.as_mut().unwrap().replicas = Some(1);
+    let refused = api.replace_scale("p1", &PostParams::default(), &stale).await;
+    assert!(matches!(refused, Err(kube::Error::Api(ref s)) if s.code == 409), "{refused:?}");
+
+    let none = get(addr, "/apis/misc.cosi.dev/v1/namespaces/config/notes/n1/scale").await;
+    assert_eq!(none.status, 404);
+
+    for minor in [27, 33] {
+        if !kubectl_available(minor) {
+            continue;
+        }
+        let kubectl = Kubectl::new(addr);
+        let replicas = format!("--replicas={minor}");
+        let (ok, out, err) =
+            kubectl.run(&["scale", "pools", "p1", "-n", "config", &replicas]).await;
+        assert!(ok && out.contains("scaled"), "1.{minor}: {out}{err}");
+        let read = get(addr, "/apis/demo.cosi.dev/v1/namespaces/config/pools/p1").await;
+        assert_eq!(read.body["spec"]["replicas"], minor, "1.{minor}");
+    }
+    server.stop().await;
+}

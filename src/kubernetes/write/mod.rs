@@ -7,8 +7,10 @@ mod gc;
 mod handlers;
 mod managed;
 mod request;
+mod scale;
 
 pub(super) use handlers::{
     create, delete, delete_collection, patch, patch_status, replace, replace_status,
 };
 pub(super) use request::no_status;
+pub(super) use scale::{get_scale, no_scale, patch_scale, replace_scale};
