@@ -501,12 +501,13 @@ pub use builder::{
     DEFAULT_BOOKMARK_INTERVAL, DEFAULT_MAX_REQUEST_BODY, DEFAULT_WATCH_BUFFER, KubernetesApi,
     KubernetesServer,
 };
-pub use namespaces::CLUSTER_NAMESPACE;
 pub use object::{
     FIELD_MANAGER_ANNOTATION, GENERATION_OFFSET_ANNOTATION, MANAGED_FIELDS_ANNOTATION,
     OWNER_ANNOTATION, OWNER_REFERENCES_ANNOTATION,
 };
-pub use registry::{Expose, ExposeError};
+#[cfg(feature = "kubernetes")]
+pub use registry::k8s_resource_type;
+pub use registry::{CLUSTER_NAMESPACE, Expose, ExposeError};
 /// schemars, for `#[derive(JsonSchema)]` on exposed types
 /// ([`Expose::with_schema`]): the same crate kube-rs derives schemas with.
 pub use schemars;

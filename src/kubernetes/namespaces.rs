@@ -19,9 +19,7 @@ use super::status::Status;
 use crate::State;
 use crate::resource::{AnyResource, Kind, LabelQuery, Phase, Pointer, Resource, Spec};
 
-/// The state namespace that keeps the `Namespace` objects (the namespaces
-/// the Kubernetes API serves).
-pub const CLUSTER_NAMESPACE: &str = "cluster";
+pub(crate) use super::registry::CLUSTER_NAMESPACE;
 
 /// The finalizer a deleted namespace is held with while its objects go.
 pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";

@@ -8,6 +8,12 @@ use serde_json::{Map, Value};
 
 use crate::resource::Spec;
 
+/// The state namespace that keeps the objects of cluster-scoped kinds the
+/// API serves itself: the `Namespace` objects (the namespaces it serves),
+/// the CustomResourceDefinitions, and those of
+/// [`Expose::k8s`](Expose::k8s) types that are cluster-scoped.
+pub const CLUSTER_NAMESPACE: &str = "cluster";
+
 /// Decodes a spec as the exposed Rust type and answers its canonical JSON
 /// (what the type serializes back to: unknown fields dropped), or why it
 /// does not decode.
@@ -77,6 +83,34 @@ impl DecodeError {
 pub(crate) struct Decoder(Arc<DecodeFn>);
 
 impl Decoder {
+    /// Decodes an object's body (no `apiVersion`, `kind` nor `metadata`)
+    /// as the k8s-openapi type `K`, and answers its canonical body.
+    #[cfg(feature = "kubernetes")]
+    fn k8s<K>() -> Decoder
+    where
+        K: k8s_openapi::Resource + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        Decoder(Arc::new(|value: &Value| {
+            let mut doc = value.clone();
+            if let Value::Object(fields) = &mut doc {
+                fields.insert("apiVersion".into(), K::API_VERSION.into());
+                fields.insert("kind".into(), K::KIND.into());
+            }
+            let object: K =
+                serde_path_to_error::deserialize(doc).map_err(|e| DecodeError::of(value, &e))?;
+            let mut body = serde_json::to_value(&object).map_err(|e| DecodeError {
+                field: String::new(),
+                message: format!("the object does not serialize: {e}"),
+            })?;
+            if let Value::Object(fields) = &mut body {
+                for envelope in ["apiVersion", "kind", "metadata"] {
+                    fields.remove(envelope);
+                }
+            }
+            Ok(body)
+        }))
+    }
+
     fn of<S: Spec>() -> Decoder {
         Decoder(Arc::new(|value: &Value| {
             let spec: S = serde_path_to_error::deserialize(value.clone())
@@ -275,6 +309,8 @@ pub struct Expose {
     cluster: Option<String>,
     /// The stored spec is every top-level field but the envelope.
     top_level: bool,
+    /// The plural, when not the type's first segment.
+    plural: Option<String>,
     /// Fields a field selector may name, besides the name and namespace.
     selectable: Vec<String>,
     /// The scale subresource's paths: spec replicas, status replicas,
@@ -345,7 +381,52 @@ impl Expose {
             selectable: Vec::new(),
             view: None,
             scale: None,
+            plural: None,
         }
+    }
+
+    /// Exposes a k8s-openapi type as it is, with no wrapper: its group,
+    /// version, kind, plural and scope are the type's own
+    /// (`k8s_openapi::Resource`), its objects are stored whole (their
+    /// [top-level fields](Expose::top_level_fields)) as resources of type
+    /// [`k8s_resource_type::<K>()`](k8s_resource_type), and written ones
+    /// must decode as `K` (`422` otherwise; unknown fields under
+    /// `fieldValidation=Strict`). A cluster-scoped type is kept in
+    /// [`CLUSTER_NAMESPACE`](super::CLUSTER_NAMESPACE). Feature
+    /// `kubernetes` (k8s-openapi) with `kubernetes-api`.
+    ///
+    /// ```
+    /// use cosi_runtime::cluster::k8s_openapi::api::core::v1::ConfigMap;
+    /// use cosi_runtime::kubernetes::{Expose, KubernetesApi, k8s_resource_type};
+    /// # actix::System::new().block_on(async {
+    /// let state = cosi_runtime::State::start();
+    /// // kube-rs' Api::<ConfigMap>::namespaced(client, "default") reads and writes them.
+    /// let api = KubernetesApi::new(&state).expose(Expose::k8s::<ConfigMap>())?;
+    /// assert_eq!(k8s_resource_type::<ConfigMap>(), "ConfigMaps");
+    /// # drop(api);
+    /// # Ok::<(), cosi_runtime::kubernetes::ExposeError>(())
+    /// # }).unwrap();
+    /// ```
+    #[cfg(feature = "kubernetes")]
+    pub fn k8s<K>() -> Expose
+    where
+        K: k8s_openapi::Resource + serde::Serialize + serde::de::DeserializeOwned,
+        K::Scope: 'static,
+    {
+        let mut expose = Expose::resource_type(k8s_resource_type::<K>(), K::VERSION)
+            .kind(K::KIND)
+            .top_level_fields();
+        expose.plural = Some(K::URL_PATH_SEGMENT.to_owned());
+        expose.decoder = Some(Decoder::k8s::<K>());
+        if K::GROUP.is_empty() {
+            expose = expose.core_group();
+        }
+        let cluster = std::any::TypeId::of::<K::Scope>()
+            == std::any::TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        if cluster {
+            expose = expose.cluster_scoped(CLUSTER_NAMESPACE);
+        }
+        expose
     }
 
     /// Serves a `scale` subresource, as a CustomResourceDefinition's
@@ -664,7 +745,7 @@ impl Expose {
             crate::resource::validate::name("namespace", ns)
                 .map_err(|_| bad("namespace", ns, "a namespace the state accepts"))?;
         }
-        let plural = first.to_ascii_lowercase();
+        let plural = self.plural.clone().unwrap_or_else(|| first.to_ascii_lowercase());
         if !is_dns_label(&plural) {
             return Err(bad("plural", &plural, "a DNS label: a-z, 0-9 and '-', at most 63"));
         }
@@ -745,6 +826,25 @@ impl Expose {
             scale,
         })
     }
+}
+
+/// The resource type [`Expose::k8s::<K>()`](Expose::k8s) keeps `K`'s
+/// objects as: the kind's plural (`ConfigMaps`, or the URL segment
+/// capitalized where the plural is not the kind and an `s`), then `.` and
+/// the group unless it is the core group (`Events.events.k8s.io`).
+#[cfg(feature = "kubernetes")]
+pub fn k8s_resource_type<K: k8s_openapi::Resource>() -> String {
+    let kinds = format!("{}s", K::KIND);
+    let plural = if kinds.eq_ignore_ascii_case(K::URL_PATH_SEGMENT) {
+        kinds
+    } else {
+        let mut chars = K::URL_PATH_SEGMENT.chars();
+        chars
+            .next()
+            .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    };
+    if K::GROUP.is_empty() { plural } else { format!("{plural}.{}", K::GROUP) }
 }
 
 /// `a-z0-9-`, starting and ending alphanumeric, at most 63.

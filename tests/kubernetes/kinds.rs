@@ -344,3 +344,36 @@ async fn the_scale_subresource_reads_and_writes_the_replicas_for_kube_rs_and_kub
     }
     server.stop().await;
 }
+
+#[actix::test]
+async fn a_k8s_openapi_type_is_exposed_as_it_is_and_writes_must_decode_as_it() {
+    use cosi_runtime::kubernetes::k8s_resource_type;
+    use k8s_openapi::api::core::v1::Namespace;
+
+    let state = State::start();
+    let api = KubernetesApi::new(&state)
+        .namespaces(["config"])
+        .expose(Expose::k8s::<ConfigMap>())
+        .unwrap();
+    let (server, addr) = serve(api).await;
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let maps: Api<ConfigMap> = Api::namespaced(client, "config");
+    let mut map = ConfigMap::default();
+    map.metadata.name = Some("m".into());
+    map.data = Some(BTreeMap::from([("k".into(), "v".into())]));
+    let created = maps.create(&PostParams::default(), &map).await.unwrap();
+    assert_eq!(created.data, map.data);
+    let kept = Kind::new("config", k8s_resource_type::<ConfigMap>()).pointer("m");
+    assert_eq!(
+        state.get(&kept).await.unwrap().to_dynamic().unwrap().spec(),
+        &json!({"data": {"k": "v"}})
+    );
+
+    // Not a ConfigMap: a 422 naming the field.
+    let bad = json!({"metadata": {"name": "bad"}, "data": {"k": 1}});
+    let refused = post(addr, "/api/v1/namespaces/config/configmaps", &bad).await;
+    assert_eq!((refused.status, refused.reason()), (422, "Invalid"), "{:?}", refused.body);
+    assert_eq!(refused.body["details"]["causes"][0]["field"], "data.k", "{:?}", refused.body);
+    assert_eq!(k8s_resource_type::<Namespace>(), "Namespaces");
+    server.stop().await;
+}
