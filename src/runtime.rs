@@ -49,6 +49,8 @@ pub struct RuntimeBuilder {
     patience: std::time::Duration,
     /// How Events are recorded (`None`: off).
     events: Option<EventSettings>,
+    /// Claims exclusive outputs across processes, instead of the state's own service.
+    claims: Option<crate::state::ClaimService>,
 }
 
 impl fmt::Debug for RuntimeBuilder {
@@ -59,6 +61,7 @@ impl fmt::Debug for RuntimeBuilder {
             .field("arbiters", &self.arbiters)
             .field("placement", &self.placement)
             .field("events", &self.events)
+            .field("claims", &self.claims.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +77,7 @@ impl Default for RuntimeBuilder {
             arbiter_init: None,
             patience: SETTLED_PATIENCE,
             events: Some(EventSettings::default()),
+            claims: None,
         }
     }
 }
@@ -188,6 +192,33 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Claims the exclusive outputs of every controller through `claims`,
+    /// across the replicas of this program: a controller reconciles only
+    /// while its replica holds the claim, and stands by otherwise. For an
+    /// operator on a local state (memory, redb) whose outputs go to a
+    /// Kubernetes cluster: [`LeaseClaims`](crate::cluster::LeaseClaims)
+    /// (feature `kubernetes`) claims on `coordination.k8s.io` Leases.
+    ///
+    /// A shared etcd state has a service of its own, which fences the
+    /// store's writes; this one replaces it (and that fencing with it).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "kubernetes")]
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use cosi_runtime::Runtime;
+    /// use cosi_runtime::cluster::{LeaseClaims, LeaseSettings};
+    ///
+    /// let client = kube::Client::try_default().await?;
+    /// let claims = LeaseClaims::start(client, LeaseSettings::new("operators"))?;
+    /// let runtime = Runtime::builder().claims(claims.service()).start();
+    /// # let _ = runtime;
+    /// # Ok(()) }
+    /// ```
+    pub fn claims(mut self, claims: crate::state::ClaimService) -> Self {
+        self.claims = Some(claims);
+        self
+    }
+
     /// Starts the runtime over an in-memory state, on the current arbiter.
     ///
     /// # Panics
@@ -247,6 +278,10 @@ impl RuntimeBuilder {
     }
 
     fn start_over(self, state: State, activity: Activity) -> Runtime {
+        let state = match &self.claims {
+            Some(claims) => state.with_claim_service(claims.clone()),
+            None => state,
+        };
         let (stopped_tx, stopped) = watch::channel(None);
         let controller_state = match &self.intercept {
             Some(intercept) => intercept(state.clone()),

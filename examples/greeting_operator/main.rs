@@ -6,6 +6,8 @@
 //! cargo run --example greeting_operator --features kubernetes
 //! # without a cluster: an apiserver of its own (this crate's Kubernetes API), in process:
 //! cargo run --example greeting_operator --features kubernetes,kubernetes-api -- --demo
+//! # two (or more) replicas: one answers, the others stand by on a Lease in the namespace:
+//! cargo run --example greeting_operator --features kubernetes -- --leases
 //! # the CRD its types make (what crd.yaml holds), to install on a cluster:
 //! cargo run --example greeting_operator --features kubernetes,kubernetes-api -- --crd
 //! ```
@@ -27,6 +29,7 @@ mod operator;
 use std::process::ExitCode;
 
 use cosi_runtime::Runtime;
+use cosi_runtime::cluster::{LeaseClaims, LeaseSettings};
 
 #[actix::main]
 async fn main() -> ExitCode {
@@ -43,7 +46,7 @@ async fn main() -> ExitCode {
     } else if args.iter().any(|a| a == "--crd") {
         print_crd()
     } else {
-        follow(&namespace).await
+        follow(&namespace, args.iter().any(|a| a == "--leases")).await
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -54,20 +57,30 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Runs against the cluster of the kubeconfig until Ctrl-C.
-async fn follow(namespace: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// Runs against the cluster of the kubeconfig until Ctrl-C; with `leases`,
+/// as one replica of several, on a Lease in `namespace`.
+async fn follow(namespace: &str, leases: bool) -> Result<(), Box<dyn std::error::Error>> {
     let client = kube::Client::try_default().await.map_err(|e| {
         format!(
             "no cluster to talk to ({e}); set KUBECONFIG or ~/.kube/config, \
              or run with --demo for an apiserver of its own"
         )
     })?;
-    let runtime = Runtime::start();
-    let (_source, greetings) = operator::start(&runtime, client, namespace).await?;
+    let (runtime, fence) = if leases {
+        let claims = LeaseClaims::start(client.clone(), LeaseSettings::new(namespace))?;
+        println!("replica {} on Leases in {namespace}", claims.identity());
+        let runtime = Runtime::builder().claims(claims.service()).start();
+        (runtime, Some(claims.fence(operator::CONTROLLER)))
+    } else {
+        (Runtime::start(), None)
+    };
+    let (_source, greetings) = operator::start_fenced(&runtime, client, namespace, fence).await?;
     println!("waiting for the first list of greetings in {namespace} (is the CRD installed?)");
     greetings.synced().await?;
     println!("following greetings in {namespace}; Ctrl-C stops");
     tokio::signal::ctrl_c().await?;
+    // Releases the Lease: another replica takes over at once.
+    runtime.stop().await;
     Ok(())
 }
 

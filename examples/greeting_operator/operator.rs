@@ -7,9 +7,9 @@
 //! twice at once), retries with backoff, and supervision.
 
 use cosi_runtime::Runtime;
-use cosi_runtime::cluster::{Mirror, MirrorHandle, Sink, Source};
+use cosi_runtime::cluster::{LeaseFence, Mirror, MirrorHandle, Sink, Source};
 use cosi_runtime::controller::{
-    Input, Outcome, QueueController, QueueSettings, ReconcileContext, ReconcileError,
+    Input, Outcome, Output, QueueController, QueueSettings, ReconcileContext, ReconcileError,
 };
 use cosi_runtime::prelude::{Phase, Pointer, Spec};
 use kube::api::{ApiResource, GroupVersionKind, ObjectMeta};
@@ -65,6 +65,11 @@ pub struct GreetingStatus {
     /// The generation the reply was made from.
     #[serde(default)]
     pub observed_generation: Option<i64>,
+    /// Which replica answered, in which term of its Lease (the fencing
+    /// token `holder@namespace/lease:transitions`), when replicas share
+    /// the work through Leases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 /// The status a greeting's spec calls for.
@@ -73,11 +78,17 @@ pub fn reply(greeting: &Greeting) -> GreetingStatus {
     GreetingStatus {
         reply: format!("{salutation}, {}!", greeting.spec.name),
         observed_generation: greeting.metadata.generation,
+        answered_by: None,
     }
 }
 
+/// The controller's name (and its field manager, and its Lease's).
+pub const CONTROLLER: &str = "GreetingController";
+
 /// The queue controller: one greeting per key, its status applied back as
-/// the field manager `GreetingController`.
+/// the field manager `GreetingController`. It is the only writer of the
+/// greetings' status: an exclusive output, which replicas on Leases claim
+/// (one replica answers, the others stand by).
 pub struct GreetingController {
     namespace: String,
     sink: Sink,
@@ -85,12 +96,15 @@ pub struct GreetingController {
 
 impl QueueController for GreetingController {
     fn name(&self) -> &str {
-        "GreetingController"
+        CONTROLLER
     }
 
     fn settings(&self) -> QueueSettings {
-        QueueSettings::new(vec![Input::primary::<Greeting>(&self.namespace)], vec![])
-            .with_concurrency(4)
+        QueueSettings::new(
+            vec![Input::primary::<Greeting>(&self.namespace)],
+            vec![Output::exclusive::<Greeting>()],
+        )
+        .with_concurrency(4)
     }
 
     async fn reconcile(
@@ -105,7 +119,7 @@ impl QueueController for GreetingController {
             Err(e) if e.is_not_found() => return Ok(Outcome::Done),
             Err(e) => return Err(e.into()),
         };
-        let status = reply(greeting.spec());
+        let mut status = reply(greeting.spec());
         // Our own write, come back through the mirror: the reply stands. Only
         // the reply is compared, not `observedGeneration`: a server that moves
         // `generation` on status writes too (this crate's Kubernetes API did
@@ -114,6 +128,9 @@ impl QueueController for GreetingController {
         if greeting.spec().status.as_ref().map(|s| &s.reply) == Some(&status.reply) {
             return Ok(Outcome::Done);
         }
+        // With replicas on Leases: the term this replica answers in (its
+        // sink refuses to write outside it).
+        status.answered_by = self.sink.fencing_token().map(|t| t.to_string());
         let status = serde_json::to_value(status)?;
         // A 4xx that retrying cannot fix ends the key (a terminal error); a
         // conflict or an outage is retried with the controller's backoff.
@@ -133,7 +150,25 @@ pub async fn start(
     client: kube::Client,
     namespace: &str,
 ) -> Result<(Source, MirrorHandle), Box<dyn std::error::Error>> {
-    let sink = Sink::new(client.clone(), "GreetingController");
+    start_fenced(runtime, client, namespace, None).await
+}
+
+/// [`start`], the sink fenced by the controller's Lease when `fence` is
+/// given (a replica on [`LeaseClaims`](cosi_runtime::cluster::LeaseClaims)).
+///
+/// # Errors
+/// When the controller cannot be registered.
+pub async fn start_fenced(
+    runtime: &Runtime,
+    client: kube::Client,
+    namespace: &str,
+    fence: Option<LeaseFence>,
+) -> Result<(Source, MirrorHandle), Box<dyn std::error::Error>> {
+    let sink = Sink::new(client.clone(), CONTROLLER);
+    let sink = match fence {
+        Some(fence) => sink.fenced(fence),
+        None => sink,
+    };
     let ns = namespace.to_owned();
     runtime
         .register(move || GreetingController { namespace: ns.clone(), sink: sink.clone() })

@@ -95,6 +95,7 @@
 //! objects mirrored once and read by 3 queue controllers, against 3
 //! kube-runtime reflector stores of the same objects.
 
+mod leases;
 mod mirror;
 mod sink;
 mod source;
@@ -107,6 +108,10 @@ pub use k8s_openapi;
 /// The `kube` this crate is built on (5.x), for your own `Client` and
 /// `ApiResource`s at the same version.
 pub use kube;
+pub use leases::{
+    CLAIMS_ANNOTATION, FENCING_TOKEN_ANNOTATION, FencingToken, InvalidLeaseSettings, LeaseClaims,
+    LeaseFence, LeaseSettings,
+};
 pub use mirror::{CLUSTER_SCOPED_NAMESPACE, LAST_APPLIED_ANNOTATION, Mirror};
 pub use sink::{Sink, SinkError};
 pub use source::{MirrorHandle, MirrorStatus, Source};

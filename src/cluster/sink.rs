@@ -3,6 +3,8 @@
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Map, Value};
 
+use super::leases::{FENCING_TOKEN_ANNOTATION, FencingToken, LeaseFence};
+
 /// Writes to a cluster by server-side apply, as one field manager (one per
 /// controller: the cluster then knows which controller set which field, and
 /// two controllers that claim one field conflict instead of fighting).
@@ -27,11 +29,17 @@ use serde_json::{Map, Value};
 /// sink.apply_status(&api, Some("default"), "hello", json!({"reply": "hi there"})).await?;
 /// # Ok(()) }
 /// ```
+///
+/// Made [`fenced`](Sink::fenced) by the [`LeaseFence`] of its controller
+/// (replicas of an operator on [`LeaseClaims`](super::LeaseClaims)), it
+/// writes only while this replica holds the controller's Lease: see
+/// [`Sink::fenced`].
 #[derive(Clone)]
 pub struct Sink {
     client: kube::Client,
     manager: String,
     force: bool,
+    fence: Option<LeaseFence>,
 }
 
 impl std::fmt::Debug for Sink {
@@ -39,6 +47,7 @@ impl std::fmt::Debug for Sink {
         f.debug_struct("Sink")
             .field("field_manager", &self.manager)
             .field("force", &self.force)
+            .field("fenced", &self.fence.is_some())
             .finish()
     }
 }
@@ -80,6 +89,21 @@ pub enum SinkError {
         /// What is wrong.
         reason: String,
     },
+    /// A [`fenced`](Sink::fenced) sink did not write: this replica does not
+    /// hold its controller's Lease (another replica does, or the last
+    /// renewal is older than the renew deadline). Not terminal: the
+    /// controller stands by, and retries once it holds the Lease again.
+    #[error(
+        "{verb} {what}: not sent, this replica does not hold the Lease of controller {controller}"
+    )]
+    Fenced {
+        /// As in [`SinkError::Api`].
+        what: String,
+        /// As in [`SinkError::Api`].
+        verb: &'static str,
+        /// The controller whose Lease is not held.
+        controller: String,
+    },
 }
 
 impl SinkError {
@@ -90,7 +114,7 @@ impl SinkError {
             SinkError::Api { code, .. } => {
                 (400..500).contains(code) && !matches!(code, 408 | 409 | 429)
             }
-            SinkError::Transport { .. } => false,
+            SinkError::Transport { .. } | SinkError::Fenced { .. } => false,
             SinkError::InvalidObject { .. } => true,
         }
     }
@@ -121,7 +145,53 @@ impl Sink {
     /// A sink writing through `client` as `field_manager` (name it after the
     /// controller that writes).
     pub fn new(client: kube::Client, field_manager: impl Into<String>) -> Sink {
-        Sink { client, manager: field_manager.into(), force: true }
+        Sink { client, manager: field_manager.into(), force: true, fence: None }
+    }
+
+    /// Writes only while `fence` says this replica holds its controller's
+    /// Lease ([`LeaseClaims::fence`](super::LeaseClaims::fence)).
+    ///
+    /// # Guarantees
+    /// The fence is checked immediately before each request is sent, on
+    /// this replica's clock: no request leaves after the renew deadline of
+    /// the last renewal, which is before any other replica can take the
+    /// Lease (see [`LeaseClaims`](super::LeaseClaims)). A whole object
+    /// [`apply`](Sink::apply)d carries the term's [`FencingToken`] in its
+    /// [`FENCING_TOKEN_ANNOTATION`](super::FENCING_TOKEN_ANNOTATION).
+    ///
+    /// # Caveats
+    /// A [`apply_status`](Sink::apply_status) cannot carry it (the
+    /// apiserver keeps metadata as stored on `/status` writes): put
+    /// [`fencing_token`](Sink::fencing_token) in the status if observers
+    /// must tell which term wrote it. A request already sent when the Lease
+    /// is lost can still land: the margin is the lease duration minus the
+    /// renew deadline.
+    ///
+    /// # Errors
+    /// Every write refused by the fence is a [`SinkError::Fenced`].
+    pub fn fenced(mut self, fence: LeaseFence) -> Sink {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// The token of the Lease this sink writes under, while this replica
+    /// holds it; `None` when it does not, or for a sink not
+    /// [`fenced`](Sink::fenced).
+    pub fn fencing_token(&self) -> Option<FencingToken> {
+        self.fence.as_ref().and_then(LeaseFence::token)
+    }
+
+    /// The fence's verdict on a write: its token (`None`: not fenced).
+    fn check(&self, verb: &'static str, what: &str) -> Result<Option<FencingToken>, SinkError> {
+        let Some(fence) = &self.fence else { return Ok(None) };
+        match fence.token() {
+            Some(token) => Ok(Some(token)),
+            None => Err(SinkError::Fenced {
+                what: what.to_owned(),
+                verb,
+                controller: fence.controller().to_owned(),
+            }),
+        }
     }
 
     /// Whether applies take fields over from other managers (default `true`,
@@ -178,6 +248,9 @@ impl Sink {
             });
         };
         types(&mut object, api);
+        if let Some(token) = self.check("apply", &what)? {
+            annotate(&mut object, &token);
+        }
         let patch = Patch::Apply(Value::Object(object));
         let applied =
             self.api(api, namespace.as_deref()).patch(&name, &self.params(), &patch).await;
@@ -199,10 +272,11 @@ impl Sink {
         let mut object = Map::new();
         types(&mut object, api);
         object.insert("status".into(), status);
+        let what = what(api, namespace, name, "/status");
+        self.check("apply status", &what)?;
         let patch = Patch::Apply(Value::Object(object));
         let applied = self.api(api, namespace).patch_status(name, &self.params(), &patch).await;
-        applied
-            .map_err(|e| SinkError::new("apply status", what(api, namespace, name, "/status"), e))
+        applied.map_err(|e| SinkError::new("apply status", what, e))
     }
 
     /// Deletes an object; one already gone counts as deleted.
@@ -215,6 +289,7 @@ impl Sink {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<(), SinkError> {
+        self.check("delete", &what(api, namespace, name, ""))?;
         match self.api(api, namespace).delete(name, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
@@ -228,6 +303,18 @@ fn what(api: &ApiResource, namespace: Option<&str>, name: &str, suffix: &str) ->
     match namespace {
         Some(ns) => format!("{}/{ns}/{name}{suffix}", api.plural),
         None => format!("{}/{name}{suffix}", api.plural),
+    }
+}
+
+/// Puts `token` in the object's [`FENCING_TOKEN_ANNOTATION`].
+fn annotate(object: &mut Map<String, Value>, token: &FencingToken) {
+    let metadata = object.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(metadata) = metadata {
+        let annotations =
+            metadata.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(annotations) = annotations {
+            annotations.insert(FENCING_TOKEN_ANNOTATION.into(), token.to_string().into());
+        }
     }
 }
 

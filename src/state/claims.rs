@@ -6,6 +6,9 @@
 //! type cluster-wide, and a controller whose claim another process holds is a
 //! **standby**: registered, watching, not reconciling. See
 //! [`state::etcd`](crate::state#etcd) for the claim protocol and its fencing.
+//! An operator whose outputs go to a Kubernetes cluster (feature
+//! `kubernetes`) claims them on Leases instead: `cluster::LeaseClaims`,
+//! given to `RuntimeBuilder::claims`.
 
 use std::sync::Arc;
 
@@ -50,7 +53,7 @@ impl std::fmt::Debug for ClaimService {
 
 impl ClaimService {
     /// A service served by `actor`.
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "etcd", feature = "kubernetes")), allow(dead_code))]
     pub(crate) fn of<A>(actor: &Addr<A>) -> Self
     where
         A: Actor<Context = Context<A>>
@@ -97,7 +100,7 @@ pub(crate) struct Ownership(pub(crate) bool);
 /// each time the claim is won or lost.
 #[derive(Message)]
 #[rtype(result = "()")]
-#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "etcd", feature = "kubernetes")), allow(dead_code))]
 pub(crate) struct ClaimOutputs {
     pub(crate) controller: Arc<str>,
     pub(crate) types: Vec<String>,
@@ -125,6 +128,7 @@ pub struct ClaimStatus {
     pub controller: String,
     /// Whether this process holds the claim (the controller reconciles); `false`: standby.
     pub owner: bool,
-    /// The fencing token of a held claim (the claim key's create revision).
+    /// The fencing token of a held claim (on etcd the claim key's create
+    /// revision; on Leases, `cluster::LeaseClaims`, the Lease's `leaseTransitions`).
     pub token: Option<i64>,
 }

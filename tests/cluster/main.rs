@@ -15,6 +15,8 @@ mod operator;
 mod example_greeting_operator;
 mod kube_runtime;
 #[cfg(feature = "kubernetes")]
+mod leases;
+#[cfg(feature = "kubernetes")]
 mod sink;
 #[cfg(feature = "kubernetes")]
 mod source;

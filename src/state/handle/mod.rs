@@ -106,6 +106,12 @@ impl State {
         self.0.claims.as_ref()
     }
 
+    /// This handle with `claims` as its claim service (replacing the
+    /// state's own, if it has one): for `RuntimeBuilder::claims`.
+    pub(crate) fn with_claim_service(&self, claims: ClaimService) -> State {
+        State(Arc::new(Parts { claims: Some(claims), ..(*self.0).clone() }))
+    }
+
     /// Commits what is staged, releases every backend (the state file and its
     /// lock), and stops the state actor; resolves once all that is done, so
     /// the same file can be opened again right after. Later requests through
