@@ -135,7 +135,8 @@ impl KubernetesApi {
             create_namespaces: false,
         }
         .expose(super::namespaces::expose())
-        .unwrap_or_else(|e| unreachable!("the namespaces' exposure is valid: {e}"))
+        .and_then(|api| api.expose(super::crds::expose()))
+        .unwrap_or_else(|e| unreachable!("the built-in exposures are valid: {e}"))
     }
 
     /// Serves the Events a runtime records ([`crate::events`]) as
@@ -357,7 +358,8 @@ impl KubernetesApi {
         Shared {
             closing,
             state: self.state.clone(),
-            registry: self.registry.clone(),
+            types: std::sync::RwLock::new(Arc::new(self.registry.clone())),
+            built: self.registry.clone(),
             server_version: self.server_version,
             namespaces: self.namespaces.clone(),
             bookmark_interval: self.bookmark_interval,
@@ -384,6 +386,11 @@ impl KubernetesApi {
         closing: Arc<Closing>,
     ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
         let shared = web::Data::new(self.shared(closing));
+        // The types the CustomResourceDefinitions already in the state register.
+        if actix::System::try_current().is_some() {
+            let shared = shared.clone();
+            actix::spawn(async move { shared.sync_crds().await });
+        }
         // ---- access (auth.rs): the routes behind the token check when configured ----
         let access = self.access.clone().map(Arc::new);
         // ---- limits (http_limits.rs): query length, watches per client ----

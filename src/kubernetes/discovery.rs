@@ -32,7 +32,7 @@ pub(super) async fn version(shared: web::Data<Shared>) -> HttpResponse {
 /// served there), or with an aggregated-discovery `Accept` the core group
 /// whole.
 pub(super) async fn core(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
-    let versions = shared.registry.versions_of("");
+    let versions = shared.registry().versions_of("");
     if let Some(version) = aggregated(&req) {
         return aggregated_list(version, vec![group_discovery(&shared, "", &versions)]);
     }
@@ -105,7 +105,7 @@ fn group_discovery(shared: &Shared, name: &str, versions: &[String]) -> Value {
         .iter()
         .map(|version| {
             let resources: Vec<Value> = shared
-                .registry
+                .registry()
                 .types
                 .iter()
                 .filter(|t| t.group == name && &t.version == version)
@@ -153,7 +153,7 @@ const VERBS: [&str; 8] =
 
 pub(super) async fn groups(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
     // The core group is `/api`'s.
-    let named = shared.registry.groups().into_iter().filter(|(name, _)| !name.is_empty());
+    let named = shared.registry().groups().into_iter().filter(|(name, _)| !name.is_empty());
     if let Some(version) = aggregated(&req) {
         let items =
             named.map(|(name, versions)| group_discovery(&shared, &name, &versions)).collect();
@@ -168,7 +168,7 @@ pub(super) async fn group(
     path: web::Path<String>,
 ) -> Result<HttpResponse, Status> {
     let name = path.into_inner();
-    let groups = shared.registry.groups();
+    let groups = shared.registry().groups();
     let (_, versions) = groups
         .iter()
         .find(|(g, _)| *g == name && !g.is_empty())
@@ -193,7 +193,7 @@ pub(super) async fn resources(
 /// The `APIResourceList` of `group`'s `version` (`group` empty: the core group's).
 fn resource_list(shared: &Shared, group: &str, version: &str) -> Result<HttpResponse, Status> {
     let resources: Vec<Value> = shared
-        .registry
+        .registry()
         .types
         .iter()
         .filter(|t| t.group == group && t.version == version)

@@ -113,7 +113,7 @@ async fn list_or_watch(
     let revision = revision.unwrap_or(0);
     if namespaces::is_namespaces(&exposed.resource_type) && single.is_none() {
         // The declared namespaces, objects or not.
-        let declared = namespaces::declared(&shared.namespaces, &shared.registry);
+        let declared = namespaces::declared(&shared.namespaces, &shared.registry());
         let listed: std::collections::BTreeSet<String> =
             items.iter().map(|r| r.id().to_owned()).collect();
         items.extend(
@@ -282,7 +282,7 @@ async fn get_object(
         Err(e)
             if e.is_not_found()
                 && namespaces::is_namespaces(&exposed.resource_type)
-                && namespaces::declared(&shared.namespaces, &shared.registry).contains(&name) =>
+                && namespaces::declared(&shared.namespaces, &shared.registry()).contains(&name) =>
         {
             namespaces::implicit(&name)
         }

@@ -30,6 +30,7 @@
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}` | delete every object the `labelSelector` and `fieldSelector` select: `200` and a `<Kind>List` of them (`403`, nothing deleted, when one is a controller's) |
 //! | `DELETE /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | tear down, then destroy once no finalizers remain: `200` and the torn-down object |
 //! | `GET`, `PUT`, `PATCH /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}/status` | with [`Expose::status_subresource`]: read the object, write its `status` alone (merge, JSON, apply patches); `404` for other types |
+//! | `/apis/apiextensions.k8s.io/v1/customresourcedefinitions[/{name}]` | CustomResourceDefinitions: a CRD written (`kubectl apply -f crd.yaml`, kube-rs with `Patch::Apply`) registers its type at once, its schema checking and pruning writes; deleted, the type goes with its objects (see `crds.rs`) |
 //! | `GET`, `PUT`, `PATCH .../{plural}/{name}/scale` | with [`Expose::scale`]: an `autoscaling/v1` `Scale` of the object's replicas (`kubectl scale`, kube-rs' `get_scale`, `patch_scale`) |
 //! | `/api/{v}/...` | the same routes for [core-group](Expose::core_group) types (`/api/v1/namespaces/{ns}/configmaps`) |
 //! | `/apis/{g}/{v}/{plural}[/{name}[/status]]`, `/api/{v}/{plural}...` | a [cluster-scoped](Expose::cluster_scoped) type's objects: list, create, delete, and one object's routes, with no namespace |
@@ -466,6 +467,7 @@
 
 mod auth;
 mod builder;
+mod crds;
 mod discovery;
 mod event_view;
 mod health;
@@ -483,6 +485,7 @@ mod routes;
 mod schema;
 mod shared;
 mod status;
+mod structural;
 mod table;
 mod tls;
 mod watch;

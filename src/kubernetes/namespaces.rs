@@ -103,7 +103,7 @@ pub(crate) fn implicit(name: &str) -> AnyResource {
 impl Shared {
     /// Every namespace: the declared ones and the objects.
     pub(crate) async fn all_namespaces(&self) -> Result<BTreeSet<String>, Status> {
-        let mut names = declared(&self.namespaces, &self.registry);
+        let mut names = declared(&self.namespaces, &self.registry());
         let kind = Kind::new(CLUSTER_NAMESPACE, NamespaceBody::TYPE);
         let listed = self.state.list(&kind, &LabelQuery::all()).await?;
         names.extend(listed.iter().map(|r| r.id().to_owned()));
@@ -119,7 +119,7 @@ impl Shared {
         if namespace == CLUSTER_NAMESPACE
             || self.namespaces.contains(namespace)
             || namespace == "default"
-            || self.registry.types.iter().any(|t| t.namespaces.contains(namespace))
+            || self.registry().types.iter().any(|t| t.namespaces.contains(namespace))
         {
             return Ok(());
         }

@@ -17,8 +17,8 @@ use super::status::Status;
 
 /// The document of one group-version.
 fn document(shared: &Shared, group: &str, version: &str) -> Option<Value> {
-    let types: Vec<&Exposed> = shared
-        .registry
+    let registry = shared.registry();
+    let types: Vec<&Exposed> = registry
         .types
         .iter()
         .map(|t| &**t)
@@ -148,7 +148,7 @@ fn hash(value: &Value) -> String {
 /// `GET /openapi/v3`: where each group-version's document is.
 pub(super) async fn index(shared: web::Data<Shared>) -> HttpResponse {
     let mut paths = Map::new();
-    for (group, versions) in shared.registry.groups() {
+    for (group, versions) in shared.registry().groups() {
         for version in versions {
             let Some(doc) = document(&shared, &group, &version) else { continue };
             let at = if group.is_empty() {
@@ -199,7 +199,8 @@ fn v2_protobuf(shared: &Shared) -> Vec<u8> {
         let sub = message([field(2, b"query"), field(4, name.as_bytes()), field(6, b"string")]);
         field(8, &field(1, &field(2, &field(3, &sub))))
     };
-    let paths = shared.registry.types.iter().map(|t| {
+    let registry = shared.registry();
+    let paths = registry.types.iter().map(|t| {
         let yaml = format!("group: {}\nkind: {}\nversion: {}\n", t.group, t.kind, t.version);
         // NamedAny {name, value: Any {yaml}}
         let gvk = message([
@@ -238,7 +239,7 @@ pub(super) async fn v2(shared: web::Data<Shared>, req: actix_web::HttpRequest) -
             .body(v2_protobuf(&shared));
     }
     let mut paths = Map::new();
-    for t in &shared.registry.types {
+    for t in &shared.registry().types {
         let query = |name: &str| json!({"name": name, "in": "query", "type": "string", "uniqueItems": true});
         paths.insert(
             format!("{}/{{name}}", t.collection_path()),

@@ -111,6 +111,32 @@ impl Decoder {
         }))
     }
 
+    /// Checks a body against a structural schema (`openAPIV3Schema`), and
+    /// prunes what it does not know (see `structural.rs`).
+    pub(crate) fn schema(schema: Value) -> Decoder {
+        Decoder(Arc::new(move |value: &Value| {
+            let mut body_schema = schema.clone();
+            if let Some(Value::Object(properties)) = body_schema.get_mut("properties") {
+                for envelope in ["apiVersion", "kind", "metadata"] {
+                    properties.remove(envelope);
+                }
+            }
+            super::structural::check(&body_schema, value, "")
+                .map_err(|(field, message)| DecodeError { field, message })
+        }))
+    }
+
+    /// A check of its own: `check` answers what is wrong with a body, if
+    /// anything; the body is stored as written.
+    pub(crate) fn checking(
+        check: impl Fn(&Value) -> Option<DecodeError> + Send + Sync + 'static,
+    ) -> Decoder {
+        Decoder(Arc::new(move |value: &Value| match check(value) {
+            Some(e) => Err(e),
+            None => Ok(value.clone()),
+        }))
+    }
+
     fn of<S: Spec>() -> Decoder {
         Decoder(Arc::new(|value: &Value| {
             let spec: S = serde_path_to_error::deserialize(value.clone())
@@ -474,6 +500,20 @@ impl Expose {
         self
     }
 
+    /// Decodes written bodies with `decoder`.
+    #[must_use]
+    pub(crate) fn decoder(mut self, decoder: Decoder) -> Self {
+        self.decoder = Some(decoder);
+        self
+    }
+
+    /// The plural, when it is not the type's first segment.
+    #[must_use]
+    pub(crate) fn plural(mut self, plural: impl Into<String>) -> Self {
+        self.plural = Some(plural.into());
+        self
+    }
+
     /// Serves the stored values through `view`.
     #[must_use]
     pub(crate) fn view(mut self, view: View) -> Self {
@@ -657,6 +697,13 @@ impl Expose {
     #[must_use]
     pub fn status_schema<T: schemars::JsonSchema>(mut self) -> Self {
         self.status_schema = Some(super::schema::structural::<T>().to_string());
+        self
+    }
+
+    /// The status's schema as a value (a CRD's `properties.status`).
+    #[must_use]
+    pub(crate) fn status_schema_value(mut self, schema: Value) -> Self {
+        self.status_schema = Some(schema.to_string());
         self
     }
 
@@ -1108,6 +1155,11 @@ impl Registry {
         Ok(())
     }
 
+    /// The type served in `group` as `plural`, whatever its version.
+    pub(crate) fn find_plural(&self, group: &str, plural: &str) -> Option<&Arc<Exposed>> {
+        self.types.iter().find(|t| t.group == group && t.plural == plural)
+    }
+
     /// The type served at `/apis/{group}/{version}/.../{plural}`.
     pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<Exposed>> {
         self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
@@ -1120,13 +1172,21 @@ impl Registry {
         sort_versions(versions.into_iter())
     }
 
-    /// The groups, each with its versions, sorted.
+    /// The groups, each with its versions, sorted: the program's, then
+    /// Kubernetes' own.
     pub(crate) fn groups(&self) -> Vec<(String, Vec<String>)> {
         let mut groups: std::collections::BTreeMap<&str, BTreeSet<&str>> = Default::default();
         for t in &self.types {
             groups.entry(&t.group).or_default().insert(&t.version);
         }
-        groups.into_iter().map(|(g, vs)| (g.to_owned(), sort_versions(vs.into_iter()))).collect()
+        let mut groups: Vec<(String, Vec<String>)> = groups
+            .into_iter()
+            .map(|(g, vs)| (g.to_owned(), sort_versions(vs.into_iter())))
+            .collect();
+        // The program's groups first, Kubernetes' own (`*.k8s.io`: the
+        // built-in CRDs and Events) after them.
+        groups.sort_by_key(|(g, _)| g.ends_with(".k8s.io"));
+        groups
     }
 }
 

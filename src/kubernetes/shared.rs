@@ -34,7 +34,12 @@ impl TypePath {
 /// What the handlers share.
 pub(crate) struct Shared {
     pub(crate) state: State,
-    pub(crate) registry: Registry,
+    /// The exposed types: those the API was built with and those that
+    /// CustomResourceDefinitions register (replaced whole on a change; a
+    /// request works on the snapshot it took).
+    pub(crate) types: std::sync::RwLock<Arc<Registry>>,
+    /// The types the API was built with.
+    pub(crate) built: Registry,
     pub(crate) server_version: (u32, u32),
     pub(crate) namespaces: BTreeSet<String>,
     pub(crate) bookmark_interval: Duration,
@@ -51,6 +56,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The exposed types now.
+    pub(crate) fn registry(&self) -> Arc<Registry> {
+        self.types.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
     /// The type served at `/apis/{group}/{version}/.../{plural}`.
     pub(crate) fn exposed(
         &self,
@@ -58,7 +68,7 @@ impl Shared {
         version: &str,
         plural: &str,
     ) -> Result<Arc<Exposed>, Status> {
-        self.registry.find(group, version, plural).cloned().ok_or_else(|| {
+        self.registry().find(group, version, plural).cloned().ok_or_else(|| {
             Status::not_found(format!(
                 "the server could not find the requested resource ({plural}.{group}/{version} is not served)"
             ))

@@ -18,6 +18,7 @@ mod plane;
 
 mod auth;
 mod bad_requests;
+mod crds;
 mod events;
 mod example_netplane_kube;
 mod fidelity;

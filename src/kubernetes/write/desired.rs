@@ -384,6 +384,11 @@ fn combined(
     Ok(canonical)
 }
 
+/// The value `stored` keeps (its body).
+pub(super) fn stored_body(stored: &AnyResource) -> Result<Value, Status> {
+    spec_value(stored)
+}
+
 /// What `desired` stores over `stored` (`None`: a create), writing `part`.
 pub(super) fn stored_value(
     target: &Target,

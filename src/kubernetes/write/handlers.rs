@@ -12,12 +12,12 @@ use super::request::{
     ATTEMPTS, ItemPath, Options, Query, Target, generated_name, item, json_body, manager_of,
     name_error, now_rfc3339, options, read_body, status_item, target,
 };
-use crate::kubernetes::namespaces;
 use crate::kubernetes::object::{FIELD_MANAGER_ANNOTATION, MANAGED_FIELDS_ANNOTATION, object};
 use crate::kubernetes::params::{ListParams, parse_bool};
 use crate::kubernetes::patch::{PatchError, json_patch, merge_patch};
 use crate::kubernetes::shared::Shared;
 use crate::kubernetes::status::Status;
+use crate::kubernetes::{crds, namespaces};
 use crate::resource::Metadata;
 use crate::resource::{AnyResource, Kind};
 
@@ -78,12 +78,23 @@ pub(in crate::kubernetes) async fn create(
             shared.state.create(resource, None).await
         };
         match created {
-            Ok(stored) => return target.respond(&stored, true),
+            Ok(stored) => {
+                synced(&shared, &target, options.dry_run).await;
+                return target.respond(&stored, true);
+            }
             Err(crate::Error::AlreadyExists { .. }) if generate => continue,
             Err(e) => return Err(target.error(e)),
         }
     }
     Err(target.error(crate::Error::AlreadyExists { resource: target.pointer() }))
+}
+
+/// After a write of a CustomResourceDefinition (not a dry run), the types
+/// served follow the CRDs.
+async fn synced(shared: &Shared, target: &Target, dry_run: bool) {
+    if crds::is_crds(&target.exposed) && !dry_run {
+        shared.sync_crds().await;
+    }
 }
 
 /// The managed fields `stored` carries (none for a new object).
@@ -165,6 +176,7 @@ async fn replace_part(
         if let Some(written) =
             update_over(shared, &target, &desired, &stored, part, options.dry_run).await?
         {
+            synced(shared, &target, options.dry_run).await;
             return target.respond(&written, false);
         }
     }
@@ -305,7 +317,10 @@ async fn patch_part(
                 return target.respond(&resource, true);
             }
             match shared.state.create(resource, None).await {
-                Ok(created) => return target.respond(&created, true),
+                Ok(created) => {
+                    synced(shared, &target, false).await;
+                    return target.respond(&created, true);
+                }
                 Err(crate::Error::AlreadyExists { .. }) => continue,
                 Err(e) => return Err(target.error(e)),
             }
@@ -329,6 +344,7 @@ async fn patch_part(
         if let Some(written) =
             update_over(shared, &target, &desired, &stored, part, dry_run).await?
         {
+            synced(shared, &target, dry_run).await;
             return target.respond(&written, false);
         }
     }
@@ -381,7 +397,7 @@ pub(in crate::kubernetes) async fn delete(
     if propagation == Propagation::Orphan
         && let Some(uid) = &uid
     {
-        gc::orphan(&shared.state, &shared.registry, &target.namespace, uid)
+        gc::orphan(&shared.state, &shared.registry(), &target.namespace, uid)
             .await
             .map_err(|e| target.error(e))?;
     }
@@ -402,11 +418,17 @@ pub(in crate::kubernetes) async fn delete(
             .await
             .map_err(|e| target.error(e))?;
     }
+    let crd = crds::is_crds(&target.exposed).then(|| super::desired::stored_body(&stored));
     let torn = delete_stored(&shared, &target, stored).await?;
+    if let Some(Ok(body)) = crd {
+        shared.sync_crds().await;
+        let shared = shared.clone();
+        actix::spawn(async move { shared.delete_crd_objects(&body).await });
+    }
     if namespace {
         let (shared, name) = (shared.clone(), target.name.clone());
         actix::spawn(
-            async move { namespaces::empty(&shared.state, &shared.registry, &name).await },
+            async move { namespaces::empty(&shared.state, &shared.registry(), &name).await },
         );
     }
     if let Some(uid) = uid
@@ -427,7 +449,7 @@ fn collect_dependents(
 ) {
     let (shared, ptr, namespace) = (shared.clone(), target.pointer(), target.namespace.clone());
     actix::spawn(async move {
-        let collected = gc::collect(&shared.state, &shared.registry, &namespace, uid).await;
+        let collected = gc::collect(&shared.state, &shared.registry(), &namespace, uid).await;
         if let Err(e) = collected {
             tracing::warn!("Kubernetes API: deleting the dependents of {ptr}: {e}");
         }
