@@ -398,7 +398,7 @@ pub(crate) const REVIEW_VERSIONS: [&str; 3] = ["v1", "v1beta1", "v1alpha1"];
 
 /// Whether `path` is one of the review endpoints (see `review.rs`): any
 /// caller may ask what it may do, and who it is.
-fn is_review_path(path: &str) -> bool {
+pub(crate) fn is_review_path(path: &str) -> bool {
     let version = path
         .strip_prefix("/apis/authentication.k8s.io/")
         .and_then(|rest| rest.strip_suffix("/selfsubjectreviews"));

@@ -59,6 +59,7 @@ pub struct KubernetesApi {
     tls: Option<Arc<rustls::ServerConfig>>,
     // ---- end access and TLS ----
     create_namespaces: bool,
+    anonymous_writes: bool,
 }
 
 impl fmt::Debug for KubernetesApi {
@@ -115,6 +116,32 @@ fn events() -> [Expose; 2] {
     ]
 }
 
+/// Whether a server on `addr` refuses anonymous writes: no tokens, not a
+/// loopback address, and no opt-in.
+fn refuses_anonymous_writes(tokens: bool, addr: SocketAddr, allowed: bool) -> bool {
+    !tokens && !addr.ip().is_loopback() && !allowed
+}
+
+/// Answers a write `401` when `refuse` (no tokens, served off loopback
+/// without [`KubernetesApi::anonymous_writes`]); lets everything else through.
+async fn anonymous_write(
+    refuse: bool,
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<actix_web::dev::ServiceResponse<BoxBody>, actix_web::Error> {
+    use actix_web::http::Method;
+    let read = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
+        || auth::is_review_path(req.path());
+    if refuse && !read {
+        use actix_web::ResponseError;
+        let status = Status::unauthorized_because(
+            "anonymous writes are refused on a server that is not on a loopback address and has no tokens",
+        );
+        return Ok(req.into_response(status.error_response()));
+    }
+    next.call(req).await
+}
+
 impl KubernetesApi {
     /// The API over `state`, with nothing exposed yet, answering `/version`
     /// as Kubernetes 1.33.
@@ -133,6 +160,7 @@ impl KubernetesApi {
             access: None,
             tls: None,
             create_namespaces: false,
+            anonymous_writes: false,
         }
         .expose(super::namespaces::expose())
         .and_then(|api| api.expose(super::crds::expose()))
@@ -327,6 +355,21 @@ impl KubernetesApi {
         self
     }
 
+    /// Lets a server [served](Self::serve) on an address that is not
+    /// loopback, with no [`tokens`](Self::tokens), take writes from anyone
+    /// (default: off). Without it such a server answers every write (any
+    /// method but GET, HEAD and OPTIONS, the self reviews aside) `401
+    /// Unauthorized` and says so when it starts; reads stay open. On a
+    /// loopback address anonymous writes are always taken (local
+    /// development), and with tokens the tokens decide. An API
+    /// [mounted](Self::configure) into an application's server is the
+    /// application's to guard.
+    #[must_use]
+    pub fn anonymous_writes(mut self, allow: bool) -> Self {
+        self.anonymous_writes = allow;
+        self
+    }
+
     /// Serves over TLS (rustls): `cert_chain_pem` is the server's certificate
     /// (then any intermediates) in PEM, `key_pem` its private key (PKCS#8,
     /// PKCS#1 or SEC1 PEM). Used by [`serve`](Self::serve); an application
@@ -377,13 +420,16 @@ impl KubernetesApi {
     pub fn configure(&self) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
         // Mounted in an application's own server: nothing stops its
         // watches but that server.
-        self.configure_with(Closing::new())
+        self.configure_with(Closing::new(), false)
     }
 
     /// [`configure`](Self::configure), with the watches ending on `closing`.
+    /// `refuse_writes`: without tokens, every write is a `401` (served off
+    /// loopback without [`anonymous_writes`](Self::anonymous_writes)).
     fn configure_with(
         &self,
         closing: Arc<Closing>,
+        refuse_writes: bool,
     ) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {
         let shared = web::Data::new(self.shared(closing));
         // The types the CustomResourceDefinitions already in the state register.
@@ -405,6 +451,9 @@ impl KubernetesApi {
                 .wrap(from_fn(move |req: ServiceRequest, next: Next<BoxBody>| {
                     limits.clone().check(req, next, is_watch, refuse)
                 }))
+                .wrap(from_fn(move |req: ServiceRequest, next: Next<BoxBody>| {
+                    anonymous_write(refuse_writes, req, next)
+                }))
                 .configure(move |cfg| match &access {
                     Some(access) => access.clone().mount(cfg, routes),
                     None => routes(cfg),
@@ -421,7 +470,10 @@ impl KubernetesApi {
     /// The IO error when `addr` cannot be bound.
     pub async fn serve(self, addr: SocketAddr) -> std::io::Result<KubernetesServer> {
         let closing = Closing::new();
-        let configure = self.configure_with(closing.clone());
+        // Anonymous writes from other hosts only when asked for.
+        let refuse_writes =
+            refuses_anonymous_writes(self.access.is_some(), addr, self.anonymous_writes);
+        let configure = self.configure_with(closing.clone(), refuse_writes);
         let server = HttpServer::new(move || App::new().configure(configure.clone()))
             .workers(1)
             .disable_signals()
@@ -434,9 +486,13 @@ impl KubernetesApi {
         };
         let local = server.addrs().first().copied().unwrap_or(addr);
         if !local.ip().is_loopback() {
-            if self.access.is_none() {
+            if self.access.is_none() && refuse_writes {
                 tracing::warn!(
-                    "Kubernetes API on {local}: not a loopback address, reachable from other hosts without authentication (no tokens configured)"
+                    "Kubernetes API on {local}: not a loopback address and no tokens configured: reads are open to other hosts, writes are refused (401); configure tokens, or allow anonymous writes with KubernetesApi::anonymous_writes(true)"
+                );
+            } else if self.access.is_none() {
+                tracing::warn!(
+                    "Kubernetes API on {local}: not a loopback address, reachable from other hosts without authentication (no tokens configured, anonymous writes allowed)"
                 );
             } else if !tls {
                 tracing::warn!(
@@ -507,5 +563,54 @@ impl KubernetesServer {
     pub async fn stop(self) {
         self.closing.stop(STOP_PATIENCE).await;
         self.handle.stop(false).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::{TestRequest, call_service, init_service};
+
+    #[test]
+    fn anonymous_writes_are_refused_off_loopback_without_tokens_unless_allowed() {
+        let lan: SocketAddr = "192.0.2.7:6443".parse().unwrap();
+        let any: SocketAddr = "0.0.0.0:6443".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:6443".parse().unwrap();
+        let local6: SocketAddr = "[::1]:6443".parse().unwrap();
+        assert!(refuses_anonymous_writes(false, lan, false));
+        assert!(refuses_anonymous_writes(false, any, false));
+        assert!(!refuses_anonymous_writes(false, local, false));
+        assert!(!refuses_anonymous_writes(false, local6, false));
+        assert!(!refuses_anonymous_writes(true, lan, false), "tokens decide");
+        assert!(!refuses_anonymous_writes(false, lan, true), "opted in");
+    }
+
+    #[actix::test]
+    async fn a_server_refusing_anonymous_writes_answers_them_401_and_reads_200() {
+        let state = State::start();
+        let api = KubernetesApi::new(&state)
+            .expose(Expose::resource_type("Notes.misc.cosi.dev", "v1"))
+            .unwrap()
+            .namespaces(["config"]);
+        let notes = "/apis/misc.cosi.dev/v1/namespaces/config/notes";
+        let note = serde_json::json!({"metadata": {"name": "n"}, "spec": {}});
+        for (refuse, expected) in [(true, 401), (false, 201)] {
+            let app =
+                init_service(App::new().configure(api.configure_with(Closing::new(), refuse)))
+                    .await;
+            let write = TestRequest::post().uri(notes).set_json(&note).to_request();
+            assert_eq!(call_service(&app, write).await.status().as_u16(), expected);
+            let read = TestRequest::get().uri(notes).to_request();
+            assert_eq!(call_service(&app, read).await.status().as_u16(), 200);
+            let review = TestRequest::post()
+                .uri("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+                .set_json(serde_json::json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "notes"}}}))
+                .to_request();
+            assert_eq!(
+                call_service(&app, review).await.status().as_u16(),
+                201,
+                "a review is a read"
+            );
+        }
     }
 }

@@ -247,10 +247,13 @@
 //! certificate: [`tls`](KubernetesApi::tls) (PEM chain and key, rustls with
 //! the `ring` provider) or [`tls_config`](KubernetesApi::tls_config).
 //!
-//! Without tokens nor `anonymous_read`, nothing is checked: anyone who
-//! reaches the API reads it (and will write it). That is meant for loopback
-//! development; [`serve`](KubernetesApi::serve) on another address logs a
-//! warning, as it does for tokens without TLS. Mounted with
+//! Without tokens nor `anonymous_read`, nothing is checked on a loopback
+//! address: anyone who reaches the API reads and writes it (local
+//! development). [`serve`](KubernetesApi::serve) on another address without
+//! tokens keeps reads open but answers every write `401 Unauthorized`, and
+//! says so when it starts, unless the builder opts in with
+//! [`anonymous_writes(true)`](KubernetesApi::anonymous_writes); it warns
+//! about tokens without TLS too. Mounted with
 //! [`configure`](KubernetesApi::configure), the check covers the API's
 //! paths only, never the application's own routes beside them.
 //!

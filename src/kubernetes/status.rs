@@ -240,6 +240,11 @@ impl Status {
         Status::new(401, "Unauthorized", "Unauthorized")
     }
 
+    /// 401 `Unauthorized` saying why.
+    pub(crate) fn unauthorized_because(why: &str) -> Self {
+        Status::new(401, "Unauthorized", format!("Unauthorized: {why}"))
+    }
+
     /// 403 `Forbidden`: the user is known but has no right to the request.
     /// `object`: the `(group, plural, name)` it is about, for `details`.
     pub(crate) fn forbidden_for(
