@@ -9,9 +9,13 @@ use super::time::{MicroTime, Time};
 use crate::resource::{Pointer, Spec};
 
 /// Whether an [`Event`] is routine or calls for attention (its `type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub enum EventType {
-    /// Routine: a restart done, a step taken.
+    /// Routine: a restart done, a step taken (the default, as Kubernetes
+    /// reads an Event without a type).
+    #[default]
     Normal,
     /// Something went wrong: a failed reconcile, a panic, a failed controller.
     Warning,
@@ -46,7 +50,7 @@ pub struct EventSeries {
 
 /// The object an Event is about (`regarding`), or another one it names
 /// (`related`): Kubernetes' `ObjectReference`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectReference {
     /// The resource type's group (`net.cosi.dev` for `LinkConfigs.net.cosi.dev`);
@@ -55,11 +59,13 @@ pub struct ObjectReference {
     pub api_version: Option<String>,
     /// The kind: the type's first dot-segment, one trailing `s` removed
     /// (`LinkConfig`), or `Controller`.
+    #[serde(default)]
     pub kind: String,
     /// The object's namespace (none for a controller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// The object's id, or the controller's name.
+    #[serde(default)]
     pub name: String,
     /// The uid of the object's incarnation, when it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,6 +114,9 @@ pub fn kind_and_group(resource_type: &str) -> (String, &str) {
 ///
 /// The runtime writes them (see [`events`](super)); a program reads them as
 /// any resource: `state.list_typed::<Event>("default", &LabelQuery::all())`.
+///
+/// Every field but `eventTime` has a default when absent, so Events that
+/// other clients write (kube-rs' `Recorder`, client-go) decode too.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
@@ -117,28 +126,38 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<EventSeries>,
     /// Who reports it: `cosi-runtime/<controller name>`.
+    #[serde(default)]
     pub reporting_controller: String,
     /// Which instance of the reporter ([`EventSettings::reporting_instance`](super::EventSettings::reporting_instance)).
+    #[serde(default)]
     pub reporting_instance: String,
     /// What was being done: `Reconcile`, `Restart`, `Supervise`.
+    #[serde(default)]
     pub action: String,
     /// Why, in one UpperCamelCase word: `ReconcileError`, `Panic`, ...
+    #[serde(default)]
     pub reason: String,
     /// The object it is about.
+    #[serde(default)]
     pub regarding: ObjectReference,
     /// Another object it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub related: Option<ObjectReference>,
     /// What happened, for a human (the latest occurrence's; at most 1 kB).
+    #[serde(default)]
     pub note: String,
     /// `Normal` or `Warning`.
+    #[serde(default)]
     #[serde(rename = "type")]
     pub event_type: EventType,
     /// Occurrences so far (the series' count, 1 for a first occurrence).
+    #[serde(default)]
     pub deprecated_count: i32,
     /// When it first happened (to the second).
+    #[serde(default)]
     pub deprecated_first_timestamp: Time,
     /// When it last happened (to the second).
+    #[serde(default)]
     pub deprecated_last_timestamp: Time,
 }
 

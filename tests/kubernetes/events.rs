@@ -135,3 +135,42 @@ async fn kubectl_gets_and_describes_a_failing_controllers_events_with_a_growing_
     server.stop().await;
     runtime.stop().await;
 }
+
+#[actix::test]
+async fn kube_rs_recorder_publishes_through_the_api_and_its_repeat_counts_into_one_event() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event as Published, EventType, Recorder, Reporter};
+
+    let state = State::start();
+    let api = KubernetesApi::new(&state).namespaces(["config"]).events();
+    let (server, addr) = serve(api).await;
+    let client = kube::Client::try_from(kube::Config::new(server.url().parse().unwrap())).unwrap();
+    let reporter = Reporter { controller: "netplane".into(), instance: Some("node-1".into()) };
+    let recorder = Recorder::new(client, reporter);
+    let reference = ObjectReference {
+        api_version: Some("net.cosi.dev/v1alpha1".into()),
+        kind: Some("LinkConfig".into()),
+        name: Some("eth0".into()),
+        namespace: Some("config".into()),
+        ..Default::default()
+    };
+    let event = Published {
+        type_: EventType::Normal,
+        reason: "Configured".into(),
+        note: Some("mtu 1500".into()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+
+    let stored = state.list_typed::<Event>("config", &LabelQuery::all()).await.unwrap();
+    assert_eq!(stored.len(), 1, "the repeat is a patch of the same Event");
+    let e = stored[0].spec();
+    assert_eq!((e.reason.as_str(), e.note.as_str()), ("Configured", "mtu 1500"));
+    assert_eq!(e.series.as_ref().map(|s| s.count), Some(2));
+    assert_eq!(e.reporting_controller, "netplane");
+    let core = get(addr, "/api/v1/namespaces/config/events").await;
+    assert_eq!(core.body["items"][0]["involvedObject"]["name"], "eth0");
+    server.stop().await;
+}

@@ -81,6 +81,16 @@ async fn kubectl_applies_gets_and_deletes_links_of_the_running_control_plane() {
 
     let (ok, table) = kubectl(home.path(), &url, &["get", "lc", "-n", "config"]).await;
     assert!(ok && table.contains("MTU") && table.contains("eth5"), "{table}");
+    // The managers of what kubectl applied, and the Events the runtime serves.
+    let (ok, yaml) = kubectl(
+        home.path(),
+        &url,
+        &["get", "lc", "eth5", "-n", "config", "-o", "yaml", "--show-managed-fields"],
+    )
+    .await;
+    assert!(ok && yaml.contains("managedFields") && yaml.contains("kubectl"), "{yaml}");
+    let (ok, events) = kubectl(home.path(), &url, &["get", "events", "-A"]).await;
+    assert!(ok, "kubectl get events -A answers: {events}");
 
     let (ok, deleted) =
         kubectl(home.path(), &url, &["delete", "linkconfig", "eth5", "-n", "config"]).await;
