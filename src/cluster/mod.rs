@@ -6,6 +6,8 @@
 //!   as resources it owns, one kube-runtime `watcher` per set however many
 //!   controllers read it. Relists are mark-and-sweep; a delete in the cluster
 //!   tears the mirror down and destroys it once our finalizers let go.
+//! - An [`EventSink`] publishes the Events the runtime records
+//!   ([`crate::events`]) to the cluster.
 //! - A [`Sink`] writes back by server-side apply, one field manager per
 //!   controller: the status of the object a controller reconciles, or whole
 //!   objects it owns. Its errors retry with the controller's backoff, or end
@@ -95,6 +97,7 @@
 //! objects mirrored once and read by 3 queue controllers, against 3
 //! kube-runtime reflector stores of the same objects.
 
+mod events;
 mod leases;
 mod mirror;
 mod sink;
@@ -103,6 +106,7 @@ mod source;
 #[doc = include_str!("../../docs/coming-from-kube-rs.md")]
 pub mod coming_from_kube_rs {}
 
+pub use events::{EVENT_FIELD_MANAGER, EventSink};
 /// The `k8s-openapi` this crate is built on (its `latest` Kubernetes version).
 pub use k8s_openapi;
 /// The `kube` this crate is built on (5.x), for your own `Client` and

@@ -12,6 +12,8 @@ mod kubectl;
 mod operator;
 
 #[cfg(feature = "kubernetes")]
+#[cfg(feature = "kubernetes")]
+mod events;
 mod example_greeting_operator;
 mod kube_runtime;
 #[cfg(feature = "kubernetes")]
