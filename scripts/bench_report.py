@@ -1478,7 +1478,7 @@ def main():
     # ------------------------------------------------------------------ coalescing
     co = get(rt, "coalescing") or {}
     updates = co.get("updates", 100_000)
-    small = co.get("small_updates", 1_000)
+    small = co.get("small_updates", 2_048)
     co_base = d.median_ns("coalescing", "no_subscriber")
     co_subj = d.median_ns("coalescing", "busy_controller")
     busy = co.get("busy") or {}
