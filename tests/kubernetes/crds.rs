@@ -190,6 +190,10 @@ async fn kubectl_applies_a_crd_then_its_objects_and_shows_the_print_columns() {
         );
         let (ok, _, err) = kubectl.run(&["apply", "-f", &broken]).await;
         assert!(!ok && err.contains("spec.size"), "1.{minor}: {err}");
+        let (ok, out, err) = kubectl.run(&["explain", "widgets.spec"]).await;
+        assert!(ok && out.contains("size") && out.contains("How big."), "1.{minor}: {out}{err}");
+        let (ok, out, err) = kubectl.run(&["get", "crd"]).await;
+        assert!(ok && out.contains("widgets.demo.cosi.dev"), "1.{minor}: {out}{err}");
         server.stop().await;
     }
 }
