@@ -20,7 +20,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /version` | the [`server_version`](KubernetesApi::server_version) (kubectl's dispatcher picks its client by it) |
-//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the implicit namespaces only), `APIGroupList`, `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `deletecollection`, `get`, `list`, `patch`, `update`, `watch`; `categories` from [`Expose::categories`]; `{plural}/status`: `get`, `patch`, `update`) |
+//! | `GET /api`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` | legacy discovery: `APIVersions` (`v1`: `/api/v1` lists the namespaces and the core-group types), `APIGroupList` (the program's groups, then Kubernetes' own: `apiextensions.k8s.io`, `events.k8s.io`), `APIGroup`, `APIResourceList` (verbs `create`, `delete`, `deletecollection`, `get`, `list`, `patch`, `update`, `watch`; `categories` from [`Expose::categories`]; `{plural}/status`: `get`, `patch`, `update`) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}` | a `<Kind>List`, or a watch with `?watch=true` |
 //! | `GET /apis/{g}/{v}/{plural}` | the same over every namespace the type is served from ([`Expose::namespaces`], [`KubernetesApi::namespaces`]) |
 //! | `GET /apis/{g}/{v}/namespaces/{ns}/{plural}/{name}` | one object |
