@@ -271,8 +271,8 @@ fn unknown_fields_error(target: &Target, unknown: &[String]) -> Status {
 }
 
 /// The body of a type with [top-level fields](crate::kubernetes::Expose::top_level_fields)
-/// and no status subresource, as it is stored: decoded as the exposed type
-/// (causes and unknown fields named from the top, `data.mode`).
+/// as it is stored: decoded as the exposed type (causes and unknown fields
+/// named from the top, `data.mode`); the dynamic form stores it as written.
 fn decoded_body(target: &Target, body: Value, strict: bool) -> Result<Value, Status> {
     let Some(decoder) = &target.exposed.decoder else { return Ok(body) };
     let canonical = decoder.decode(&body).map_err(|e| {
@@ -333,26 +333,12 @@ fn combined(
     }
     let doc = Value::Object(doc);
     if top_level {
-        let Some(decoder) = &target.exposed.decoder else {
-            return match doc.get("status") {
-                Some(status) if !status.is_object() => {
-                    Err(target.invalid(&format!("status: must be an object, not {status}")))
-                }
-                _ => Ok(doc),
-            };
-        };
-        let canonical = decoder.decode(&doc).map_err(|e| {
-            let field = if e.field.is_empty() { "body".to_owned() } else { e.under("") };
-            target.invalid_causes(vec![(field, e.message)])
-        })?;
-        if strict {
-            let mut unknown = Vec::new();
-            unknown_fields(&doc, &canonical, "", &mut unknown);
-            if !unknown.is_empty() {
-                return Err(unknown_fields_error(target, &unknown));
-            }
+        if target.exposed.decoder.is_none()
+            && let Some(status) = doc.get("status").filter(|s| !s.is_object())
+        {
+            return Err(target.invalid(&format!("status: must be an object, not {status}")));
         }
-        return Ok(canonical);
+        return decoded_body(target, doc, strict);
     }
     let Some(decoder) = &target.exposed.decoder else {
         for (field, value) in [("spec", &doc["spec"]), ("status", &doc["status"])] {
