@@ -45,7 +45,8 @@ impl AccessRules {
     pub(crate) fn covered_by(&self, ptr: &Pointer, which: impl Fn(&Input) -> bool) -> bool {
         self.inputs.iter().zip(&self.kinds).any(|(input, kind)| {
             which(input)
-                && kind == ptr.kind()
+                && (kind == ptr.kind()
+                    || (input.is_all_namespaces() && kind.resource_type() == ptr.resource_type()))
                 && input.id.as_deref().is_none_or(|id| id == ptr.id())
         })
     }
@@ -130,7 +131,7 @@ impl AccessRules {
     pub(crate) fn check_list(&self, kind: &Kind) -> Result<(), Error> {
         let covered = self.inputs.iter().any(|i| {
             i.id.is_none()
-                && i.namespace == kind.namespace()
+                && (i.namespace == kind.namespace() || i.is_all_namespaces())
                 && i.resource_type == kind.resource_type()
         });
         if covered || self.is_output(kind.resource_type()) {
@@ -150,6 +151,26 @@ impl AccessRules {
             format!("it is neither an input nor an output of the controller; {hint}")
         };
         Err(self.denied("list", kind.to_string(), reason))
+    }
+
+    /// A list of `resource_type` across every namespace: allowed by an
+    /// input on every namespace of the type (without an id) or an output type.
+    pub(crate) fn check_list_all_namespaces(&self, resource_type: &str) -> Result<(), Error> {
+        let covered = self
+            .inputs
+            .iter()
+            .any(|i| i.id.is_none() && i.is_all_namespaces() && i.resource_type == resource_type);
+        if covered || self.is_output(resource_type) {
+            return Ok(());
+        }
+        Err(self.denied(
+            "list_all_namespaces",
+            format!("{resource_type} in every namespace"),
+            format!(
+                "no input covers every namespace of it and it is not an output; declare \
+                 Input::all_namespaces::<S>(..) (S: the spec type of {resource_type:?})"
+            ),
+        ))
     }
 
     pub(crate) fn check_write(&self, operation: &'static str, ptr: &Pointer) -> Result<(), Error> {
@@ -279,5 +300,29 @@ mod tests {
         assert!(r.check_finalizer("add_finalizer", &Pointer::new("ns", "One", "x")).is_err());
         assert!(r.check_finalizer("remove_finalizer", &Pointer::new("ns", "In", "x")).is_err());
         assert!(r.check_finalizer("add_finalizer", &Pointer::new("ns", "Out", "x")).is_err());
+    }
+
+    #[test]
+    fn an_input_on_every_namespace_allows_reads_and_finalizers_in_any_namespace_of_its_type() {
+        let everywhere = Input {
+            namespace: crate::controller::ALL_NAMESPACES.into(),
+            resource_type: "Every".into(),
+            id: None,
+            input_kind: InputKind::Primary,
+        };
+        let rules = AccessRules::new(Arc::from("C"), vec![everywhere], &[]);
+        for ns in ["a", "made-later"] {
+            let ptr = Pointer::new(ns, "Every", "x");
+            assert!(rules.check_get(&ptr).is_ok());
+            assert!(rules.check_list(ptr.kind()).is_ok());
+            assert!(rules.covered_by(&ptr, |i| i.allows_finalizers()));
+        }
+        assert!(rules.check_list_all_namespaces("Every").is_ok());
+        assert!(rules.check_get(&Pointer::new("a", "Other", "x")).is_err());
+        let err = rules.check_list_all_namespaces("Other").unwrap_err();
+        assert!(err.to_string().contains("Input::all_namespaces"), "{err}");
+        assert!(rules.check_write("create", &Pointer::new("a", "Every", "x")).is_err());
+        // A namespaced input does not allow a list across namespaces.
+        assert!(super::tests::rules().check_list_all_namespaces("In").is_err());
     }
 }

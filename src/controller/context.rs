@@ -155,6 +155,24 @@ impl ReconcileContext {
         self.reach.state.list(kind, query).await
     }
 
+    /// Lists a type in every namespace, sorted by (namespace, id): allowed
+    /// when an input covers every namespace of the type
+    /// ([`Input::all_namespaces`](crate::controller::Input::all_namespaces))
+    /// or the type is an output. See
+    /// [`State::list_all_namespaces`](crate::State::list_all_namespaces).
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::InvalidInput`].
+    pub async fn list_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<AnyResource>, Error> {
+        self.rules.check_list_all_namespaces(resource_type)?;
+        self.read();
+        self.reach.state.list_all_namespaces(resource_type, query).await
+    }
+
     /// Creates an output resource, owned by this controller.
     ///
     /// # Errors

@@ -48,7 +48,13 @@ impl fmt::Display for InputKind {
     }
 }
 
+/// The [`Input::namespace`] of an input on every namespace of its type (no
+/// namespace is empty, so no kind has it): see [`Input::all_namespaces`].
+pub const ALL_NAMESPACES: &str = "";
+
 /// A declared input: resources of (namespace, type), optionally one id.
+/// An input whose namespace is [`ALL_NAMESPACES`] covers the type in every
+/// namespace, those made later included.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Input {
     /// The namespace.
@@ -71,6 +77,37 @@ impl Input {
             id: None,
             input_kind,
         }
+    }
+
+    /// An input on spec type `S` in every namespace (those made later
+    /// too): a controller with an all-namespace [`Primary`](InputKind::Primary)
+    /// input reconciles the resources of `S` wherever they are, and may
+    /// read (get, list) any namespace of `S`.
+    ///
+    /// ```
+    /// # use cosi_runtime::controller::{Input, InputKind};
+    /// # use cosi_runtime::resource::Spec;
+    /// # #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct Motd(String);
+    /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
+    /// let input = Input::all_namespaces::<Motd>(InputKind::Primary);
+    /// assert!(input.is_all_namespaces());
+    /// assert!(input.covers("anywhere", Motd::TYPE, "x"));
+    /// assert_eq!(input.to_string(), "primary */Motds.example.dev");
+    /// ```
+    pub fn all_namespaces<S: Spec>(input_kind: InputKind) -> Self {
+        Input {
+            namespace: ALL_NAMESPACES.to_owned(),
+            resource_type: S::TYPE.to_owned(),
+            id: None,
+            input_kind,
+        }
+    }
+
+    /// Whether the input covers every namespace of its type (see
+    /// [`all_namespaces`](Input::all_namespaces)).
+    pub fn is_all_namespaces(&self) -> bool {
+        self.namespace == ALL_NAMESPACES
     }
 
     /// A weak input on spec type `S` in `namespace`.
@@ -110,7 +147,9 @@ impl Input {
         self
     }
 
-    /// The (namespace, type) the input watches.
+    /// The (namespace, type) the input watches; for an input on every
+    /// namespace, the type with the empty namespace ([`ALL_NAMESPACES`]),
+    /// which the runtime watches across namespaces.
     pub fn watched_kind(&self) -> Kind {
         Kind::new(self.namespace.clone(), self.resource_type.clone())
     }
@@ -122,7 +161,7 @@ impl Input {
 
     /// Whether the input covers resource `id` of (`namespace`, `resource_type`).
     pub fn covers(&self, namespace: &str, resource_type: &str, id: &str) -> bool {
-        self.namespace == namespace
+        (self.namespace == namespace || self.is_all_namespaces())
             && self.resource_type == resource_type
             && self.id.as_deref().is_none_or(|i| i == id)
     }
@@ -130,7 +169,8 @@ impl Input {
 
 impl fmt::Display for Input {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}/{}", self.input_kind, self.namespace, self.resource_type)?;
+        let namespace = if self.is_all_namespaces() { "*" } else { &self.namespace };
+        write!(f, "{} {namespace}/{}", self.input_kind, self.resource_type)?;
         if let Some(id) = &self.id {
             write!(f, "/{id}")?;
         }

@@ -114,7 +114,13 @@ impl HostEnv {
         bootstrap: bool,
     ) -> Result<WatchId, crate::Error> {
         let sink = WatchSink { sink, activity: Some(self.state.activity().clone()) };
-        let target = WatchTarget::Kind { kind, query: crate::resource::LabelQuery::all() };
+        let query = crate::resource::LabelQuery::all();
+        // The kind of an input on every namespace has an empty namespace.
+        let target = if kind.namespace().is_empty() {
+            WatchTarget::AllNamespaces { kind, query }
+        } else {
+            WatchTarget::Kind { kind, query }
+        };
         let options = WatchOptions { bootstrap, ..WatchOptions::default() };
         self.state.watch_sink(target, &options, sink).await
     }

@@ -309,7 +309,7 @@ pub type QSettings = QueueSettings;
 pub(crate) use access::AccessRules;
 pub(crate) use context::Reach;
 pub use context::ReconcileContext;
-pub use declarations::{Input, InputKind, Output, OutputKind};
+pub use declarations::{ALL_NAMESPACES, Input, InputKind, Output, OutputKind};
 pub use finalize::finalizer;
 pub use from_fn::{FnController, from_fn};
 pub use health::{ControllerHealth, Health};

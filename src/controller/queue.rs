@@ -206,7 +206,11 @@ pub trait QueueController: 'static {
             .inputs
             .iter()
             .filter(|i| i.input_kind == InputKind::Primary)
-            .map(|i| Pointer::new(&i.namespace, &i.resource_type, ptr.id()))
+            .map(|i| {
+                // An input on every namespace: the primary in the mapped one's namespace.
+                let namespace = if i.is_all_namespaces() { ptr.namespace() } else { &i.namespace };
+                Pointer::new(namespace, &i.resource_type, ptr.id())
+            })
             .collect()
     }
 

@@ -223,7 +223,13 @@ impl<Q: QueueController> QueueHost<Q> {
         let list = async move {
             let mut all = Vec::new();
             for kind in kinds {
-                match state.list(&kind, &LabelQuery::all()).await {
+                let listed = if kind.namespace().is_empty() {
+                    // An input on every namespace.
+                    state.list_all_namespaces(kind.resource_type(), &LabelQuery::all()).await
+                } else {
+                    state.list(&kind, &LabelQuery::all()).await
+                };
+                match listed {
                     Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
                     Err(e) => {
                         tracing::warn!(controller = %name, "cannot list {kind} to requeue it: {e}")

@@ -31,6 +31,11 @@ pub fn kind(kind: &Kind) -> Result<(), Error> {
     kind_parts(kind.namespace(), kind.resource_type()).map_err(|r| invalid(kind, r))
 }
 
+/// Checks a resource type on its own (a read across every namespace of it).
+pub(crate) fn resource_type(resource_type: &str) -> Result<(), Error> {
+    super::names::name("type", resource_type).map_err(|r| invalid(resource_type, r))
+}
+
 /// Checks the three parts of a pointer.
 pub fn pointer(ptr: &Pointer) -> Result<(), Error> {
     if !ptr.kind().is_valid() {

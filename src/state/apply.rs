@@ -129,7 +129,9 @@ pub(crate) fn apply_ref(store: &mut Store, req: &StateRequest, now: Timestamp) -
         StateRequest::RemoveFinalizer { pointer, finalizer } => {
             finalizers(store.remove_finalizer(pointer, finalizer, now))
         }
-        StateRequest::Watch { .. }
+        // Answered by whoever runs the store: its revision depends on the routes.
+        StateRequest::ListAllNamespaces { .. }
+        | StateRequest::Watch { .. }
         | StateRequest::Unwatch { .. }
         | StateRequest::WatchStats { .. }
         | StateRequest::CountWatches => return None,

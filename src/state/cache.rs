@@ -121,6 +121,18 @@ impl Cache {
         list(&self.read(), kind, query)
     }
 
+    /// Visits the resources of type `resource_type` matching `query` in
+    /// every namespace, in (namespace, id) order (under the read lock: `f`
+    /// must not call back into the cache).
+    pub(crate) fn for_each_match_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+        f: impl FnMut(&AnyResource),
+    ) {
+        for_each_match_all_namespaces(&self.read(), resource_type, query, f);
+    }
+
     pub(crate) fn put(&self, resource: AnyResource) {
         self.write().collection_mut(resource.pointer().kind()).put(resource);
     }
@@ -221,6 +233,36 @@ fn list(c: &Collections, kind: &Kind, query: &LabelQuery) -> Vec<AnyResource> {
     out
 }
 
+/// Visits the resources of type `resource_type` matching `query` in every
+/// namespace, in (namespace, id) order: the kinds of that type sorted by
+/// namespace, each in id order. A pass over the kinds (not the resources)
+/// finds them: a state holds far fewer kinds than resources.
+fn for_each_match_all_namespaces(
+    c: &Collections,
+    resource_type: &str,
+    query: &LabelQuery,
+    mut f: impl FnMut(&AnyResource),
+) {
+    let mut kinds: Vec<(&Kind, &Collection)> =
+        c.by_kind.iter().filter(|(k, _)| k.resource_type() == resource_type).collect();
+    kinds.sort_unstable_by(|(a, _), (b, _)| a.namespace().cmp(b.namespace()));
+    for (_, collection) in kinds {
+        collection.for_each_match(query, &mut f);
+    }
+}
+
+/// The resources of type `resource_type` matching `query` in every
+/// namespace, in (namespace, id) order.
+fn list_all_namespaces(
+    c: &Collections,
+    resource_type: &str,
+    query: &LabelQuery,
+) -> Vec<AnyResource> {
+    let mut out = Vec::new();
+    for_each_match_all_namespaces(c, resource_type, query, |r| out.push(r.clone()));
+    out
+}
+
 /// A reader's handle on the state actor's [`Cache`], held by
 /// [`State`](super::State) handles: `get` and `list` read it directly
 /// instead of sending a message (no round trip).
@@ -271,5 +313,49 @@ impl CacheView {
     /// view is not readable now.
     pub(crate) fn list(&self, kind: &Kind, query: &LabelQuery) -> Option<Vec<AnyResource>> {
         self.read().map(|c| list(&c, kind, query))
+    }
+
+    /// The resources of type `resource_type` matching `query` in every
+    /// namespace, in (namespace, id) order; `None` when the view is not
+    /// readable now.
+    pub(crate) fn list_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+    ) -> Option<Vec<AnyResource>> {
+        self.read().map(|c| list_all_namespaces(&c, resource_type, query))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::test_specs::{Num, Text};
+    use crate::resource::{Resource, Spec};
+
+    fn put(cache: &Cache, ns: &str, id: &str) {
+        cache.put(Resource::new(ns, id, Num(1)).into_any());
+    }
+
+    fn addresses(listed: &[AnyResource]) -> Vec<String> {
+        listed.iter().map(|r| format!("{}/{}", r.pointer().namespace(), r.id())).collect()
+    }
+
+    #[test]
+    fn a_list_across_namespaces_is_sorted_by_namespace_then_id_and_keeps_to_its_type() {
+        let cache = Cache::default();
+        for (ns, id) in [("b", "2"), ("a", "9"), ("b", "1"), ("c", "0"), ("a", "3")] {
+            put(&cache, ns, id);
+        }
+        cache.put(Resource::new("a", "other", Text("x".into())).into_any());
+        let listed = cache.view().list_all_namespaces(Num::TYPE, &LabelQuery::all()).unwrap();
+        assert_eq!(addresses(&listed), ["a/3", "a/9", "b/1", "b/2", "c/0"]);
+        assert!(
+            cache
+                .view()
+                .list_all_namespaces("Nothing.example", &LabelQuery::all())
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -68,6 +68,17 @@ pub enum StateRequest {
         /// Label filter.
         query: LabelQuery,
     },
+    /// List a type in every namespace, sorted by (namespace, id), with the
+    /// revision of the snapshot when one revision sequence covers every
+    /// namespace (see
+    /// [`State::list_all_namespaces_with_revision`](super::State::list_all_namespaces_with_revision));
+    /// answered as [`StateReply::ListedAllNamespaces`].
+    ListAllNamespaces {
+        /// Which type.
+        resource_type: String,
+        /// Label filter.
+        query: LabelQuery,
+    },
     /// Read one resource, with the store revision it was read at (see
     /// [`State::get_with_revision`](super::State::get_with_revision));
     /// answered as [`StateReply::Listed`] with the resource, or none.
@@ -253,6 +264,7 @@ impl StateRequest {
             StateRequest::List { .. } => "list",
             StateRequest::ListWithRevision { .. } => "list_with_revision",
             StateRequest::GetWithRevision { .. } => "get_with_revision",
+            StateRequest::ListAllNamespaces { .. } => "list_all_namespaces",
             StateRequest::Create { .. } => "create",
             StateRequest::Update { .. } => "update",
             StateRequest::Modify { .. } => "modify",
@@ -302,9 +314,15 @@ impl StateRequest {
             StateRequest::Create { resource, .. } | StateRequest::Update { resource, .. } => {
                 Subject::Resource(resource.pointer().clone())
             }
+            StateRequest::ListAllNamespaces { resource_type, .. } => {
+                Subject::AllNamespaces(resource_type.clone())
+            }
             StateRequest::Watch { target, .. } => match target {
                 WatchTarget::Resource(p) => Subject::Resource(p.clone()),
                 WatchTarget::Kind { kind, .. } => Subject::Kind(kind.clone()),
+                WatchTarget::AllNamespaces { kind, .. } => {
+                    Subject::AllNamespaces(kind.resource_type().to_owned())
+                }
             },
             StateRequest::Unwatch { id } | StateRequest::WatchStats { id } => Subject::Watch(*id),
             StateRequest::CountWatches => Subject::State,
@@ -319,6 +337,8 @@ pub enum Subject {
     Resource(Pointer),
     /// A kind.
     Kind(Kind),
+    /// A type in every namespace (a list or watch across namespaces).
+    AllNamespaces(String),
     /// A watch.
     Watch(WatchId),
     /// The state as a whole (`CountWatches`).
@@ -330,6 +350,7 @@ impl fmt::Display for Subject {
         match self {
             Subject::Resource(p) => fmt::Display::fmt(p, f),
             Subject::Kind(k) => fmt::Display::fmt(k, f),
+            Subject::AllNamespaces(t) => write!(f, "{t} in every namespace"),
             Subject::Watch(id) => fmt::Display::fmt(id, f),
             Subject::State => f.write_str("the state"),
         }
@@ -352,7 +373,9 @@ impl fmt::Debug for StateRequest {
             | StateRequest::RemoveFinalizer { finalizer, .. } => {
                 d.field("finalizer", finalizer);
             }
-            StateRequest::List { query, .. } | StateRequest::ListWithRevision { query, .. } => {
+            StateRequest::List { query, .. }
+            | StateRequest::ListWithRevision { query, .. }
+            | StateRequest::ListAllNamespaces { query, .. } => {
                 d.field("query", &format_args!("{query}"));
             }
             _ => {}
@@ -374,6 +397,16 @@ pub enum StateReply {
         resources: Vec<AnyResource>,
         /// The store revision of the snapshot.
         revision: u64,
+    },
+    /// `ListAllNamespaces`: the resources, and the revision of the snapshot
+    /// if one revision sequence covers every namespace.
+    ListedAllNamespaces {
+        /// The resources, sorted by (namespace, id).
+        resources: Vec<AnyResource>,
+        /// The revision of the snapshot, `None` when namespaces lie in
+        /// stores with revision sequences of their own (see
+        /// [`State::list_all_namespaces_with_revision`](super::State::list_all_namespaces_with_revision)).
+        revision: Option<u64>,
     },
     /// `Teardown`: whether the resource is ready to destroy.
     Ready(bool),
@@ -399,6 +432,11 @@ impl fmt::Debug for StateReply {
             StateReply::Resources(r) => f.debug_tuple("Resources").field(&r.len()).finish(),
             StateReply::Listed { resources, revision } => f
                 .debug_struct("Listed")
+                .field("resources", &resources.len())
+                .field("revision", revision)
+                .finish(),
+            StateReply::ListedAllNamespaces { resources, revision } => f
+                .debug_struct("ListedAllNamespaces")
                 .field("resources", &resources.len())
                 .field("revision", revision)
                 .finish(),

@@ -51,6 +51,23 @@ impl Routes {
         self.by_namespace.get(namespace).copied().or(self.everything)
     }
 
+    /// Where every namespace goes, when they all go to one place:
+    /// `Some(None)` for memory (nothing routed), `Some(Some(b))` when
+    /// backend `b` takes every namespace; `None` when namespaces are split
+    /// (some to one backend, the rest elsewhere or to memory).
+    pub(crate) fn sole_destination(&self) -> Option<Option<usize>> {
+        match self.everything {
+            None if self.by_namespace.is_empty() => Some(None),
+            None => None,
+            Some(b) => self.by_namespace.values().all(|&i| i == b).then_some(Some(b)),
+        }
+    }
+
+    /// The backends some namespace goes to (with repeats).
+    pub(crate) fn destinations(&self) -> impl Iterator<Item = usize> + '_ {
+        self.by_namespace.values().copied().chain(self.everything)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.by_namespace.is_empty() && self.everything.is_none()
     }
@@ -72,5 +89,20 @@ mod tests {
         routes.add(&Namespaces::All, 1);
         assert_eq!(routes.route("status"), Some(1), "All takes what no list names");
         assert_eq!(routes.route("config"), Some(0));
+    }
+
+    #[test]
+    fn a_sole_destination_only_when_every_namespace_goes_to_one_place() {
+        let mut routes = Routes::default();
+        assert_eq!(routes.sole_destination(), Some(None), "all in memory");
+        routes.add(&Namespaces::from(["config"]), 0);
+        assert_eq!(routes.sole_destination(), None, "config on 0, the rest in memory");
+        routes.add(&Namespaces::All, 0);
+        assert_eq!(routes.sole_destination(), Some(Some(0)));
+        routes.add(&Namespaces::from(["status"]), 1);
+        assert_eq!(routes.sole_destination(), None, "status on 1, the rest on 0");
+        let mut sorted: Vec<_> = routes.destinations().collect();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 0, 1]);
     }
 }

@@ -53,7 +53,7 @@ impl KindWatches {
 type Place = (Kind, Option<Id>);
 
 /// Drops the closed subscriptions of `subs`, forgetting their places.
-fn prune(subs: &mut Vec<Subscription>, places: &mut FxHashMap<WatchId, Place>) {
+fn prune<P>(subs: &mut Vec<Subscription>, places: &mut FxHashMap<WatchId, P>) {
     subs.retain(|s| {
         let keep = !s.outbox.is_closed();
         if !keep {
@@ -119,6 +119,12 @@ pub(crate) struct Watches {
     dropped: Vec<KindMap<u64>>,
     /// Watches whose batched events wait for [`Watches::send_pending`].
     pending: Vec<WatchId>,
+    /// Watches of a type in every namespace, by type, each list in the
+    /// order they came. Empty unless someone watches across namespaces: a
+    /// change then costs one `is_empty` check more, nothing else.
+    across: FxHashMap<Box<str>, Vec<Subscription>>,
+    /// The type of each watch in `across`.
+    across_places: FxHashMap<WatchId, Box<str>>,
 }
 
 impl Default for Watches {
@@ -141,6 +147,8 @@ impl Watches {
             compacted: vec![0],
             dropped: Vec::new(),
             pending: Vec::new(),
+            across: FxHashMap::default(),
+            across_places: FxHashMap::default(),
         }
     }
 
@@ -181,6 +189,9 @@ impl Watches {
             resource: match target {
                 WatchTarget::Resource(p) => p.to_string(),
                 WatchTarget::Kind { kind, .. } => kind.to_string(),
+                WatchTarget::AllNamespaces { kind, .. } => {
+                    format!("{} in every namespace", kind.resource_type())
+                }
             },
             revision,
             reason,
@@ -190,9 +201,16 @@ impl Watches {
         }
         // Every change of the target's kind after `revision` must still be in
         // the history.
-        let dropped = self.dropped.get(domain).and_then(|d| d.get(target.kind()));
-        let kept_after =
-            self.compacted.get(domain).copied().unwrap_or(0).max(dropped.copied().unwrap_or(0));
+        // (Across namespaces: the newest dropped change of any kind of its type.)
+        let dropped = self.dropped.get(domain).and_then(|d| match target {
+            WatchTarget::AllNamespaces { kind, .. } => d
+                .iter()
+                .filter(|(k, _)| k.resource_type() == kind.resource_type())
+                .map(|(_, r)| *r)
+                .max(),
+            _ => d.get(target.kind()).copied(),
+        });
+        let kept_after = self.compacted.get(domain).copied().unwrap_or(0).max(dropped.unwrap_or(0));
         if revision < kept_after {
             return Err(compacted(format!(
                 "changes up to revision {kept_after} are no longer kept; bootstrap again"
@@ -204,7 +222,7 @@ impl Watches {
             .filter(|(r, d, _)| *d == domain && *r > revision)
             // The history holds every kind's changes; a target's `event_for`
             // trusts that it sees only its own kind's (live ones are routed by kind).
-            .filter(|(_, _, change)| change.resource().pointer().kind() == target.kind())
+            .filter(|(_, _, change)| target.covers(change.resource().pointer()))
             .filter_map(|(r, _, change)| target.event_for(change).map(|e| (e, *r)))
             .collect())
     }
@@ -225,6 +243,7 @@ impl Watches {
         let id = match &sub.target {
             WatchTarget::Resource(ptr) => Some(Id::from(ptr.id())),
             WatchTarget::Kind { .. } => None,
+            WatchTarget::AllNamespaces { .. } => return self.add_across(sub),
         };
         self.places.insert(sub.id, (kind.clone(), id.clone()));
         let watches = self.by_kind.entry(kind).or_default();
@@ -249,7 +268,40 @@ impl Watches {
         }
     }
 
+    /// Keeps `sub`, a watch of a type in every namespace (pruning the
+    /// closed watches of that type).
+    fn add_across(&mut self, sub: Subscription) {
+        let resource_type: Box<str> = sub.target.kind().resource_type().into();
+        self.across_places.insert(sub.id, resource_type.clone());
+        let subs = self.across.entry(resource_type).or_default();
+        prune(subs, &mut self.across_places);
+        subs.push(sub);
+    }
+
+    /// Offers `change` to the watches of its type in every namespace.
+    fn publish_across(&mut self, change: &Change, revision: u64) {
+        let resource_type = change.resource().pointer().resource_type();
+        let Some(subs) = self.across.get_mut(resource_type) else {
+            return;
+        };
+        if offer(subs, change, revision, &mut self.pending) {
+            prune(subs, &mut self.across_places);
+            if subs.is_empty() {
+                self.across.remove(resource_type);
+            }
+        }
+    }
+
     pub(crate) fn remove(&mut self, id: WatchId) -> bool {
+        if let Some(resource_type) = self.across_places.remove(&id) {
+            if let Some(subs) = self.across.get_mut(&resource_type) {
+                subs.retain(|s| s.id != id);
+                if subs.is_empty() {
+                    self.across.remove(&resource_type);
+                }
+            }
+            return true;
+        }
         let Some((kind, resource)) = self.places.remove(&id) else {
             return false;
         };
@@ -274,6 +326,11 @@ impl Watches {
     }
 
     pub(crate) fn get_mut(&mut self, id: WatchId) -> Option<&mut Subscription> {
+        if !self.across_places.is_empty()
+            && let Some(resource_type) = self.across_places.get(&id)
+        {
+            return self.across.get_mut(resource_type)?.iter_mut().find(|s| s.id == id);
+        }
         let (kind, resource) = self.places.get(&id)?;
         let watches = self.by_kind.get_mut(kind)?;
         let subs = match resource {
@@ -316,6 +373,9 @@ impl Watches {
         } else {
             self.compacted_up_to(domain, revision);
         }
+        if !self.across.is_empty() {
+            self.publish_across(change, revision);
+        }
         let pointer = change.resource().pointer();
         let Some(watches) = self.by_kind.get_mut(pointer.kind()) else {
             return;
@@ -352,7 +412,7 @@ impl Watches {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.places.len()
+        self.places.len() + self.across_places.len()
     }
 }
 
@@ -360,7 +420,7 @@ impl Watches {
 mod tests {
     use super::*;
     use crate::resource::test_specs::Num;
-    use crate::resource::{LabelQuery, Pointer, Resource};
+    use crate::resource::{LabelQuery, Pointer, Resource, Spec};
 
     fn created(id: &str) -> Change {
         Change::Created(Resource::new("ns", id, Num(1)).into_any())
@@ -410,6 +470,58 @@ mod tests {
         assert_eq!(received(&mut b), ["b"]);
         assert!(received(&mut elsewhere).is_empty(), "another namespace's resource");
         assert_eq!(w.len(), 5);
+    }
+
+    fn across() -> WatchTarget {
+        WatchTarget::all_namespaces(Num::TYPE, LabelQuery::all())
+    }
+
+    fn in_ns(ns: &str, id: &str) -> Change {
+        Change::Created(Resource::new(ns, id, Num(1)).into_any())
+    }
+
+    #[test]
+    fn a_watch_across_namespaces_sees_its_type_in_every_namespace_only() {
+        let mut w = Watches::with_history(0);
+        let (id, mut all) = watch(&mut w, across());
+        let (_, mut kind) = watch(&mut w, kind_target());
+        w.publish(&in_ns("ns", "a"), 1);
+        w.publish(&in_ns("later", "b"), 2);
+        let other = Resource::new("ns", "c", crate::resource::test_specs::Text("x".into()));
+        w.publish(&Change::Created(other.into_any()), 3);
+        assert_eq!(received(&mut all), ["a", "b"]);
+        assert_eq!(received(&mut kind), ["a"]);
+        assert_eq!(w.len(), 2);
+        assert!(w.get_mut(id).is_some());
+        assert!(w.remove(id));
+        assert!(!w.remove(id));
+        assert_eq!(w.len(), 1);
+        assert!(w.across.is_empty(), "the type's list went with its last watch");
+    }
+
+    #[test]
+    fn a_closed_watch_across_namespaces_is_pruned_by_its_next_change() {
+        let mut w = Watches::with_history(0);
+        let (_, rx) = watch(&mut w, across());
+        drop(rx);
+        w.publish(&in_ns("ns", "a"), 1);
+        assert_eq!(w.len(), 0);
+        assert!(w.across.is_empty());
+    }
+
+    #[test]
+    fn a_watch_across_namespaces_resumes_from_every_namespaces_history() {
+        let mut w = Watches::with_history(3);
+        w.publish(&in_ns("x", "a"), 1);
+        w.publish(&in_ns("y", "b"), 2);
+        w.publish(&in_ns("z", "c"), 3);
+        let missed = w.missed(&across(), 1, 3, 0).unwrap();
+        assert_eq!(missed.iter().map(|(_, r)| *r).collect::<Vec<_>>(), [2, 3]);
+        w.publish(&in_ns("w", "d"), 4);
+        // Revision 1 (namespace x) was dropped: a resume from before it fails,
+        // though no kind of namespace w lost anything.
+        assert!(w.missed(&across(), 0, 4, 0).unwrap_err().is_compacted());
+        assert_eq!(w.missed(&across(), 1, 4, 0).unwrap().len(), 3);
     }
 
     #[test]

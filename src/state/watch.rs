@@ -16,14 +16,42 @@ pub enum WatchTarget {
         /// The label query (empty: everything).
         query: LabelQuery,
     },
+    /// Every resource of one type, in every namespace (those that appear
+    /// later too), that matches a label query. Made by
+    /// [`WatchTarget::all_namespaces`].
+    AllNamespaces {
+        /// The type, as a kind with an empty namespace (no kind a resource
+        /// has: a namespace is never empty).
+        kind: Kind,
+        /// The label query (empty: everything).
+        query: LabelQuery,
+    },
 }
 
 impl WatchTarget {
-    /// The kind the target belongs to.
+    /// A target of every resource of `resource_type` matching `query`, in
+    /// every namespace.
+    pub fn all_namespaces(resource_type: &str, query: LabelQuery) -> Self {
+        WatchTarget::AllNamespaces { kind: Kind::new("", resource_type), query }
+    }
+
+    /// The kind the target belongs to (for
+    /// [`AllNamespaces`](WatchTarget::AllNamespaces), its type with an empty
+    /// namespace).
     pub fn kind(&self) -> &Kind {
         match self {
             WatchTarget::Resource(p) => p.kind(),
-            WatchTarget::Kind { kind, .. } => kind,
+            WatchTarget::Kind { kind, .. } | WatchTarget::AllNamespaces { kind, .. } => kind,
+        }
+    }
+
+    /// Whether a change of the resource at `ptr` is one this target is
+    /// about (before its label query): its resource, its kind, or its type.
+    pub fn covers(&self, ptr: &Pointer) -> bool {
+        match self {
+            WatchTarget::Resource(p) => p == ptr,
+            WatchTarget::Kind { kind, .. } => ptr.kind() == kind,
+            WatchTarget::AllNamespaces { kind, .. } => ptr.resource_type() == kind.resource_type(),
         }
     }
 
@@ -37,8 +65,12 @@ impl WatchTarget {
             WatchTarget::Resource(ptr) => {
                 (change.resource().pointer() == ptr).then(|| plain_event(change))
             }
-            WatchTarget::Kind { query, .. } if query.is_all() => Some(plain_event(change)),
-            WatchTarget::Kind { query, .. } => {
+            WatchTarget::Kind { query, .. } | WatchTarget::AllNamespaces { query, .. }
+                if query.is_all() =>
+            {
+                Some(plain_event(change))
+            }
+            WatchTarget::Kind { query, .. } | WatchTarget::AllNamespaces { query, .. } => {
                 let matches =
                     |r: &crate::resource::AnyResource| query.matches(r.metadata().labels());
                 match change {
@@ -68,7 +100,7 @@ fn plain_event(change: &Change) -> Event {
 mod tests {
     use super::*;
     use crate::resource::test_specs::Num;
-    use crate::resource::{AnyResource, Resource};
+    use crate::resource::{AnyResource, Resource, Spec};
 
     fn labelled(id: &str, label: Option<&str>) -> AnyResource {
         let mut r = Resource::new("ns", id, Num(1)).into_any();
@@ -95,6 +127,18 @@ mod tests {
         let outside = Change::Updated { old: db.clone(), new: db.clone() };
         assert_eq!(target.event_for(&outside), None);
         assert_eq!(target.event_for(&Change::Created(db)), None);
+    }
+
+    #[test]
+    fn an_all_namespace_target_covers_its_type_in_every_namespace_and_filters_by_label() {
+        let target = WatchTarget::all_namespaces(Num::TYPE, LabelQuery::all().equal("app", "web"));
+        let elsewhere = Pointer::typed::<Num>("elsewhere", "a").erase();
+        assert!(target.covers(&elsewhere));
+        assert!(!target.covers(&Pointer::new("ns", "Other.test", "a")));
+        assert_eq!(target.kind().resource_type(), Num::TYPE);
+        let web = labelled("a", Some("web"));
+        assert!(matches!(target.event_for(&Change::Created(web)), Some(Event::Created(_))));
+        assert_eq!(target.event_for(&Change::Created(labelled("a", Some("db")))), None);
     }
 
     #[test]

@@ -138,7 +138,13 @@ pub(crate) fn check_inputs(
             controller: controller.to_owned(),
             reason: format!("input {input}: {reason}"),
         };
-        validate::name("namespace", &input.namespace).map_err(invalid)?;
+        if !input.is_all_namespaces() {
+            validate::name("namespace", &input.namespace).map_err(invalid)?;
+        } else if input.id.is_some() {
+            return Err(invalid(
+                "an input on every namespace covers a whole type, not one id".into(),
+            ));
+        }
         validate::name("type", &input.resource_type).map_err(invalid)?;
         if let Some(id) = &input.id {
             validate::name("id", id).map_err(invalid)?;

@@ -46,6 +46,11 @@ impl ProbeActor {
                 self.next_watch += 1;
                 Ok(StateReply::Watching(WatchId(self.next_watch)))
             }
+            Err(StateRequest::ListAllNamespaces { resource_type, query }) => {
+                let revision = Some(self.store.revision());
+                let resources = self.store.list_all_namespaces(&resource_type, &query)?;
+                Ok(StateReply::ListedAllNamespaces { resources, revision })
+            }
             Err(StateRequest::WatchStats { id }) => Err(Error::InvalidInput {
                 resource: id.to_string(),
                 reason: "a probe delivers no watch events".into(),

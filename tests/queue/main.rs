@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod all_namespaces;
 mod controller;
 mod finalizer_helper;
 mod queue_model;

@@ -12,6 +12,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod across_namespaces;
 mod batched_delivery;
 mod commit_failure;
 mod conformance;

@@ -89,7 +89,7 @@ impl StateActor {
         let backend = match about {
             Subject::Resource(p) => self.routes.route(p.kind().namespace()),
             Subject::Kind(k) => self.routes.route(k.namespace()),
-            Subject::Watch(_) | Subject::State => None,
+            Subject::AllNamespaces(_) | Subject::Watch(_) | Subject::State => None,
         }?;
         failed.iter().find(|(b, _)| *b == backend).map(|(_, e)| e)
     }

@@ -149,6 +149,55 @@ impl StateActor {
         }
     }
 
+    /// The one revision domain every namespace lies in, and its revision
+    /// now; `None` when namespaces are split between revision sequences
+    /// (some on a shared store, others on another or in the state's own).
+    ///
+    /// Memory and exclusive backends share the state's counter (domain 0):
+    /// without a shared store every namespace is in it. With one, all
+    /// namespaces must go to that one store.
+    pub(crate) fn sole_domain(&self) -> Option<(Domain, u64)> {
+        let own = (0, self.store.revision());
+        if self.lanes.is_empty() {
+            return Some(own);
+        }
+        match self.routes.sole_destination() {
+            Some(Some(backend)) => Some(match self.lane_of[backend] {
+                Some(lane) => (lane + 1, self.lanes[lane].feed_rev),
+                None => own,
+            }),
+            Some(None) => Some(own),
+            None => self.routes.destinations().all(|b| self.lane_of[b].is_none()).then_some(own),
+        }
+    }
+
+    /// Lists `resource_type` in every namespace, with the revision of
+    /// [`sole_domain`](Self::sole_domain).
+    fn list_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &crate::resource::LabelQuery,
+    ) -> Result<StateReply, Error> {
+        let resources = self.store.list_all_namespaces(resource_type, query)?;
+        let revision = self.sole_domain().map(|(_, revision)| revision);
+        Ok(StateReply::ListedAllNamespaces { resources, revision })
+    }
+
+    /// Whether a read across namespaces must wait for the batch in flight:
+    /// some kind has writes staged or committing (not yet readable), or
+    /// requests wait before it. Only asked when one of those lists is not
+    /// empty, so a write to memory pays two `is_empty` checks.
+    fn across_must_wait(&self, req: &StateRequest) -> bool {
+        let across = match req {
+            StateRequest::ListAllNamespaces { resource_type, .. } => resource_type.as_str(),
+            StateRequest::Watch { target: WatchTarget::AllNamespaces { kind, .. }, .. } => {
+                kind.resource_type()
+            }
+            _ => return false,
+        };
+        !self.parked.is_empty() || self.dirty.iter().any(|k| k.resource_type() == across)
+    }
+
     fn lane_of_namespace(&self, namespace: &str) -> Option<usize> {
         if self.lanes.is_empty() {
             return None;
@@ -164,11 +213,34 @@ impl StateActor {
         window: usize,
         resume_from: Option<u64>,
     ) -> Result<WatchId, Error> {
-        match &target {
-            WatchTarget::Resource(p) => validate::pointer(p)?,
-            WatchTarget::Kind { kind, .. } => validate::kind(kind)?,
-        }
-        let (domain, revision) = self.revision_of(target.kind().namespace());
+        let (domain, revision) = match &target {
+            WatchTarget::Resource(p) => {
+                validate::pointer(p)?;
+                self.revision_of(p.namespace())
+            }
+            WatchTarget::Kind { kind, .. } => {
+                validate::kind(kind)?;
+                self.revision_of(kind.namespace())
+            }
+            WatchTarget::AllNamespaces { kind, .. } => {
+                validate::resource_type(kind.resource_type())?;
+                match (self.sole_domain(), resume_from) {
+                    (Some(sole), _) => sole,
+                    // Live events carry their own store's revision; only a
+                    // resume needs one sequence.
+                    (None, None) => (0, self.store.revision()),
+                    (None, Some(from)) => {
+                        return Err(Error::Compacted {
+                            resource: format!("{} in every namespace", kind.resource_type()),
+                            revision: from,
+                            reason: "its namespaces lie in stores with revisions of their \
+                                     own: a watch across them cannot resume; bootstrap again"
+                                .into(),
+                        });
+                    }
+                }
+            }
+        };
         let missed = match resume_from {
             Some(_) if bootstrap => {
                 return Err(Error::InvalidInput {
@@ -200,7 +272,13 @@ impl StateActor {
                 });
                 outbox.publish(Event::Bootstrapped(kind.clone()), revision);
             }
-            (WatchTarget::Kind { .. }, None) => {}
+            (WatchTarget::AllNamespaces { kind, query }, None) if bootstrap => {
+                self.store.for_each_match_all_namespaces(kind.resource_type(), query, |r| {
+                    outbox.publish(Event::Created(r.clone()), revision)
+                });
+                outbox.publish(Event::Bootstrapped(kind.clone()), revision);
+            }
+            (WatchTarget::Kind { .. } | WatchTarget::AllNamespaces { .. }, None) => {}
         }
         // The initial events come before the reply that names the watch.
         outbox.send_pending();
@@ -216,7 +294,9 @@ impl StateActor {
         let kind = match req.about() {
             Subject::Resource(p) => p.kind().clone(),
             Subject::Kind(k) => k,
-            Subject::Watch(_) | Subject::State => return (None, None),
+            // Reads across namespaces: served by the actor itself (see
+            // `across_must_wait`).
+            Subject::AllNamespaces(_) | Subject::Watch(_) | Subject::State => return (None, None),
         };
         (self.routes.route(kind.namespace()), Some(kind))
     }
@@ -230,6 +310,11 @@ impl StateActor {
     ) -> Response {
         let (route, kind) = self.route_of(&req);
         let Some(backend) = route else {
+            if !(self.dirty.is_empty() && self.parked.is_empty()) && self.across_must_wait(&req) {
+                let slot = slot.unwrap_or_default();
+                self.parked.push_back((req, slot.clone()));
+                return Response::Later(slot);
+            }
             return Response::Now(self.serve(req));
         };
         if let Some(lane) = self.lane_of[backend] {
@@ -300,6 +385,9 @@ impl StateActor {
             StateRequest::Unwatch { id } => {
                 self.watches.remove(id);
                 Ok(StateReply::Done)
+            }
+            StateRequest::ListAllNamespaces { resource_type, query } => {
+                self.list_all_namespaces(&resource_type, &query)
             }
             StateRequest::CountWatches => Ok(StateReply::Count(self.watches.len())),
             StateRequest::WatchStats { id } => match self.watches.get_mut(id) {

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::resource::{AnyResource, Id, Kind};
+use crate::resource::{AnyResource, Kind, Pointer};
 use crate::state::event::Event;
 
 /// Pending changes of one resource while its subscriber is behind.
@@ -21,7 +21,7 @@ struct Backlogged {
 #[derive(Debug)]
 enum Turn {
     /// The resource's coalesced entry (in [`Backlog::entries`]).
-    Resource(Id),
+    Resource(Pointer),
     Bootstrapped(Kind),
     /// A resource's events fixed before a marker that came after them.
     Ready(Vec<Event>),
@@ -53,7 +53,9 @@ enum Turn {
 pub(crate) struct Backlog {
     order: BTreeMap<u64, Turn>,
     /// Each resource's open entry and its place in `order`.
-    entries: HashMap<Id, (u64, Backlogged)>,
+    /// (By address, not id alone: a watch across namespaces sees one id
+    /// in several.)
+    entries: HashMap<Pointer, (u64, Backlogged)>,
     /// The place the next turn takes.
     next: u64,
     /// The place of the last marker: entries before it are fixed.
@@ -84,7 +86,7 @@ impl Backlog {
                 return;
             }
             Event::Created(r) | Event::Destroyed(r) | Event::Updated { new: r, .. } => {
-                (r.pointer().id_shared().clone(), r.clone())
+                (r.pointer().clone(), r.clone())
             }
         };
         let recreated = matches!(event, Event::Created(_));
@@ -167,6 +169,19 @@ impl Backlogged {
 mod tests {
     use super::super::r;
     use super::*;
+
+    #[test]
+    fn one_id_in_two_namespaces_is_two_resources() {
+        let mut b = Backlog::default();
+        let in_ns = |ns: &str| {
+            crate::resource::Resource::new(ns, "same", crate::resource::test_specs::Num(1))
+                .into_any()
+        };
+        b.push(Event::Created(in_ns("a")));
+        b.push(Event::Created(in_ns("b")));
+        assert_eq!(b.len(), 2, "a watch across namespaces keeps both");
+        assert_eq!(drain(&mut b), ["C same@undefined", "C same@undefined"], "unstamped");
+    }
 
     fn drain(b: &mut Backlog) -> Vec<String> {
         let mut out = vec![];

@@ -111,6 +111,85 @@ impl State {
         }
     }
 
+    /// The resources of type `resource_type` matching `query` in every
+    /// namespace, sorted by (namespace, id): [`list`](State::list) across
+    /// namespaces, from the cache when it may be read directly.
+    ///
+    /// ```
+    /// # use cosi_runtime::State;
+    /// # use cosi_runtime::resource::{Resource, Spec, LabelQuery};
+    /// # #[actix::main]
+    /// # async fn main() -> Result<(), cosi_runtime::Error> {
+    /// # #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct Motd(String);
+    /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
+    /// let state = State::start();
+    /// for (ns, id) in [("b", "1"), ("a", "2"), ("a", "1")] {
+    ///     state.create(Resource::new(ns, id, Motd("hi".into())).into_any(), None).await?;
+    /// }
+    /// let all = state.list_all_namespaces(Motd::TYPE, &LabelQuery::all()).await?;
+    /// let addresses: Vec<_> = all.iter().map(|r| (r.pointer().namespace(), r.id())).collect();
+    /// assert_eq!(addresses, [("a", "1"), ("a", "2"), ("b", "1")]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad type.
+    pub async fn list_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<AnyResource>, Error> {
+        validate::resource_type(resource_type)?;
+        if let Some(view) = &self.0.view
+            && let Some(listed) = view.list_all_namespaces(resource_type, query)
+        {
+            return Ok(listed);
+        }
+        Ok(self.list_all_namespaces_with_revision(resource_type, query).await?.0)
+    }
+
+    /// The resources of type `resource_type` matching `query` in every
+    /// namespace, sorted by (namespace, id), and the revision of that
+    /// snapshot when one revision sequence covers every namespace.
+    ///
+    /// # Guarantees
+    /// - The list is one snapshot: every namespace as of the same moment
+    ///   (the state actor answers it; writes staged for a durable backend
+    ///   are waited for, as for [`list_with_revision`](State::list_with_revision)).
+    /// - The revision is `Some` when every namespace shares one revision
+    ///   sequence: no namespace is routed to a shared store (memory and
+    ///   exclusive backends such as redb count in the state's own revisions,
+    ///   so memory and redb namespaces mixed answer one revision), or every
+    ///   namespace goes to one shared store (its revision). The snapshot then
+    ///   holds every change of the type up to the revision and none after it:
+    ///   a [`watch_all_namespaces`](State::watch_all_namespaces) resumed from
+    ///   it delivers exactly what the list does not show.
+    ///
+    /// # Caveats
+    /// - `None` when namespaces are split between a shared store (etcd) and
+    ///   another store or memory: each store counts revisions of its own, and
+    ///   no single number orders them. List and bootstrap a watch then.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad type.
+    pub async fn list_all_namespaces_with_revision(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+    ) -> Result<(Vec<AnyResource>, Option<u64>), Error> {
+        validate::resource_type(resource_type)?;
+        let req = StateRequest::ListAllNamespaces {
+            resource_type: resource_type.to_owned(),
+            query: query.clone(),
+        };
+        match self.send(req).await? {
+            StateReply::ListedAllNamespaces { resources, revision } => Ok((resources, revision)),
+            other => Err(unexpected(other, "list_all_namespaces")),
+        }
+    }
+
     /// The resource at `ptr` (`None` when there is none) and the store
     /// revision it was read at: what [`list_with_revision`](State::list_with_revision)
     /// answers for a kind, for one resource (a server listing one object by

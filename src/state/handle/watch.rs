@@ -176,6 +176,88 @@ impl State {
         self.stream(WatchTarget::Kind { kind: kind.clone(), query }, &options.into()).await
     }
 
+    /// Watches every resource of type `resource_type` matching `query` in
+    /// every namespace, delivered to `recipient`: what
+    /// [`watch_kind`](State::watch_kind) does for one namespace, with the
+    /// same options, flow control and coalescing.
+    ///
+    /// # Guarantees
+    /// - With bootstrap, every existing match comes first as `Created`,
+    ///   sorted by (namespace, id), then one [`Event::Bootstrapped`] whose
+    ///   kind has the type and an empty namespace.
+    /// - Live events follow for every namespace, those created after the
+    ///   watch started included.
+    /// - Resuming ([`WatchOptions::resume_from`]) delivers exactly the
+    ///   changes after the revision when one revision sequence covers every
+    ///   namespace: no namespace is routed to a shared store (memory and
+    ///   exclusive backends such as redb share the state's revisions), or
+    ///   every namespace goes to one shared store. That is when
+    ///   [`list_all_namespaces_with_revision`](State::list_all_namespaces_with_revision)
+    ///   answers a revision.
+    ///
+    /// # Caveats
+    /// When namespaces lie in stores with revision sequences of their own,
+    /// each event carries its own store's revision (they are not comparable
+    /// across stores), and a resume is [`Error::Compacted`]: bootstrap instead.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad type; [`Error::Compacted`] as above,
+    /// or when resuming from a revision the state no longer keeps.
+    pub async fn watch_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: LabelQuery,
+        options: impl Into<WatchOptions>,
+        recipient: Recipient<WatchEvent>,
+    ) -> Result<WatchId, Error> {
+        self.watch_sink(
+            WatchTarget::all_namespaces(resource_type, query),
+            &options.into(),
+            WatchSink::recipient(recipient),
+        )
+        .await
+    }
+
+    /// [`watch_all_namespaces`](State::watch_all_namespaces) as a [`Stream`]
+    /// of [`Event`]s.
+    ///
+    /// ```
+    /// # use cosi_runtime::State;
+    /// # use cosi_runtime::resource::{Resource, Spec, LabelQuery};
+    /// # use cosi_runtime::state::{Event, WatchOptions};
+    /// # use futures::StreamExt;
+    /// # #[actix::main]
+    /// # async fn main() -> Result<(), cosi_runtime::Error> {
+    /// # #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// # struct Motd(String);
+    /// # impl Spec for Motd { const TYPE: &'static str = "Motds.example.dev"; }
+    /// let state = State::start();
+    /// state.create(Resource::new("a", "x", Motd("hi".into())).into_any(), None).await?;
+    /// let (items, revision) =
+    ///     state.list_all_namespaces_with_revision(Motd::TYPE, &LabelQuery::all()).await?;
+    /// assert_eq!(items.len(), 1);
+    /// // Everything after the list, in every namespace, new ones included:
+    /// let mut watch = state
+    ///     .watch_all_namespaces_stream(Motd::TYPE, LabelQuery::all(), WatchOptions::resume_from(revision.unwrap()))
+    ///     .await?;
+    /// state.create(Resource::new("b", "y", Motd("hey".into())).into_any(), None).await?;
+    /// let Some(Event::Created(r)) = watch.next().await else { panic!() };
+    /// assert_eq!((r.pointer().namespace(), r.id()), ("b", "y"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`watch_all_namespaces`](State::watch_all_namespaces).
+    pub async fn watch_all_namespaces_stream(
+        &self,
+        resource_type: &str,
+        query: LabelQuery,
+        options: impl Into<WatchOptions>,
+    ) -> Result<WatchStream, Error> {
+        self.stream(WatchTarget::all_namespaces(resource_type, query), &options.into()).await
+    }
+
     /// Ends a watch (a watch also ends by itself once its subscriber is gone).
     ///
     /// # Errors

@@ -265,6 +265,33 @@ impl Store {
         Ok(self.backend.list(kind, query))
     }
 
+    /// The resources of type `resource_type` matching `query` in every
+    /// namespace, sorted by (namespace, id).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad type.
+    pub fn list_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+    ) -> Result<Vec<AnyResource>, Error> {
+        validate::resource_type(resource_type)?;
+        let mut out = Vec::new();
+        self.backend.for_each_match_all_namespaces(resource_type, query, |r| out.push(r.clone()));
+        Ok(out)
+    }
+
+    /// Visits every resource of type `resource_type` matching `query` in
+    /// every namespace, in (namespace, id) order, without copying.
+    pub(crate) fn for_each_match_all_namespaces(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+        f: impl FnMut(&AnyResource),
+    ) {
+        self.backend.for_each_match_all_namespaces(resource_type, query, f);
+    }
+
     /// Visits every resource of `kind` matching `query`, in id order, without copying.
     pub(crate) fn for_each_match(
         &self,
