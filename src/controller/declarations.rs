@@ -48,9 +48,7 @@ impl fmt::Display for InputKind {
     }
 }
 
-/// The [`Input::namespace`] of an input on every namespace of its type (no
-/// namespace is empty, so no kind has it): see [`Input::all_namespaces`].
-pub const ALL_NAMESPACES: &str = "";
+pub use crate::state::watch::ALL_NAMESPACES;
 
 /// A declared input: resources of (namespace, type), optionally one id.
 /// An input whose namespace is [`ALL_NAMESPACES`] covers the type in every
@@ -148,7 +146,7 @@ impl Input {
     }
 
     /// The (namespace, type) the input watches; for an input on every
-    /// namespace, the type with the empty namespace ([`ALL_NAMESPACES`]),
+    /// namespace, the type in [`ALL_NAMESPACES`] (`*`),
     /// which the runtime watches across namespaces.
     pub fn watched_kind(&self) -> Kind {
         Kind::new(self.namespace.clone(), self.resource_type.clone())
@@ -169,8 +167,7 @@ impl Input {
 
 impl fmt::Display for Input {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let namespace = if self.is_all_namespaces() { "*" } else { &self.namespace };
-        write!(f, "{} {namespace}/{}", self.input_kind, self.resource_type)?;
+        write!(f, "{} {}/{}", self.input_kind, self.namespace, self.resource_type)?;
         if let Some(id) = &self.id {
             write!(f, "/{id}")?;
         }

@@ -115,9 +115,9 @@ impl HostEnv {
     ) -> Result<WatchId, crate::Error> {
         let sink = WatchSink { sink, activity: Some(self.state.activity().clone()) };
         let query = crate::resource::LabelQuery::all();
-        // The kind of an input on every namespace has an empty namespace.
-        let target = if kind.namespace().is_empty() {
-            WatchTarget::AllNamespaces { kind, query }
+        // The kind of an input on every namespace.
+        let target = if kind.namespace() == crate::state::watch::ALL_NAMESPACES {
+            WatchTarget::all_namespaces(kind.resource_type(), query)
         } else {
             WatchTarget::Kind { kind, query }
         };

@@ -133,7 +133,11 @@ impl<Q: QueueController> QueueHost<Q> {
             || (self.rules.covered_by(ptr, |i| i.input_kind == InputKind::DestroyReady)
                 && (destroyed
                     || destroy_ready(resource)
-                    || self.controller.bootstrapping.contains(ptr.kind())))
+                    || self.controller.bootstrapping.iter().any(|k| {
+                        k == ptr.kind()
+                            || (k.namespace() == crate::state::watch::ALL_NAMESPACES
+                                && k.resource_type() == ptr.resource_type())
+                    })))
     }
 
     /// Queues `key`, remembering whether only the controller's own writes
@@ -223,7 +227,7 @@ impl<Q: QueueController> QueueHost<Q> {
         let list = async move {
             let mut all = Vec::new();
             for kind in kinds {
-                let listed = if kind.namespace().is_empty() {
+                let listed = if kind.namespace() == crate::state::watch::ALL_NAMESPACES {
                     // An input on every namespace.
                     state.list_all_namespaces(kind.resource_type(), &LabelQuery::all()).await
                 } else {

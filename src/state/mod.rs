@@ -349,3 +349,4 @@ pub mod fuzzing {
 }
 pub use store::ExpectedPhase;
 pub use subscriptions::DEFAULT_HISTORY;
+pub use watch::ALL_NAMESPACES;

@@ -4,6 +4,13 @@ use super::event::Event;
 use super::store::Change;
 use crate::resource::{Kind, LabelQuery, Pointer};
 
+/// The namespace that stands for every namespace of a type: in the kind of
+/// a [`WatchTarget::AllNamespaces`] (and of its `Bootstrapped` event) and in
+/// a controller's input on every namespace
+/// ([`Input::all_namespaces`](crate::controller::Input::all_namespaces)).
+/// Kubernetes allows no `*` in a namespace name.
+pub const ALL_NAMESPACES: &str = "*";
+
 /// What a watch looks at.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WatchTarget {
@@ -20,8 +27,7 @@ pub enum WatchTarget {
     /// later too), that matches a label query. Made by
     /// [`WatchTarget::all_namespaces`].
     AllNamespaces {
-        /// The type, as a kind with an empty namespace (no kind a resource
-        /// has: a namespace is never empty).
+        /// The type, as a kind whose namespace is [`ALL_NAMESPACES`].
         kind: Kind,
         /// The label query (empty: everything).
         query: LabelQuery,
@@ -32,12 +38,12 @@ impl WatchTarget {
     /// A target of every resource of `resource_type` matching `query`, in
     /// every namespace.
     pub fn all_namespaces(resource_type: &str, query: LabelQuery) -> Self {
-        WatchTarget::AllNamespaces { kind: Kind::new("", resource_type), query }
+        WatchTarget::AllNamespaces { kind: Kind::new(ALL_NAMESPACES, resource_type), query }
     }
 
     /// The kind the target belongs to (for
-    /// [`AllNamespaces`](WatchTarget::AllNamespaces), its type with an empty
-    /// namespace).
+    /// [`AllNamespaces`](WatchTarget::AllNamespaces), its type in
+    /// [`ALL_NAMESPACES`]).
     pub fn kind(&self) -> &Kind {
         match self {
             WatchTarget::Resource(p) => p.kind(),

@@ -184,7 +184,8 @@ impl State {
     /// # Guarantees
     /// - With bootstrap, every existing match comes first as `Created`,
     ///   sorted by (namespace, id), then one [`Event::Bootstrapped`] whose
-    ///   kind has the type and an empty namespace.
+    ///   kind has the type and the namespace
+    ///   [`ALL_NAMESPACES`](crate::state::ALL_NAMESPACES) (`*`).
     /// - Live events follow for every namespace, those created after the
     ///   watch started included.
     /// - Resuming ([`WatchOptions::resume_from`]) delivers exactly the
