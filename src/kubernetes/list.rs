@@ -18,6 +18,7 @@ use super::registry::Exposed;
 use super::shared::{Shared, TypePath};
 use super::status::Status;
 use super::table::{Form, Rows, Table, form};
+use crate::state::ALL_NAMESPACES;
 
 use crate::resource::{AnyResource, Id, Kind, Pointer};
 
@@ -41,12 +42,7 @@ pub(super) async fn collection(
     let params = ListParams::parse(&query)?;
     params.fields.check(&exposed)?;
     let namespaces = if path.namespace.is_none() && exposed.cluster.is_none() {
-        shared
-            .namespaces_of()
-            .await?
-            .into_iter()
-            .filter(|ns| params.fields.admits_namespace(ns))
-            .collect()
+        shared.across_namespaces(&exposed, &params).await?
     } else {
         vec![shared.scoped(&path)?.1]
     };
@@ -83,11 +79,28 @@ async fn list_or_watch(
     // With no namespace to read, an empty list still needs a revision:
     // that of a snapshot of a namespace nobody names.
     let probe = namespaces.is_empty().then(|| "default".to_owned());
+    let all = namespaces.iter().any(|ns| ns == ALL_NAMESPACES);
+    let listed = if all {
+        // One read of every namespace, at the revision of the one store
+        // sequence that covers them (`across_namespaces` made sure).
+        let (found, at) = shared
+            .state
+            .list_all_namespaces_with_revision(&exposed.resource_type, &params.labels)
+            .await?;
+        Some((found, at.unwrap_or(0)))
+    } else {
+        None
+    };
+    if let Some((found, at)) = listed {
+        revision = Some(at);
+        newest = at;
+        items = found;
+    }
     // A list of one object by name (`fieldSelector=metadata.name=...`, what
     // an informer that follows one object starts with) reads that object,
     // not its kind.
     let single = params.fields.name();
-    for namespace in namespaces.iter().chain(&probe) {
+    for namespace in namespaces.iter().chain(&probe).filter(|_| !all) {
         let kind = Kind::new(namespace, &exposed.resource_type);
         let (found, at) = match single {
             Some(name) => {

@@ -300,14 +300,17 @@
 //!   Kubernetes name (a `/`, spaces, capitals) is listed and watched as is,
 //!   but kubectl cannot address it as `TYPE/NAME`; a raw GET must escape a
 //!   `/` as `%2F`.
-//! - All-namespace requests read the namespaces the API knows: the declared
-//!   ones and the namespace objects. An object a controller writes through
-//!   the [`State`](crate::State) into a namespace that is neither (the API
-//!   never lets a client do so) is served to requests that name its
-//!   namespace, and missing from `-A`. Such a list's `resourceVersion` is
-//!   the oldest of its namespaces' snapshot revisions, so a watch from it
-//!   may repeat a change the list already showed, never miss one; a watch
-//!   over all namespaces watches those that existed when it started.
+//! - All-namespace requests (`-A`) read every namespace of the type in the
+//!   engine ([`State::list_all_namespaces_with_revision`](crate::State::list_all_namespaces_with_revision),
+//!   [`State::watch_all_namespaces_stream`](crate::State::watch_all_namespaces_stream)):
+//!   objects a controller wrote into namespaces the API never heard of
+//!   included, and namespaces that appear during a watch. When the state
+//!   routes namespaces to more than one store sequence (an etcd store beside
+//!   others), no one revision covers them all: such a request reads the
+//!   namespaces the API knows (the declared ones and the namespace objects),
+//!   each at its own revision, the list's `resourceVersion` being the
+//!   oldest, so a watch from it may repeat a change the list already
+//!   showed, never miss one.
 //! - The declared namespaces are served without objects of their own (an
 //!   object made for each would move the state's revisions): they have no
 //!   `uid` nor `creationTimestamp` until a client writes them.

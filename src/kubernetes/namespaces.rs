@@ -101,6 +101,32 @@ pub(crate) fn implicit(name: &str) -> AnyResource {
 }
 
 impl Shared {
+    /// The namespaces an all-namespace request on `exposed` reads:
+    /// [`ALL_NAMESPACES`](crate::state::ALL_NAMESPACES) alone (the engine
+    /// reads every namespace of the type, controllers' included) when one
+    /// revision sequence covers them all, else every namespace the API
+    /// knows (the declared ones and the objects), each read at its own
+    /// revision.
+    pub(crate) async fn across_namespaces(
+        &self,
+        exposed: &super::registry::Exposed,
+        params: &super::params::ListParams,
+    ) -> Result<Vec<String>, Status> {
+        // A query nothing matches: the revision rule, not the objects.
+        let none = LabelQuery::all().exists("kubernetes.cosi.dev/revision-probe");
+        let (_, revision) =
+            self.state.list_all_namespaces_with_revision(&exposed.resource_type, &none).await?;
+        if revision.is_some() {
+            return Ok(vec![crate::state::ALL_NAMESPACES.to_owned()]);
+        }
+        Ok(self
+            .all_namespaces()
+            .await?
+            .into_iter()
+            .filter(|ns| params.fields.admits_namespace(ns))
+            .collect())
+    }
+
     /// Every namespace: the declared ones and the objects.
     pub(crate) async fn all_namespaces(&self) -> Result<BTreeSet<String>, Status> {
         let mut names = declared(&self.namespaces, &self.registry());

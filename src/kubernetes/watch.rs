@@ -96,29 +96,26 @@ pub(super) async fn watch(
     let single = params.fields.name().filter(|_| params.labels.is_all()).map(Id::from);
     let (tx, rx) = mpsc::channel::<Bytes>(shared.watch_buffer);
     let mut streams = Vec::new();
-    for namespace in &namespaces {
+    let all = namespaces.iter().any(|ns| ns == crate::state::ALL_NAMESPACES);
+    if all {
+        let opened = shared
+            .state
+            .watch_revisioned_all(&exposed.resource_type, &params.labels, &options)
+            .await;
+        match opened {
+            Ok(stream) => streams.push(stream),
+            Err(e) if e.is_compacted() => return Ok(expired(shared, tx, rx, &params, &e)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for namespace in namespaces.iter().filter(|_| !all) {
         let kind = Kind::new(namespace, &exposed.resource_type);
         let one = single.as_ref().map(|id| Pointer::from_parts(kind.clone(), id.clone()));
         let opened =
             shared.state.watch_revisioned(&kind, &params.labels, one.as_ref(), &options).await;
         match opened {
             Ok(stream) => streams.push(stream),
-            Err(e) if e.is_compacted() => {
-                // HTTP 200 and the error in the stream: clients read a watch's
-                // status from its events, and relist on 410.
-                let status = Status::expired(format!(
-                    "too old resource version: {} ({e})",
-                    match params.start {
-                        Start::After(r) => r,
-                        Start::Now => 0,
-                    }
-                ));
-                // The channel is new and empty: there is room.
-                let _ = tx.try_send(line("ERROR", &status.to_json()));
-                streams.clear();
-                drop(tx);
-                return Ok(respond(rx, shared.closing.opened()));
-            }
+            Err(e) if e.is_compacted() => return Ok(expired(shared, tx, rx, &params, &e)),
             Err(e) => return Err(e.into()),
         }
     }
@@ -156,6 +153,29 @@ pub(super) async fn watch(
         actix_web::rt::spawn(forward.run(merged));
     }
     Ok(respond(rx, shared.closing.opened()))
+}
+
+/// A watch from a revision the state no longer keeps: HTTP 200 and the
+/// error in the stream (clients read a watch's status from its events, and
+/// relist on 410).
+fn expired(
+    shared: &Shared,
+    tx: mpsc::Sender<Bytes>,
+    rx: mpsc::Receiver<Bytes>,
+    params: &ListParams,
+    e: &crate::Error,
+) -> HttpResponse {
+    let status = Status::expired(format!(
+        "too old resource version: {} ({e})",
+        match params.start {
+            Start::After(r) => r,
+            Start::Now => 0,
+        }
+    ));
+    // The channel is new and empty: there is room.
+    let _ = tx.try_send(line("ERROR", &status.to_json()));
+    drop(tx);
+    respond(rx, shared.closing.opened())
 }
 
 /// Events the forwarding task takes in one go when they are ready at once.

@@ -377,3 +377,60 @@ async fn a_k8s_openapi_type_is_exposed_as_it_is_and_writes_must_decode_as_it() {
     assert_eq!(k8s_resource_type::<Namespace>(), "Namespaces");
     server.stop().await;
 }
+
+#[actix::test]
+async fn all_namespaces_lists_and_watches_read_every_namespace_of_the_engine() {
+    use crate::write::{LinkConfig, link};
+
+    let state = State::start();
+    state.create(link("eth0", 1500), None).await.unwrap();
+    // Written through the State into a namespace the API neither declares
+    // nor holds an object for (as a controller may).
+    let elsewhere = Resource::new("edge-7", "wan0", LinkConfig { mtu: 1400, bond: None });
+    state.create(elsewhere, None).await.unwrap();
+    let (server, addr) = serve(kinds(&state)).await;
+
+    let all = get(addr, "/apis/net.cosi.dev/v1alpha1/linkconfigs").await;
+    let found: Vec<(&str, &str)> = all.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (i["metadata"]["namespace"].as_str().unwrap(), i["metadata"]["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(found, [("config", "eth0"), ("edge-7", "wan0")]);
+    let revision = all.body["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    assert_eq!(revision, "2", "the store revision of the one snapshot");
+    let selected = get(
+        addr,
+        "/apis/net.cosi.dev/v1alpha1/linkconfigs?fieldSelector=metadata.namespace%3Dedge-7",
+    )
+    .await;
+    assert_eq!(selected.body["items"].as_array().unwrap().len(), 1);
+
+    // A watch from that revision sees a change in yet another namespace.
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let links: Api<kube::api::DynamicObject> = Api::all_with(
+        client,
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("net.cosi.dev", "v1alpha1", "LinkConfig"),
+            "linkconfigs",
+        ),
+    );
+    let params = kube::api::WatchParams::default();
+    let mut events = links.watch(&params, &revision).await.unwrap().boxed();
+    let later = Resource::new("lab", "eth3", LinkConfig { mtu: 9000, bond: None });
+    state.create(later, None).await.unwrap();
+    let event = events.next().await.unwrap().unwrap();
+    match event {
+        kube::api::WatchEvent::Added(o) => {
+            assert_eq!(
+                (o.metadata.namespace.as_deref(), o.metadata.name.as_deref()),
+                (Some("lab"), Some("eth3"))
+            );
+        }
+        other => panic!("expected the new link: {other:?}"),
+    }
+    server.stop().await;
+}

@@ -381,6 +381,23 @@ impl State {
     }
 }
 
+impl State {
+    /// [`watch_all_namespaces_stream`](State::watch_all_namespaces_stream),
+    /// each event with the revision the stream is caught up to once it is
+    /// taken (what the Kubernetes API's all-namespace watches send).
+    #[cfg(feature = "kubernetes-api")]
+    pub(crate) async fn watch_revisioned_all(
+        &self,
+        resource_type: &str,
+        query: &LabelQuery,
+        options: &WatchOptions,
+    ) -> Result<Revisioned, Error> {
+        let stream =
+            self.watch_all_namespaces_stream(resource_type, query.clone(), options.clone()).await?;
+        Ok(with_revisions(stream))
+    }
+}
+
 /// `stream`'s events, each with the revision it is caught up to once taken.
 #[cfg(any(feature = "admin", feature = "kubernetes-api"))]
 fn with_revisions(stream: WatchStream) -> Revisioned {
