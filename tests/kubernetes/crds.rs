@@ -197,3 +197,43 @@ async fn kubectl_applies_a_crd_then_its_objects_and_shows_the_print_columns() {
         server.stop().await;
     }
 }
+
+/// A kube-rs custom resource, as an operator written with kube-rs derives it.
+#[derive(
+    kube::CustomResource,
+    Clone,
+    Debug,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    cosi_runtime::kubernetes::schemars::JsonSchema,
+)]
+#[kube(group = "demo.cosi.dev", version = "v1", kind = "Doohickey", namespaced)]
+#[kube(crates(schemars = "cosi_runtime::kubernetes::schemars"))]
+#[schemars(crate = "cosi_runtime::kubernetes::schemars")]
+struct DoohickeySpec {
+    size: u32,
+}
+
+#[actix::test]
+async fn kube_rs_custom_resource_ext_crd_registers_the_type_for_its_api() {
+    use kube::CustomResourceExt;
+
+    let state = State::start();
+    let (server, _) = serve(api(&state)).await;
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("doohickey-operator").force();
+    crds.patch("doohickeys.demo.cosi.dev", &params, &Patch::Apply(Doohickey::crd())).await.unwrap();
+
+    let doohickeys: Api<Doohickey> = Api::namespaced(client, "config");
+    let created = doohickeys
+        .create(&PostParams::default(), &Doohickey::new("d1", DoohickeySpec { size: 4 }))
+        .await
+        .unwrap();
+    assert_eq!(created.spec, DoohickeySpec { size: 4 });
+    assert_eq!(doohickeys.get("d1").await.unwrap().spec.size, 4);
+    let stored = state.get(&Kind::new("config", "Doohickeys.demo.cosi.dev").pointer("d1")).await;
+    assert_eq!(stored.unwrap().to_dynamic().unwrap().spec(), &json!({"size": 4}));
+    server.stop().await;
+}
