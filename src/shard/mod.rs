@@ -6,6 +6,9 @@
 //! - [`ShardId`] and [`shard_of`] (`key.rs`): a key — an object's address,
 //!   namespace/type/id — goes to one of a fixed number of **virtual shards**
 //!   by its stable hash. A key's shard never changes.
+//! - [`Sharding`] (`settings.rs`): how a queue controller is sharded (shard
+//!   count, member name), given to
+//!   [`Registering::sharded`](crate::registration::Registering::sharded).
 //! - [`Ring`] (`ring.rs`): the shards go to the live **members** by
 //!   rendezvous (highest random weight) hashing: each shard goes to the
 //!   member whose hash with it is the highest. A join moves to the newcomer
@@ -33,6 +36,8 @@
 pub mod hash;
 mod key;
 mod ring;
+mod settings;
 
 pub use key::{DEFAULT_SHARDS, ShardId, shard_of};
 pub use ring::Ring;
+pub use settings::Sharding;
