@@ -8,7 +8,7 @@
 //!   by its stable hash. A key's shard never changes.
 //! - [`Sharding`] (`settings.rs`): how a queue controller is sharded (shard
 //!   count, member name), given to
-//!   [`Registering::sharded`](crate::registration::Registering::sharded).
+//!   [`Registering::sharded`](crate::controller::Registering::sharded).
 //! - [`Ring`] (`ring.rs`): the shards go to the live **members** by
 //!   rendezvous (highest random weight) hashing: each shard goes to the
 //!   member whose hash with it is the highest. A join moves to the newcomer

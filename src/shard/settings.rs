@@ -4,7 +4,7 @@ use super::key::DEFAULT_SHARDS;
 
 /// How a sharded queue controller spreads its keys: the number of virtual
 /// shards, and this process's member name. Given to
-/// [`Registering::sharded`](crate::registration::Registering::sharded).
+/// [`Registering::sharded`](crate::controller::Registering::sharded).
 ///
 /// ```
 /// use cosi_runtime::shard::{DEFAULT_SHARDS, Sharding};

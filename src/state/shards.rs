@@ -28,7 +28,7 @@ use actix::prelude::*;
 ///
 /// # Expected flow
 /// Registering a queue controller with
-/// [`Registering::sharded`](crate::registration::Registering::sharded) joins
+/// [`Registering::sharded`](crate::controller::Registering::sharded) joins
 /// its member set here; the service tells the controller's host which
 /// shards it owns (`ShardEvent`) and hears from it when a shard it must
 /// give up is drained.
