@@ -657,12 +657,13 @@ impl<Q: QueueController> Handler<ShardEvent> for QueueHost<Q> {
                 self.resync(ctx);
             }
             ShardEvent::Release { shard } => {
-                if shards.owned.remove(&shard).is_some() {
-                    if shards.running.contains_key(&shard) {
-                        shards.draining.insert(shard);
-                    } else {
-                        shards.service.drained(self.name.clone(), shard);
-                    }
+                // Owned or not (a stray key of this process's lease), the
+                // shard goes once none of its reconciles runs.
+                shards.owned.remove(&shard);
+                if shards.running.contains_key(&shard) {
+                    shards.draining.insert(shard);
+                } else {
+                    shards.service.drained(self.name.clone(), shard);
                 }
             }
             ShardEvent::Lost { shard } => {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cosi_runtime::controller::{Outcome, QueueController, QueueSettings, ReconcileError};
 use cosi_runtime::prelude::*;
-use cosi_runtime::shard::{Ring, Sharding};
+use cosi_runtime::shard::{Ring, ShardId, Sharding, shard_of};
 use cosi_runtime::state::{EtcdConfig, WatchOptions, WatchStream};
 use cosi_runtime::testing::conformance::{IntSpec, NS, StrSpec};
 use cosi_runtime::testing::etcd::TestEtcd;
@@ -155,6 +155,43 @@ fn sharded_child() {
 struct Member {
     name: String,
     child: Child,
+    /// Its stdout's lines; disconnected once it exited.
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Member {
+    /// A clean leave: closes its stdin and waits, within [`DEADLINE`], for it to exit.
+    fn leave(mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(_) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("{} did not exit within {DEADLINE:?} of its stdin closing", self.name)
+                }
+            }
+        }
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{} exited with {status}", self.name);
+    }
+
+    /// SIGKILL, and reaps it.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        // A failed test leaves no member behind (an exited one is reaped already).
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
 }
 
 fn spawn(endpoint: &str, prefix: &str, name: &str, dir: &str) -> Member {
@@ -166,14 +203,30 @@ fn spawn(endpoint: &str, prefix: &str, name: &str, dir: &str) -> Member {
         .env(LOG_DIR, dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        // A member's panic shows in the test's output.
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    while !lines.next().expect("the member said READY").unwrap().ends_with("READY") {}
-    std::thread::spawn(move || for _ in lines {});
-    Member { name: name.to_owned(), child }
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let member = Member { name: name.to_owned(), child, lines };
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match member.lines.recv_timeout(left) {
+            Ok(line) if line.ends_with("READY") => return member,
+            Ok(_) => {}
+            Err(e) => panic!("{name} did not say READY within {DEADLINE:?}: {e}"),
+        }
+    }
 }
 
 /// The member each key's output should name, per the ring of `members`.
@@ -188,7 +241,14 @@ fn expected(members: &[&str]) -> BTreeMap<String, String> {
 }
 
 /// Waits until every output names the member the ring of `members` gives.
-async fn converge(watch: &mut WatchStream, seen: &mut HashMap<String, String>, members: &[&str]) {
+/// On a failure, tells the keys still off, their shards and who holds those.
+async fn converge(
+    watch: &mut WatchStream,
+    seen: &mut HashMap<String, String>,
+    client: &mut etcd_client::Client,
+    prefix: &str,
+    members: &[&str],
+) {
     let want = expected(members);
     let done = |seen: &HashMap<String, String>| {
         want.iter().all(|(id, m)| seen.get(id).is_some_and(|s| s.split(':').next() == Some(m)))
@@ -196,16 +256,57 @@ async fn converge(watch: &mut WatchStream, seen: &mut HashMap<String, String>, m
     let deadline = Instant::now() + DEADLINE;
     while !done(seen) {
         let left = deadline.saturating_duration_since(Instant::now());
-        let event = tokio::time::timeout(left, watch.next())
-            .await
-            .unwrap_or_else(|_| panic!("not converged to {members:?} within {DEADLINE:?}"))
-            .expect("the watch ended");
+        let Ok(event) = tokio::time::timeout(left, watch.next()).await else {
+            let held = holders(client, prefix).await;
+            panic!(
+                "not converged to {members:?} within {DEADLINE:?}: {}",
+                unconverged(&want, seen, &held)
+            );
+        };
+        let event = event.expect("the watch ended");
         if let Some(r) = event.resource().filter(|r| !r.is_tombstone())
             && let Ok(s) = r.typed::<StrSpec>()
         {
             seen.insert(r.id().to_owned(), s.spec().0.clone());
         }
     }
+}
+
+/// The keys whose output does not name the member the ring gives, with their
+/// shard and its holder (at most 10 of them), for a failure's message.
+fn unconverged(
+    want: &BTreeMap<String, String>,
+    seen: &HashMap<String, String>,
+    held: &BTreeMap<u32, String>,
+) -> String {
+    let off: Vec<String> = want
+        .iter()
+        .filter(|(id, m)| seen.get(*id).is_none_or(|s| s.split(':').next() != Some(m)))
+        .map(|(id, m)| {
+            let key = Pointer::typed::<IntSpec>(NS, id.as_str()).erase();
+            let shard = shard_of(&key, SHARDS).0;
+            let holder = held.get(&shard);
+            format!("{id} (shard {shard} held by {holder:?}) wants {m}, has {:?}", seen.get(id))
+        })
+        .collect();
+    let shown: Vec<&str> = off.iter().take(10).map(String::as_str).collect();
+    format!("{} keys off, e.g. {}", off.len(), shown.join("; "))
+}
+
+/// The shard keys and the member each is held by.
+async fn holders(client: &mut etcd_client::Client, prefix: &str) -> BTreeMap<u32, String> {
+    let range = format!("/{prefix}~shards/{CONTROLLER}/s/");
+    let got = client
+        .get(range.clone(), Some(etcd_client::GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    got.kvs()
+        .iter()
+        .map(|kv| {
+            let shard = kv.key_str().unwrap().strip_prefix(&range).unwrap().parse().unwrap();
+            (shard, kv.value_str().unwrap().to_owned())
+        })
+        .collect()
 }
 
 /// Waits until every shard key exists and is held by one of `members`; how long it took.
@@ -215,20 +316,23 @@ async fn shards_owned_by(client: &mut etcd_client::Client, prefix: &str, members
     let mut stream = client.watch(range.clone(), Some(options)).await.unwrap();
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let got = client
-            .get(range.clone(), Some(etcd_client::GetOptions::new().with_prefix()))
-            .await
-            .unwrap();
-        let held: Vec<String> =
-            got.kvs().iter().map(|kv| kv.value_str().unwrap().to_owned()).collect();
-        if held.len() == SHARDS as usize && held.iter().all(|m| members.contains(&m.as_str())) {
+        let held = holders(client, prefix).await;
+        if held.len() == SHARDS as usize && held.values().all(|m| members.contains(&m.as_str())) {
             return;
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        tokio::time::timeout(left, stream.message())
-            .await
-            .expect("shards not taken over in time")
-            .unwrap();
+        let message = tokio::time::timeout(left, stream.message()).await.unwrap_or_else(|_| {
+            let ring = Ring::new(SHARDS, members.iter().copied());
+            let off: Vec<String> = (0..SHARDS)
+                .filter(|s| held.get(s).is_none_or(|m| !members.contains(&m.as_str())))
+                .map(|s| {
+                    let owner = ring.owner(ShardId(s)).unwrap();
+                    format!("{s} held by {:?}, {owner} to take it", held.get(&s))
+                })
+                .collect();
+            panic!("shards not owned by {members:?} within {DEADLINE:?}: {}", off.join("; "))
+        });
+        message.unwrap().expect("the watch of the shard keys ended");
     }
 }
 
@@ -294,19 +398,22 @@ async fn members_share_keys_take_over_and_never_overlap() {
         .await
         .unwrap();
     let mut seen = HashMap::new();
-    let mut client = etcd_client::Client::connect([endpoint.clone()], None).await.unwrap();
+    // Every request of the test's own client is bounded.
+    let options = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(Duration::from_secs(5));
+    let mut client = etcd_client::Client::connect([endpoint.clone()], Some(options)).await.unwrap();
 
     // Three members: every key reconciled by the owner of its shard.
     let mut members: Vec<Member> =
         ["p0", "p1", "p2"].iter().map(|n| spawn(&endpoint, &prefix, n, &dir_path)).collect();
-    converge(&mut watch, &mut seen, &["p0", "p1", "p2"]).await;
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1", "p2"]).await;
     shards_owned_by(&mut client, &prefix, &["p0", "p1", "p2"]).await;
 
     // SIGKILL p1: its shards are owned again within 2 × TTL, every key converges.
     let mut killed = HashMap::new();
     let mut p1 = members.remove(1);
-    p1.child.kill().unwrap();
-    let _ = p1.child.wait();
+    p1.kill();
     let at = Instant::now();
     killed.insert(p1.name.clone(), now_ns());
     shards_owned_by(&mut client, &prefix, &["p0", "p2"]).await;
@@ -315,7 +422,7 @@ async fn members_share_keys_take_over_and_never_overlap() {
         "sharded: SIGKILL of a member → its shards owned again: {took:?} (lease TTL {TTL:?})"
     );
     assert!(took <= 2 * TTL, "takeover took {took:?}, more than 2 × {TTL:?}");
-    converge(&mut watch, &mut seen, &["p0", "p2"]).await;
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p2"]).await;
 
     // A join: p3 takes its shards, only from the others, once they drained.
     let before = expected(&["p0", "p2"]);
@@ -324,19 +431,16 @@ async fn members_share_keys_take_over_and_never_overlap() {
     assert!(before.iter().all(|(k, m)| after[k] == *m || after[k] == "p3"));
     eprintln!("sharded: a third member joining moves {moved} of {KEYS} keys");
     members.push(spawn(&endpoint, &prefix, "p3", &dir_path));
-    converge(&mut watch, &mut seen, &["p0", "p2", "p3"]).await;
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p2", "p3"]).await;
     shards_owned_by(&mut client, &prefix, &["p0", "p2", "p3"]).await;
 
     // A clean leave: p2 stops (drains, revokes its lease); p0 and p3 take over.
-    let mut p2 = members.remove(1);
-    drop(p2.child.stdin.take());
-    let _ = p2.child.wait();
+    members.remove(1).leave();
     shards_owned_by(&mut client, &prefix, &["p0", "p3"]).await;
-    converge(&mut watch, &mut seen, &["p0", "p3"]).await;
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p3"]).await;
 
-    for mut m in members {
-        drop(m.child.stdin.take());
-        let _ = m.child.wait();
+    for m in members {
+        m.leave();
     }
 
     // The logs: no two processes on one key at once; no stale commit.

@@ -20,7 +20,15 @@
 //! - a shard it owns and should not: the host is asked to release it; once
 //!   the host drained it (no reconcile of its keys starts or runs), the key
 //!   is deleted if it is still the one created (same create revision);
-//! - a shard it owns whose key is gone or another's: lost.
+//! - a shard it owns whose key is gone or another's: lost;
+//! - a shard key on its lease that it neither owns nor should own (a
+//!   delete etcd did not answer): released as an owned shard is.
+//!
+//! A read is acted on only if it is no older than the member's last write
+//! or read of the range (etcd revisions): one served before an acquisition
+//! answered would show the new key absent, so the shard lost, and its key,
+//! left on the live lease, would block its next owner for good. A stale
+//! read is read again.
 //!
 //! A shard held by another member is never taken: it moves when its owner
 //! deleted the key, or when the owner's lease expired (etcd deletes its keys).
@@ -70,6 +78,13 @@ struct Group {
     owned: BTreeMap<u32, (String, i64)>,
     draining: HashSet<u32>,
     acquiring: HashSet<u32>,
+    /// Drained shards whose key's delete is on its way.
+    releasing: HashSet<u32>,
+    /// The etcd revision of this group's last write (member key, shard key
+    /// created or deleted) or read: a read older than it is stale (it was
+    /// served before a write of ours its answer would contradict) and is
+    /// read again rather than acted on.
+    known: i64,
     acquired: u64,
     released: u64,
     lost: u64,
@@ -110,7 +125,13 @@ impl Group {
         }
         self.draining.clear();
         self.acquiring.clear();
+        self.releasing.clear();
         self.registered = None;
+    }
+
+    /// Notes the revision of a write or read of this group's range.
+    fn saw(&mut self, revision: i64) {
+        self.known = self.known.max(revision);
     }
 
     /// Reads the member and shard keys of one listing.
@@ -235,7 +256,24 @@ impl ShardsActor {
             act.refreshing = false;
             for (i, result) in results.into_iter().enumerate() {
                 match result {
-                    Ok(Ok(resp)) => act.apply(i, resp.kvs(), lease, ctx),
+                    Ok(Ok(resp)) => {
+                        let revision = resp.header().map_or(0, |h| h.revision());
+                        let Some(group) = act.groups.get_mut(i) else { continue };
+                        if revision < group.known {
+                            // Served before a write of ours answered: it may
+                            // not show a shard just created (which would then
+                            // look lost) or show one just deleted. Read again.
+                            tracing::debug!(
+                                "shards: {} read at {revision}, older than {}; reading again",
+                                group.controller,
+                                group.known
+                            );
+                            act.again = true;
+                            continue;
+                        }
+                        group.saw(revision);
+                        act.apply(i, resp.kvs(), lease, ctx);
+                    }
                     Ok(Err(e)) => tracing::debug!("shards: cannot read the members: {e}"),
                     Err(_) => tracing::debug!("shards: etcd did not answer a read"),
                 }
@@ -269,10 +307,17 @@ impl ShardsActor {
                 client.put(key, value, Some(PutOptions::new().with_lease(lease))).await
             };
             ctx.spawn(put.into_actor(self).map(move |result, act, ctx| {
-                if let Err(e) = result {
-                    tracing::warn!("shards: cannot register as a member: {e}");
-                    if let Some(g) = act.groups.get_mut(i) {
-                        g.registered = None;
+                match result {
+                    Ok(resp) => {
+                        if let (Some(g), Some(h)) = (act.groups.get_mut(i), resp.header()) {
+                            g.saw(h.revision());
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("shards: cannot register as a member: {e}");
+                        if let Some(g) = act.groups.get_mut(i) {
+                            g.registered = None;
+                        }
                     }
                 }
                 act.refresh(ctx);
@@ -304,17 +349,27 @@ impl ShardsActor {
                 }
                 continue;
             }
-            if !want || group.acquiring.contains(&shard) {
+            if group.acquiring.contains(&shard) || group.releasing.contains(&shard) {
                 continue;
             }
             match holders.get(&shard) {
-                None => acquire.push(shard),
+                None if want => acquire.push(shard),
+                None => {}
                 // Created by this process, its answer lost: adopt it.
-                Some(h) if h.lease == lease && h.member == group.member => {
+                Some(h) if h.lease == lease && h.member == group.member && want => {
                     let key = group.shard_key(shard);
                     group.owned.insert(shard, (key.clone(), h.token));
                     group.acquired += 1;
                     group.notify.do_send(ShardEvent::Acquired { shard, key, token: h.token });
+                }
+                // On this process's lease, not owned, not wanted (its delete
+                // went unanswered, say): nobody else may take it while the
+                // lease lives, so it is released as an owned shard is.
+                Some(h) if h.lease == lease && h.member == group.member => {
+                    tracing::debug!("shards: {} releases stray shard {shard}", group.controller);
+                    group.owned.insert(shard, (group.shard_key(shard), h.token));
+                    group.draining.insert(shard);
+                    group.notify.do_send(ShardEvent::Release { shard });
                 }
                 Some(_) => {} // its owner drains it, or its lease expires
             }
@@ -345,6 +400,11 @@ impl ShardsActor {
             let Some(group) = act.groups.get_mut(i) else { return };
             for (shard, key, result) in results {
                 group.acquiring.remove(&shard);
+                if let Ok(Ok(resp)) = &result
+                    && let Some(h) = resp.header()
+                {
+                    group.saw(h.revision());
+                }
                 match result {
                     Ok(Ok(resp)) if resp.succeeded() && held => {
                         let token = resp.header().map_or(0, |h| h.revision());
@@ -459,6 +519,8 @@ impl Handler<JoinShards> for ShardsActor {
             owned: BTreeMap::new(),
             draining: HashSet::new(),
             acquiring: HashSet::new(),
+            releasing: HashSet::new(),
+            known: 0,
             acquired: 0,
             released: 0,
             lost: 0,
@@ -480,6 +542,7 @@ impl Handler<Drained> for ShardsActor {
         }
         let Some((key, token)) = group.owned.remove(&msg.shard) else { return };
         group.released += 1;
+        group.releasing.insert(msg.shard);
         tracing::debug!(
             "shards: {} releases shard {} (token {token})",
             group.controller,
@@ -491,8 +554,20 @@ impl Handler<Drained> for ShardsActor {
         let mut client = self.client.clone();
         let timeout = self.config.request_timeout;
         let release = async move { tokio::time::timeout(timeout, client.txn(txn)).await };
-        // A release etcd did not answer leaves the key to the lease's expiry.
-        ctx.spawn(release.into_actor(self).map(|_, act, ctx| act.refresh(ctx)));
+        let (controller, shard) = (msg.controller, msg.shard);
+        // A release etcd did not answer leaves the key on this process's
+        // lease: the next read finds it stray and releases it again.
+        ctx.spawn(release.into_actor(self).map(move |result, act, ctx| {
+            if let Some(group) = act.groups.iter_mut().find(|g| g.controller == controller) {
+                group.releasing.remove(&shard);
+                if let Ok(Ok(resp)) = &result
+                    && let Some(h) = resp.header()
+                {
+                    group.saw(h.revision());
+                }
+            }
+            act.refresh(ctx);
+        }));
     }
 }
 
