@@ -124,6 +124,7 @@ pub mod queue;
 mod registration;
 pub mod resource;
 mod runtime;
+pub mod shard;
 pub mod state;
 pub mod supervisor;
 pub mod testing;

@@ -29,6 +29,7 @@ use std::pin::Pin;
 
 use crate::controller::{Controller, QueueController, QueueHandle};
 use crate::execution::Placement;
+use crate::shard::Sharding;
 use crate::supervisor::{
     ControllerRegistration, QueueRegistration, Register, Registered, Registration,
     RegistrationError, Supervisor,
@@ -135,6 +136,7 @@ pub struct Registering<'r, M, F> {
     supervisor: &'r actix::Addr<Supervisor>,
     factory: F,
     placement: Placement,
+    sharding: Option<Sharding>,
     _kind: PhantomData<fn() -> M>,
 }
 
@@ -150,7 +152,7 @@ impl<'r, M, F: Factory<M>> Registering<'r, M, F> {
         factory: F,
         placement: Placement,
     ) -> Self {
-        Registering { supervisor, factory, placement, _kind: PhantomData }
+        Registering { supervisor, factory, placement, sharding: None, _kind: PhantomData }
     }
 
     /// Runs the controller on the arbiter `placement` picks (see
@@ -165,13 +167,59 @@ impl<'r, M, F: Factory<M>> Registering<'r, M, F> {
     }
 }
 
+impl<F: Factory<Queue>> Registering<'_, Queue, F> {
+    /// Registers the queue controller **sharded**: every process that shares
+    /// this runtime's etcd store and registers it reconciles only the keys of
+    /// the virtual shards it owns (see [`shard`](crate::shard)).
+    ///
+    /// # Expected flow
+    /// The process joins the controller's members (a key on its lease);
+    /// every member computes the same [`Ring`](crate::shard::Ring) of the
+    /// live members and acquires the shards it should own. Changes to keys
+    /// of other shards never reach the queue; when a shard is acquired,
+    /// every primary resource of it is queued; when the ring moves a shard
+    /// away, its reconciles stop starting, those running finish, and only
+    /// then is the shard given up.
+    ///
+    /// # Guarantees
+    /// - A key is never reconciled by two processes at once: a shard moves
+    ///   only once its owner drained and released it, or its lease expired.
+    /// - Every write of a reconcile of a key carries the fencing token of its
+    ///   shard (the shard key's create revision): etcd refuses it, in the
+    ///   write's own transaction, once this process no longer holds that key
+    ///   ([`StorageFailure::Fenced`](crate::StorageFailure::Fenced)).
+    /// - A dead process's shards are owned again within about 1.25 × the
+    ///   lease TTL ([`EtcdConfig::lease_ttl`](crate::state::EtcdConfig::lease_ttl)).
+    ///
+    /// # Caveats
+    /// - Only on an etcd state; on any other state (or with
+    ///   `RuntimeBuilder::claims`) the controller owns every shard and
+    ///   runs unsharded (logged once).
+    /// - Exclusive outputs of a sharded controller are not claimed across
+    ///   processes (each process writes its own share): the shard fences
+    ///   take the claim's place.
+    /// - Mapped inputs are filtered by the shard of the primary keys they
+    ///   map to; [`QueueHandle::enqueue`](crate::controller::QueueHandle::enqueue)
+    ///   of a key of another process's shard is dropped.
+    ///
+    /// # Errors
+    /// As [`Runtime::register`](crate::Runtime::register).
+    pub fn sharded(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
+        self
+    }
+}
+
 impl<'r, M: 'r, F: Factory<M>> IntoFuture for Registering<'r, M, F> {
     type Output = Result<F::Handle, RegistrationError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + 'r>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        let Registering { supervisor, factory, placement, .. } = self;
-        let sealed::Boxed(registration) = factory.registration();
+        let Registering { supervisor, factory, placement, sharding, .. } = self;
+        let sealed::Boxed(mut registration) = factory.registration();
+        if let Some(sharding) = sharding {
+            registration.shard(sharding);
+        }
         Box::pin(async move {
             let registered =
                 supervisor.send(Register(registration, placement)).await.unwrap_or_else(|_| {

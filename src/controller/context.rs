@@ -44,6 +44,11 @@ pub struct ReconcileContext {
     requeue_after: AtomicU64,
     new_inputs: Option<Vec<Input>>,
     queue: bool,
+    /// The owner name writes carry, when not the controller's own
+    /// allocation: a sharded reconcile's, registered with its shard's fence.
+    writer: Option<Arc<str>>,
+    /// A sharded reconcile's shard and its fencing token.
+    shard: Option<(u32, i64)>,
 }
 
 impl fmt::Debug for ReconcileContext {
@@ -78,7 +83,24 @@ impl ReconcileContext {
             requeue_after: AtomicU64::new(u64::MAX),
             new_inputs: None,
             queue,
+            writer: None,
+            shard: None,
         }
+    }
+
+    /// A sharded queue controller's reconcile: the key's virtual shard and
+    /// the fencing token this process holds it with (every write of this
+    /// reconcile is refused once the token is stale). `None` unsharded.
+    pub fn shard(&self) -> Option<(u32, i64)> {
+        self.shard
+    }
+
+    /// The same context, writing as `writer` (the controller's name, in an
+    /// allocation the store knows the shard fence of).
+    pub(crate) fn writing_as(mut self, writer: Arc<str>, shard: (u32, i64)) -> Self {
+        self.writer = Some(writer);
+        self.shard = Some(shard);
+        self
     }
 
     /// The controller's name (also its owner name and finalizer).
@@ -92,7 +114,7 @@ impl ReconcileContext {
     }
 
     fn owner_arc(&self) -> Option<Arc<str>> {
-        Some(self.rules.controller().clone())
+        Some(self.writer.as_ref().unwrap_or(self.rules.controller()).clone())
     }
 
     fn read(&self) {
@@ -391,7 +413,10 @@ impl ReconcileContext {
     /// for yet: what a reconcile on another thread gets, or what stands in
     /// for the one it took.
     pub(crate) fn fork(&self) -> Self {
-        ReconcileContext::new(self.reach.clone(), self.rules.clone(), self.queue)
+        let mut cx = ReconcileContext::new(self.reach.clone(), self.rules.clone(), self.queue);
+        cx.writer = self.writer.clone();
+        cx.shard = self.shard;
+        cx
     }
 
     pub(crate) fn take_requeue(&self) -> Option<Duration> {

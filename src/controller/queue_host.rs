@@ -33,7 +33,9 @@ use crate::Error;
 use crate::activity::ActivityGuard;
 use crate::queue::{Completion, Taken};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
+use crate::shard::{Sharding, shard_of};
 use crate::state::delivery::{Sink, WatchBatch};
+use crate::state::shards::{ShardEvent, ShardFence, ShardService, WriterGuard};
 use crate::state::{Event, WatchEvent};
 use crate::supervisor::HostReport;
 
@@ -63,6 +65,33 @@ pub(crate) struct Queued<Q> {
     /// Destroy-ready input kinds whose bootstrap is not over: every resource
     /// of theirs is mapped until then (leftovers of an earlier run are found).
     bootstrapping: Vec<Kind>,
+    /// A sharded controller's shards (`None`: unsharded, no cost).
+    shards: Option<Box<Shards>>,
+}
+
+/// What a sharded queue controller's host keeps of its shards.
+struct Shards {
+    service: ShardService,
+    count: u32,
+    /// Owned shards and their fences.
+    owned: HashMap<u32, ShardFence>,
+    /// Shards being given up: nothing of theirs starts; `Drained` once none runs.
+    draining: std::collections::HashSet<u32>,
+    /// Reconciles running, by shard.
+    running: HashMap<u32, usize>,
+    /// Shards acquired whose keys are still to be listed and queued.
+    resync: Vec<u32>,
+    resyncing: bool,
+}
+
+impl Shards {
+    fn shard(&self, key: &Pointer) -> u32 {
+        shard_of(key, self.count).0
+    }
+
+    fn owns(&self, key: &Pointer) -> bool {
+        self.owned.contains_key(&self.shard(key))
+    }
 }
 
 /// The host of queue controller `controller`.
@@ -84,6 +113,7 @@ pub(crate) fn queue_host<Q: QueueController>(
         requeueing_all: false,
         own_triggered: Default::default(),
         bootstrapping: Vec::new(),
+        shards: None,
     };
     Host::new(queued, rules, concurrency, env, pool, counters, queue_counters, busy)
 }
@@ -115,7 +145,85 @@ impl<Q: QueueController> Queued<Q> {
     }
 }
 
+/// Joins a sharded controller's members once its host runs.
+pub(crate) type JoinShards = Box<dyn FnOnce(Recipient<ShardEvent>)>;
+
 impl<Q: QueueController> QueueHost<Q> {
+    /// Shards this controller as `sharding` says, if its state has a shard
+    /// service (etcd); what joins the members once the host started.
+    pub(crate) fn sharded(&mut self, sharding: &Sharding) -> Option<JoinShards> {
+        let Some(service) = self.env.state.claim_service().and_then(|c| c.shards()).cloned() else {
+            tracing::warn!(
+                controller = %self.name,
+                "queue controller {}: sharded, but the state has no shard service (etcd); \
+                 it owns every key",
+                self.name
+            );
+            return None;
+        };
+        let count = sharding.shard_count();
+        let member = sharding.member_or_made();
+        self.controller.shards = Some(Box::new(Shards {
+            service: service.clone(),
+            count,
+            owned: HashMap::new(),
+            draining: Default::default(),
+            running: HashMap::new(),
+            resync: Vec::new(),
+            resyncing: false,
+        }));
+        let name = self.name.clone();
+        Some(Box::new(move |host| service.join(name, count, member, host)))
+    }
+
+    /// Lists the primary kinds and queues the keys of the shards acquired
+    /// since the last listing. Holds activity until they are queued.
+    fn resync(&mut self, ctx: &mut Context<Self>) {
+        let Some(shards) = &mut self.controller.shards else { return };
+        if shards.resyncing || shards.resync.is_empty() {
+            return;
+        }
+        shards.resyncing = true;
+        let wanted: std::collections::HashSet<u32> = shards.resync.drain(..).collect();
+        let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
+        let state = self.env.state.clone();
+        let name = self.name.clone();
+        let busy = self.env.state.activity().guard();
+        let list = async move {
+            let mut all = Vec::new();
+            for kind in kinds {
+                match state.list(&kind, &LabelQuery::all()).await {
+                    Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
+                    Err(e) => {
+                        tracing::warn!(controller = %name, "cannot list {kind} to resync: {e}")
+                    }
+                }
+            }
+            (all, busy)
+        };
+        ctx.spawn(list.into_actor(self).map(move |(all, busy), act, ctx| {
+            let now = Instant::now();
+            if let Some(shards) = &mut act.controller.shards {
+                shards.resyncing = false;
+                let keep: Vec<Pointer> = all
+                    .into_iter()
+                    .filter(|p| {
+                        let s = shards.shard(p);
+                        wanted.contains(&s) && shards.owned.contains_key(&s)
+                    })
+                    .collect();
+                for ptr in keep {
+                    if act.is_primary(&ptr) {
+                        act.queue.add(ptr, now);
+                    }
+                }
+            }
+            act.resync(ctx);
+            act.pump(ctx);
+            drop(busy);
+        }));
+    }
+
     fn inputs_of(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
         self.rules.inputs().iter().filter(move |i| i.input_kind == kind)
     }
@@ -143,6 +251,11 @@ impl<Q: QueueController> QueueHost<Q> {
     /// Queues `key`, remembering whether only the controller's own writes
     /// asked for it.
     fn add(&mut self, key: Pointer, own: bool, now: Instant) {
+        if let Some(shards) = &self.controller.shards
+            && !shards.owns(&key)
+        {
+            return; // another process's shard, or one being given up
+        }
         let own_triggered = &mut self.controller.own_triggered;
         if own {
             own_triggered.insert(key.clone());
@@ -246,7 +359,8 @@ impl<Q: QueueController> QueueHost<Q> {
             act.controller.requeueing_all = false;
             let now = Instant::now();
             for ptr in all {
-                if act.is_primary(&ptr) {
+                let mine = act.controller.shards.as_ref().is_none_or(|s| s.owns(&ptr));
+                if mine && act.is_primary(&ptr) {
                     act.queue.add(ptr, now);
                 }
             }
@@ -330,6 +444,20 @@ impl<Q: QueueController> Hosted for Queued<Q> {
         now: Instant,
         _: &mut Context<QueueHost<Q>>,
     ) -> Option<Work<Self>> {
+        let mut writer = None;
+        if let Some(shards) = &mut host.controller.shards {
+            let shard = shards.shard(&ptr);
+            let Some(fence) = shards.owned.get(&shard) else {
+                // Its shard was given up or lost while it waited: dropped.
+                host.queue.done(&ptr, crate::queue::Completion::Success, now);
+                return None;
+            };
+            // Writes as an allocation of its own, fenced by the shard's token.
+            let name: Arc<str> = Arc::from(&*host.name);
+            let guard = shards.service.writers().register(&name, fence.clone());
+            *shards.running.entry(shard).or_default() += 1;
+            writer = Some((name, guard, (shard, fence.token)));
+        }
         host.queue_counters.time_in_queue.observe(waited);
         let reason = if failures > 0 { "retry after failure" } else { "queued" };
         let own_triggered = &mut host.controller.own_triggered;
@@ -338,9 +466,15 @@ impl<Q: QueueController> Hosted for Queued<Q> {
         let span = reconcile_span(&host.name, &ptr, reason);
         outcome::started(&host.counters, &mut host.in_flight, now, Some(waited));
         let controller = host.controller.controller.clone();
-        let cx = ReconcileContext::new(host.reach.clone(), host.rules.clone(), true);
+        let mut cx = ReconcileContext::new(host.reach.clone(), host.rules.clone(), true);
+        let mut guard: Option<WriterGuard> = None;
+        if let Some((name, g, shard)) = writer {
+            cx = cx.writing_as(name, shard);
+            guard = Some(g);
+        }
         Some(Box::pin(async move {
             let _permit = permit;
+            let _writer = guard;
             let ended = {
                 let mut reconcile = std::pin::pin!(
                     run_caught(async {
@@ -437,6 +571,17 @@ impl<Q: QueueController> Hosted for Queued<Q> {
         now: Instant,
         ctx: &mut Context<QueueHost<Q>>,
     ) {
+        if let Some(shards) = &mut host.controller.shards {
+            let shard = shards.shard(ptr);
+            let running = shards.running.entry(shard).or_default();
+            *running = running.saturating_sub(1);
+            if *running == 0 {
+                shards.running.remove(&shard);
+                if shards.draining.remove(&shard) {
+                    shards.service.drained(host.name.clone(), shard);
+                }
+            }
+        }
         if let Some(delay) = retry {
             Counters::bump(&host.counters.retries);
             Counters::bump(&host.counters.work_queue.retries);
@@ -508,6 +653,38 @@ impl<Q: QueueController> Handler<WatchBatch> for QueueHost<Q> {
     }
 }
 
+impl<Q: QueueController> Handler<ShardEvent> for QueueHost<Q> {
+    type Result = ();
+
+    fn handle(&mut self, event: ShardEvent, ctx: &mut Context<Self>) {
+        let Some(shards) = &mut self.controller.shards else { return };
+        match event {
+            ShardEvent::Acquired { shard, key, token } => {
+                tracing::debug!("queue controller {}: owns shard {shard} ({token})", self.name);
+                shards.draining.remove(&shard);
+                shards.owned.insert(shard, ShardFence { key, token });
+                shards.resync.push(shard);
+                self.resync(ctx);
+            }
+            ShardEvent::Release { shard } => {
+                // Owned or not (a stray key of this process's lease), the
+                // shard goes once none of its reconciles runs.
+                shards.owned.remove(&shard);
+                if shards.running.contains_key(&shard) {
+                    shards.draining.insert(shard);
+                } else {
+                    shards.service.drained(self.name.clone(), shard);
+                }
+            }
+            ShardEvent::Lost { shard } => {
+                tracing::warn!("queue controller {}: lost shard {shard}", self.name);
+                shards.owned.remove(&shard);
+                shards.draining.remove(&shard);
+            }
+        }
+    }
+}
+
 impl<Q: QueueController> Handler<Enqueue> for QueueHost<Q> {
     type Result = Result<(), Error>;
 
@@ -518,6 +695,11 @@ impl<Q: QueueController> Handler<Enqueue> for QueueHost<Q> {
                 resource: msg.pointer.to_string(),
                 reason: format!("not a primary input of queue controller {:?}", self.name),
             });
+        }
+        if let Some(shards) = &self.controller.shards
+            && !shards.owns(&msg.pointer)
+        {
+            return Ok(()); // another process's shard: its owner reconciles it
         }
         if !msg.after.is_zero() {
             Counters::bump(&self.counters.work_queue.retries);

@@ -43,6 +43,7 @@ pub struct ClaimService {
     claim: Recipient<ClaimOutputs>,
     get: Recipient<GetClaims>,
     resign: Recipient<Resign>,
+    shards: Option<super::ShardService>,
 }
 
 impl std::fmt::Debug for ClaimService {
@@ -65,7 +66,21 @@ impl ClaimService {
             claim: actor.clone().recipient(),
             get: actor.clone().recipient(),
             resign: actor.clone().recipient(),
+            shards: None,
         }
+    }
+
+    /// The same service, also sharing the shards of sharded controllers.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn with_shards(mut self, shards: super::ShardService) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// The service that shares the shards of sharded queue controllers
+    /// among the processes on this store (etcd only).
+    pub fn shards(&self) -> Option<&super::ShardService> {
+        self.shards.as_ref()
     }
 
     /// What this process claims, and whether it holds each claim.
@@ -87,6 +102,9 @@ impl ClaimService {
     /// Gives up every claim for good; resolves once released.
     pub(crate) async fn resign(&self) {
         let _ = self.resign.send(Resign).await;
+        if let Some(shards) = &self.shards {
+            shards.resign().await;
+        }
     }
 }
 

@@ -304,6 +304,7 @@ mod redb_log;
 mod reply;
 pub(crate) mod request;
 mod routes;
+pub(crate) mod shards;
 mod slab;
 pub(crate) mod store;
 mod subscriptions;
@@ -327,6 +328,7 @@ pub use open::StateBuilder;
 pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use request::WatchStats;
 pub use routes::Namespaces;
+pub use shards::{ShardService, ShardStatus};
 
 /// The durable state's write-ahead log reader, callable on its own by the
 /// fuzz targets (`fuzz/` in the repository): a log file is input from disk.

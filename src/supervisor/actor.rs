@@ -61,6 +61,11 @@ pub(crate) enum Registered {
 pub(crate) trait Registration: Send {
     /// Builds the first instance (panics caught) and reads its declarations.
     fn prepare(self: Box<Self>) -> Result<(Declared, Box<dyn Prepared>), RegistrationError>;
+
+    /// Shards a queue controller (others ignore it).
+    fn shard(&mut self, sharding: crate::shard::Sharding) {
+        let _ = sharding;
+    }
 }
 
 /// A built instance waiting for its claims to be admitted, on the arbiter
@@ -77,6 +82,9 @@ pub(crate) struct Declared {
     outputs: Vec<Output>,
     /// A queue controller's concurrency.
     concurrency: Option<usize>,
+    /// A sharded queue controller: its exclusive outputs are not claimed
+    /// across processes (the shard fences take their place).
+    sharded: bool,
 }
 
 /// What the supervisor gives a host it admitted (crosses to its arbiter).
@@ -233,7 +241,11 @@ impl Supervisor {
             &declared.outputs,
         );
         let busy = env.state.activity().guard();
-        let exclusive = claimed_types(&env.state, &declared.outputs);
+        let exclusive = if declared.sharded {
+            Vec::new()
+        } else {
+            claimed_types(&env.state, &declared.outputs)
+        };
         let launch = Launch {
             env,
             rules,
@@ -468,7 +480,7 @@ where
     fn prepare(self: Box<Self>) -> Result<(Declared, Box<dyn Prepared>), RegistrationError> {
         let (instance, (name, inputs, outputs)) =
             describe(&self.factory, |c: &C| (c.name().to_owned(), c.inputs(), c.outputs()))?;
-        let declared = Declared { name, inputs, outputs, concurrency: None };
+        let declared = Declared { name, inputs, outputs, concurrency: None, sharded: false };
         Ok((declared, Box::new(PreparedController { instance, factory: self.factory })))
     }
 }
@@ -544,12 +556,13 @@ pub(crate) fn check_queue_settings(
 /// The registration of a [`QueueController`] built by factory `F`.
 pub(crate) struct QueueRegistration<Q, F> {
     factory: F,
+    sharding: Option<crate::shard::Sharding>,
     _controller: PhantomData<fn() -> Q>,
 }
 
 impl<Q, F> QueueRegistration<Q, F> {
     pub(crate) fn new(factory: F) -> Self {
-        QueueRegistration { factory, _controller: PhantomData }
+        QueueRegistration { factory, sharding: None, _controller: PhantomData }
     }
 }
 
@@ -567,10 +580,16 @@ where
             inputs: settings.inputs,
             outputs: settings.outputs,
             concurrency: Some(settings.concurrency),
+            sharded: self.sharding.is_some(),
         };
         let concurrency = settings.concurrency;
         let factory = self.factory;
-        Ok((declared, Box::new(PreparedQueue { instance, factory, concurrency })))
+        let sharding = self.sharding;
+        Ok((declared, Box::new(PreparedQueue { instance, factory, concurrency, sharding })))
+    }
+
+    fn shard(&mut self, sharding: crate::shard::Sharding) {
+        self.sharding = Some(sharding);
     }
 }
 
@@ -578,6 +597,7 @@ struct PreparedQueue<Q, F> {
     instance: Q,
     factory: F,
     concurrency: usize,
+    sharding: Option<crate::shard::Sharding>,
 }
 
 impl<Q, F> Prepared for PreparedQueue<Q, F>
@@ -602,7 +622,14 @@ where
         if standby {
             host = host.standing_by();
         }
+        let service = match &self.sharding {
+            Some(sharding) => host.sharded(sharding),
+            None => None,
+        };
         let host = host.start();
+        if let Some(join) = service {
+            join(host.clone().recipient());
+        }
         Started {
             stop: host.clone().recipient(),
             ownership: host.clone().recipient(),

@@ -75,8 +75,11 @@ async fn stamps(state: &State) -> WatchStream {
     state.watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::bootstrap()).await.unwrap()
 }
 
+/// How long any wait of these tests may take.
+const DEADLINE: Duration = Duration::from_secs(60);
+
 /// Waits for a stamp whose text starts with `prefix`; returns its text.
-async fn stamped_by(watch: &mut WatchStream, prefix: &str) -> String {
+async fn stamped(watch: &mut WatchStream, prefix: &str) -> String {
     while let Some(event) = watch.next().await {
         if let Some(r) = event.resource().filter(|r| !r.is_tombstone())
             && let Ok(s) = r.typed::<StrSpec>()
@@ -86,6 +89,13 @@ async fn stamped_by(watch: &mut WatchStream, prefix: &str) -> String {
         }
     }
     panic!("the watch ended before a stamp by {prefix}");
+}
+
+/// [`stamped`], within [`DEADLINE`].
+async fn stamped_by(watch: &mut WatchStream, prefix: &str) -> String {
+    tokio::time::timeout(DEADLINE, stamped(watch, prefix))
+        .await
+        .unwrap_or_else(|_| panic!("no stamp by {prefix} within {DEADLINE:?}"))
 }
 
 /// The owner process: a runtime with the stamper; prints `OWNER` once it
@@ -261,15 +271,39 @@ async fn a_standby_queue_controller_queues_keys_and_reconciles_them_all_on_takeo
     assert_eq!((m.status, m.reconciles), (ControllerStatus::Standby, 0), "{m:?}");
 
     // A's claim goes (its lease revoked, as by a partition): B takes over and
-    // reconciles every key it queued while standing by.
+    // reconciles every key it queued while standing by. A campaigns again at
+    // once, on a new lease, and may win the claim back before B's next
+    // campaign: whenever A holds it (its token is the claim key's create
+    // revision), its lease is revoked again.
     let mut client = etcd_client::Client::connect([etcd.endpoint()], None).await.unwrap();
     let key = format!("/{prefix}~owners/{}", StrSpec::TYPE);
-    let lease = client.get(key.as_str(), None).await.unwrap().kvs()[0].lease();
-    client.lease_revoke(lease).await.unwrap();
     let mut seen = std::collections::BTreeSet::new();
     let mut watch = stamps(&b.state()).await;
+    let deadline = Instant::now() + DEADLINE;
+    let mut revoked = 0;
     while seen.len() < 2 {
-        seen.insert(stamped_by(&mut watch, "b:").await);
+        let claim = client.get(key.as_str(), None).await.unwrap();
+        if let Some(kv) = claim.kvs().first()
+            && a.claims().await[0].token == Some(kv.create_revision())
+        {
+            let _ = client.lease_revoke(kv.lease()).await;
+            revoked += 1;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        // A claim A won back is looked for again after 2 × TTL.
+        let step = left.min(Duration::from_secs(2));
+        match tokio::time::timeout(step, stamped(&mut watch, "b:")).await {
+            Ok(stamp) => {
+                seen.insert(stamp);
+            }
+            Err(_) if step < left => {}
+            Err(_) => panic!(
+                "B stamped only {seen:?} within {DEADLINE:?} ({revoked} revokes of A's \
+                 lease); A: {:?}, B: {:?}",
+                a.claims().await,
+                b.claims().await
+            ),
+        }
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["b:1", "b:2"]);
     assert_eq!(b.metrics().await[0].status, ControllerStatus::Running);

@@ -11,4 +11,5 @@ mod failover;
 mod mixed_node;
 mod outage;
 mod processes;
+mod sharded;
 mod uid;

@@ -11,6 +11,7 @@ use super::claims::{ClaimsActor, Fence, Fences};
 use super::feed::{self, FeedCommand};
 use super::keys::{self, Keys};
 use super::revision::{etcd_rev, rev_at};
+use super::shards::ShardsActor;
 use super::{EtcdConfig, unavailable};
 use crate::Error;
 use crate::resource::Pointer;
@@ -18,6 +19,7 @@ use crate::state::backend::{
     Backend, CloseFuture, CommitFuture, CommitOutcome, Feed, Precondition, Snapshot, Write, WriteOp,
 };
 use crate::state::claims::ClaimService;
+use crate::state::shards::{ShardService, Writers};
 
 /// At most this many writes go in one transaction (etcd refuses more than
 /// `--max-txn-ops`, 128 by default, in one request).
@@ -56,6 +58,7 @@ pub struct EtcdBackend {
     /// The feed's command channel, once the feed was taken.
     commands: Option<mpsc::UnboundedSender<FeedCommand>>,
     fences: Fences,
+    writers: Writers,
     claims: ClaimService,
 }
 
@@ -79,6 +82,10 @@ impl EtcdBackend {
         let fences = Fences::default();
         let actor =
             ClaimsActor::new(client.clone(), keys.clone(), config.clone(), fences.clone()).start();
+        let writers = Writers::default();
+        let shards = ShardsActor::new(client.clone(), keys.clone(), config.clone()).start();
+        let claims =
+            ClaimService::of(&actor).with_shards(ShardService::of(&shards, writers.clone()));
         Ok(EtcdBackend {
             kv: client.kv_client(),
             client,
@@ -88,7 +95,8 @@ impl EtcdBackend {
             listed_at,
             commands: None,
             fences,
-            claims: ClaimService::of(&actor),
+            writers,
+            claims,
         })
     }
 
@@ -104,10 +112,20 @@ impl EtcdBackend {
 fn plan(
     keys: &Keys,
     fences: &Fences,
+    writers: &Writers,
     write: &Write,
 ) -> Result<(TxnOp, usize, Option<Fence>), CommitOutcome> {
-    let fence =
-        write.owner.as_ref().and_then(|owner| fences.fence(owner, write.pointer.resource_type()));
+    let fence = write.owner.as_ref().and_then(|owner| {
+        fences.fence(owner, write.pointer.resource_type()).or_else(|| {
+            // A sharded reconcile's write: its shard's fence.
+            writers.fence(owner).map(|f| Fence {
+                key: f.key,
+                token: f.token,
+                controller: owner.clone(),
+                lost: false,
+            })
+        })
+    });
     if let Some(fence) = &fence {
         fence.check(&write.pointer).map_err(CommitOutcome::Refused)?;
     }
@@ -187,6 +205,7 @@ struct Sender {
     timeout: Duration,
     store: String,
     fences: Fences,
+    writers: Writers,
 }
 
 impl Sender {
@@ -253,7 +272,7 @@ impl Sender {
         }
         // Rare: the values are encoded again rather than kept for it.
         let alone = sent.into_iter().map(|s| async move {
-            match plan(&self.keys, &self.fences, &s.write) {
+            match plan(&self.keys, &self.fences, &self.writers, &s.write) {
                 Err(now) => vec![(s.index, now)],
                 Ok((op, _, fence)) => self.send(vec![op], &[Sent { fence, ..s }]).await,
             }
@@ -278,7 +297,7 @@ impl Backend for EtcdBackend {
         let mut chunks: Vec<(Vec<TxnOp>, Vec<Sent>)> = Vec::new();
         let mut bytes = 0;
         for (index, write) in batch.into_iter().enumerate() {
-            match plan(&self.keys, &self.fences, &write) {
+            match plan(&self.keys, &self.fences, &self.writers, &write) {
                 Err(now) => outcomes[index] = Ok(now),
                 Ok((op, size, fence)) => {
                     let full = chunks.last().is_none_or(|(ops, _)| {
@@ -301,6 +320,7 @@ impl Backend for EtcdBackend {
             timeout: self.config.request_timeout,
             store: self.config.describe(),
             fences: self.fences.clone(),
+            writers: self.writers.clone(),
         };
         Box::pin(async move {
             let txns = chunks.into_iter().map(|(ops, sent)| {

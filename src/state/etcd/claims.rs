@@ -142,8 +142,8 @@ impl std::fmt::Debug for Claims {
 /// The lease of this process ended (expired, revoked, or unanswered for a TTL).
 #[derive(Debug)]
 pub(crate) struct LeaseLost {
-    id: i64,
-    reason: String,
+    pub(crate) id: i64,
+    pub(crate) reason: String,
 }
 
 impl Claims {
@@ -185,7 +185,7 @@ impl Claims {
 
 /// Keeps lease `id` alive every TTL/3 until etcd says it expired or no
 /// keep-alive was answered for a whole TTL; then reports it lost.
-async fn keep_alive(
+pub(crate) async fn keep_alive(
     mut client: Client,
     id: i64,
     ttl: Duration,

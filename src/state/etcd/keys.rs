@@ -26,6 +26,8 @@ pub(crate) struct Keys {
     root: String,
     /// `/<prefix>~owners/`: every claim key starts with it.
     owners: String,
+    /// `/<prefix>~shards/`: every member and shard key starts with it.
+    shards: String,
 }
 
 /// Escapes one key part as a pointer's display does (`%` and `/` only:
@@ -49,7 +51,11 @@ impl Keys {
                 reason: "a prefix is a non-empty path without `~` or control characters".into(),
             });
         }
-        Ok(Keys { root: format!("/{trimmed}/"), owners: format!("/{trimmed}~owners/") })
+        Ok(Keys {
+            root: format!("/{trimmed}/"),
+            owners: format!("/{trimmed}~owners/"),
+            shards: format!("/{trimmed}~shards/"),
+        })
     }
 
     /// The range of every resource: a prefix.
@@ -85,6 +91,15 @@ impl Keys {
         }
         let kind = Kind::new(unescape(ns)?, unescape(ty)?);
         Some(Pointer::from_parts(kind, unescape(id)?.into()))
+    }
+
+    /// The range of a sharded controller's members and shard keys:
+    /// `/<prefix>~shards/<controller>/`; members under `m/`, shards under `s/`.
+    pub(crate) fn shard_range(&self, controller: &str) -> String {
+        let mut key = self.shards.clone();
+        escape(controller, &mut key);
+        key.push('/');
+        key
     }
 
     /// The claim key of an exclusive output type.

@@ -147,6 +147,7 @@ pub(crate) mod claims;
 pub(crate) mod feed;
 pub(crate) mod keys;
 mod revision;
+pub(crate) mod shards;
 
 pub use backend::EtcdBackend;
 pub use revision::etcd_revision;

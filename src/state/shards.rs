@@ -1,0 +1,262 @@
+//! Shard ownership across processes, for sharded queue controllers.
+//!
+//! A sharded queue controller (see [`shard`](crate::shard)) runs in every
+//! process that shares an etcd store; each process reconciles only the keys
+//! of the virtual shards it owns. The [`ShardService`] is the store's side:
+//! membership, shard keys on leases, hand-offs; the controller's host is the
+//! other side (it filters, resyncs and drains). The service rides on the
+//! [`ClaimService`](super::ClaimService) of an etcd store
+//! ([`ClaimService::shards`](super::ClaimService::shards)); the etcd
+//! implementation is `state/etcd/shards.rs`.
+//!
+//! # Writers
+//! A reconcile of a key of shard S writes as its controller, with an owner
+//! name that is an allocation of its own, registered in [`Writers`] with S's
+//! fence (the shard key and its create revision) for as long as the
+//! reconcile runs. The store looks the owner up when it plans a write and
+//! compares the fence in the write's own transaction. No sharded controller
+//! registered: one atomic load per write, nothing else.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use actix::prelude::*;
+
+/// The service that shares the virtual shards of sharded queue controllers
+/// among the processes on one etcd store.
+///
+/// # Expected flow
+/// Registering a queue controller with
+/// [`Registering::sharded`](crate::controller::Registering::sharded) joins
+/// its member set here; the service tells the controller's host which
+/// shards it owns (`ShardEvent`) and hears from it when a shard it must
+/// give up is drained.
+///
+/// # Guarantees
+/// A shard is owned by at most one process at a time: a process acquires
+/// a shard only by creating its key, which exists until the old owner
+/// deleted it after draining or its lease expired.
+///
+/// # Caveats
+/// Only an etcd store has one; a sharded registration on another state (or
+/// with `RuntimeBuilder::claims` replacing the etcd claims) owns every shard.
+#[derive(Clone)]
+pub struct ShardService {
+    join: Recipient<JoinShards>,
+    drained: Recipient<Drained>,
+    status: Recipient<GetShards>,
+    resign: Recipient<Leave>,
+    writers: Writers,
+}
+
+impl std::fmt::Debug for ShardService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShardService")
+    }
+}
+
+impl ShardService {
+    /// A service served by `actor`, fencing through `writers`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn of<A>(actor: &Addr<A>, writers: Writers) -> Self
+    where
+        A: Actor<Context = Context<A>>
+            + Handler<JoinShards>
+            + Handler<Drained>
+            + Handler<GetShards>
+            + Handler<Leave>,
+    {
+        ShardService {
+            join: actor.clone().recipient(),
+            drained: actor.clone().recipient(),
+            status: actor.clone().recipient(),
+            resign: actor.clone().recipient(),
+            writers,
+        }
+    }
+
+    /// The shards of every sharded controller of this process: owned,
+    /// draining, and the hand-offs so far.
+    pub async fn status(&self) -> Vec<ShardStatus> {
+        self.status.send(GetShards).await.unwrap_or_default()
+    }
+
+    /// Joins `controller`'s members with `shards` virtual shards as `member`.
+    pub(crate) fn join(
+        &self,
+        controller: Arc<str>,
+        shards: u32,
+        member: String,
+        notify: Recipient<ShardEvent>,
+    ) {
+        self.join.do_send(JoinShards { controller, shards, member, notify });
+    }
+
+    /// `controller` finished every reconcile of `shard`, which it gives up.
+    pub(crate) fn drained(&self, controller: Arc<str>, shard: u32) {
+        self.drained.do_send(Drained { controller, shard });
+    }
+
+    /// Leaves every member set for good; resolves once the lease is revoked
+    /// (the other members take the shards over at once).
+    pub(crate) async fn resign(&self) {
+        let _ = self.resign.send(Leave).await;
+    }
+
+    /// The writers' fences, for the hosts.
+    pub(crate) fn writers(&self) -> &Writers {
+        &self.writers
+    }
+}
+
+/// What a sharded controller's host hears from the service.
+#[derive(Message, Clone, Debug, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub(crate) enum ShardEvent {
+    /// This process owns `shard` now: its key `key`, created at revision
+    /// `token` (the fencing token).
+    Acquired { shard: u32, key: String, token: i64 },
+    /// Another member should own `shard`: stop starting its reconciles,
+    /// and say [`Drained`] once none runs.
+    Release { shard: u32 },
+    /// `shard` is lost (the lease lapsed): its writes are refused already.
+    Lost { shard: u32 },
+}
+
+/// Joins a controller's members (see [`ShardService::join`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct JoinShards {
+    pub(crate) controller: Arc<str>,
+    pub(crate) shards: u32,
+    pub(crate) member: String,
+    pub(crate) notify: Recipient<ShardEvent>,
+}
+
+/// A host drained a shard it was asked to release.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Drained {
+    pub(crate) controller: Arc<str>,
+    pub(crate) shard: u32,
+}
+
+/// Leaves every member set for good (the runtime stops): the lease is
+/// revoked, so the other members take the shards at once.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Leave;
+
+/// The status of every sharded controller, for [`ShardService::status`].
+#[derive(Message)]
+#[rtype(result = "Vec<ShardStatus>")]
+pub(crate) struct GetShards;
+
+/// One sharded controller of this process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardStatus {
+    /// The controller.
+    pub controller: String,
+    /// This process's member name.
+    pub member: String,
+    /// How many virtual shards the controller has.
+    pub shards: u32,
+    /// The live members, as last read from the store.
+    pub members: Vec<String>,
+    /// The shards this process owns, with their fencing tokens.
+    pub owned: Vec<(u32, i64)>,
+    /// The shards being drained before they are given up.
+    pub draining: Vec<u32>,
+    /// Shards acquired so far.
+    pub acquired: u64,
+    /// Shards given up after draining so far.
+    pub released: u64,
+    /// Shards lost with the lease so far.
+    pub lost: u64,
+}
+
+/// A shard's fence, as a write carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ShardFence {
+    /// The shard key.
+    pub(crate) key: String,
+    /// Its create revision when this process created it.
+    pub(crate) token: i64,
+}
+
+/// The writers of running sharded reconciles and their fences, by the
+/// address of the owner name each writes as (see the module doc). Written
+/// by the hosts, read by the store's commits; the lock is held for one map
+/// operation, never across an `.await`.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Writers(Arc<WritersInner>);
+
+#[derive(Default, Debug)]
+struct WritersInner {
+    /// How many are registered: the store skips the lock at 0.
+    count: AtomicUsize,
+    map: Mutex<HashMap<usize, (Arc<str>, ShardFence)>>,
+}
+
+/// Keeps a writer registered; unregisters it when dropped.
+#[derive(Debug)]
+pub(crate) struct WriterGuard {
+    writers: Writers,
+    addr: usize,
+}
+
+fn addr(writer: &Arc<str>) -> usize {
+    Arc::as_ptr(writer).cast::<u8>() as usize
+}
+
+impl Writers {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (Arc<str>, ShardFence)>> {
+        self.0.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers `writer` (an owner name allocated for one reconcile) with
+    /// `fence` until the guard is dropped. The map keeps a clone, so the
+    /// address is not reused meanwhile.
+    pub(crate) fn register(&self, writer: &Arc<str>, fence: ShardFence) -> WriterGuard {
+        let a = addr(writer);
+        self.map().insert(a, (writer.clone(), fence));
+        self.0.count.fetch_add(1, Ordering::Release);
+        WriterGuard { writers: self.clone(), addr: a }
+    }
+
+    /// The fence a write by `owner` must pass, if it is a sharded writer.
+    #[inline]
+    pub(crate) fn fence(&self, owner: &Arc<str>) -> Option<ShardFence> {
+        if self.0.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.map().get(&addr(owner)).map(|(_, f)| f.clone())
+    }
+}
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        if self.writers.map().remove(&self.addr).is_some() {
+            self.writers.0.count.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writer_is_fenced_by_its_allocation_not_its_name() {
+        let writers = Writers::default();
+        let fence = ShardFence { key: "/p~shards/c/s/3".into(), token: 9 };
+        let writer: Arc<str> = Arc::from("c");
+        let same_name: Arc<str> = Arc::from("c");
+        let guard = writers.register(&writer, fence.clone());
+        assert_eq!(writers.fence(&writer.clone()), Some(fence));
+        assert_eq!(writers.fence(&same_name), None, "another reconcile, another fence");
+        drop(guard);
+        assert_eq!(writers.fence(&writer), None);
+    }
+}
