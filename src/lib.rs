@@ -165,8 +165,8 @@ pub mod dev {
     #[doc(hidden)]
     pub use crate::state::backend::CommitOutcome as Outcome;
     pub use crate::state::backend::{
-        Backend, CommitOutcome, Feed, FeedChange, FeedMessage, Precondition, Snapshot, Write,
-        WriteOp,
+        Backend, CommitOutcome, Feed, FeedChange, FeedMessage, FeedScope, Precondition, Snapshot,
+        Write, WriteOp,
     };
     pub use crate::state::request::{
         Close, StateReply, StateRequest, Subject, TeardownAndDestroy, WatchSink,

@@ -181,6 +181,15 @@ impl<F: Factory<Queue>> Registering<'_, Queue, F> {
     /// away, its reconciles stop starting, those running finish, and only
     /// then is the shard given up.
     ///
+    /// **Each process holds only its share.** This process's state neither
+    /// decodes, caches nor delivers the other members' keys of the
+    /// controller's primary kinds (those it does not also map): its etcd
+    /// feed filters them out at the source, loads a shard's keys when the
+    /// shard is acquired and forgets them when it is given up. Reads of
+    /// those kinds in this process see only its shards; a write to a key of
+    /// another member's shard is refused. [`Sharding::keep_every_key`]
+    /// keeps them all instead.
+    ///
     /// # Guarantees
     /// - A key is never reconciled by two processes at once: a shard moves
     ///   only once its owner drained and released it, or its lease expired.
@@ -190,6 +199,9 @@ impl<F: Factory<Queue>> Registering<'_, Queue, F> {
     ///   ([`StorageFailure::Fenced`](crate::StorageFailure::Fenced)).
     /// - A dead process's shards are owned again within about 1.25 × the
     ///   lease TTL ([`EtcdConfig::lease_ttl`](crate::state::EtcdConfig::lease_ttl)).
+    /// - A process paused past its lease (`SIGSTOP`, a long GC, a frozen VM)
+    ///   loses its shards to the others; the writes its reconciles make when
+    ///   it wakes are refused.
     ///
     /// # Caveats
     /// - Only on an etcd state; on any other state (or with
@@ -201,9 +213,16 @@ impl<F: Factory<Queue>> Registering<'_, Queue, F> {
     /// - Mapped inputs are filtered by the shard of the primary keys they
     ///   map to; [`QueueHandle::enqueue`](crate::controller::QueueHandle::enqueue)
     ///   of a key of another process's shard is dropped.
+    /// - Holding only a share, another controller of this process that reads
+    ///   the sharded kinds sees only this process's shards of them: keep
+    ///   every key ([`Sharding::keep_every_key`]) for such a process.
+    /// - A shard's keys reach this process's state shortly after the shard
+    ///   is acquired (one etcd range read); they are queued as they arrive.
     ///
     /// # Errors
-    /// As [`Runtime::register`](crate::Runtime::register).
+    /// As [`Runtime::register`](crate::Runtime::register). Writes to
+    /// another member's key of a sharded kind from this process:
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the shard.
     pub fn sharded(mut self, sharding: Sharding) -> Self {
         self.sharding = Some(sharding);
         self

@@ -36,6 +36,7 @@ use crate::events::{EventSink, EventType, Recorder};
 use crate::execution::RoundBudget;
 use crate::queue::{Completion, Taken, WorkQueue};
 use crate::resource::{AnyResource, Kind, Phase, Pointer};
+use crate::shard::ShardMask;
 use crate::state::claims::Ownership;
 use crate::state::delivery::Sink;
 use crate::state::request::WatchSink;
@@ -106,14 +107,16 @@ pub(crate) struct HostEnv {
 
 impl HostEnv {
     /// A tracked watch on every resource of `kind` delivering to `sink`,
-    /// bootstrapped (each existing resource first) or not.
+    /// bootstrapped (each existing resource first) or not; with `shards`,
+    /// only the changes of keys in those shards.
     pub(crate) async fn watch_kind(
         &self,
         kind: Kind,
         sink: Sink,
         bootstrap: bool,
+        shards: Option<Arc<ShardMask>>,
     ) -> Result<WatchId, crate::Error> {
-        let sink = WatchSink { sink, activity: Some(self.state.activity().clone()) };
+        let sink = WatchSink { sink, activity: Some(self.state.activity().clone()), shards };
         let query = crate::resource::LabelQuery::all();
         // The kind of an input on every namespace.
         let target = if kind.namespace() == crate::state::watch::ALL_NAMESPACES {
@@ -126,21 +129,22 @@ impl HostEnv {
     }
 
     /// Watches each of `kinds` that `current` does not watch yet (a sink from
-    /// `sink` each), adding its id to `current`. A kind that cannot be
-    /// watched is logged, naming the controller, and left out.
+    /// `sink` each, filtered by its shard mask if it has one), adding its id
+    /// to `current`. A kind that cannot be watched is logged, naming the
+    /// controller, and left out.
     pub(crate) async fn watch_missing(
         &self,
-        kinds: impl IntoIterator<Item = Kind>,
+        kinds: impl IntoIterator<Item = (Kind, Option<Arc<ShardMask>>)>,
         sink: impl Fn() -> Sink,
         bootstrap: bool,
         current: &mut HashMap<Kind, WatchId>,
         controller: &str,
     ) {
-        for kind in kinds {
+        for (kind, shards) in kinds {
             if current.contains_key(&kind) {
                 continue;
             }
-            match self.watch_kind(kind.clone(), sink(), bootstrap).await {
+            match self.watch_kind(kind.clone(), sink(), bootstrap, shards).await {
                 Ok(id) => {
                     current.insert(kind, id);
                 }
@@ -168,6 +172,7 @@ pub(crate) async fn resubscribe(
             let _ = env.state.unwatch(id).await;
         }
     }
+    let wanted = wanted.into_iter().map(|k| (k, None));
     env.watch_missing(wanted, || Sink::Actor(recipient.clone()), false, &mut current, &owner).await;
     current
 }

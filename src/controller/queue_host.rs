@@ -33,9 +33,9 @@ use crate::Error;
 use crate::activity::ActivityGuard;
 use crate::queue::{Completion, Taken};
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer};
-use crate::shard::{Sharding, shard_of};
+use crate::shard::{ShardMask, Sharding, shard_of};
 use crate::state::delivery::{Sink, WatchBatch};
-use crate::state::shards::{ShardEvent, ShardFence, ShardService, WriterGuard};
+use crate::state::shards::{Hold, ShardEvent, ShardFence, ShardService, WriterGuard};
 use crate::state::{Event, WatchEvent};
 use crate::supervisor::HostReport;
 
@@ -75,6 +75,12 @@ struct Shards {
     count: u32,
     /// Owned shards and their fences.
     owned: HashMap<u32, ShardFence>,
+    /// The same shards, as the state reads them to filter the primary
+    /// watches (changes of other shards are never delivered here).
+    mask: Arc<ShardMask>,
+    /// The shards whose keys of the primary kinds the store keeps for this
+    /// process: owned or being drained (`None`: every key is kept).
+    held: Option<Arc<ShardMask>>,
     /// Shards being given up: nothing of theirs starts; `Drained` once none runs.
     draining: std::collections::HashSet<u32>,
     /// Reconciles running, by shard.
@@ -87,6 +93,27 @@ struct Shards {
 impl Shards {
     fn shard(&self, key: &Pointer) -> u32 {
         shard_of(key, self.count).0
+    }
+
+    /// The store keeps `shard`'s keys for this process from now on.
+    fn hold(&self, shard: u32) {
+        if let Some(held) = &self.held {
+            held.insert(shard);
+            self.service.holds().changed();
+        }
+    }
+
+    /// `shard` is given up: told to the service, and the store forgets its keys.
+    fn give_up(&self, controller: Arc<str>, shard: u32) {
+        self.unhold(shard);
+        self.service.drained(controller, shard);
+    }
+
+    fn unhold(&self, shard: u32) {
+        if let Some(held) = &self.held {
+            held.remove(shard);
+            self.service.holds().changed();
+        }
     }
 
     fn owns(&self, key: &Pointer) -> bool {
@@ -163,10 +190,41 @@ impl<Q: QueueController> QueueHost<Q> {
         };
         let count = sharding.shard_count();
         let member = sharding.member_or_made();
+        // The store keeps only the held shards of each primary kind the
+        // controller does not also map (a mapped kind is read whole).
+        let held = (!sharding.keeps_every_key()).then(|| Arc::new(ShardMask::new(count)));
+        if let Some(held) = &held {
+            let inputs: Vec<Input> = self.rules.inputs().to_vec();
+            let mapped = watched_kinds(
+                &inputs
+                    .iter()
+                    .filter(|i| matches!(i.input_kind, InputKind::Mapped | InputKind::DestroyReady))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+            let primary = watched_kinds(
+                &inputs
+                    .iter()
+                    .filter(|i| i.input_kind == InputKind::Primary)
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+            for kind in primary.into_iter().filter(|k| !mapped.contains(k)) {
+                let namespace = (kind.namespace() != crate::state::watch::ALL_NAMESPACES)
+                    .then(|| kind.namespace().into());
+                service.holds().add(Hold {
+                    resource_type: kind.resource_type().into(),
+                    namespace,
+                    mask: held.clone(),
+                });
+            }
+        }
         self.controller.shards = Some(Box::new(Shards {
             service: service.clone(),
             count,
             owned: HashMap::new(),
+            mask: Arc::new(ShardMask::new(count)),
+            held,
             draining: Default::default(),
             running: HashMap::new(),
             resync: Vec::new(),
@@ -422,12 +480,23 @@ impl<Q: QueueController> Hosted for Queued<Q> {
                 .cloned()
                 .collect::<Vec<_>>(),
         );
+        // A sharded controller's primary watches carry its shards: the state
+        // delivers only their changes. A kind it also maps is not filtered
+        // (a change of any key may map to one of its own).
+        let mask = host.controller.shards.as_ref().map(|s| s.mask.clone());
+        let primary: Vec<(Kind, Option<Arc<ShardMask>>)> = primary
+            .into_iter()
+            .map(|k| {
+                let filter = if mapped.contains(&k) { None } else { mask.clone() };
+                (k, filter)
+            })
+            .collect();
         let name = host.name.clone();
         Box::pin(async move {
             let mut subs = HashMap::new();
             let sink = || Sink::Batch(recipient.clone());
-            env.watch_missing(primary.into_iter().chain(mapped), sink, true, &mut subs, &name)
-                .await;
+            let kinds = primary.into_iter().chain(mapped.into_iter().map(|k| (k, None)));
+            env.watch_missing(kinds, sink, true, &mut subs, &name).await;
             subs
         })
     }
@@ -578,7 +647,7 @@ impl<Q: QueueController> Hosted for Queued<Q> {
             if *running == 0 {
                 shards.running.remove(&shard);
                 if shards.draining.remove(&shard) {
-                    shards.service.drained(host.name.clone(), shard);
+                    shards.give_up(host.name.clone(), shard);
                 }
             }
         }
@@ -663,6 +732,8 @@ impl<Q: QueueController> Handler<ShardEvent> for QueueHost<Q> {
                 tracing::debug!("queue controller {}: owns shard {shard} ({token})", self.name);
                 shards.draining.remove(&shard);
                 shards.owned.insert(shard, ShardFence { key, token });
+                shards.mask.insert(shard);
+                shards.hold(shard);
                 shards.resync.push(shard);
                 self.resync(ctx);
             }
@@ -670,16 +741,19 @@ impl<Q: QueueController> Handler<ShardEvent> for QueueHost<Q> {
                 // Owned or not (a stray key of this process's lease), the
                 // shard goes once none of its reconciles runs.
                 shards.owned.remove(&shard);
+                shards.mask.remove(shard);
                 if shards.running.contains_key(&shard) {
                     shards.draining.insert(shard);
                 } else {
-                    shards.service.drained(self.name.clone(), shard);
+                    shards.give_up(self.name.clone(), shard);
                 }
             }
             ShardEvent::Lost { shard } => {
                 tracing::warn!("queue controller {}: lost shard {shard}", self.name);
                 shards.owned.remove(&shard);
+                shards.mask.remove(shard);
                 shards.draining.remove(&shard);
+                shards.unhold(shard);
             }
         }
     }

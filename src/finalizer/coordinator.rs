@@ -156,6 +156,7 @@ impl Handler<Park> for FinalizerCoordinator {
         let sink = WatchSink {
             sink: crate::state::delivery::Sink::Actor(ctx.address().recipient()),
             activity: Some(state.activity().clone()),
+            shards: None,
         };
         let ptr = msg.pointer;
         ctx.spawn(

@@ -9,6 +9,8 @@
 //! - [`Sharding`] (`settings.rs`): how a queue controller is sharded (shard
 //!   count, member name), given to
 //!   [`Registering::sharded`](crate::controller::Registering::sharded).
+//! - `ShardMask` (`mask.rs`): the shards this process owns, which the
+//!   state reads to deliver a sharded controller only its own keys' changes.
 //! - [`Ring`] (`ring.rs`): the shards go to the live **members** by
 //!   rendezvous (highest random weight) hashing: each shard goes to the
 //!   member whose hash with it is the highest. A join moves to the newcomer
@@ -35,9 +37,11 @@
 
 pub mod hash;
 mod key;
+mod mask;
 mod ring;
 mod settings;
 
 pub use key::{DEFAULT_SHARDS, ShardId, shard_of};
+pub(crate) use mask::ShardMask;
 pub use ring::Ring;
 pub use settings::Sharding;

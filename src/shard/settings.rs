@@ -13,16 +13,18 @@ use super::key::DEFAULT_SHARDS;
 /// assert_eq!(sharding.shard_count(), DEFAULT_SHARDS);
 /// assert_eq!(sharding.member_name(), Some("node-a"));
 /// assert_eq!(Sharding::new().shards(16).shard_count(), 16);
+/// assert!(!sharding.keeps_every_key(), "a process holds only its share");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sharding {
     shards: u32,
     member: Option<String>,
+    keep_every_key: bool,
 }
 
 impl Default for Sharding {
     fn default() -> Self {
-        Sharding { shards: DEFAULT_SHARDS, member: None }
+        Sharding { shards: DEFAULT_SHARDS, member: None, keep_every_key: false }
     }
 }
 
@@ -47,6 +49,28 @@ impl Sharding {
     pub fn member(mut self, name: impl Into<String>) -> Self {
         self.member = Some(name.into());
         self
+    }
+
+    /// Whether this process's state keeps every key of the controller's
+    /// primary kinds (`true`), or only the keys of the shards it owns
+    /// (`false`, the default).
+    ///
+    /// By default a process holds only its share: its state neither
+    /// receives nor caches the other members' keys of those kinds, so its
+    /// memory falls as members join. Reads of those kinds in this process
+    /// then see only its own shards, and a write to another member's key is
+    /// refused ([`Error::InvalidInput`](crate::Error::InvalidInput), naming
+    /// the shard). Keep every key when something else in the process reads
+    /// the kinds whole.
+    #[must_use]
+    pub fn keep_every_key(mut self, keep: bool) -> Self {
+        self.keep_every_key = keep;
+        self
+    }
+
+    /// See [`keep_every_key`](Self::keep_every_key).
+    pub fn keeps_every_key(&self) -> bool {
+        self.keep_every_key
     }
 
     /// The number of virtual shards.

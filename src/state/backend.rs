@@ -190,6 +190,47 @@ pub enum FeedMessage {
     Lost(String),
     /// The store is reachable again.
     Restored,
+    /// The feed delivers the changes of `scope` again from now on (a
+    /// process holding only part of a kind took more of it): what is stored
+    /// in it as of the revision. The state replaces its cached part in
+    /// scope, publishing the differences.
+    Held(Vec<AnyResource>, u64, FeedScope),
+    /// The feed no longer delivers the changes of `scope` (a process holding
+    /// only part of a kind gave some of it up): the state forgets what it
+    /// cached in scope, publishing nothing (the resources still exist).
+    Dropped(FeedScope),
+}
+
+/// A part of a store's addresses, as a [`FeedMessage::Held`] or
+/// [`FeedMessage::Dropped`] names it.
+///
+/// ```
+/// use cosi_runtime::dev::FeedScope;
+/// use cosi_runtime::resource::Pointer;
+///
+/// let scope = FeedScope::new(|p: &Pointer| p.namespace() == "a");
+/// assert!(scope.contains(&Pointer::new("a", "T", "x")));
+/// assert!(!scope.contains(&Pointer::new("b", "T", "x")));
+/// ```
+#[derive(Clone)]
+pub struct FeedScope(Arc<dyn Fn(&Pointer) -> bool + Send + Sync>);
+
+impl FeedScope {
+    /// The addresses `contains` says are in it.
+    pub fn new(contains: impl Fn(&Pointer) -> bool + Send + Sync + 'static) -> Self {
+        FeedScope(Arc::new(contains))
+    }
+
+    /// Whether `ptr` is in the scope.
+    pub fn contains(&self, ptr: &Pointer) -> bool {
+        (self.0)(ptr)
+    }
+}
+
+impl fmt::Debug for FeedScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FeedScope")
+    }
 }
 
 /// A shared store's change feed (see [`Backend::feed`]).

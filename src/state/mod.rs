@@ -314,7 +314,8 @@ pub(crate) mod watch;
 #[doc(hidden)]
 pub use backend::CommitOutcome as Outcome;
 pub use backend::{
-    Backend, CommitOutcome, Feed, FeedChange, FeedMessage, Precondition, Snapshot, Write, WriteOp,
+    Backend, CommitOutcome, Feed, FeedChange, FeedMessage, FeedScope, Precondition, Snapshot,
+    Write, WriteOp,
 };
 pub use claims::{ClaimService, ClaimStatus};
 pub use client::{Access, Client, Decoded};

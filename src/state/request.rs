@@ -14,18 +14,22 @@ use super::watch::WatchTarget;
 use crate::Error;
 use crate::activity::Activity;
 use crate::resource::{AnyResource, Kind, LabelQuery, Pointer, Resource, Spec};
+use crate::shard::ShardMask;
 
 /// Where a watch delivers, as carried by [`StateRequest::Watch`].
 pub struct WatchSink {
     pub(crate) sink: Sink,
     /// Counted in `settled()` (runtime-internal subscribers only).
     pub(crate) activity: Option<Activity>,
+    /// Delivers only the changes of keys in these shards (a sharded
+    /// controller's primary watch); `None`: every change.
+    pub(crate) shards: Option<Arc<ShardMask>>,
 }
 
 impl WatchSink {
     /// Delivery to an actor.
     pub fn recipient(recipient: Recipient<WatchEvent>) -> Self {
-        WatchSink { sink: Sink::Actor(recipient), activity: None }
+        WatchSink { sink: Sink::Actor(recipient), activity: None, shards: None }
     }
 }
 

@@ -23,6 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use actix::prelude::*;
 
+use crate::shard::ShardMask;
+
 /// The service that shares the virtual shards of sharded queue controllers
 /// among the processes on one etcd store.
 ///
@@ -48,6 +50,7 @@ pub struct ShardService {
     status: Recipient<GetShards>,
     resign: Recipient<Leave>,
     writers: Writers,
+    holds: Holds,
 }
 
 impl std::fmt::Debug for ShardService {
@@ -57,9 +60,10 @@ impl std::fmt::Debug for ShardService {
 }
 
 impl ShardService {
-    /// A service served by `actor`, fencing through `writers`.
+    /// A service served by `actor`, fencing through `writers`, its store
+    /// holding of the sharded kinds what `holds` says.
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-    pub(crate) fn of<A>(actor: &Addr<A>, writers: Writers) -> Self
+    pub(crate) fn of<A>(actor: &Addr<A>, writers: Writers, holds: Holds) -> Self
     where
         A: Actor<Context = Context<A>>
             + Handler<JoinShards>
@@ -73,6 +77,7 @@ impl ShardService {
             status: actor.clone().recipient(),
             resign: actor.clone().recipient(),
             writers,
+            holds,
         }
     }
 
@@ -107,6 +112,93 @@ impl ShardService {
     /// The writers' fences, for the hosts.
     pub(crate) fn writers(&self) -> &Writers {
         &self.writers
+    }
+
+    /// What the store holds of the sharded kinds, for the hosts.
+    pub(crate) fn holds(&self) -> &Holds {
+        &self.holds
+    }
+}
+
+/// One sharded kind a process holds only part of: the keys of
+/// `resource_type` (in `namespace`, or in every namespace) whose shard is in
+/// `mask`. Set up by a sharded controller's host for each primary kind.
+#[derive(Clone, Debug)]
+pub(crate) struct Hold {
+    pub(crate) resource_type: Box<str>,
+    /// `None`: every namespace.
+    pub(crate) namespace: Option<Box<str>>,
+    /// The shards held: owned, or being drained.
+    pub(crate) mask: Arc<ShardMask>,
+}
+
+impl Hold {
+    /// Whether `ptr` is of this hold's kind (held or not).
+    pub(crate) fn covers(&self, ptr: &crate::resource::Pointer) -> bool {
+        *self.resource_type == *ptr.resource_type()
+            && self.namespace.as_deref().is_none_or(|ns| ns == ptr.namespace())
+    }
+}
+
+/// The kinds a shared store holds only part of (see [`Hold`]), shared by
+/// the hosts that set them, the feed that filters by them and the store's
+/// commits that refuse a write outside them. The lock is held for one
+/// vector operation, never across an `.await`; with no hold, a lookup is
+/// one atomic load.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Holds(Arc<HoldsInner>);
+
+#[derive(Default, Debug)]
+struct HoldsInner {
+    count: AtomicUsize,
+    list: Mutex<Vec<Hold>>,
+    changed: tokio::sync::Notify,
+}
+
+impl Holds {
+    /// Holds `hold`'s kind from now on: only its mask's shards.
+    pub(crate) fn add(&self, hold: Hold) {
+        self.0.list.lock().unwrap_or_else(PoisonError::into_inner).push(hold);
+        self.0.count.fetch_add(1, Ordering::Release);
+        self.changed();
+    }
+
+    /// A mask changed: the store catches up (loads what it now holds,
+    /// forgets what it gave up).
+    pub(crate) fn changed(&self) {
+        self.0.changed.notify_one();
+    }
+
+    /// Resolves at the next [`changed`](Self::changed) (or at once, if one
+    /// came since the last wait).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) async fn wait(&self) {
+        self.0.changed.notified().await;
+    }
+
+    /// The holds, as they are now.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn list(&self) -> Vec<Hold> {
+        if self.0.count.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        self.0.list.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The hold `ptr` falls outside of, if any: a kind held in part whose
+    /// held shards do not include `ptr`'s.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn refusing(&self, ptr: &crate::resource::Pointer) -> Option<Hold> {
+        if self.0.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let list = self.0.list.lock().unwrap_or_else(PoisonError::into_inner);
+        let covering: Vec<&Hold> = list.iter().filter(|h| h.covers(ptr)).collect();
+        // Several controllers may hold one kind: a key any of them holds is held.
+        if covering.is_empty() || covering.iter().any(|h| h.mask.admits(ptr)) {
+            return None;
+        }
+        covering.first().map(|h| (*h).clone())
     }
 }
 

@@ -8,6 +8,7 @@
 //! change one lookup, not a pass over every waiting watch.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -17,11 +18,23 @@ use super::store::Change;
 use super::watch::WatchTarget;
 use crate::Error;
 use crate::resource::{Id, Kind, KindMap};
+use crate::shard::ShardMask;
 
 pub(crate) struct Subscription {
     pub(crate) id: WatchId,
     pub(crate) target: WatchTarget,
     pub(crate) outbox: Outbox,
+    /// Only changes of keys in these shards are offered (a sharded
+    /// controller's primary watch).
+    pub(crate) shards: Option<Arc<ShardMask>>,
+}
+
+impl Subscription {
+    /// Whether a change of the resource at `ptr` may be offered.
+    #[inline]
+    pub(crate) fn admits(&self, ptr: &crate::resource::Pointer) -> bool {
+        self.shards.as_ref().is_none_or(|m| m.admits(ptr))
+    }
 }
 
 /// A revision domain: 0 for the revisions the state assigns itself (memory
@@ -75,6 +88,9 @@ fn offer(
     for sub in subs {
         if sub.outbox.is_closed() {
             closed = true;
+            continue;
+        }
+        if !sub.admits(change.resource().pointer()) {
             continue;
         }
         if let Some(event) = sub.target.event_for(change) {
@@ -437,7 +453,7 @@ mod tests {
         let (tx, rx) = futures::channel::mpsc::unbounded();
         let id = w.next_id();
         let outbox = Outbox::new(id, super::super::delivery::Sink::Channel(tx), 1024, None, None);
-        w.add(Subscription { id, target, outbox });
+        w.add(Subscription { id, target, outbox, shards: None });
         (id, rx)
     }
 

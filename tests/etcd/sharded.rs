@@ -28,6 +28,7 @@ const ENDPOINT: &str = "COSI_SHARDED_ENDPOINT";
 const PREFIX: &str = "COSI_SHARDED_PREFIX";
 const MEMBER: &str = "COSI_SHARDED_MEMBER";
 const LOG_DIR: &str = "COSI_SHARDED_LOG";
+const WORK_MS: &str = "COSI_SHARDED_WORK_MS";
 
 const KEYS: usize = 300;
 const SHARDS: u32 = 64;
@@ -47,10 +48,12 @@ fn now_ns() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
 }
 
-/// Copies each `IntSpec` to a `StrSpec` stamped `<member>:<value>`, with a
+/// Copies each `IntSpec` to a `StrSpec` stamped `<member>:<value>:<start>`, with a
 /// 5 ms wait standing for I/O, logging each reconcile.
 struct Sharder {
     member: Arc<str>,
+    /// How long a reconcile's I/O takes.
+    work: Duration,
     log: Arc<std::sync::Mutex<std::fs::File>>,
 }
 
@@ -82,10 +85,13 @@ impl QueueController for Sharder {
         let start = now_ns();
         self.log(format!("START {} {} {token} {start}", ptr.id(), self.member));
         // The I/O a real reconcile does (the subject here, not a wait for a condition).
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(self.work).await;
         let result = match cx.get_typed::<IntSpec>(ptr).await {
             Ok(int) => {
-                let text = format!("{}:{}", self.member, int.spec().0);
+                // The start time makes every reconcile's write a change:
+                // a logged commit is a write etcd committed, never a no-op
+                // decided on a stale cache.
+                let text = format!("{}:{}:{start}", self.member, int.spec().0);
                 cx.modify(
                     &Pointer::typed::<StrSpec>(NS, ptr.id()),
                     move |s: &mut Resource<StrSpec>| {
@@ -137,17 +143,32 @@ fn sharded_child() {
             .unwrap();
         let log = Arc::new(std::sync::Mutex::new(file));
         let name: Arc<str> = Arc::from(member.as_str());
+        let work = Duration::from_millis(
+            std::env::var(WORK_MS).ok().and_then(|ms| ms.parse().ok()).unwrap_or(5),
+        );
         runtime
-            .register(move || Sharder { member: name.clone(), log: log.clone() })
+            .register(move || Sharder { member: name.clone(), work, log: log.clone() })
             .sharded(Sharding::new().shards(SHARDS).member(member.clone()))
             .await
             .expect("register");
         println!("READY");
-        let _ = tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            while std::io::stdin().read_line(&mut line).is_ok_and(|n| n > 0) {}
-        })
-        .await;
+        // Each `count` line on stdin is answered with `HOLDS <n>`: the keys
+        // of the primary kind this process's state holds. The channel ends
+        // with stdin.
+        let (tx, mut asked) = futures::channel::mpsc::unbounded::<()>();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { return };
+                if line == "count" && tx.unbounded_send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        let kind = Kind::of::<IntSpec>(NS);
+        while asked.next().await.is_some() {
+            let held = runtime.state().list(&kind, &LabelQuery::all()).await.unwrap().len();
+            println!("HOLDS {held}");
+        }
         runtime.stop().await;
     });
 }
@@ -178,6 +199,20 @@ impl Member {
         assert!(status.success(), "{} exited with {status}", self.name);
     }
 
+    /// How many keys of the primary kind its state holds.
+    fn holds(&mut self) -> usize {
+        writeln!(self.child.stdin.as_mut().unwrap(), "count").unwrap();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(DEADLINE)
+                .unwrap_or_else(|e| panic!("{} did not answer `count`: {e}", self.name));
+            if let Some(n) = line.strip_prefix("HOLDS ") {
+                return n.parse().unwrap();
+            }
+        }
+    }
+
     /// SIGKILL, and reaps it.
     fn kill(&mut self) {
         self.child.kill().unwrap();
@@ -195,12 +230,18 @@ impl Drop for Member {
 }
 
 fn spawn(endpoint: &str, prefix: &str, name: &str, dir: &str) -> Member {
+    spawn_working(endpoint, prefix, name, dir, 5)
+}
+
+/// A member whose reconciles take `work_ms` of I/O.
+fn spawn_working(endpoint: &str, prefix: &str, name: &str, dir: &str, work_ms: u64) -> Member {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["sharded::sharded_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(ENDPOINT, endpoint)
         .env(PREFIX, prefix)
         .env(MEMBER, name)
         .env(LOG_DIR, dir)
+        .env(WORK_MS, work_ms.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         // A member's panic shows in the test's output.
@@ -381,6 +422,92 @@ fn read_logs(dir: &str, killed: &HashMap<String, u128>) -> Vec<Run> {
     runs
 }
 
+/// Waits until each of `members` holds exactly the keys of the shards the
+/// ring of all of them gives it, and nothing else (its state loads a shard's
+/// keys when it takes the shard and forgets them when it gives it up).
+fn each_holds_its_share(members: &mut [Member]) {
+    let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let want = expected(&names);
+    let deadline = Instant::now() + DEADLINE;
+    for member in members {
+        let share = want.values().filter(|m| **m == member.name).count();
+        loop {
+            let held = member.holds();
+            if held == share {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} holds {held} keys, its share is {share} of {KEYS}",
+                member.name
+            );
+        }
+    }
+}
+
+/// Modifies the primary resources in turns until `stop` is set, so that
+/// reconciles run while shards move.
+/// Returns how many writes it made.
+async fn keep_writing(state: State, stop: Arc<std::sync::atomic::AtomicBool>) -> usize {
+    let mut written = 0;
+    // The pace of the load (a write every 4 ms), not a wait for a condition.
+    let mut tick = tokio::time::interval(Duration::from_millis(4));
+    while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        tick.tick().await;
+        let key = Pointer::typed::<IntSpec>(NS, format!("k{}", fastrand::usize(..KEYS)));
+        let bumped = state.modify(&key, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None);
+        if bumped.await.is_ok() {
+            written += 1;
+        }
+    }
+    written
+}
+
+/// The logs' verdict: no two processes reconciled one key at once, and no
+/// write under a shard token committed after a newer token's reconcile of
+/// that key began. Runs whose write was refused (a paused process that woke
+/// after losing its shard) are held only to the second rule.
+fn check_logs(runs: &[Run], overlap_counts_refused: bool) {
+    let mut by_key: HashMap<&str, Vec<&Run>> = HashMap::new();
+    for run in runs {
+        by_key.entry(&run.key).or_default().push(run);
+    }
+    for (key, runs) in by_key {
+        for a in &runs {
+            for b in &runs {
+                let counted = overlap_counts_refused || (a.committed && b.committed);
+                if a.member != b.member && counted {
+                    assert!(
+                        a.end <= b.start || b.end <= a.start,
+                        "{key}: overlapping reconciles {a:?} and {b:?}"
+                    );
+                }
+                if a.token < b.token && a.committed {
+                    assert!(
+                        a.end <= b.start,
+                        "{key}: a write under {a:?} committed after {b:?} began"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// How many reconciles the log at `path` shows started and not ended.
+fn running(path: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let started = text.lines().filter(|l| l.starts_with("START ")).count();
+    started.saturating_sub(text.lines().filter(|l| l.starts_with("END ")).count())
+}
+
+/// A change of membership in the churn.
+enum Step {
+    Join(&'static str),
+    Leave(&'static str),
+    Kill(&'static str),
+}
+
 #[actix::test]
 async fn members_share_keys_take_over_and_never_overlap() {
     let Some(etcd) = TestEtcd::start() else { return };
@@ -404,11 +531,13 @@ async fn members_share_keys_take_over_and_never_overlap() {
         .with_timeout(Duration::from_secs(5));
     let mut client = etcd_client::Client::connect([endpoint.clone()], Some(options)).await.unwrap();
 
-    // Three members: every key reconciled by the owner of its shard.
+    // Three members: every key reconciled by the owner of its shard, and
+    // each process holds only its share of the keys.
     let mut members: Vec<Member> =
         ["p0", "p1", "p2"].iter().map(|n| spawn(&endpoint, &prefix, n, &dir_path)).collect();
     converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1", "p2"]).await;
     shards_owned_by(&mut client, &prefix, &["p0", "p1", "p2"]).await;
+    each_holds_its_share(&mut members);
 
     // SIGKILL p1: its shards are owned again within 2 × TTL, every key converges.
     let mut killed = HashMap::new();
@@ -433,11 +562,61 @@ async fn members_share_keys_take_over_and_never_overlap() {
     members.push(spawn(&endpoint, &prefix, "p3", &dir_path));
     converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p2", "p3"]).await;
     shards_owned_by(&mut client, &prefix, &["p0", "p2", "p3"]).await;
+    each_holds_its_share(&mut members);
 
     // A clean leave: p2 stops (drains, revokes its lease); p0 and p3 take over.
     members.remove(1).leave();
     shards_owned_by(&mut client, &prefix, &["p0", "p3"]).await;
     converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p3"]).await;
+
+    // Churn while the keys keep changing: joins, leaves and kills, each
+    // moving shards between live processes that reconcile as they go.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = actix::spawn(keep_writing(state.clone(), stop.clone()));
+    let mut changes = 3;
+    let mut handoffs = 0;
+    for step in [
+        Step::Join("p4"),
+        Step::Kill("p0"),
+        Step::Join("p5"),
+        Step::Leave("p3"),
+        Step::Join("p6"),
+        Step::Kill("p4"),
+        Step::Join("p7"),
+        Step::Leave("p5"),
+    ] {
+        let old: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+        match step {
+            Step::Join(name) => members.push(spawn(&endpoint, &prefix, name, &dir_path)),
+            Step::Leave(name) => {
+                let at = members.iter().position(|m| m.name == name).unwrap();
+                members.remove(at).leave();
+            }
+            Step::Kill(name) => {
+                let at = members.iter().position(|m| m.name == name).unwrap();
+                let mut member = members.remove(at);
+                member.kill();
+                killed.insert(member.name.clone(), now_ns());
+            }
+        }
+        let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let old: Vec<&str> = old.iter().map(String::as_str).collect();
+        let (was, now) = (Ring::new(SHARDS, old), Ring::new(SHARDS, names.iter().copied()));
+        handoffs +=
+            (0..SHARDS).filter(|s| was.owner(ShardId(*s)) != now.owner(ShardId(*s))).count();
+        changes += 1;
+        shards_owned_by(&mut client, &prefix, &names).await;
+        converge(&mut watch, &mut seen, &mut client, &prefix, &names).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let written = writer.await.unwrap();
+    each_holds_its_share(&mut members);
+    eprintln!(
+        "sharded: {changes} membership changes (joins, leaves, kills) moved {handoffs} shards \
+         in the churn; {written} writes meanwhile"
+    );
+    assert!(changes >= 10);
 
     for m in members {
         m.leave();
@@ -446,28 +625,165 @@ async fn members_share_keys_take_over_and_never_overlap() {
     // The logs: no two processes on one key at once; no stale commit.
     let runs = read_logs(&dir_path, &killed);
     assert!(runs.len() >= KEYS, "{} reconciles logged", runs.len());
-    let mut by_key: HashMap<&str, Vec<&Run>> = HashMap::new();
-    for run in &runs {
-        by_key.entry(&run.key).or_default().push(run);
-    }
-    for (key, runs) in by_key {
-        for a in &runs {
-            for b in &runs {
-                if a.member != b.member {
-                    assert!(
-                        a.end <= b.start || b.end <= a.start,
-                        "{key}: overlapping reconciles {a:?} and {b:?}"
-                    );
-                }
-                if a.token < b.token && a.committed {
-                    assert!(
-                        a.end <= b.start,
-                        "{key}: a write under {a:?} committed after {b:?} began"
-                    );
-                }
-            }
-        }
-    }
+    check_logs(&runs, true);
     let stale = runs.iter().filter(|r| !r.committed).count();
     eprintln!("sharded: {} reconciles logged, {stale} not committed", runs.len());
+}
+
+#[actix::test]
+async fn a_paused_member_loses_its_shards_and_its_late_writes_are_refused() {
+    let Some(etcd) = TestEtcd::start() else { return };
+    let prefix = format!("paused-{:08x}", fastrand::u32(..));
+    let endpoint = etcd.endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path = dir.path().to_str().unwrap().to_owned();
+    let state = State::builder().etcd(config(&endpoint, &prefix)).open().await.unwrap();
+    for i in 0..KEYS {
+        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i as i64)), None).await.unwrap();
+    }
+    let mut watch = state
+        .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &WatchOptions::bootstrap())
+        .await
+        .unwrap();
+    let mut seen = HashMap::new();
+    let options = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(Duration::from_secs(5));
+    let mut client = etcd_client::Client::connect([endpoint.clone()], Some(options)).await.unwrap();
+    // Reconciles of 200 ms, always 8 running: p0 is paused in the middle of some.
+    let mut members: Vec<Member> =
+        ["p0", "p1"].iter().map(|n| spawn_working(&endpoint, &prefix, n, &dir_path, 200)).collect();
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1"]).await;
+
+    // Reconciles run while p0 is paused past its lease: p1 takes every shard.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = actix::spawn(keep_writing(state.clone(), stop.clone()));
+    // Paused only once reconciles of its run (their start logged, their end not).
+    let log = format!("{dir_path}/p0.log");
+    let deadline = Instant::now() + DEADLINE;
+    while running(&log) == 0 {
+        assert!(Instant::now() < deadline, "p0 ran no reconcile within {DEADLINE:?}");
+        tokio::task::yield_now().await;
+    }
+    let pid = members[0].child.id().to_string();
+    let signal = |sig: &str| {
+        let status = Command::new("kill").args([sig, pid.as_str()]).status().unwrap();
+        assert!(status.success(), "kill {sig} {pid}: {status}");
+    };
+    signal("-STOP");
+    let paused = Instant::now();
+    shards_owned_by(&mut client, &prefix, &["p1"]).await;
+    eprintln!("sharded: a member paused → its shards owned by the other in {:?}", paused.elapsed());
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p1"]).await;
+
+    // p0 wakes: what it was writing is refused; it joins again and takes its
+    // shards back once p1 drained them.
+    signal("-CONT");
+    shards_owned_by(&mut client, &prefix, &["p0", "p1"]).await;
+    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1"]).await;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    writer.await.unwrap();
+    each_holds_its_share(&mut members);
+    for m in members {
+        m.leave();
+    }
+    let runs = read_logs(&dir_path, &HashMap::new());
+    check_logs(&runs, false);
+    let refused = runs.iter().filter(|r| !r.committed && r.member == "p0").count();
+    eprintln!("sharded: {} reconciles logged; p0's refused after its pause: {refused}", runs.len());
+    assert!(refused > 0, "p0 was paused with reconciles running: their writes must be refused");
+}
+
+/// Opens a runtime on `prefix` with the sharded controller as `member`,
+/// logging to `dir`.
+async fn member_in_process(endpoint: &str, prefix: &str, member: &str, dir: &str) -> Runtime {
+    let runtime = Runtime::builder()
+        .open(State::builder().etcd(config(endpoint, prefix)))
+        .await
+        .expect("open the etcd state");
+    let file = std::fs::File::create(format!("{dir}/{member}.log")).unwrap();
+    let log = Arc::new(std::sync::Mutex::new(file));
+    let name: Arc<str> = Arc::from(member);
+    let work = Duration::from_millis(5);
+    runtime
+        .register(move || Sharder { member: name.clone(), work, log: log.clone() })
+        .sharded(Sharding::new().shards(SHARDS).member(member))
+        .await
+        .expect("register");
+    runtime
+}
+
+#[actix::test]
+async fn a_member_reads_only_its_share_and_a_write_to_another_share_is_refused() {
+    let Some(etcd) = TestEtcd::start() else { return };
+    let prefix = format!("share-{:08x}", fastrand::u32(..));
+    let endpoint = etcd.endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path = dir.path().to_str().unwrap();
+    let state = State::builder().etcd(config(&endpoint, &prefix)).open().await.unwrap();
+    for i in 0..KEYS {
+        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i as i64)), None).await.unwrap();
+    }
+    let a = member_in_process(&endpoint, &prefix, "a", dir_path).await;
+    let b = member_in_process(&endpoint, &prefix, "b", dir_path).await;
+    let want = expected(&["a", "b"]);
+    let share = |m: &str| want.iter().filter(|(_, o)| *o == m).map(|(k, _)| k.clone()).collect();
+    let (share_a, share_b): (Vec<String>, Vec<String>) = (share("a"), share("b"));
+    let kind = Kind::of::<IntSpec>(NS);
+    let deadline = Instant::now() + DEADLINE;
+    for (runtime, mine) in [(&a, &share_a), (&b, &share_b)] {
+        loop {
+            let mut held: Vec<String> = runtime
+                .state()
+                .list(&kind, &LabelQuery::all())
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.id().to_owned())
+                .collect();
+            held.sort();
+            let mut want = mine.clone();
+            want.sort();
+            if held == want {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "holds {} keys, its share is {}",
+                held.len(),
+                want.len()
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+    // The whole state still has every key; a member refuses a write to a
+    // key of the other's shard, naming it, and takes one to its own.
+    assert_eq!(state.list(&kind, &LabelQuery::all()).await.unwrap().len(), KEYS);
+    let theirs = Pointer::typed::<IntSpec>(NS, share_b[0].as_str());
+    let unseen = a.state().get(&theirs).await.unwrap_err();
+    assert!(unseen.is_not_found(), "{unseen}");
+    let refused = a
+        .state()
+        .modify(&theirs, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::InvalidInput { .. }), "{refused}");
+    let fresh_theirs = (0..)
+        .map(|i| Resource::new(NS, format!("new{i}"), IntSpec(1)))
+        .find(|r| expected_owner(&["a", "b"], r.pointer()) == "b")
+        .unwrap();
+    let err = a.state().create(fresh_theirs, None).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
+    assert!(err.to_string().contains("shard"), "{err}");
+    let ours = Pointer::typed::<IntSpec>(NS, share_a[0].as_str());
+    a.state().modify(&ours, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None).await.unwrap();
+    a.stop().await;
+    b.stop().await;
+}
+
+/// The member the ring of `members` gives `key` to.
+fn expected_owner<'a>(members: &[&'a str], key: &Pointer) -> &'a str {
+    let ring = Ring::new(SHARDS, members.iter().copied());
+    let owner = ring.owner_of(key).unwrap();
+    members.iter().copied().find(|m| *m == owner).unwrap()
 }

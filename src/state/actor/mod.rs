@@ -252,11 +252,15 @@ impl StateActor {
             None => None,
         };
         let id = self.watches.next_id();
+        let shards = sink.shards;
         let mut outbox = Outbox::new(id, sink.sink, window, self.flush.clone(), sink.activity);
+        let admits = |r: &AnyResource| shards.as_ref().is_none_or(|m| m.admits(r.pointer()));
         match (&target, missed) {
             (_, Some(missed)) => {
                 for (event, rev) in missed {
-                    outbox.publish(event, rev);
+                    if event.resource().is_none_or(&admits) {
+                        outbox.publish(event, rev);
+                    }
                 }
             }
             (WatchTarget::Resource(ptr), None) => outbox.publish(
@@ -268,13 +272,17 @@ impl StateActor {
             ),
             (WatchTarget::Kind { kind, query }, None) if bootstrap => {
                 self.store.for_each_match(kind, query, |r| {
-                    outbox.publish(Event::Created(r.clone()), revision)
+                    if admits(r) {
+                        outbox.publish(Event::Created(r.clone()), revision)
+                    }
                 });
                 outbox.publish(Event::Bootstrapped(kind.clone()), revision);
             }
             (WatchTarget::AllNamespaces { kind, query }, None) if bootstrap => {
                 self.store.for_each_match_all_namespaces(kind.resource_type(), query, |r| {
-                    outbox.publish(Event::Created(r.clone()), revision)
+                    if admits(r) {
+                        outbox.publish(Event::Created(r.clone()), revision)
+                    }
                 });
                 outbox.publish(Event::Bootstrapped(kind.clone()), revision);
             }
@@ -282,7 +290,7 @@ impl StateActor {
         }
         // The initial events come before the reply that names the watch.
         outbox.send_pending();
-        self.watches.add(Subscription { id, target, outbox });
+        self.watches.add(Subscription { id, target, outbox, shards });
         Ok(id)
     }
 

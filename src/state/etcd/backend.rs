@@ -19,7 +19,7 @@ use crate::state::backend::{
     Backend, CloseFuture, CommitFuture, CommitOutcome, Feed, Precondition, Snapshot, Write, WriteOp,
 };
 use crate::state::claims::ClaimService;
-use crate::state::shards::{ShardService, Writers};
+use crate::state::shards::{Hold, Holds, ShardService, Writers};
 
 /// At most this many writes go in one transaction (etcd refuses more than
 /// `--max-txn-ops`, 128 by default, in one request).
@@ -59,6 +59,8 @@ pub struct EtcdBackend {
     commands: Option<mpsc::UnboundedSender<FeedCommand>>,
     fences: Fences,
     writers: Writers,
+    /// The sharded kinds this process holds only part of.
+    holds: Holds,
     claims: ClaimService,
 }
 
@@ -83,9 +85,10 @@ impl EtcdBackend {
         let actor =
             ClaimsActor::new(client.clone(), keys.clone(), config.clone(), fences.clone()).start();
         let writers = Writers::default();
+        let holds = Holds::default();
         let shards = ShardsActor::new(client.clone(), keys.clone(), config.clone()).start();
-        let claims =
-            ClaimService::of(&actor).with_shards(ShardService::of(&shards, writers.clone()));
+        let service = ShardService::of(&shards, writers.clone(), holds.clone());
+        let claims = ClaimService::of(&actor).with_shards(service);
         Ok(EtcdBackend {
             kv: client.kv_client(),
             client,
@@ -96,6 +99,7 @@ impl EtcdBackend {
             commands: None,
             fences,
             writers,
+            holds,
             claims,
         })
     }
@@ -104,6 +108,21 @@ impl EtcdBackend {
         if let Some(c) = &self.commands {
             let _ = c.unbounded_send(command);
         }
+    }
+}
+
+/// The error for a write to a key of a sharded kind whose shard this
+/// process does not hold (its cache does not have the key's data).
+fn not_held(ptr: &Pointer, hold: &Hold) -> Error {
+    let shard = crate::shard::shard_of(ptr, hold.mask.shards());
+    Error::InvalidInput {
+        resource: ptr.to_string(),
+        reason: format!(
+            "this process holds only its own shards of {} (the primary kind of a sharded \
+             controller), and shard {shard} is another member's: write it from a process \
+             that holds it",
+            hold.resource_type
+        ),
     }
 }
 
@@ -297,6 +316,10 @@ impl Backend for EtcdBackend {
         let mut chunks: Vec<(Vec<TxnOp>, Vec<Sent>)> = Vec::new();
         let mut bytes = 0;
         for (index, write) in batch.into_iter().enumerate() {
+            if let Some(hold) = self.holds.refusing(&write.pointer) {
+                outcomes[index] = Ok(CommitOutcome::Refused(not_held(&write.pointer, &hold)));
+                continue;
+            }
             match plan(&self.keys, &self.fences, &self.writers, &write) {
                 Err(now) => outcomes[index] = Ok(now),
                 Ok((op, size, fence)) => {
@@ -356,6 +379,7 @@ impl Backend for EtcdBackend {
             tx,
             command_rx,
             self.config.request_timeout,
+            self.holds.clone(),
         );
         // The watch runs as part of the stream: polled by the state actor
         // once it started, dropped with it.

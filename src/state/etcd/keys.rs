@@ -63,6 +63,16 @@ impl Keys {
         &self.root
     }
 
+    /// The range of the resources of `resource_type` in `namespace`: a prefix.
+    pub(crate) fn kind_range(&self, namespace: &str, resource_type: &str) -> String {
+        let mut key = self.root.clone();
+        escape(namespace, &mut key);
+        key.push('/');
+        escape(resource_type, &mut key);
+        key.push('/');
+        key
+    }
+
     /// The key of the resource at `ptr`.
     pub(crate) fn resource(&self, ptr: &Pointer) -> String {
         let mut key = String::with_capacity(

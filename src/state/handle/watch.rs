@@ -145,7 +145,7 @@ impl State {
         options: &WatchOptions,
     ) -> Result<WatchStream, Error> {
         let (tx, rx) = unbounded();
-        let sink = WatchSink { sink: Sink::Channel(tx), activity: None };
+        let sink = WatchSink { sink: Sink::Channel(tx), activity: None, shards: None };
         let id = self.watch_sink(target, options, sink).await?;
         Ok(WatchStream {
             id,

@@ -10,7 +10,7 @@ use actix::prelude::*;
 use super::LaneFeed;
 use crate::resource::{AnyResource, Pointer};
 use crate::state::actor::StateActor;
-use crate::state::backend::{FeedChange, FeedMessage};
+use crate::state::backend::{FeedChange, FeedMessage, FeedScope};
 use crate::state::subscriptions::Domain;
 
 impl StateActor {
@@ -48,7 +48,11 @@ impl StateActor {
                 self.caught_up(lane, last);
             }
             FeedMessage::Progress(rev) => self.caught_up(lane, rev),
-            FeedMessage::Resync(resources, rev) => self.resync(lane, resources, rev),
+            FeedMessage::Resync(resources, rev) => self.resync(lane, resources, rev, None),
+            FeedMessage::Held(resources, rev, scope) => {
+                self.resync(lane, resources, rev, Some(&scope));
+            }
+            FeedMessage::Dropped(scope) => self.forget(lane, &scope),
             FeedMessage::Lost(reason) => {
                 let l = &mut self.lanes[lane];
                 tracing::error!(
@@ -77,20 +81,30 @@ impl StateActor {
         l.feed_rev = l.feed_rev.max(rev);
     }
 
-    /// Replaces the lane's part of the cache with `resources` (read at
-    /// `rev`), publishing the differences.
-    fn resync(&mut self, lane: usize, mut resources: Vec<AnyResource>, rev: u64) {
+    /// Replaces the lane's part of the cache (within `scope`, if given)
+    /// with `resources` (read at `rev`), publishing the differences.
+    fn resync(
+        &mut self,
+        lane: usize,
+        mut resources: Vec<AnyResource>,
+        rev: u64,
+        scope: Option<&FeedScope>,
+    ) {
         let backend = self.lanes[lane].backend;
-        resources.retain(|r| self.routes.route(r.pointer().namespace()) == Some(backend));
+        let in_scope = |p: &Pointer| scope.is_none_or(|s| s.contains(p));
+        resources.retain(|r| {
+            self.routes.route(r.pointer().namespace()) == Some(backend) && in_scope(r.pointer())
+        });
         let mine: Vec<AnyResource> = self
             .store
             .pointers()
             .into_iter()
-            .filter(|p| self.routes.route(p.namespace()) == Some(backend))
+            .filter(|p| self.routes.route(p.namespace()) == Some(backend) && in_scope(p))
             .filter_map(|p| self.store.get(&p).ok())
             .collect();
         let diffs = differences(mine, resources);
-        tracing::info!("shared store: re-listed at revision {rev}: {} differences", diffs.len());
+        let what = if scope.is_some() { "took more of a sharded kind" } else { "re-listed" };
+        tracing::info!("shared store: {what} at revision {rev}: {} differences", diffs.len());
         for diff in diffs {
             let change = match diff {
                 Diff::Put(res) => Some(self.store.put_external(res)),
@@ -101,6 +115,22 @@ impl StateActor {
             }
         }
         self.caught_up(lane, rev);
+    }
+
+    /// Forgets the lane's cached resources within `scope`, publishing
+    /// nothing: the store no longer tells this process their changes.
+    fn forget(&mut self, lane: usize, scope: &FeedScope) {
+        let backend = self.lanes[lane].backend;
+        let gone: Vec<Pointer> = self
+            .store
+            .pointers()
+            .into_iter()
+            .filter(|p| self.routes.route(p.namespace()) == Some(backend) && scope.contains(p))
+            .collect();
+        tracing::debug!("shared store: gave up {} resources of a sharded kind", gone.len());
+        for ptr in gone {
+            self.store.remove_external(&ptr);
+        }
     }
 }
 
