@@ -19,7 +19,7 @@ use crate::state::backend::{
     Backend, CloseFuture, CommitFuture, CommitOutcome, Feed, Precondition, Snapshot, Write, WriteOp,
 };
 use crate::state::claims::ClaimService;
-use crate::state::shards::{ShardService, Writers};
+use crate::state::shards::{ShardBoard, ShardService, Writers};
 
 /// At most this many writes go in one transaction (etcd refuses more than
 /// `--max-txn-ops`, 128 by default, in one request).
@@ -83,9 +83,11 @@ impl EtcdBackend {
         let actor =
             ClaimsActor::new(client.clone(), keys.clone(), config.clone(), fences.clone()).start();
         let writers = Writers::default();
-        let shards = ShardsActor::new(client.clone(), keys.clone(), config.clone()).start();
+        let board = ShardBoard::default();
+        let shards =
+            ShardsActor::new(client.clone(), keys.clone(), config.clone(), board.clone()).start();
         let claims =
-            ClaimService::of(&actor).with_shards(ShardService::of(&shards, writers.clone()));
+            ClaimService::of(&actor).with_shards(ShardService::of(&shards, writers.clone(), board));
         Ok(EtcdBackend {
             kv: client.kv_client(),
             client,
