@@ -51,6 +51,25 @@
 //! reconciles scheduled to run again after a backoff. The `cosi_queue_*`
 //! series are for queue controllers only (`cosi_queue_depth` counts every
 //! waiting key, delayed ones included).
+//!
+//! # Sharded controllers
+//!
+//! For each [sharded](crate::shard) queue controller of this process (on an
+//! etcd state), from its [`ShardStatus`]; absent
+//! when there is none. Each process reports its own member's view.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `cosi_shards` | gauge | `controller` | the controller's virtual shards (the same in every member) |
+//! | `cosi_shards_owned` | gauge | `controller` | shards this process owns now (those draining included) |
+//! | `cosi_shards_draining` | gauge | `controller` | owned shards being drained before they are handed to another member |
+//! | `cosi_shard_members` | gauge | `controller` | live members of the ring, as this process last read them from etcd |
+//! | `cosi_shard_handoffs_total` | counter | `controller`, `kind` | shards `acquired` (key created), `released` (drained and handed on) and `lost` (the lease lapsed or the key was taken) |
+//! | `cosi_shard_takeover_seconds` | histogram | `controller` | for each shard acquired: from the read in which the ring first gave it to this member to its key's creation, including the previous owner's drain or lease expiry ([`TAKEOVER_BUCKETS`]) |
+//!
+//! How many keys each owned shard holds is not a series (counting them
+//! lists the state): the admin endpoint's `GET /api/v1/shards` counts them
+//! on request.
 
 use std::fmt;
 
@@ -61,6 +80,7 @@ use prometheus_client::registry::Registry;
 
 use crate::controller::metrics::ControllerSet;
 use crate::controller::{ControllerMetrics, HistogramSnapshot};
+use crate::state::{ShardService, ShardStatus, TAKEOVER_BUCKETS, TakeoverTimes};
 
 /// A fixed snapshot, for [`render`].
 #[derive(Debug)]
@@ -72,19 +92,36 @@ impl Collector for Snapshot {
     }
 }
 
-/// A runtime's live counters, read at each scrape.
+/// A runtime's live counters, and its sharded controllers' status, read at
+/// each scrape.
 #[derive(Debug)]
-struct Live(ControllerSet);
+struct Live(ControllerSet, Option<ShardService>);
 
 impl Collector for Live {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
-        encode_all(&mut encoder, &self.0.snapshot())
+        encode_all(&mut encoder, &self.0.snapshot())?;
+        match &self.1 {
+            Some(service) => shards(&mut encoder, &service.snapshot()),
+            None => Ok(()),
+        }
     }
 }
 
-/// Registers a collector of `live` into `registry`.
-pub(crate) fn register(registry: &mut Registry, live: ControllerSet) {
-    registry.register_collector(Box::new(Live(live)));
+/// Registers a collector of `live` and of `shards` (the state's shard
+/// service, if it has one) into `registry`.
+pub(crate) fn register(registry: &mut Registry, live: ControllerSet, shards: Option<ShardService>) {
+    registry.register_collector(Box::new(Live(live, shards)));
+}
+
+/// A fixed snapshot of controllers and sharded controllers.
+#[derive(Debug)]
+struct WithShards(Vec<ControllerMetrics>, Vec<ShardStatus>);
+
+impl Collector for WithShards {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
+        encode_all(&mut encoder, &self.0)?;
+        shards(&mut encoder, &self.1)
+    }
 }
 
 /// Renders `metrics` (from [`Runtime::metrics`](crate::Runtime::metrics)) in
@@ -99,8 +136,38 @@ pub(crate) fn register(registry: &mut Registry, live: ControllerSet) {
 /// # });
 /// ```
 pub fn render(metrics: &[ControllerMetrics]) -> String {
+    encode_text(Box::new(Snapshot(metrics.to_vec())))
+}
+
+/// [`render`], followed by the series of sharded controllers (see
+/// [Sharded controllers](self#sharded-controllers)) from `shards`
+/// ([`ShardService::status`]).
+///
+/// ```
+/// use cosi_runtime::state::ShardStatus;
+///
+/// let status = ShardStatus {
+///     controller: "widgets".into(),
+///     member: "a".into(),
+///     shards: 16,
+///     members: vec!["a".into(), "b".into()],
+///     owned: vec![(3, 41), (9, 42)],
+///     draining: vec![],
+///     acquired: 2,
+///     released: 0,
+///     lost: 0,
+///     takeover: Default::default(),
+/// };
+/// let text = cosi_runtime::prometheus::render_with_shards(&[], &[status]);
+/// assert!(text.contains("cosi_shards_owned{controller=\"widgets\"} 2"));
+/// ```
+pub fn render_with_shards(metrics: &[ControllerMetrics], shards: &[ShardStatus]) -> String {
+    encode_text(Box::new(WithShards(metrics.to_vec(), shards.to_vec())))
+}
+
+fn encode_text(collector: Box<dyn Collector>) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Snapshot(metrics.to_vec())));
+    registry.register_collector(collector);
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
@@ -405,6 +472,83 @@ fn cosi(e: &mut DescriptorEncoder<'_>, all: &[ControllerMetrics]) -> fmt::Result
     )
 }
 
+/// A takeover record as a histogram to encode.
+fn takeover_histogram(t: &TakeoverTimes) -> HistogramSnapshot {
+    HistogramSnapshot {
+        count: t.count,
+        sum: t.sum,
+        max: t.max,
+        cumulative: TAKEOVER_BUCKETS
+            .iter()
+            .enumerate()
+            .map(|(i, bound)| (*bound, t.cumulative.get(i).copied().unwrap_or(0)))
+            .collect(),
+    }
+}
+
+/// The `cosi_shard*` series of sharded controllers.
+fn shards(e: &mut DescriptorEncoder<'_>, all: &[ShardStatus]) -> fmt::Result {
+    use MetricType::{Counter, Gauge, Histogram};
+    if all.is_empty() {
+        return Ok(());
+    }
+    let gauge = |value: fn(&ShardStatus) -> u64| {
+        all.iter().map(move |s| ([("controller", s.controller.as_str())], Sample::Gauge(value(s))))
+    };
+    family(
+        e,
+        "cosi_shards",
+        "Virtual shards of a sharded controller",
+        Gauge,
+        gauge(|s| u64::from(s.shards)),
+    )?;
+    family(
+        e,
+        "cosi_shards_owned",
+        "Shards of a sharded controller this process owns",
+        Gauge,
+        gauge(|s| s.owned.len() as u64),
+    )?;
+    family(
+        e,
+        "cosi_shards_draining",
+        "Owned shards being drained before they are handed to another member",
+        Gauge,
+        gauge(|s| s.draining.len() as u64),
+    )?;
+    family(
+        e,
+        "cosi_shard_members",
+        "Live members of a sharded controller's ring, as last read",
+        Gauge,
+        gauge(|s| s.members.len() as u64),
+    )?;
+    let handoffs = all.iter().flat_map(|s| {
+        [("acquired", s.acquired), ("released", s.released), ("lost", s.lost)].map(|(kind, n)| {
+            let labels: [(&str, &str); 2] = [("controller", &s.controller), ("kind", kind)];
+            (labels, Sample::Counter(n))
+        })
+    });
+    family(
+        e,
+        "cosi_shard_handoffs",
+        "Shards acquired, released after draining, and lost, per sharded controller",
+        Counter,
+        handoffs,
+    )?;
+    let takeovers: Vec<HistogramSnapshot> =
+        all.iter().map(|s| takeover_histogram(&s.takeover)).collect();
+    family(
+        e,
+        "cosi_shard_takeover_seconds",
+        "From the ring giving this member a shard to its key created",
+        Histogram,
+        all.iter()
+            .zip(&takeovers)
+            .map(|(s, h)| ([("controller", s.controller.as_str())], Sample::Histogram(h))),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,5 +613,45 @@ mod tests {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
         assert!(!text.contains("cosi_queue_depth{controller=\"Plain\"}"));
+        assert!(!text.contains("cosi_shard"), "no sharded controller, no shard series");
+    }
+
+    #[test]
+    fn renders_the_shards_of_sharded_controllers() {
+        let mut takeover = TakeoverTimes::default();
+        takeover.observe(Duration::from_millis(20));
+        takeover.observe(Duration::from_secs(3));
+        let status = ShardStatus {
+            controller: "Widgets".into(),
+            member: "a".into(),
+            shards: 64,
+            members: vec!["a".into(), "b".into(), "c".into()],
+            owned: vec![(1, 10), (5, 11), (7, 12)],
+            draining: vec![7],
+            acquired: 4,
+            released: 1,
+            lost: 2,
+            takeover,
+        };
+        let text = render_with_shards(&[metrics("Widgets", true)], &[status]);
+        for line in [
+            "cosi_queue_depth{controller=\"Widgets\"} 7",
+            "cosi_shards{controller=\"Widgets\"} 64",
+            "cosi_shards_owned{controller=\"Widgets\"} 3",
+            "cosi_shards_draining{controller=\"Widgets\"} 1",
+            "cosi_shard_members{controller=\"Widgets\"} 3",
+            "# TYPE cosi_shard_handoffs counter",
+            "cosi_shard_handoffs_total{controller=\"Widgets\",kind=\"acquired\"} 4",
+            "cosi_shard_handoffs_total{controller=\"Widgets\",kind=\"released\"} 1",
+            "cosi_shard_handoffs_total{controller=\"Widgets\",kind=\"lost\"} 2",
+            "# TYPE cosi_shard_takeover_seconds histogram",
+            "cosi_shard_takeover_seconds_bucket{le=\"0.025\",controller=\"Widgets\"} 1",
+            "cosi_shard_takeover_seconds_bucket{le=\"5.0\",controller=\"Widgets\"} 2",
+            "cosi_shard_takeover_seconds_bucket{le=\"+Inf\",controller=\"Widgets\"} 2",
+            "cosi_shard_takeover_seconds_count{controller=\"Widgets\"} 2",
+            "cosi_shard_takeover_seconds_sum{controller=\"Widgets\"} 3.02",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
     }
 }

@@ -186,9 +186,10 @@ impl<F: Factory<Queue>> Registering<'_, Queue, F> {
     /// controller's primary kinds (those it does not also map): its etcd
     /// feed filters them out at the source, loads a shard's keys when the
     /// shard is acquired and forgets them when it is given up. Reads of
-    /// those kinds in this process see only its shards; a write to a key of
-    /// another member's shard is refused. [`Sharding::keep_every_key`]
-    /// keeps them all instead.
+    /// those kinds in this process see only its shards; a write to an
+    /// existing key of another member's shard is refused (a new key goes to
+    /// the store, for the member that holds its shard).
+    /// [`Sharding::keep_every_key`] keeps them all instead.
     ///
     /// # Guarantees
     /// - A key is never reconciled by two processes at once: a shard moves
@@ -220,9 +221,10 @@ impl<F: Factory<Queue>> Registering<'_, Queue, F> {
     ///   is acquired (one etcd range read); they are queued as they arrive.
     ///
     /// # Errors
-    /// As [`Runtime::register`](crate::Runtime::register). Writes to
-    /// another member's key of a sharded kind from this process:
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the shard.
+    /// As [`Runtime::register`](crate::Runtime::register). A write from this
+    /// process to an existing key of a sharded kind in another member's
+    /// shard: [`Error::InvalidInput`](crate::Error::InvalidInput) naming the
+    /// shard.
     pub fn sharded(mut self, sharding: Sharding) -> Self {
         self.sharding = Some(sharding);
         self

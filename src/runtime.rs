@@ -610,6 +610,25 @@ impl Runtime {
         self.state.claims().await
     }
 
+    /// The sharded controllers of this runtime, on an etcd state: for each,
+    /// this process's member name, the ring's members, the shards it owns
+    /// with their fencing tokens, those draining, its hand-offs and
+    /// takeover times (see [`ShardStatus`](crate::state::ShardStatus)).
+    /// Empty on a state without a shard service.
+    ///
+    /// ```
+    /// # actix::System::new().block_on(async {
+    /// let runtime = cosi_runtime::Runtime::start();
+    /// assert!(runtime.shards().await.is_empty(), "an in-memory state shards nothing");
+    /// # });
+    /// ```
+    pub async fn shards(&self) -> Vec<crate::state::ShardStatus> {
+        match self.shard_service() {
+            Some(service) => service.status().await,
+            None => Vec::new(),
+        }
+    }
+
     /// How every controller is doing: running, standing by, backing off
     /// (with the attempt count and the last error), or failed (with why).
     /// See [`Health`](crate::controller::Health).
@@ -688,15 +707,22 @@ impl Runtime {
     }
 
     /// Every controller's counters in the Prometheus text format (see
-    /// [`prometheus`](crate::prometheus)).
+    /// [`prometheus`](crate::prometheus)), with the shards of sharded
+    /// controllers on an etcd state.
     #[cfg(feature = "prometheus")]
     pub async fn metrics_text(&self) -> String {
-        crate::prometheus::render(&self.metrics().await)
+        crate::prometheus::render_with_shards(&self.metrics().await, &self.shards().await)
+    }
+
+    /// The state's shard service (an etcd state's), for sharded controllers.
+    fn shard_service(&self) -> Option<crate::state::ShardService> {
+        self.state.claim_service().and_then(|c| c.shards()).cloned()
     }
 
     /// Registers a collector of this runtime's metrics into `registry`: at
     /// each scrape it reads every controller's live counters (controllers
-    /// registered later included). The series are controller-runtime's
+    /// registered later included), and the shards of sharded controllers
+    /// on an etcd state. The series are controller-runtime's
     /// (`controller_runtime_*`, `workqueue_*`) and ours (`cosi_*`); see
     /// [`prometheus`](crate::prometheus) for the list.
     ///
@@ -717,7 +743,7 @@ impl Runtime {
     /// ```
     #[cfg(feature = "prometheus")]
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
-        crate::prometheus::register(registry, self.live.clone());
+        crate::prometheus::register(registry, self.live.clone(), self.shard_service());
     }
 
     /// The dependency graph of the registered controllers.

@@ -5,6 +5,7 @@
 //! cosictl get <type> [id] [-n NAMESPACE] [-l SELECTOR] [-o table|json|yaml] [-w]
 //! cosictl graph [-o dot|mermaid|svg|json]
 //! cosictl controllers [-o table|json]
+//! cosictl shards [-d] [-o table|json|yaml]
 //! cosictl health
 //! ```
 //!
@@ -81,6 +82,15 @@ enum Command {
         #[arg(short, long, value_enum, default_value_t = Format::Table)]
         output: Format,
     },
+    /// The sharded controllers of the process: the ring, and what it owns.
+    Shards {
+        /// Also one line per owned shard: its fencing token, keys, draining.
+        #[arg(short, long)]
+        detail: bool,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
     /// The readiness checks, one line each; exit status 1 when not ready.
     Health,
 }
@@ -115,6 +125,7 @@ fn main() -> ExitCode {
         }
         Command::Graph { output } => graph(&cli.endpoint, output),
         Command::Controllers { output } => controllers(&cli.endpoint, output),
+        Command::Shards { detail, output } => shards(&cli.endpoint, detail, output),
         Command::Health => health(&cli.endpoint),
     };
     match result {
@@ -352,6 +363,20 @@ fn controllers(endpoint: &Endpoint, format: Format) -> Result<ExitCode, Failure>
                 table.row(output::controller_row(c));
             }
             table.write_all(&mut out)?;
+        }
+        Format::Json => writeln!(out, "{}", output::pretty(&all))?,
+        Format::Yaml => write!(out, "{}", output::yaml(&all)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn shards(endpoint: &Endpoint, detail: bool, format: Format) -> Result<ExitCode, Failure> {
+    let all = get_json(endpoint, "/api/v1/shards")?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Table => {
+            let controllers = all.as_array().map(Vec::as_slice).unwrap_or_default();
+            output::shard_tables(controllers, detail, &mut out)?;
         }
         Format::Json => writeln!(out, "{}", output::pretty(&all))?,
         Format::Yaml => write!(out, "{}", output::yaml(&all)?)?,

@@ -106,6 +106,57 @@ pub fn controller_row(c: &Value) -> Vec<String> {
     ]
 }
 
+/// `cosictl shards`: one line per sharded controller (the ring as this
+/// process sees it); with `detail`, then one line per shard it owns.
+pub fn shard_tables(controllers: &[Value], detail: bool, out: &mut impl Write) -> io::Result<()> {
+    let mut ring = Table::new(&[
+        "CONTROLLER",
+        "MEMBER",
+        "OWNED",
+        "DRAINING",
+        "KEYS",
+        "ACQUIRED",
+        "RELEASED",
+        "LOST",
+        "MEMBERS",
+    ]);
+    for c in controllers {
+        let count = |k: &str| c[k].as_array().map_or(0, Vec::len);
+        let members: Vec<String> =
+            c["members"].as_array().into_iter().flatten().map(text).collect();
+        ring.row(vec![
+            text(&c["controller"]),
+            text(&c["member"]),
+            format!("{}/{}", count("owned"), text(&c["shards"])),
+            count("draining").to_string(),
+            text(&c["keys"]),
+            text(&c["handoffs"]["acquired"]),
+            text(&c["handoffs"]["released"]),
+            text(&c["handoffs"]["lost"]),
+            members.join(","),
+        ]);
+    }
+    ring.write_all(out)?;
+    if !detail {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let mut shards = Table::new(&["CONTROLLER", "SHARD", "TOKEN", "KEYS", "DRAINING"]);
+    for c in controllers {
+        for s in c["owned"].as_array().into_iter().flatten() {
+            let draining = if s["draining"].as_bool() == Some(true) { "yes" } else { "no" };
+            shards.row(vec![
+                text(&c["controller"]),
+                text(&s["shard"]),
+                text(&s["token"]),
+                text(&s["keys"]),
+                draining.to_owned(),
+            ]);
+        }
+    }
+    shards.write_all(out)
+}
+
 pub fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
@@ -130,6 +181,36 @@ mod tests {
             "NAMESPACE   TYPE                 ID         VERSION\n\
              network     Links.net.cosi.dev   eth0       3\n\
              config      Hostnames            hostname   12\n"
+        );
+    }
+
+    #[test]
+    fn shards_print_the_ring_then_each_owned_shard() {
+        let c = serde_json::json!({
+            "controller": "Widgets", "member": "node-a", "shards": 8,
+            "members": ["node-a", "node-b"],
+            "owned": [
+                { "shard": 1, "token": 41, "keys": 3, "draining": false },
+                { "shard": 6, "token": 57, "keys": 0, "draining": true },
+            ],
+            "draining": [6], "keys": 3,
+            "handoffs": { "acquired": 5, "released": 3, "lost": 0 },
+        });
+        let mut out = Vec::new();
+        shard_tables(std::slice::from_ref(&c), false, &mut out).unwrap();
+        let ring = "CONTROLLER   MEMBER   OWNED   DRAINING   KEYS   ACQUIRED   RELEASED   LOST   MEMBERS\n\
+                    Widgets      node-a   2/8     1          3      5          3          0      node-a,node-b\n";
+        assert_eq!(String::from_utf8(out).unwrap(), ring);
+        let mut out = Vec::new();
+        shard_tables(&[c], true, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "{ring}\n\
+                 CONTROLLER   SHARD   TOKEN   KEYS   DRAINING\n\
+                 Widgets      1       41      3      no\n\
+                 Widgets      6       57      0      yes\n"
+            )
         );
     }
 

@@ -23,6 +23,7 @@ pub(super) fn routes(cfg: &mut web::ServiceConfig) {
         ("/api/v1/watch/{namespace}/{type}/{id:.+}", web::get().to(watch_one)),
         ("/api/v1/controllers", web::get().to(controllers)),
         ("/api/v1/graph", web::get().to(graph)),
+        ("/api/v1/shards", web::get().to(super::shards::shards)),
     ] {
         cfg.service(web::resource(path).route(route).default_service(not_allowed()));
     }

@@ -17,6 +17,7 @@
 //! | `GET /api/v1/watch/{namespace}/{type}[/{id}][?labels=SELECTOR]` | server-sent events: `created` for each existing resource, `bootstrapped`, then `created`, `updated`, `destroyed`, each change with its store revision as `id`; a client reconnecting with `Last-Event-ID` gets only the changes after it (or `reset`, then a fresh bootstrap, when the state no longer keeps them); when the server stops, a last `stopping` event with an empty `id` (an `EventSource` then reconnects from the start: no watch resumes across a restart) |
 //! | `GET /api/v1/controllers` | each controller's status, counters, inputs and outputs |
 //! | `GET /api/v1/graph[?format=json\|dot\|mermaid\|svg]` | the dependency graph |
+//! | `GET /api/v1/shards` | each sharded controller of this process (etcd state; see [`shard`](crate::shard)): its `member` name, the ring's `members`, the `shards` count, its `primary` kinds, the shards it `owned` (each with its fencing `token`, its `keys` and whether it is `draining`), the `keys` of its owned shards in all, its `handoffs` (`acquired`, `released`, `lost`) and `takeover` times; `[]` without one. The keys are counted by listing the primary kinds at each request |
 //!
 //! The probes answer in the Kubernetes text format: `ok` when every check
 //! passes; with `?verbose`, or when a check fails (503), one `[+]name ok` or
@@ -66,6 +67,7 @@
 mod api;
 mod error;
 mod probes;
+mod shards;
 mod shared;
 mod sse;
 mod svg;

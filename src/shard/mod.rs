@@ -22,6 +22,16 @@
 //! controller's side (filtering, resync, draining) in the controller host.
 //! See docs/ARCHITECTURE.md, "Sharded controllers".
 //!
+//! # Operations
+//! [`Runtime::shards`](crate::Runtime::shards) reports, per sharded
+//! controller of the process, its member name, the ring's members, the
+//! shards it owns with their fencing tokens, those draining, its hand-offs
+//! and takeover times ([`ShardStatus`](crate::state::ShardStatus)). The same
+//! figures are metrics (`cosi_shard*`, see the `prometheus` module); the admin
+//! endpoint's `GET /api/v1/shards` (feature `admin`) adds the keys of each
+//! owned shard, and `cosictl shards` prints it. `examples/sharded.rs` runs
+//! three members on one etcd.
+//!
 //! ```
 //! use cosi_runtime::resource::Pointer;
 //! use cosi_runtime::shard::{Ring, shard_of};

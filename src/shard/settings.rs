@@ -58,10 +58,11 @@ impl Sharding {
     /// By default a process holds only its share: its state neither
     /// receives nor caches the other members' keys of those kinds, so its
     /// memory falls as members join. Reads of those kinds in this process
-    /// then see only its own shards, and a write to another member's key is
-    /// refused ([`Error::InvalidInput`](crate::Error::InvalidInput), naming
-    /// the shard). Keep every key when something else in the process reads
-    /// the kinds whole.
+    /// then see only its own shards, and a write to an existing key of
+    /// another member's shard is refused
+    /// ([`Error::InvalidInput`](crate::Error::InvalidInput), naming the
+    /// shard); a new key goes to the store. Keep every key when something
+    /// else in the process reads the kinds whole.
     #[must_use]
     pub fn keep_every_key(mut self, keep: bool) -> Self {
         self.keep_every_key = keep;

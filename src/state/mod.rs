@@ -329,7 +329,7 @@ pub use open::StateBuilder;
 pub use redb::{FORMAT_VERSION, RedbBackend};
 pub use request::WatchStats;
 pub use routes::Namespaces;
-pub use shards::{ShardService, ShardStatus};
+pub use shards::{ShardService, ShardStatus, TAKEOVER_BUCKETS, TakeoverTimes};
 
 /// The durable state's write-ahead log reader, callable on its own by the
 /// fuzz targets (`fuzz/` in the repository): a log file is input from disk.

@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use actix::prelude::*;
 
@@ -51,6 +52,7 @@ pub struct ShardService {
     resign: Recipient<Leave>,
     writers: Writers,
     holds: Holds,
+    board: ShardBoard,
 }
 
 impl std::fmt::Debug for ShardService {
@@ -61,9 +63,10 @@ impl std::fmt::Debug for ShardService {
 
 impl ShardService {
     /// A service served by `actor`, fencing through `writers`, its store
-    /// holding of the sharded kinds what `holds` says.
+    /// holding of the sharded kinds what `holds` says; `actor` publishes its
+    /// status to `board`.
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-    pub(crate) fn of<A>(actor: &Addr<A>, writers: Writers, holds: Holds) -> Self
+    pub(crate) fn of<A>(actor: &Addr<A>, writers: Writers, holds: Holds, board: ShardBoard) -> Self
     where
         A: Actor<Context = Context<A>>
             + Handler<JoinShards>
@@ -78,6 +81,7 @@ impl ShardService {
             resign: actor.clone().recipient(),
             writers,
             holds,
+            board,
         }
     }
 
@@ -85,6 +89,14 @@ impl ShardService {
     /// draining, and the hand-offs so far.
     pub async fn status(&self) -> Vec<ShardStatus> {
         self.status.send(GetShards).await.unwrap_or_default()
+    }
+
+    /// [`status`](Self::status) as last published by the service (after
+    /// each read of the store and each hand-off), without a round trip to
+    /// it: what a metrics scrape, which cannot wait, reads.
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    pub(crate) fn snapshot(&self) -> Vec<ShardStatus> {
+        self.board.read()
     }
 
     /// Joins `controller`'s members with `shards` virtual shards as `member`.
@@ -245,6 +257,74 @@ pub(crate) struct Leave;
 #[rtype(result = "Vec<ShardStatus>")]
 pub(crate) struct GetShards;
 
+/// Upper bounds, in seconds, of the buckets of [`TakeoverTimes`]: from a
+/// shard key created at once (a few ms) to a shard waiting out a dead
+/// owner's lease (the lease TTL, 10 s by default) or a long drain.
+pub const TAKEOVER_BUCKETS: [f64; 12] =
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+/// How long this process took to take over the shards it acquired: for
+/// each, from the read of the members in which the ring first gave it the
+/// shard, to the answer that its shard key was created. Includes the wait
+/// for the previous owner to drain and release the shard, or for its lease
+/// to expire.
+///
+/// ```
+/// use cosi_runtime::state::{TAKEOVER_BUCKETS, TakeoverTimes};
+///
+/// let none = TakeoverTimes::default();
+/// assert_eq!(none.count, 0);
+/// assert_eq!(none.cumulative.len(), TAKEOVER_BUCKETS.len());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TakeoverTimes {
+    /// Shards taken over.
+    pub count: u64,
+    /// Their takeover times added up.
+    pub sum: Duration,
+    /// The longest.
+    pub max: Duration,
+    /// Per bound of [`TAKEOVER_BUCKETS`], the takeovers that took at most
+    /// that long (cumulative, as Prometheus buckets are).
+    pub cumulative: Vec<u64>,
+}
+
+impl Default for TakeoverTimes {
+    fn default() -> Self {
+        TakeoverTimes {
+            count: 0,
+            sum: Duration::ZERO,
+            max: Duration::ZERO,
+            cumulative: vec![0; TAKEOVER_BUCKETS.len()],
+        }
+    }
+}
+
+impl TakeoverTimes {
+    /// Records one takeover that took `took`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn observe(&mut self, took: Duration) {
+        self.count += 1;
+        self.sum = self.sum.saturating_add(took);
+        self.max = self.max.max(took);
+        let secs = took.as_secs_f64();
+        for (bound, n) in TAKEOVER_BUCKETS.iter().zip(self.cumulative.iter_mut()) {
+            if secs <= *bound {
+                *n += 1;
+            }
+        }
+    }
+
+    /// The mean takeover time, or zero with none.
+    pub fn mean(&self) -> Duration {
+        match u32::try_from(self.count) {
+            Ok(0) => Duration::ZERO,
+            Ok(n) => self.sum / n,
+            Err(_) => Duration::from_secs_f64(self.sum.as_secs_f64() / self.count as f64),
+        }
+    }
+}
+
 /// One sharded controller of this process.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardStatus {
@@ -266,6 +346,29 @@ pub struct ShardStatus {
     pub released: u64,
     /// Shards lost with the lease so far.
     pub lost: u64,
+    /// How long the shards acquired so far took to take over.
+    pub takeover: TakeoverTimes,
+}
+
+/// Where the shard service publishes its [`ShardStatus`]es for readers
+/// that cannot wait for an answer (a metrics scrape). The service writes it
+/// after each change; the lock is held for one copy, never across an
+/// `.await`.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct ShardBoard(Arc<Mutex<Vec<ShardStatus>>>);
+
+impl ShardBoard {
+    /// Replaces what is published.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn publish(&self, status: Vec<ShardStatus>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    /// What is published.
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    pub(crate) fn read(&self) -> Vec<ShardStatus> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
 }
 
 /// A shard's fence, as a write carries it.
@@ -350,5 +453,20 @@ mod tests {
         assert_eq!(writers.fence(&same_name), None, "another reconcile, another fence");
         drop(guard);
         assert_eq!(writers.fence(&writer), None);
+    }
+
+    #[test]
+    fn takeovers_fill_cumulative_buckets() {
+        let mut t = TakeoverTimes::default();
+        t.observe(Duration::from_millis(3));
+        t.observe(Duration::from_millis(300));
+        t.observe(Duration::from_secs(40));
+        assert_eq!(t.count, 3);
+        assert_eq!(t.max, Duration::from_secs(40));
+        assert_eq!(t.sum, Duration::from_millis(40_303));
+        let at =
+            |bound: f64| t.cumulative[TAKEOVER_BUCKETS.iter().position(|b| *b == bound).unwrap()];
+        assert_eq!((at(0.005), at(0.25), at(0.5), at(30.0)), (1, 1, 2, 2));
+        assert_eq!(t.mean(), Duration::from_nanos(13_434_333_333));
     }
 }

@@ -1,5 +1,6 @@
 //! The admin endpoint over real HTTP (`--features admin`): routes, watches as
-//! server-sent events, and the flagship with `--serve`.
+//! server-sent events, and the flagship with `--serve`; with `--features
+//! admin,etcd` too, the shards of a sharded controller on a test etcd.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,4 +14,6 @@ mod serve;
 
 mod example_netplane_serve;
 mod routes;
+#[cfg(feature = "etcd")]
+mod shards;
 mod watch;

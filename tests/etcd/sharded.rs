@@ -756,8 +756,8 @@ async fn a_member_reads_only_its_share_and_a_write_to_another_share_is_refused()
             tokio::task::yield_now().await;
         }
     }
-    // The whole state still has every key; a member refuses a write to a
-    // key of the other's shard, naming it, and takes one to its own.
+    // The whole state still has every key; a member refuses a write to an
+    // existing key of the other's shard, naming the shard, and takes one to its own.
     assert_eq!(state.list(&kind, &LabelQuery::all()).await.unwrap().len(), KEYS);
     let theirs = Pointer::typed::<IntSpec>(NS, share_b[0].as_str());
     let unseen = a.state().get(&theirs).await.unwrap_err();
@@ -768,13 +768,21 @@ async fn a_member_reads_only_its_share_and_a_write_to_another_share_is_refused()
         .await
         .unwrap_err();
     assert!(matches!(refused, Error::InvalidInput { .. }), "{refused}");
+    assert!(refused.to_string().contains("shard"), "{refused}");
     let fresh_theirs = (0..)
         .map(|i| Resource::new(NS, format!("new{i}"), IntSpec(1)))
         .find(|r| expected_owner(&["a", "b"], r.pointer()) == "b")
         .unwrap();
-    let err = a.state().create(fresh_theirs, None).await.unwrap_err();
-    assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
-    assert!(err.to_string().contains("shard"), "{err}");
+    // A new key of b's shard written from a goes to the store: b holds it,
+    // a does not.
+    let created = fresh_theirs.pointer().clone();
+    a.state().create(fresh_theirs, None).await.unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while b.state().get(&created).await.is_err() {
+        assert!(Instant::now() < deadline, "b did not get {created} within {DEADLINE:?}");
+        tokio::task::yield_now().await;
+    }
+    assert!(a.state().get(&created).await.unwrap_err().is_not_found());
     let ours = Pointer::typed::<IntSpec>(NS, share_a[0].as_str());
     a.state().modify(&ours, |r: &mut Resource<IntSpec>| r.spec_mut().0 += 1, None).await.unwrap();
     a.stop().await;

@@ -19,7 +19,7 @@ use crate::state::backend::{
     Backend, CloseFuture, CommitFuture, CommitOutcome, Feed, Precondition, Snapshot, Write, WriteOp,
 };
 use crate::state::claims::ClaimService;
-use crate::state::shards::{Hold, Holds, ShardService, Writers};
+use crate::state::shards::{Hold, Holds, ShardBoard, ShardService, Writers};
 
 /// At most this many writes go in one transaction (etcd refuses more than
 /// `--max-txn-ops`, 128 by default, in one request).
@@ -86,8 +86,10 @@ impl EtcdBackend {
             ClaimsActor::new(client.clone(), keys.clone(), config.clone(), fences.clone()).start();
         let writers = Writers::default();
         let holds = Holds::default();
-        let shards = ShardsActor::new(client.clone(), keys.clone(), config.clone()).start();
-        let service = ShardService::of(&shards, writers.clone(), holds.clone());
+        let board = ShardBoard::default();
+        let shards =
+            ShardsActor::new(client.clone(), keys.clone(), config.clone(), board.clone()).start();
+        let service = ShardService::of(&shards, writers.clone(), holds.clone(), board);
         let claims = ClaimService::of(&actor).with_shards(service);
         Ok(EtcdBackend {
             kv: client.kv_client(),
@@ -112,7 +114,8 @@ impl EtcdBackend {
 }
 
 /// The error for a write to a key of a sharded kind whose shard this
-/// process does not hold (its cache does not have the key's data).
+/// process does not hold, that found the key written (its cache does not
+/// have the key's data, so the write cannot be run again on fresh data).
 fn not_held(ptr: &Pointer, hold: &Hold) -> Error {
     let shard = crate::shard::shard_of(ptr, hold.mask.shards());
     Error::InvalidInput {
@@ -225,6 +228,7 @@ struct Sender {
     store: String,
     fences: Fences,
     writers: Writers,
+    holds: Holds,
 }
 
 impl Sender {
@@ -264,9 +268,11 @@ impl Sender {
                         self.fences.lost_fence(fence);
                         CommitOutcome::Refused(fence.refused(&s.write.pointer))
                     }
-                    Some(TxnOpResponse::Txn(_)) => {
-                        CommitOutcome::Conflict { seen: rev_at(revision, 0) }
-                    }
+                    Some(TxnOpResponse::Txn(_)) => match self.holds.refusing(&s.write.pointer) {
+                        // The cache cannot have fresher data to retry on.
+                        Some(hold) => CommitOutcome::Refused(not_held(&s.write.pointer, &hold)),
+                        None => CommitOutcome::Conflict { seen: rev_at(revision, 0) },
+                    },
                     _ => CommitOutcome::Refused(unavailable(
                         s.write.pointer.to_string(),
                         format!("{}: an answer without the write's outcome", self.store),
@@ -316,10 +322,6 @@ impl Backend for EtcdBackend {
         let mut chunks: Vec<(Vec<TxnOp>, Vec<Sent>)> = Vec::new();
         let mut bytes = 0;
         for (index, write) in batch.into_iter().enumerate() {
-            if let Some(hold) = self.holds.refusing(&write.pointer) {
-                outcomes[index] = Ok(CommitOutcome::Refused(not_held(&write.pointer, &hold)));
-                continue;
-            }
             match plan(&self.keys, &self.fences, &self.writers, &write) {
                 Err(now) => outcomes[index] = Ok(now),
                 Ok((op, size, fence)) => {
@@ -344,6 +346,7 @@ impl Backend for EtcdBackend {
             store: self.config.describe(),
             fences: self.fences.clone(),
             writers: self.writers.clone(),
+            holds: self.holds.clone(),
         };
         Box::pin(async move {
             let txns = chunks.into_iter().map(|(ops, sent)| {

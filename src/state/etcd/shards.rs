@@ -32,10 +32,17 @@
 //!
 //! A shard held by another member is never taken: it moves when its owner
 //! deleted the key, or when the owner's lease expired (etcd deletes its keys).
+//!
+//! # Status
+//! Each group's [`ShardStatus`] is published to the service's board after
+//! every read and hand-off (a metrics scrape reads it without a round
+//! trip). A takeover is timed from the first read whose ring gives this
+//! member a shard it does not own to the answer that its key was created;
+//! a shard the ring gives to another meanwhile is timed afresh.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, WatchOptions};
@@ -45,7 +52,9 @@ use super::EtcdConfig;
 use super::claims::{LeaseLost, keep_alive};
 use super::keys::Keys;
 use crate::shard::{Ring, ShardId};
-use crate::state::shards::{Drained, GetShards, JoinShards, Leave, ShardEvent, ShardStatus};
+use crate::state::shards::{
+    Drained, GetShards, JoinShards, Leave, ShardBoard, ShardEvent, ShardStatus, TakeoverTimes,
+};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Lease {
@@ -88,6 +97,10 @@ struct Group {
     acquired: u64,
     released: u64,
     lost: u64,
+    /// Shards the ring gives this member that it does not own yet, since
+    /// the read that first gave them: a takeover's start.
+    wanted_since: HashMap<u32, Instant>,
+    takeover: TakeoverTimes,
 }
 
 impl Group {
@@ -114,6 +127,15 @@ impl Group {
             acquired: self.acquired,
             released: self.released,
             lost: self.lost,
+            takeover: self.takeover.clone(),
+        }
+    }
+
+    /// `shard` is owned now: its takeover, if the ring gave it, took from
+    /// then until now.
+    fn took_over(&mut self, shard: u32) {
+        if let Some(since) = self.wanted_since.remove(&shard) {
+            self.takeover.observe(since.elapsed());
         }
     }
 
@@ -126,6 +148,8 @@ impl Group {
         self.draining.clear();
         self.acquiring.clear();
         self.releasing.clear();
+        // Takeovers are timed again from the first read under the next lease.
+        self.wanted_since.clear();
         self.registered = None;
     }
 
@@ -175,10 +199,12 @@ pub(crate) struct ShardsActor {
     refreshing: bool,
     again: bool,
     resigned: bool,
+    /// Where every group's status is published (see [`ShardBoard`]).
+    board: ShardBoard,
 }
 
 impl ShardsActor {
-    pub(crate) fn new(client: Client, keys: Keys, config: EtcdConfig) -> Self {
+    pub(crate) fn new(client: Client, keys: Keys, config: EtcdConfig, board: ShardBoard) -> Self {
         ShardsActor {
             client,
             keys,
@@ -190,7 +216,13 @@ impl ShardsActor {
             refreshing: false,
             again: false,
             resigned: false,
+            board,
         }
+    }
+
+    /// Publishes every group's status (after each change of it).
+    fn publish(&self) {
+        self.board.publish(self.groups.iter().map(Group::status).collect());
     }
 
     fn ttl(&self) -> Duration {
@@ -278,6 +310,7 @@ impl ShardsActor {
                     Err(_) => tracing::debug!("shards: etcd did not answer a read"),
                 }
             }
+            act.publish();
             if std::mem::take(&mut act.again) {
                 act.refresh(ctx);
             }
@@ -341,8 +374,14 @@ impl ShardsActor {
             group.notify.do_send(ShardEvent::Lost { shard });
         }
         let mut acquire = Vec::new();
+        let now = Instant::now();
         for shard in 0..group.shards {
             let want = ring.owner(ShardId(shard)) == Some(group.member.as_str());
+            if !want {
+                group.wanted_since.remove(&shard);
+            } else if !group.owned.contains_key(&shard) {
+                group.wanted_since.entry(shard).or_insert(now);
+            }
             if group.owned.contains_key(&shard) {
                 if !want && group.draining.insert(shard) {
                     group.notify.do_send(ShardEvent::Release { shard });
@@ -360,6 +399,7 @@ impl ShardsActor {
                     let key = group.shard_key(shard);
                     group.owned.insert(shard, (key.clone(), h.token));
                     group.acquired += 1;
+                    group.took_over(shard);
                     group.notify.do_send(ShardEvent::Acquired { shard, key, token: h.token });
                 }
                 // On this process's lease, not owned, not wanted (its delete
@@ -410,6 +450,7 @@ impl ShardsActor {
                         let token = resp.header().map_or(0, |h| h.revision());
                         group.owned.insert(shard, (key.clone(), token));
                         group.acquired += 1;
+                        group.took_over(shard);
                         group.notify.do_send(ShardEvent::Acquired { shard, key, token });
                     }
                     Ok(Ok(_)) => {}
@@ -417,6 +458,7 @@ impl ShardsActor {
                     Err(_) => tracing::debug!("shards: acquiring shard {shard}: no answer"),
                 }
             }
+            act.publish();
         }));
     }
 
@@ -485,6 +527,7 @@ impl StreamHandler<LeaseLost> for ShardsActor {
         for group in &mut self.groups {
             group.lose_all();
         }
+        self.publish();
         self.ensure_lease(ctx);
     }
 
@@ -524,7 +567,10 @@ impl Handler<JoinShards> for ShardsActor {
             acquired: 0,
             released: 0,
             lost: 0,
+            wanted_since: HashMap::new(),
+            takeover: TakeoverTimes::default(),
         });
+        self.publish();
         self.watch(range, ctx);
         self.refresh(ctx);
     }
@@ -568,6 +614,7 @@ impl Handler<Drained> for ShardsActor {
             }
             act.refresh(ctx);
         }));
+        self.publish();
     }
 }
 
