@@ -192,6 +192,18 @@ impl Cache {
         self.write().by_kind.get_mut(ptr.kind())?.remove(ptr.id())
     }
 
+    /// Shrinks `kind`'s collection to what it holds, if it is mostly empty
+    /// (see [`Collection::compacted`]).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn compact(&self, kind: &Kind) {
+        let mut guard = self.write();
+        if let Some(collection) = guard.by_kind.get_mut(kind)
+            && let Some(fresh) = collection.compacted()
+        {
+            *collection = fresh;
+        }
+    }
+
     pub(crate) fn intern(&self, kind: &Kind) -> Kind {
         if let Some((k, _)) = self.read().by_kind.get_key_value(kind) {
             return k.clone();

@@ -104,6 +104,20 @@ impl Collection {
         self.index.len()
     }
 
+    /// The same resources in a collection sized for them, if at most half
+    /// of its slots are full (after most of a kind was forgotten at once,
+    /// its slots and index would otherwise stay sized for all of it).
+    pub(crate) fn compacted(&self) -> Option<Collection> {
+        if self.len() * 2 > self.slots.len() {
+            return None;
+        }
+        let mut fresh = Collection::default();
+        for resource in self.iter() {
+            fresh.put(resource.clone());
+        }
+        Some(fresh)
+    }
+
     /// The slot of `id` (of hash `hash`); the index compares kept hashes
     /// first, so that most misses never read a resource.
     fn slot_of(&self, hash: u32, id: &str) -> Option<u32> {
@@ -384,6 +398,30 @@ mod tests {
         assert!(c.insert_new(res("aa", 1), |r| r).is_ok(), "the freed slot is reused");
         assert_eq!(ids(&c), ["a", "aa", "c"]);
         assert_eq!(c.len(), 3);
+    }
+
+    #[test]
+    fn a_mostly_emptied_collection_compacts_to_the_same_resources() {
+        let mut c = Collection::default();
+        for i in 0..100 {
+            c.put(res(&format!("r{i:03}"), i));
+        }
+        assert!(c.compacted().is_none(), "a full collection stays as it is");
+        for i in (0..100).filter(|i| i % 10 != 0) {
+            c.remove(&format!("r{i:03}"));
+        }
+        let fresh = c.compacted().expect("a tenth of its slots are full");
+        assert!(fresh.slots.len() < c.slots.len());
+        assert_eq!(ids(&fresh), ids(&c));
+        assert_eq!(fresh.len(), 10);
+        let mut by_label = Vec::new();
+        fresh.for_each_match(&LabelQuery::all().equal("g", "4"), |r| {
+            by_label.push(r.id().to_owned())
+        });
+        let mut want = Vec::new();
+        c.for_each_match(&LabelQuery::all().equal("g", "4"), |r| want.push(r.id().to_owned()));
+        assert_eq!(by_label, want, "the label index is rebuilt too");
+        assert_eq!(fresh.get("r050").map(AnyResource::id), Some("r050"));
     }
 
     #[test]

@@ -192,6 +192,12 @@ impl Store {
         })
     }
 
+    /// Shrinks the cached collection of `kind` if most of it was removed.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn compact(&mut self, kind: &Kind) {
+        self.backend.compact(kind);
+    }
+
     /// Removes the resource at `ptr` as another writer did (a shared
     /// backend's change feed); `None` if it was not cached.
     pub(crate) fn remove_external(&mut self, ptr: &Pointer) -> Option<Change> {

@@ -128,8 +128,15 @@ impl StateActor {
             .filter(|p| self.routes.route(p.namespace()) == Some(backend) && scope.contains(p))
             .collect();
         tracing::debug!("shared store: gave up {} resources of a sharded kind", gone.len());
+        let mut kinds = Vec::new();
         for ptr in gone {
             self.store.remove_external(&ptr);
+            if !kinds.contains(ptr.kind()) {
+                kinds.push(ptr.kind().clone());
+            }
+        }
+        for kind in kinds {
+            self.store.compact(&kind);
         }
     }
 }
