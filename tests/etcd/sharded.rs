@@ -501,6 +501,67 @@ fn running(path: &str) -> usize {
     started.saturating_sub(text.lines().filter(|l| l.starts_with("END ")).count())
 }
 
+/// What each multi-process scenario starts from: an etcd, a prefix holding
+/// `KEYS` primary resources, a watch of the outputs, a raw client, and the
+/// directory of the members' logs.
+struct Setup {
+    _etcd: TestEtcd,
+    endpoint: String,
+    prefix: String,
+    dir: tempfile::TempDir,
+    state: State,
+    watch: WatchStream,
+    seen: HashMap<String, String>,
+    client: etcd_client::Client,
+}
+
+impl Setup {
+    /// `None` without an etcd binary.
+    async fn start(name: &str) -> Option<Setup> {
+        let etcd = TestEtcd::start()?;
+        let prefix = format!("{name}-{:08x}", fastrand::u32(..));
+        let endpoint = etcd.endpoint();
+        let state = State::builder().etcd(config(&endpoint, &prefix)).open().await.unwrap();
+        for i in 0..KEYS {
+            let r = Resource::new(NS, format!("k{i}"), IntSpec(i as i64));
+            state.create(r, None).await.unwrap();
+        }
+        let kind = Kind::of::<StrSpec>(NS);
+        let watch = state
+            .watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::bootstrap())
+            .await
+            .unwrap();
+        // Every request of the test's own client is bounded.
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(5));
+        let client = etcd_client::Client::connect([endpoint.clone()], Some(options)).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        Some(Setup {
+            _etcd: etcd,
+            endpoint,
+            prefix,
+            dir,
+            state,
+            watch,
+            seen: HashMap::new(),
+            client,
+        })
+    }
+
+    fn dir(&self) -> String {
+        self.dir.path().to_str().unwrap().to_owned()
+    }
+
+    async fn converge(&mut self, members: &[&str]) {
+        converge(&mut self.watch, &mut self.seen, &mut self.client, &self.prefix, members).await;
+    }
+
+    async fn shards_owned_by(&mut self, members: &[&str]) {
+        shards_owned_by(&mut self.client, &self.prefix, members).await;
+    }
+}
+
 /// A change of membership in the churn.
 enum Step {
     Join(&'static str),
@@ -510,33 +571,15 @@ enum Step {
 
 #[actix::test]
 async fn members_share_keys_take_over_and_never_overlap() {
-    let Some(etcd) = TestEtcd::start() else { return };
-    let prefix = format!("sharded-{:08x}", fastrand::u32(..));
-    let endpoint = etcd.endpoint();
-    let dir = tempfile::tempdir().unwrap();
-    let dir_path = dir.path().to_str().unwrap().to_owned();
-    let state = State::builder().etcd(config(&endpoint, &prefix)).open().await.unwrap();
-    for i in 0..KEYS {
-        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i as i64)), None).await.unwrap();
-    }
-    let kind = Kind::of::<StrSpec>(NS);
-    let mut watch = state
-        .watch_kind_stream(&kind, LabelQuery::all(), &WatchOptions::bootstrap())
-        .await
-        .unwrap();
-    let mut seen = HashMap::new();
-    // Every request of the test's own client is bounded.
-    let options = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(5))
-        .with_timeout(Duration::from_secs(5));
-    let mut client = etcd_client::Client::connect([endpoint.clone()], Some(options)).await.unwrap();
+    let Some(mut t) = Setup::start("sharded").await else { return };
+    let (endpoint, prefix, dir_path) = (t.endpoint.clone(), t.prefix.clone(), t.dir());
 
     // Three members: every key reconciled by the owner of its shard, and
     // each process holds only its share of the keys.
     let mut members: Vec<Member> =
         ["p0", "p1", "p2"].iter().map(|n| spawn(&endpoint, &prefix, n, &dir_path)).collect();
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1", "p2"]).await;
-    shards_owned_by(&mut client, &prefix, &["p0", "p1", "p2"]).await;
+    t.converge(&["p0", "p1", "p2"]).await;
+    t.shards_owned_by(&["p0", "p1", "p2"]).await;
     each_holds_its_share(&mut members);
 
     // SIGKILL p1: its shards are owned again within 2 × TTL, every key converges.
@@ -545,13 +588,13 @@ async fn members_share_keys_take_over_and_never_overlap() {
     p1.kill();
     let at = Instant::now();
     killed.insert(p1.name.clone(), now_ns());
-    shards_owned_by(&mut client, &prefix, &["p0", "p2"]).await;
+    t.shards_owned_by(&["p0", "p2"]).await;
     let took = at.elapsed();
     eprintln!(
         "sharded: SIGKILL of a member → its shards owned again: {took:?} (lease TTL {TTL:?})"
     );
     assert!(took <= 2 * TTL, "takeover took {took:?}, more than 2 × {TTL:?}");
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p2"]).await;
+    t.converge(&["p0", "p2"]).await;
 
     // A join: p3 takes its shards, only from the others, once they drained.
     let before = expected(&["p0", "p2"]);
@@ -560,19 +603,19 @@ async fn members_share_keys_take_over_and_never_overlap() {
     assert!(before.iter().all(|(k, m)| after[k] == *m || after[k] == "p3"));
     eprintln!("sharded: a third member joining moves {moved} of {KEYS} keys");
     members.push(spawn(&endpoint, &prefix, "p3", &dir_path));
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p2", "p3"]).await;
-    shards_owned_by(&mut client, &prefix, &["p0", "p2", "p3"]).await;
+    t.converge(&["p0", "p2", "p3"]).await;
+    t.shards_owned_by(&["p0", "p2", "p3"]).await;
     each_holds_its_share(&mut members);
 
     // A clean leave: p2 stops (drains, revokes its lease); p0 and p3 take over.
     members.remove(1).leave();
-    shards_owned_by(&mut client, &prefix, &["p0", "p3"]).await;
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p3"]).await;
+    t.shards_owned_by(&["p0", "p3"]).await;
+    t.converge(&["p0", "p3"]).await;
 
     // Churn while the keys keep changing: joins, leaves and kills, each
     // moving shards between live processes that reconcile as they go.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = actix::spawn(keep_writing(state.clone(), stop.clone()));
+    let writer = actix::spawn(keep_writing(t.state.clone(), stop.clone()));
     let mut changes = 3;
     let mut handoffs = 0;
     for step in [
@@ -606,8 +649,8 @@ async fn members_share_keys_take_over_and_never_overlap() {
         handoffs +=
             (0..SHARDS).filter(|s| was.owner(ShardId(*s)) != now.owner(ShardId(*s))).count();
         changes += 1;
-        shards_owned_by(&mut client, &prefix, &names).await;
-        converge(&mut watch, &mut seen, &mut client, &prefix, &names).await;
+        t.shards_owned_by(&names).await;
+        t.converge(&names).await;
     }
     stop.store(true, std::sync::atomic::Ordering::Release);
     let written = writer.await.unwrap();
@@ -632,32 +675,16 @@ async fn members_share_keys_take_over_and_never_overlap() {
 
 #[actix::test]
 async fn a_paused_member_loses_its_shards_and_its_late_writes_are_refused() {
-    let Some(etcd) = TestEtcd::start() else { return };
-    let prefix = format!("paused-{:08x}", fastrand::u32(..));
-    let endpoint = etcd.endpoint();
-    let dir = tempfile::tempdir().unwrap();
-    let dir_path = dir.path().to_str().unwrap().to_owned();
-    let state = State::builder().etcd(config(&endpoint, &prefix)).open().await.unwrap();
-    for i in 0..KEYS {
-        state.create(Resource::new(NS, format!("k{i}"), IntSpec(i as i64)), None).await.unwrap();
-    }
-    let mut watch = state
-        .watch_kind_stream(&Kind::of::<StrSpec>(NS), LabelQuery::all(), &WatchOptions::bootstrap())
-        .await
-        .unwrap();
-    let mut seen = HashMap::new();
-    let options = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(5))
-        .with_timeout(Duration::from_secs(5));
-    let mut client = etcd_client::Client::connect([endpoint.clone()], Some(options)).await.unwrap();
+    let Some(mut t) = Setup::start("paused").await else { return };
+    let (endpoint, prefix, dir_path) = (t.endpoint.clone(), t.prefix.clone(), t.dir());
     // Reconciles of 200 ms, always 8 running: p0 is paused in the middle of some.
     let mut members: Vec<Member> =
         ["p0", "p1"].iter().map(|n| spawn_working(&endpoint, &prefix, n, &dir_path, 200)).collect();
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1"]).await;
+    t.converge(&["p0", "p1"]).await;
 
     // Reconciles run while p0 is paused past its lease: p1 takes every shard.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = actix::spawn(keep_writing(state.clone(), stop.clone()));
+    let writer = actix::spawn(keep_writing(t.state.clone(), stop.clone()));
     // Paused only once reconciles of its run (their start logged, their end not).
     let log = format!("{dir_path}/p0.log");
     let deadline = Instant::now() + DEADLINE;
@@ -672,15 +699,15 @@ async fn a_paused_member_loses_its_shards_and_its_late_writes_are_refused() {
     };
     signal("-STOP");
     let paused = Instant::now();
-    shards_owned_by(&mut client, &prefix, &["p1"]).await;
+    t.shards_owned_by(&["p1"]).await;
     eprintln!("sharded: a member paused → its shards owned by the other in {:?}", paused.elapsed());
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p1"]).await;
+    t.converge(&["p1"]).await;
 
     // p0 wakes: what it was writing is refused; it joins again and takes its
     // shards back once p1 drained them.
     signal("-CONT");
-    shards_owned_by(&mut client, &prefix, &["p0", "p1"]).await;
-    converge(&mut watch, &mut seen, &mut client, &prefix, &["p0", "p1"]).await;
+    t.shards_owned_by(&["p0", "p1"]).await;
+    t.converge(&["p0", "p1"]).await;
     stop.store(true, std::sync::atomic::Ordering::Release);
     writer.await.unwrap();
     each_holds_its_share(&mut members);
