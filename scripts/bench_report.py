@@ -1685,7 +1685,8 @@ def main():
     head += [
         f"Generated {now} from {'a working tree with uncommitted changes' if dirty else f'commit `{commit}`'} by `{args.command}`, which runs "
         "`cargo bench --bench state --bench runtime --bench queue --bench execution --bench durable --bench krm` and "
-        "`cargo bench --features etcd --bench etcd` and `cargo bench --features kubernetes-api,admin --bench kubernetes` "
+        "`cargo bench --features etcd --bench etcd` and `cargo bench --features etcd --bench sharded` and "
+        "`cargo bench --features kubernetes-api,admin --bench kubernetes` "
         "and `cargo bench --features kubernetes,kubernetes-api --bench cluster` "
         "(release), the kube-runtime peer (`cargo run --release --manifest-path "
         f"benches/kube-peer/Cargo.toml`), the soak (`cargo run --release --example soak -- --secs {soak_secs}`, "

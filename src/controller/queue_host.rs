@@ -194,21 +194,7 @@ impl<Q: QueueController> QueueHost<Q> {
         // controller does not also map (a mapped kind is read whole).
         let held = (!sharding.keeps_every_key()).then(|| Arc::new(ShardMask::new(count)));
         if let Some(held) = &held {
-            let inputs: Vec<Input> = self.rules.inputs().to_vec();
-            let mapped = watched_kinds(
-                &inputs
-                    .iter()
-                    .filter(|i| matches!(i.input_kind, InputKind::Mapped | InputKind::DestroyReady))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
-            let primary = watched_kinds(
-                &inputs
-                    .iter()
-                    .filter(|i| i.input_kind == InputKind::Primary)
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
+            let (primary, mapped) = self.watched_inputs();
             for kind in primary.into_iter().filter(|k| !mapped.contains(k)) {
                 let namespace = (kind.namespace() != crate::state::watch::ALL_NAMESPACES)
                     .then(|| kind.namespace().into());
@@ -280,6 +266,21 @@ impl<Q: QueueController> QueueHost<Q> {
             act.pump(ctx);
             drop(busy);
         }));
+    }
+
+    /// The kinds the primary inputs watch, and those the mapped and
+    /// destroy-ready inputs watch.
+    fn watched_inputs(&self) -> (Vec<Kind>, Vec<Kind>) {
+        let primary =
+            watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
+        let mapped: Vec<Input> = self
+            .rules
+            .inputs()
+            .iter()
+            .filter(|i| matches!(i.input_kind, InputKind::Mapped | InputKind::DestroyReady))
+            .cloned()
+            .collect();
+        (primary, watched_kinds(&mapped))
     }
 
     fn inputs_of(&self, kind: InputKind) -> impl Iterator<Item = &Input> {
@@ -467,19 +468,9 @@ impl<Q: QueueController> Hosted for Queued<Q> {
         // behind, is found at start).
         let env = host.env.clone();
         let recipient: Recipient<WatchBatch> = ctx.address().recipient();
-        let primary: Vec<Kind> =
-            watched_kinds(&host.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
+        let (primary, mapped) = host.watched_inputs();
         host.controller.bootstrapping =
             watched_kinds(&host.inputs_of(InputKind::DestroyReady).cloned().collect::<Vec<_>>());
-        let mapped: Vec<Kind> = watched_kinds(
-            &host
-                .rules
-                .inputs()
-                .iter()
-                .filter(|i| matches!(i.input_kind, InputKind::Mapped | InputKind::DestroyReady))
-                .cloned()
-                .collect::<Vec<_>>(),
-        );
         // A sharded controller's primary watches carry its shards: the state
         // delivers only their changes. A kind it also maps is not filtered
         // (a change of any key may map to one of its own).

@@ -18,8 +18,10 @@
 //!   leaver's shards, each to the member that was second for it.
 //!
 //! The module is pure: no clock, no IO. The etcd side (membership, shard
-//! keys on leases, fencing) is in `state::etcd::shards`; the queue
-//! controller's side (filtering, resync, draining) in the controller host.
+//! keys on leases, fencing) is in `state::etcd::shards`, and the feed that
+//! brings a process only its shards' keys in `state::etcd::feed`; the queue
+//! controller's side (the masks of its shards, resync, draining) in the
+//! controller host.
 //! See docs/ARCHITECTURE.md, "Sharded controllers".
 //!
 //! # Operations

@@ -3,8 +3,10 @@
 //! A sharded queue controller (see [`shard`](crate::shard)) runs in every
 //! process that shares an etcd store; each process reconciles only the keys
 //! of the virtual shards it owns. The [`ShardService`] is the store's side:
-//! membership, shard keys on leases, hand-offs; the controller's host is the
-//! other side (it filters, resyncs and drains). The service rides on the
+//! membership, shard keys on leases, hand-offs, and the `Holds` by which
+//! the store keeps only the held shards' keys of a sharded kind; the
+//! controller's host is the other side (it keeps the masks of its shards,
+//! resyncs and drains). The service rides on the
 //! [`ClaimService`](super::ClaimService) of an etcd store
 //! ([`ClaimService::shards`](super::ClaimService::shards)); the etcd
 //! implementation is `state/etcd/shards.rs`.
