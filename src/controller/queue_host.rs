@@ -229,23 +229,9 @@ impl<Q: QueueController> QueueHost<Q> {
         }
         shards.resyncing = true;
         let wanted: std::collections::HashSet<u32> = shards.resync.drain(..).collect();
-        let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
-        let state = self.env.state.clone();
-        let name = self.name.clone();
         let busy = self.env.state.activity().guard();
-        let list = async move {
-            let mut all = Vec::new();
-            for kind in kinds {
-                match state.list(&kind, &LabelQuery::all()).await {
-                    Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
-                    Err(e) => {
-                        tracing::warn!(controller = %name, "cannot list {kind} to resync: {e}")
-                    }
-                }
-            }
-            (all, busy)
-        };
-        ctx.spawn(list.into_actor(self).map(move |(all, busy), act, ctx| {
+        let list = self.list_primaries("resync");
+        ctx.spawn(list.into_actor(self).map(move |all, act, ctx| {
             let now = Instant::now();
             if let Some(shards) = &mut act.controller.shards {
                 shards.resyncing = false;
@@ -266,6 +252,32 @@ impl<Q: QueueController> QueueHost<Q> {
             act.pump(ctx);
             drop(busy);
         }));
+    }
+
+    /// Lists every primary kind (an input on every namespace across them):
+    /// the addresses, in kind order. A kind that cannot be listed is logged,
+    /// with `why` it was listed, and left out.
+    fn list_primaries(&self, why: &'static str) -> impl Future<Output = Vec<Pointer>> + 'static {
+        let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
+        let state = self.env.state.clone();
+        let name = self.name.clone();
+        async move {
+            let mut all = Vec::new();
+            for kind in kinds {
+                let listed = if kind.namespace() == crate::state::watch::ALL_NAMESPACES {
+                    state.list_all_namespaces(kind.resource_type(), &LabelQuery::all()).await
+                } else {
+                    state.list(&kind, &LabelQuery::all()).await
+                };
+                match listed {
+                    Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
+                    Err(e) => {
+                        tracing::warn!(controller = %name, "cannot list {kind} to {why}: {e}")
+                    }
+                }
+            }
+            all
+        }
     }
 
     /// The kinds the primary inputs watch, and those the mapped and
@@ -392,29 +404,9 @@ impl<Q: QueueController> QueueHost<Q> {
             return;
         }
         self.controller.requeueing_all = true;
-        let kinds = watched_kinds(&self.inputs_of(InputKind::Primary).cloned().collect::<Vec<_>>());
-        let state = self.env.state.clone();
-        let name = self.name.clone();
         let busy = self.env.state.activity().guard();
-        let list = async move {
-            let mut all = Vec::new();
-            for kind in kinds {
-                let listed = if kind.namespace() == crate::state::watch::ALL_NAMESPACES {
-                    // An input on every namespace.
-                    state.list_all_namespaces(kind.resource_type(), &LabelQuery::all()).await
-                } else {
-                    state.list(&kind, &LabelQuery::all()).await
-                };
-                match listed {
-                    Ok(resources) => all.extend(resources.iter().map(|r| r.pointer().clone())),
-                    Err(e) => {
-                        tracing::warn!(controller = %name, "cannot list {kind} to requeue it: {e}")
-                    }
-                }
-            }
-            (all, busy)
-        };
-        ctx.spawn(list.into_actor(self).map(|(all, busy), act, ctx| {
+        let list = self.list_primaries("requeue it");
+        ctx.spawn(list.into_actor(self).map(|all, act, ctx| {
             act.controller.requeueing_all = false;
             let now = Instant::now();
             for ptr in all {

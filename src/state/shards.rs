@@ -207,12 +207,10 @@ impl Holds {
             return None;
         }
         let list = self.0.list.lock().unwrap_or_else(PoisonError::into_inner);
-        let covering: Vec<&Hold> = list.iter().filter(|h| h.covers(ptr)).collect();
+        let mut covering = list.iter().filter(|h| h.covers(ptr));
+        let first = covering.clone().next()?;
         // Several controllers may hold one kind: a key any of them holds is held.
-        if covering.is_empty() || covering.iter().any(|h| h.mask.admits(ptr)) {
-            return None;
-        }
-        covering.first().map(|h| (*h).clone())
+        (!covering.any(|h| h.mask.admits(ptr))).then(|| first.clone())
     }
 }
 
