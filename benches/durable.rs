@@ -7,7 +7,10 @@
 //!   transaction per write (the cost group commit removes) and with 64
 //!   writes per transaction (the ceiling it approaches); and the disk alone:
 //!   a batch's bytes appended in one write and synced, per 64 writes (the
-//!   ceiling of any store that writes each batch once).
+//!   ceiling of any store that writes each batch once); the same append
+//!   handed to an IO thread from an actix task and awaited (the ceiling of a
+//!   state on an actix thread, which never blocks it on IO), and that after
+//!   a bare actor's window of 64 `send`s.
 //! - reopen: how long opening a state file of 100,000 resources takes (load
 //!   into the cache included), and the bytes on disk per resource; written to
 //!   `<target>/bench-report/durable.json`.
@@ -160,8 +163,113 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
             })
         });
     });
+    // The same disk reached as a state on an actix thread must reach it:
+    // blocking IO never runs on an arbiter, so each batch's bytes go to an
+    // IO thread that appends them (O_DSYNC) and answers through a oneshot
+    // channel the actix task awaits (two wake-ups across threads besides the
+    // write). Then the same preceded by a bare actor's share of the window:
+    // 64 `send`s to an actor that inserts into a `HashMap`, joined.
+    let thread = LogThread::start(dir.path().join("thread.log"), LOG_BYTES);
+    g.bench_function("disk_via_thread_64_per_sync", |b| {
+        b.iter_custom(|iters| {
+            sys.block_on(async {
+                let started = Instant::now();
+                for _ in (0..iters).step_by(64) {
+                    thread.append(batch.clone()).await;
+                }
+                started.elapsed()
+            })
+        });
+    });
+    let actor = sys.block_on(async { actix::Actor::start(MapActor::default()) });
+    g.bench_function("actor_then_disk_via_thread_64", |b| {
+        b.iter_custom(|iters| {
+            sys.block_on(async {
+                let started = Instant::now();
+                let mut k = 0;
+                while k < iters {
+                    let end = (k + 64).min(iters);
+                    let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j)));
+                    futures::future::join_all(sends).await;
+                    thread.append(batch.clone()).await;
+                    k = end;
+                }
+                started.elapsed()
+            })
+        });
+    });
     g.finish();
     record
+}
+
+/// An IO thread appending each batch it is handed to a file opened with
+/// O_DSYNC (allocated beforehand, written again from its start once full),
+/// answering once the write completed.
+struct LogThread {
+    batches: std::sync::mpsc::Sender<(Vec<u8>, futures::channel::oneshot::Sender<()>)>,
+}
+
+impl LogThread {
+    fn start(path: std::path::PathBuf, len: u64) -> LogThread {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DSYNC)
+            .open(path)
+            .expect("log file");
+        file.write_all_at(&vec![7u8; len as usize], 0).expect("allocate");
+        let (batches, received) =
+            std::sync::mpsc::channel::<(Vec<u8>, futures::channel::oneshot::Sender<()>)>();
+        std::thread::spawn(move || {
+            let mut at = 0u64;
+            for (bytes, done) in received {
+                if at + bytes.len() as u64 > len {
+                    at = 0;
+                }
+                file.write_all_at(&bytes, at).expect("append, synced");
+                at += bytes.len() as u64;
+                let _ = done.send(());
+            }
+        });
+        LogThread { batches }
+    }
+
+    /// Appends `bytes`; resolves once they are on disk.
+    async fn append(&self, bytes: Vec<u8>) {
+        let (done, synced) = futures::channel::oneshot::channel();
+        self.batches.send((bytes, done)).expect("log thread");
+        synced.await.expect("appended");
+    }
+}
+
+/// The bare actor of the floors: one `HashMap` insert per message, on an
+/// unbounded mailbox as the state's.
+#[derive(Default)]
+struct MapActor {
+    map: std::collections::HashMap<String, u64>,
+}
+
+impl actix::Actor for MapActor {
+    type Context = actix::Context<Self>;
+
+    fn started(&mut self, ctx: &mut actix::Context<Self>) {
+        ctx.set_mailbox_capacity(0);
+    }
+}
+
+#[derive(actix::Message)]
+#[rtype(result = "usize")]
+struct Insert(String, u64);
+
+impl actix::Handler<Insert> for MapActor {
+    type Result = usize;
+
+    fn handle(&mut self, Insert(key, value): Insert, _: &mut actix::Context<Self>) -> usize {
+        self.map.insert(key, value);
+        self.map.len()
+    }
 }
 
 /// `iters` writes in batches of `per` (the last one shorter), each done by
@@ -238,7 +346,8 @@ fn reopen(mode: &Mode, sys: &SystemRunner, n: u64, record: usize) {
     );
 }
 
-/// `COSI_BENCH_PROFILE=durable:<n>` (or `memory:<n>`, see
+/// `COSI_BENCH_PROFILE=durable:<n>` (or `memory:<n>`, or `floor:<n>` for the
+/// bare actor and the append through a thread, see
 /// `common::profile_request`): no criterion; `n` acknowledged writes with 64
 /// (`COSI_BENCH_WINDOW`) in flight on a durable state (or the in-memory one),
 /// after one unmeasured pass over the 1,000 resources, for a profiler
@@ -247,13 +356,36 @@ fn reopen(mode: &Mode, sys: &SystemRunner, n: u64, record: usize) {
 fn profile(sys: &SystemRunner, scenario: &str, n: u64) {
     let window = std::env::var("COSI_BENCH_WINDOW").ok().and_then(|w| w.parse().ok()).unwrap_or(64);
     let dir = ScratchDir::new();
+    if scenario == "floor" {
+        // The floor of a state on an actix thread (see `durable_writes`):
+        // a bare actor's window, then its batch's bytes appended by a thread.
+        let thread = LogThread::start(dir.path().join("thread.log"), 8 << 20);
+        let batch = vec![7u8; 64 * 296];
+        sys.block_on(async {
+            let actor = actix::Actor::start(MapActor::default());
+            let started = Instant::now();
+            let mut k = 0;
+            while k < n {
+                let end = (k + window).min(n);
+                let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j)));
+                futures::future::join_all(sends).await;
+                thread.append(batch.clone()).await;
+                k = end;
+            }
+            let elapsed = started.elapsed();
+            println!("floor: {n} writes, {window} in flight: {:?} per write", elapsed / n as u32);
+        });
+        return;
+    }
     sys.block_on(async {
         let state = match scenario {
             "memory" => State::start(),
             "durable" => {
                 State::open_durable(dir.path().join("profile.redb"), [NS]).await.expect("open")
             }
-            other => panic!("COSI_BENCH_PROFILE: no durable scenario {other:?} (durable, memory)"),
+            other => {
+                panic!("COSI_BENCH_PROFILE: no durable scenario {other:?} (durable, memory, floor)")
+            }
         };
         writes(&state, KEYS, 64, 0).await;
         let elapsed = writes(&state, n, window, KEYS).await;

@@ -113,6 +113,9 @@ def main():
                 # Acknowledged modifies, 64 in flight: on redb (fsync per batch) and in memory.
                 "writes_durable": measure(benches["durable"], "durable", writes, "write"),
                 "writes_memory": measure(benches["durable"], "memory", writes, "write"),
+                # The floor of a state on an actix thread: a bare actor's window, then
+                # the batch's bytes appended (O_DSYNC) by an IO thread.
+                "writes_floor": measure(benches["durable"], "floor", writes, "write"),
             },
         }
     with open(out_path, "w") as f:

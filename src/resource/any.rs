@@ -15,6 +15,7 @@ pub(crate) trait ErasedSpec: Any + Send + Sync {
     fn eq_erased(&self, other: &dyn ErasedSpec) -> bool;
     fn to_value(&self) -> Result<serde_json::Value, serde_json::Error>;
     /// Appends the spec's JSON to `out`, without a `serde_json::Value` between.
+    #[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
     fn as_any(&self) -> &dyn Any;
@@ -280,6 +281,7 @@ impl AnyResource {
     /// # Errors
     /// [`Error::NotFound`] for a tombstone; [`Error::InvalidInput`] if the
     /// metadata or the spec does not serialize (`out` then holds part of it).
+    #[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> Result<(), Error> {
         let md = self.metadata();
         let spec =

@@ -386,6 +386,7 @@ impl Metadata {
     /// compares them), written directly: serde_json escapes every field
     /// name and goes through a map serializer per field, a sizeable share of
     /// a durable write's cost for text that is known in advance.
+    #[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(br#"{"namespace":"#);
         json_str(out, self.namespace());
@@ -455,6 +456,7 @@ impl Metadata {
 
 /// `s` as a JSON string, escaped exactly as serde_json escapes (it is used
 /// when anything needs escaping: control characters, `"` and `\`).
+#[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
 fn json_str(out: &mut Vec<u8>, s: &str) {
     if !needs_escape(s.as_bytes()) {
         out.reserve(s.len() + 2);
@@ -472,6 +474,7 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
 /// byte, and every string of every durable write goes through here): each
 /// test below is nonzero exactly when some byte of the word is
 /// below 0x20, or zero after the XOR (that is, equal to the character).
+#[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
 fn needs_escape(s: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -491,6 +494,7 @@ fn needs_escape(s: &[u8]) -> bool {
 }
 
 /// `n` in decimal.
+#[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
 fn json_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut at = buf.len();

@@ -33,6 +33,7 @@ impl ShardMask {
     }
 
     /// How many shards there are (set or not).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn shards(&self) -> u32 {
         self.shards
     }

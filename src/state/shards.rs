@@ -217,6 +217,7 @@ impl Holds {
 /// What a sharded controller's host hears from the service.
 #[derive(Message, Clone, Debug, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub(crate) enum ShardEvent {
     /// This process owns `shard` now: its key `key`, created at revision
     /// `token` (the fencing token).
@@ -231,6 +232,7 @@ pub(crate) enum ShardEvent {
 /// Joins a controller's members (see [`ShardService::join`]).
 #[derive(Message)]
 #[rtype(result = "()")]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub(crate) struct JoinShards {
     pub(crate) controller: Arc<str>,
     pub(crate) shards: u32,
@@ -241,6 +243,7 @@ pub(crate) struct JoinShards {
 /// A host drained a shard it was asked to release.
 #[derive(Message)]
 #[rtype(result = "()")]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub(crate) struct Drained {
     pub(crate) controller: Arc<str>,
     pub(crate) shard: u32,
@@ -422,6 +425,7 @@ impl Writers {
 
     /// The fence a write by `owner` must pass, if it is a sharded writer.
     #[inline]
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(crate) fn fence(&self, owner: &Arc<str>) -> Option<ShardFence> {
         if self.0.count.load(Ordering::Acquire) == 0 {
             return None;
