@@ -378,7 +378,11 @@ impl ShardsActor {
         for shard in 0..group.shards {
             let want = ring.owner(ShardId(shard)) == Some(group.member.as_str());
             if !want {
-                group.wanted_since.remove(&shard);
+                // An acquire in flight keeps its start: if it succeeds, the
+                // shard was acquired and its takeover is timed all the same.
+                if !group.acquiring.contains(&shard) {
+                    group.wanted_since.remove(&shard);
+                }
             } else if !group.owned.contains_key(&shard) {
                 group.wanted_since.entry(shard).or_insert(now);
             }
