@@ -183,23 +183,32 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
     });
     let actor = sys.block_on(async { actix::Actor::start(MapActor::default()) });
     g.bench_function("actor_then_disk_via_thread_64", |b| {
-        b.iter_custom(|iters| {
-            sys.block_on(async {
-                let started = Instant::now();
-                let mut k = 0;
-                while k < iters {
-                    let end = (k + 64).min(iters);
-                    let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j)));
-                    futures::future::join_all(sends).await;
-                    thread.append(batch.clone()).await;
-                    k = end;
-                }
-                started.elapsed()
-            })
-        });
+        b.iter_custom(|iters| sys.block_on(actor_then_append(&actor, &thread, &batch, iters, 64)));
     });
     g.finish();
     record
+}
+
+/// `n` writes as the floor of a state on an actix thread: per window of
+/// `window`, that many `send`s to the bare `actor`, joined, then `batch`
+/// appended through `thread` and awaited; the time they took.
+async fn actor_then_append(
+    actor: &actix::Addr<MapActor>,
+    thread: &LogThread,
+    batch: &[u8],
+    n: u64,
+    window: u64,
+) -> Duration {
+    let started = Instant::now();
+    let mut k = 0;
+    while k < n {
+        let end = (k + window).min(n);
+        let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j)));
+        futures::future::join_all(sends).await;
+        thread.append(batch.to_vec()).await;
+        k = end;
+    }
+    started.elapsed()
 }
 
 /// An IO thread appending each batch it is handed to a file opened with
@@ -359,20 +368,12 @@ fn profile(sys: &SystemRunner, scenario: &str, n: u64) {
     if scenario == "floor" {
         // The floor of a state on an actix thread (see `durable_writes`):
         // a bare actor's window, then its batch's bytes appended by a thread.
+        // Records of about the size the durable state writes (296 B in run O).
         let thread = LogThread::start(dir.path().join("thread.log"), 8 << 20);
-        let batch = vec![7u8; 64 * 296];
+        let batch = vec![7u8; window as usize * 296];
         sys.block_on(async {
             let actor = actix::Actor::start(MapActor::default());
-            let started = Instant::now();
-            let mut k = 0;
-            while k < n {
-                let end = (k + window).min(n);
-                let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j)));
-                futures::future::join_all(sends).await;
-                thread.append(batch.clone()).await;
-                k = end;
-            }
-            let elapsed = started.elapsed();
+            let elapsed = actor_then_append(&actor, &thread, &batch, n, window).await;
             println!("floor: {n} writes, {window} in flight: {:?} per write", elapsed / n as u32);
         });
         return;
