@@ -24,7 +24,7 @@ use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 use actix::SystemRunner;
-use common::{CountingAlloc, IntSpec, Mode, NS, pipelined};
+use common::{CountingAlloc, Insert, IntSpec, MapActor, Mode, NS, pipelined};
 use cosi_runtime::prelude::*;
 use cosi_runtime::testing::conformance::ScratchDir;
 use criterion::{Criterion, Throughput};
@@ -141,14 +141,8 @@ fn durable_writes(c: &mut Criterion, sys: &SystemRunner) -> usize {
     // the state's write-ahead log writes; an fdatasync after the write cost
     // more here). Its share of the in-memory rate is this disk's ceiling for
     // durable writes at 64 in flight, before any work of the state.
-    let log = {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true).custom_flags(libc::O_DSYNC);
-        options.open(dir.path().join("append.log")).expect("log file")
-    };
     const LOG_BYTES: u64 = 8 << 20;
-    log.write_all_at(&vec![7u8; LOG_BYTES as usize], 0).expect("allocate");
+    let log = synced_file(&dir.path().join("append.log"), LOG_BYTES);
     let batch = vec![7u8; 64 * record.max(1)];
     let mut at = 0u64;
     g.bench_function("disk_append_64_per_sync", |b| {
@@ -203,12 +197,24 @@ async fn actor_then_append(
     let mut k = 0;
     while k < n {
         let end = (k + window).min(n);
-        let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j)));
+        let sends = (k..end).map(|j| actor.send(Insert(format!("r{}", j % KEYS), j as i64)));
         futures::future::join_all(sends).await;
         thread.append(batch.to_vec()).await;
         k = end;
     }
     started.elapsed()
+}
+
+/// A file of `len` bytes, allocated (written whole) beforehand so that an
+/// append's sync has no size to record, opened with O_DSYNC: each write is
+/// synced as it completes, as the state's write-ahead log writes.
+fn synced_file(path: &std::path::Path, len: u64) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true).custom_flags(libc::O_DSYNC);
+    let file = options.open(path).expect("log file");
+    file.write_all_at(&vec![7u8; len as usize], 0).expect("allocate");
+    file
 }
 
 /// An IO thread appending each batch it is handed to a file opened with
@@ -220,15 +226,7 @@ struct LogThread {
 
 impl LogThread {
     fn start(path: std::path::PathBuf, len: u64) -> LogThread {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_DSYNC)
-            .open(path)
-            .expect("log file");
-        file.write_all_at(&vec![7u8; len as usize], 0).expect("allocate");
+        let file = synced_file(&path, len);
         let (batches, received) =
             std::sync::mpsc::channel::<(Vec<u8>, futures::channel::oneshot::Sender<()>)>();
         std::thread::spawn(move || {
@@ -250,34 +248,6 @@ impl LogThread {
         let (done, synced) = futures::channel::oneshot::channel();
         self.batches.send((bytes, done)).expect("log thread");
         synced.await.expect("appended");
-    }
-}
-
-/// The bare actor of the floors: one `HashMap` insert per message, on an
-/// unbounded mailbox as the state's.
-#[derive(Default)]
-struct MapActor {
-    map: std::collections::HashMap<String, u64>,
-}
-
-impl actix::Actor for MapActor {
-    type Context = actix::Context<Self>;
-
-    fn started(&mut self, ctx: &mut actix::Context<Self>) {
-        ctx.set_mailbox_capacity(0);
-    }
-}
-
-#[derive(actix::Message)]
-#[rtype(result = "usize")]
-struct Insert(String, u64);
-
-impl actix::Handler<Insert> for MapActor {
-    type Result = usize;
-
-    fn handle(&mut self, Insert(key, value): Insert, _: &mut actix::Context<Self>) -> usize {
-        self.map.insert(key, value);
-        self.map.len()
     }
 }
 

@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use actix::SystemRunner;
 use actix::prelude::*;
-use common::{CountingAlloc, IntSpec, Mode, NS, pipelined};
+use common::{CountingAlloc, Insert, IntSpec, MapActor, Mode, NS, pipelined};
 use cosi_runtime::prelude::*;
 use criterion::{Criterion, Throughput};
 use serde_json::json;
@@ -32,37 +32,8 @@ use tokio::sync::Notify;
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-// ---------------------------------------------------------------------------
-// The bare-actix baseline: an actor doing a `HashMap` insert per message.
-
-struct MapActor {
-    map: HashMap<String, i64>,
-}
-
-impl Actor for MapActor {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        // The same mailbox discipline as the `StateActor` (unbounded).
-        ctx.set_mailbox_capacity(0);
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "u64")]
-struct Insert(String, i64);
-
-impl Handler<Insert> for MapActor {
-    type Result = u64;
-
-    fn handle(&mut self, Insert(key, value): Insert, _: &mut Context<Self>) -> u64 {
-        self.map.insert(key, value);
-        self.map.len() as u64
-    }
-}
-
 fn map_actor() -> Addr<MapActor> {
-    MapActor { map: HashMap::new() }.start()
+    MapActor::default().start()
 }
 
 fn id(k: u64) -> String {

@@ -435,3 +435,36 @@ pub fn q_str_to_sentence() -> QLevel<StrSpec, SentenceSpec> {
 pub fn q_int_to_str() -> QLevel<IntSpec, StrSpec> {
     QLevel { name: "IntToStr", map: |i| StrSpec(i.0.to_string()), _types: PhantomData }
 }
+
+// ---------------------------------------------------------------------------
+// The bare-actix baseline: an actor doing a `HashMap` insert per message.
+
+/// The bare actor of the baselines: one `HashMap` insert per message, on an
+/// unbounded mailbox as the `StateActor`'s.
+#[derive(Default)]
+pub struct MapActor {
+    map: std::collections::HashMap<String, i64>,
+}
+
+impl actix::Actor for MapActor {
+    type Context = actix::Context<Self>;
+
+    fn started(&mut self, ctx: &mut actix::Context<Self>) {
+        // The same mailbox discipline as the `StateActor` (unbounded).
+        ctx.set_mailbox_capacity(0);
+    }
+}
+
+/// Inserts the value under the key; answers the map's size.
+#[derive(actix::Message)]
+#[rtype(result = "u64")]
+pub struct Insert(pub String, pub i64);
+
+impl actix::Handler<Insert> for MapActor {
+    type Result = u64;
+
+    fn handle(&mut self, Insert(key, value): Insert, _: &mut actix::Context<Self>) -> u64 {
+        self.map.insert(key, value);
+        self.map.len() as u64
+    }
+}

@@ -38,7 +38,9 @@
 //! every read and hand-off (a metrics scrape reads it without a round
 //! trip). A takeover is timed from the first read whose ring gives this
 //! member a shard it does not own to the answer that its key was created;
-//! a shard the ring gives to another meanwhile is timed afresh.
+//! a shard the ring gives to another meanwhile is timed afresh, unless this
+//! member's acquire of it is already in flight (if that succeeds, the shard
+//! was acquired, and is timed from the first read).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
